@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -186,6 +187,22 @@ class Encoder:
             if self.normalize:
                 pooled = torch.nn.functional.normalize(pooled, dim=-1)
         return pooled.float().numpy()
+
+
+@functools.lru_cache(maxsize=4)
+def _load_model(path: str):
+    """Tokenizer and model for a directory, loaded once per process (queries and tests reuse them)."""
+    import torch  # noqa: F401  (imported here so the CLI starts without it)
+    import transformers
+
+    transformers.logging.set_verbosity_error()
+    transformers.logging.disable_progress_bar()
+    try:
+        tokenizer = transformers.AutoTokenizer.from_pretrained(path, local_files_only=True)
+        model = transformers.AutoModel.from_pretrained(path, local_files_only=True)
+    except (OSError, ValueError) as error:
+        raise ModelError(f"{path}: cannot load the model ({error})") from None
+    return tokenizer, model.eval()
 
 
 def _masked_mean(hidden, mask):

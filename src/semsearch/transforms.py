@@ -156,8 +156,9 @@ class LinearTransform(Transform):
 
     def __init__(self, spec, in_dim, mean: np.ndarray, matrix: np.ndarray, eigenvalues: np.ndarray):
         super().__init__(spec, in_dim)
-        self.mean = mean.astype(np.float32)
-        self.matrix = matrix.astype(np.float32)
+        # float64: in float32, subtracting the mean loses the low-variance directions that whitening scales up.
+        self.mean = mean.astype(np.float64)
+        self.matrix = matrix.astype(np.float64)
         self.eigenvalues = eigenvalues.astype(np.float64)
 
     @property
@@ -182,7 +183,7 @@ class LinearTransform(Transform):
         return cls(replace(spec, dims=keep), stats.dim, stats.mean, matrix, values[:keep])
 
     def apply(self, vectors):
-        return (np.asarray(vectors, dtype=np.float32) - self.mean) @ self.matrix
+        return ((np.asarray(vectors, dtype=np.float64) - self.mean) @ self.matrix).astype(np.float32)
 
     def save(self, directory):
         from safetensors.numpy import save_file
@@ -190,7 +191,9 @@ class LinearTransform(Transform):
         from .storage import atomic_path
 
         with atomic_path(Path(directory) / self.FILE) as tmp:
-            save_file({"mean": self.mean, "matrix": self.matrix, "eigenvalues": self.eigenvalues}, str(tmp))
+            arrays = {"mean": self.mean, "matrix": self.matrix, "eigenvalues": self.eigenvalues}
+            # safetensors writes the raw buffer: a Fortran-ordered array (eigh returns those) would transpose.
+            save_file({name: np.ascontiguousarray(a) for name, a in arrays.items()}, str(tmp))
 
     @classmethod
     def load(cls, directory, spec, in_dim):

@@ -1,0 +1,77 @@
+"""Shared fixtures: the shared data sets (skipped with a clear message when absent) and small real indexes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO.parent / "shared" / "data"
+
+
+def shared_data(*parts: str) -> Path:
+    """A path under ../shared/data, or skip the test saying what is missing."""
+    path = DATA.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"shared data not found: {path} (tests read it from ../shared/data beside the repo)")
+    return path
+
+
+def write_jsonl(path: Path, records) -> Path:
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+    return path
+
+
+@pytest.fixture(scope="session")
+def scifact_subset(tmp_path_factory):
+    """300 SciFact documents: those relevant to the first 40 test queries, then filler in corpus order.
+    Returns (corpus path, {query id: text}, {query id: {doc id: relevance}})."""
+    root = shared_data("scifact")
+    rows = [line.split("\t") for line in (root / "qrels" / "test.tsv").read_text().splitlines()[1:]]
+    query_ids = list(dict.fromkeys(q for q, _, _ in rows))[:40]
+    wanted = {d for q, d, _ in rows if q in query_ids}
+    docs, filler = [], []
+    with open(root / "corpus.jsonl") as handle:
+        for line in handle:
+            doc = json.loads(line)
+            (docs if doc["_id"] in wanted else filler).append(doc)
+    docs += filler[: 300 - len(docs)]
+    corpus = write_jsonl(tmp_path_factory.mktemp("scifact") / "corpus.jsonl", docs)
+    queries = {}
+    for line in (root / "queries.jsonl").read_text().splitlines():
+        query = json.loads(line)
+        if query["_id"] in query_ids:
+            queries[query["_id"]] = query["text"]
+    qrels: dict[str, dict[str, int]] = {}
+    for q, d, score in rows:
+        if q in query_ids:
+            qrels.setdefault(q, {})[d] = int(score)
+    return corpus, queries, qrels
+
+
+@pytest.fixture(scope="session")
+def tiny_bert(tmp_path_factory):
+    """A small random (not fine-tuned) BERT with the bundled vocabulary and no sentence-transformers config:
+    stands in for a raw BERT, which no package ships."""
+    import torch
+    import transformers
+
+    from semsearch.encoder import resolve_model_path
+
+    bundled = resolve_model_path(None)
+    directory = tmp_path_factory.mktemp("tiny-bert")
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(bundled), local_files_only=True)
+    config = transformers.BertConfig(
+        vocab_size=tokenizer.vocab_size,
+        hidden_size=32,
+        num_hidden_layers=3,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=128,
+    )
+    torch.manual_seed(0)
+    transformers.BertModel(config).save_pretrained(str(directory))
+    tokenizer.save_pretrained(str(directory))
+    return directory

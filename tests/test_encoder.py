@@ -1,0 +1,79 @@
+import numpy as np
+import pytest
+import torch
+import transformers
+
+from semsearch.encoder import Encoder, ModelError, Pooling, read_model_defaults, resolve_model_path
+
+TEXTS = [
+    "A man is playing a guitar.",
+    "short",
+    "The quick brown fox jumps over the lazy dog near the river bank.",
+]
+
+
+def reference(model_dir, texts, pooling):
+    """Pooling written out directly from the definitions, one text at a time (no padding involved)."""
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(model_dir))
+    model = transformers.AutoModel.from_pretrained(str(model_dir)).eval()
+    out = []
+    with torch.inference_mode():
+        for text in texts:
+            inputs = tokenizer(text, return_tensors="pt")
+            result = model(**inputs, output_hidden_states=True)
+            if pooling == "cls":
+                out.append(result.last_hidden_state[0, 0])
+            elif pooling == "mean":
+                out.append(result.last_hidden_state[0].mean(0))
+            else:
+                out.append(((result.hidden_states[1] + result.hidden_states[-1]) / 2)[0].mean(0))
+    return torch.stack(out).numpy()
+
+
+def test_bundled_model_defaults_come_from_its_sentence_transformers_config():
+    defaults = read_model_defaults(resolve_model_path(None))
+    assert defaults.pooling is Pooling.MEAN
+    assert defaults.max_length == 256
+    assert defaults.normalize is True
+    assert defaults.dim == 384
+
+
+def test_bundled_model_mean_pooling_matches_the_definition():
+    encoder = Encoder()
+    got = encoder.encode(TEXTS)
+    want = reference(encoder.path, TEXTS, "mean")
+    want /= np.linalg.norm(want, axis=1, keepdims=True)
+    np.testing.assert_allclose(got, want, atol=2e-5)
+
+
+@pytest.mark.parametrize("pooling", ["mean", "cls", "first-last-avg"])
+def test_poolings_on_a_raw_bert_under_padding(tiny_bert, pooling):
+    encoder = Encoder(tiny_bert, pooling=pooling, batch_size=3)  # one padded batch of different lengths
+    assert encoder.normalize is False and encoder.max_length == 128
+    np.testing.assert_allclose(encoder.encode(TEXTS), reference(tiny_bert, TEXTS, pooling), atol=1e-5)
+
+
+def test_length_sorted_batches_come_back_in_input_order():
+    encoder = Encoder(batch_size=2)
+    texts = TEXTS * 3 + ["one more sentence about nothing in particular"]
+    batched = encoder.encode(texts)
+    single = np.stack([encoder.encode([t])[0] for t in texts])
+    np.testing.assert_allclose(batched, single, atol=2e-5)
+    assert encoder.encode([]).shape == (0, 384)
+
+
+def test_pooling_changes_the_vectors():
+    mean = Encoder(pooling="mean").encode(TEXTS)
+    cls = Encoder(pooling="cls").encode(TEXTS)
+    assert not np.allclose(mean, cls, atol=1e-2)
+
+
+@pytest.mark.parametrize("make", ["missing", "empty", "no-weights"])
+def test_not_a_model_directory(tmp_path, make):
+    path = tmp_path / "model"
+    if make != "missing":
+        path.mkdir()
+    if make == "no-weights":
+        (path / "config.json").write_text('{"hidden_size": 8}')
+    with pytest.raises(ModelError, match="model"):
+        Encoder(path)
