@@ -8,8 +8,8 @@ import sys
 
 import numpy as np
 import pytest
-
 from conftest import write_jsonl
+
 from semsearch import Index
 from semsearch.errors import IndexStateError, SettingsError
 
@@ -82,8 +82,9 @@ def test_reopened_in_a_new_process_gives_identical_results(scifact_index):
         "hits = Index.open(sys.argv[1]).search('stem cells differentiate into neurons', k=5)\n"
         "print(json.dumps([[h.id, h.score] for h in hits]))"
     )
-    out = subprocess.run([sys.executable, "-c", script, str(scifact_index.path)], capture_output=True, text=True,
-                         check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", script, str(scifact_index.path)], capture_output=True, text=True, check=True
+    )
     other = json.loads(out.stdout)
     assert [h.id for h in hits] == [i for i, _ in other]
     np.testing.assert_allclose([h.score for h in hits], [s for _, s in other], atol=1e-5)
@@ -94,11 +95,24 @@ def test_append_keeps_the_transform_and_skips_unchanged_documents(scifact_index,
     shutil.copytree(scifact_index.path, path)
     index = Index.open(path)
     before = index.search("protein folding", k=3)
-    new = write_jsonl(tmp_path / "new.jsonl", [
-        {"id": "new-1", "title": "Protein folding", "text": "Chaperones help proteins fold correctly.",
-         "year": 2021, "kind": "new"},
-        {"id": "new-2", "text": "Whitening makes sentence embeddings isotropic.", "year": 2021, "kind": "new"},
-    ])
+    new = write_jsonl(
+        tmp_path / "new.jsonl",
+        [
+            {
+                "id": "new-1",
+                "title": "Protein folding",
+                "text": "Chaperones help proteins fold correctly.",
+                "year": 2021,
+                "kind": "new",
+            },
+            {
+                "id": "new-2",
+                "text": "Whitening makes sentence embeddings isotropic.",
+                "year": 2021,
+                "kind": "new",
+            },
+        ],
+    )
     report = index.ingest(new)
     assert (report.added, report.unchanged) == (2, 0)
     assert len(index) == 302 and index.info()["dims"] == 128
@@ -107,18 +121,40 @@ def test_append_keeps_the_transform_and_skips_unchanged_documents(scifact_index,
     assert (again.added, again.unchanged) == (0, 2)
     reopened = Index.open(path)
     assert len(reopened) == 302
-    assert [h.id for h in reopened.search("protein folding", k=3, where=["kind!=new"])] == [h.id for h in before]
-    changed = write_jsonl(tmp_path / "changed.jsonl", [{"id": "new-1", "text": "different text"}])
-    with pytest.raises(IndexStateError, match="other content"):
-        index.ingest(changed)
+    assert [h.id for h in reopened.search("protein folding", k=3, where=["kind!=new"])] == [
+        h.id for h in before
+    ]
+    changed = write_jsonl(
+        tmp_path / "changed.jsonl", [{"id": "new-1", "text": "Mitochondria make ATP.", "kind": "new"}]
+    )
+    assert index.ingest(changed).replaced == 1
     assert len(Index.open(path)) == 302
+    assert index.vectors.count == 302
+    hits = index.search("chaperones and protein folding", k=5, where=["kind=new"])
+    assert {(h.id, h.text) for h in hits} == {
+        ("new-1", "Mitochondria make ATP."),
+        ("new-2", "Whitening makes sentence embeddings isotropic."),
+    }
+    # The replaced vector left the statistics: they equal those of the live raw vectors, computed afresh.
+    live = index.raw.get(index.store.all_pks()).astype(np.float64)
+    np.testing.assert_allclose(index.stats().covariance(), np.cov(live, rowvar=False), atol=1e-9)
 
 
 def test_api_add_and_small_corpus_whitening(tmp_path):
     # Fewer documents than dimensions: whitening must keep only the spanned directions.
-    docs = [{"id": str(i), "text": text} for i, text in enumerate(
-        ["the cat sat on the mat", "dogs chase cats", "stock markets fell sharply", "the central bank raised rates",
-         "a recipe for tomato soup", "how to bake bread at home"])]
+    docs = [
+        {"id": str(i), "text": text}
+        for i, text in enumerate(
+            [
+                "the cat sat on the mat",
+                "dogs chase cats",
+                "stock markets fell sharply",
+                "the central bank raised rates",
+                "a recipe for tomato soup",
+                "how to bake bread at home",
+            ]
+        )
+    ]
     index = Index.create(tmp_path / "small", transform="whiten")
     index.add(docs)
     assert index.info()["dims"] == 5  # 6 documents span 5 centred directions

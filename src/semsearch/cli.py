@@ -108,7 +108,8 @@ def ingest(
         report = index.ingest(corpus, fields, progress=bar.update)
     if not quiet:
         click.echo(
-            f"{report.added} documents added ({report.unchanged} unchanged) to {index_path} in "
+            f"{report.added} documents added ({report.replaced} replaced, {report.unchanged} unchanged) to "
+            f"{index_path} in "
             f"{report.seconds:.1f} s ({report.docs_per_second:.1f} docs/s); {len(index)} in the index",
             err=True,
         )
@@ -124,8 +125,15 @@ def ingest(
     metavar="FIELD=VALUE",
     help="Filter on metadata before the search (repeatable, all must hold); also !=, <, <=, >, >=.",
 )
+@click.option(
+    "--rerank",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Re-score the top N candidates by cosine of the kept raw encoder vectors (0: off).",
+)
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per result and line.")
-def query(text, index_path, k, where, as_json):
+def query(text, index_path, k, where, rerank, as_json):
     """Search an index for the documents closest in meaning to TEXT.
 
     \b
@@ -137,7 +145,7 @@ def query(text, index_path, k, where, as_json):
     from .index import Index
 
     with Index.open(index_path) as index:
-        hits = index.search(text, k=k, where=list(where))
+        hits = index.search(text, k=k, where=list(where), rerank=rerank)
     for rank, hit in enumerate(hits, start=1):
         if as_json:
             click.echo(json.dumps(hit.to_json(), ensure_ascii=False))
@@ -148,6 +156,53 @@ def query(text, index_path, k, where, as_json):
                 click.echo("      " + _shorten(", ".join(f"{k}={v}" for k, v in hit.metadata.items()), 100))
     if not hits and not as_json:
         click.echo("no results", err=True)
+
+
+@main.command()
+@index_option
+@click.option(
+    "--transform", type=click.Choice(["none", "pca", "whiten"]), help="The new transform (default: the same)."
+)
+@click.option("--dims", type=click.IntRange(min=1), help="Keep the first K dimensions.")
+@click.option("--power", type=float, help="Whitening power P in [0, 1].")
+def refit(index_path, transform, dims, power):
+    """Fit a new transform from the stored statistics and rebuild the vector index from the kept raw vectors,
+    without encoding anything again.
+
+    \b
+    Example:
+        semsearch refit --index indexes/papers --transform pca --dims 128
+    """
+    from .index import Index
+
+    with Index.open(index_path) as index:
+        seconds = index.refit(transform, dims, power)
+        details = index.info()
+    click.echo(
+        f"refitted {index_path}: {details['transform']}, {details['dims']} dims, power {details['power']}, "
+        f"{details['documents']} documents in {seconds:.2f} s",
+        err=True,
+    )
+
+
+@main.command()
+@click.argument("ids", nargs=-1)
+@index_option
+@click.option("--where", multiple=True, metavar="FIELD=VALUE", help="Delete the documents that match (AND).")
+def delete(ids, index_path, where):
+    """Delete documents by id (and/or --where); their vectors leave the statistics and the index.
+
+    \b
+    Example:
+        semsearch delete doc-17 doc-42 --index indexes/papers
+    """
+    if not ids and not where:
+        raise click.UsageError("name at least one ID or a --where filter")
+    from .index import Index
+
+    with Index.open(index_path) as index:
+        deleted = index.delete(list(ids), list(where))
+        click.echo(f"deleted {deleted} documents; {len(index)} left in {index_path}", err=True)
 
 
 @main.command()

@@ -24,6 +24,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from .documents import Document, FieldNames, parse_document, read_jsonl, validate_documents
 from .encoder import DEFAULT_MODEL, Encoder, model_fingerprint, read_model_defaults, resolve_model_path
 from .errors import IndexStateError, SettingsError
@@ -31,7 +33,7 @@ from .manifest import FORMAT_VERSION, Manifest
 from .rawvectors import RawVectors, Segment, SegmentWriter
 from .stats import RunningStats
 from .store import Condition, DocumentStore
-from .transforms import Transform, TransformKind, TransformSpec, fit_transform, load_transform
+from .transforms import Transform, TransformKind, TransformSpec, fit_transform, load_transform, normalize_rows
 from .vectorindex import VectorIndex
 
 log = logging.getLogger(__name__)
@@ -41,6 +43,7 @@ STATS_FILE = "stats.safetensors"
 PENDING_MANIFEST = "manifest.pending.json"
 
 Progress = Callable[[int], None]
+Where = Sequence[str | Condition] | dict[str, Any] | None
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,7 @@ class AddReport:
     added: int
     unchanged: int
     seconds: float
+    replaced: int = 0
 
     @property
     def docs_per_second(self) -> float:
@@ -279,6 +283,8 @@ class Index:
     def _add(
         self, documents: Callable[[], Iterable[Document]], total: int, progress: Progress | None
     ) -> AddReport:
+        """Encode, count and store the documents not already here unchanged; an id already here with other
+        content is replaced (upsert): its old vector leaves the statistics and the vector index."""
         started = time.perf_counter()
         m = self.manifest
         encoder = self.encoder
@@ -286,21 +292,18 @@ class Index:
         writer = SegmentWriter(self.path, m.next_pk, m.encoder_dim)
         pk = m.next_pk
         added = unchanged = 0
+        replaced: list[int] = []
         try:
             with self.store.transaction():
                 for chunk in _chunks(documents(), CHUNK_DOCS):
                     known = self.store.existing_ids([doc.id for doc in chunk])
-                    fresh = []
-                    for doc in chunk:
-                        if doc.id not in known:
-                            fresh.append(doc)
-                        elif known[doc.id][1] == doc.content_hash:
-                            unchanged += 1
-                        else:
-                            raise IndexStateError(
-                                f"document {doc.id!r} is already in {self.path} with other content; "
-                                "replacing documents (upsert) is not supported yet"
-                            )
+                    fresh = [doc for doc in chunk if known.get(doc.id, (None, None))[1] != doc.content_hash]
+                    unchanged += len(chunk) - len(fresh)
+                    old = [known[doc.id][0] for doc in fresh if doc.id in known]
+                    if old:
+                        stats.remove(self.raw.get(old))
+                        self.store.delete(old)
+                        replaced += old
                     if fresh:
                         raw = encoder.encode([doc.embedding_text for doc in fresh])
                         writer.append(raw)
@@ -314,48 +317,149 @@ class Index:
                     writer.discard()
                     return AddReport(0, unchanged, time.perf_counter() - started)
                 segment = writer.finish()
-                self._commit_generation(stats, new_segment=segment, next_pk=pk)
+                self._commit_generation(stats, new_segment=segment, next_pk=pk, replaced=replaced)
         except BaseException:
             writer.discard()
             self._discard_next_generation()
             raise
         self._publish()
-        return AddReport(added, unchanged, time.perf_counter() - started)
+        return AddReport(added, unchanged, time.perf_counter() - started, replaced=len(replaced))
 
-    def _commit_generation(self, stats: RunningStats, *, new_segment: Segment, next_pk: int) -> None:
-        """Write the next generation's files, then record it in SQLite (still inside the transaction)."""
+    def delete(self, ids: Sequence[str] = (), where: Where = None) -> int:
+        """Delete documents by id and/or filter; their vectors leave the statistics (downdated exactly) and
+        the vector index. Returns how many were deleted."""
+        self._require_fitted()
+        pks: list[int] = []
+        if ids:
+            known = self.store.existing_ids(list(ids))
+            unknown = [doc_id for doc_id in ids if doc_id not in known]
+            if unknown:
+                raise IndexStateError(
+                    f"no document with id {', '.join(map(repr, unknown[:5]))} in {self.path}"
+                )
+            pks += [pk for pk, _ in known.values()]
+        conditions = _conditions(where)
+        if conditions:
+            pks += self.store.matching_pks(conditions).tolist()
+        pks = sorted(set(pks))
+        if not pks:
+            return 0
+        stats = self.stats()
+        stats.remove(self.raw.get(np.array(pks)))
+        vectors = VectorIndex.load(self.generation_dir)
+        vectors.remove(np.array(pks))
+        try:
+            with self.store.transaction():
+                self.store.delete(pks)
+                self._write_generation(stats, self.transform, vectors)
+        except BaseException:
+            self._discard_next_generation()
+            raise
+        self._publish()
+        return len(pks)
+
+    def _commit_generation(
+        self, stats: RunningStats, *, new_segment: Segment, next_pk: int, replaced: list[int]
+    ) -> None:
+        """Write the next generation after an add (inside the caller's SQLite transaction)."""
+        m = self.manifest
+        segments = [Segment(**s) for s in m.segments] + [new_segment]
+        if m.count == 0:
+            # The first documents: fit the transform on them and index everything.
+            transform = fit_transform(self.spec, stats, self._raw_batches(segments))
+            vectors = self._build_vectors(transform, segments)
+        else:
+            # Later documents: keep the transform so the stored vectors stay valid; index only the new ones.
+            transform = self.transform
+            vectors = VectorIndex.load(self.generation_dir)
+            if replaced:
+                vectors.remove(np.array(replaced))
+            for pks, block in RawVectors(self.path, [new_segment], m.encoder_dim).blocks():
+                vectors.add(transform.project(block), pks)
+        self._write_generation(
+            stats, transform, vectors, segments=[s.to_json() for s in segments], next_pk=next_pk
+        )
+
+    def refit(
+        self,
+        transform: str | None = None,
+        dims: int | None = None,
+        power: float | None = None,
+        *,
+        keep_dims: bool = False,
+    ) -> float:
+        """Derive a new transform from the stored statistics and rebuild the vector index from the kept raw
+        vectors: no encoding. Unnamed settings keep their current values, except that a new transform kind
+        starts from its own defaults for dims and power. Returns the seconds it took."""
+        started = time.perf_counter()
+        self._require_fitted()
+        m = self.manifest
+        kind = TransformKind(transform or m.transform)
+        same_kind = kind.value == m.transform
+        if power is None and same_kind and kind is TransformKind.WHITEN:
+            power = m.power
+        if dims is None and (same_kind or keep_dims):
+            dims = m.dims_requested
+        spec = TransformSpec(kind, dims, power)
+        spec.check_against(m.encoder_dim)
+        segments = [Segment(**s) for s in m.segments]
+        fitted = fit_transform(spec, self.stats(), self._raw_batches(segments))
+        vectors = self._build_vectors(fitted, segments)
+        try:
+            with self.store.transaction():
+                self._write_generation(
+                    self.stats(),
+                    fitted,
+                    vectors,
+                    transform=kind.value,
+                    dims_requested=dims,
+                    power=spec.effective_power,
+                )
+        except BaseException:
+            self._discard_next_generation()
+            raise
+        self._publish()
+        return time.perf_counter() - started
+
+    def _live_blocks(self, segments: list[Segment]) -> Iterable[tuple[np.ndarray, np.ndarray]]:
+        """Raw (pks, vectors) blocks of the documents in the store (replaced or deleted rows left out)."""
+        live = self.store.all_pks()
+        for pks, block in RawVectors(self.path, segments, self.manifest.encoder_dim).blocks():
+            keep = np.isin(pks, live, assume_unique=True)
+            if keep.any():
+                yield pks[keep], block[keep]
+
+    def _raw_batches(self, segments: list[Segment]) -> Callable[[], Iterable[np.ndarray]]:
+        return lambda: (block for _, block in self._live_blocks(segments))
+
+    def _build_vectors(self, transform: Transform, segments: list[Segment]) -> VectorIndex:
+        vectors = VectorIndex.create(transform.out_dim, self.manifest.index_type)
+        for pks, block in self._live_blocks(segments):
+            vectors.add(transform.project(block), pks)
+        return vectors
+
+    def _write_generation(
+        self, stats: RunningStats, fitted: Transform, vectors: VectorIndex, **changes: Any
+    ) -> None:
+        """Write every file of the next generation and its pending manifest, then record the generation in
+        SQLite; the caller's transaction commits it, and `_publish` makes it current."""
         m = self.manifest
         new_gen = m.generation + 1
         target = self.path / _generation_name(new_gen)
         shutil.rmtree(target, ignore_errors=True)
         target.mkdir()
         stats.save(target / STATS_FILE)
-        segments = [Segment(**s) for s in m.segments] + [new_segment]
-        if m.count == 0:
-            transform = fit_transform(self.spec, stats, None)
-            transform.save(target)
-            vectors = VectorIndex.create(transform.out_dim, m.index_type)
-            for pks, block in RawVectors(self.path, segments, m.encoder_dim).blocks():
-                vectors.add(transform.project(block), pks)
-            dims = transform.out_dim
-        else:
-            transform = self.transform
-            _link_files(self.generation_dir, target, exclude={STATS_FILE, VectorIndex.FILE})
-            vectors = VectorIndex.load(self.generation_dir)
-            fresh = RawVectors(self.path, [new_segment], m.encoder_dim)
-            for pks, block in fresh.blocks():
-                vectors.add(transform.project(block), pks)
-            dims = m.dims
+        fitted.save(target)
         vectors.save(target)
-        pending = Manifest(**{**asdict(m)})
+        pending = Manifest(**asdict(m))
+        for key, value in changes.items():
+            setattr(pending, key, value)
         pending.generation = new_gen
-        pending.segments = [s.to_json() for s in segments]
-        pending.next_pk = next_pk
         pending.count = self.store.count()
-        pending.dims = dims
+        pending.dims = fitted.out_dim
         pending.save(self.path, PENDING_MANIFEST)
         self.store.set_generation(new_gen)
-        self._next = (pending, transform, vectors)
+        self._next = (pending, fitted, vectors)
 
     def _discard_next_generation(self) -> None:
         shutil.rmtree(self.path / _generation_name(self.manifest.generation + 1), ignore_errors=True)
@@ -372,29 +476,54 @@ class Index:
     # ---- reading --------------------------------------------------------------------------------------
 
     def search(
-        self, text: str, k: int = 10, where: Sequence[str | Condition] | dict[str, Any] | None = None
+        self,
+        text: str,
+        k: int = 10,
+        where: Where = None,
+        rerank: int = 0,
     ) -> list[Hit]:
-        """The k documents most similar to `text`; `where` filters first, so k come back whenever k match."""
-        return self.search_many([text], k, where)[0]
+        """The k documents most similar to `text`. `where` filters first, so k come back whenever k match;
+        `rerank=N` takes N candidates from the index and re-scores them by cosine of the kept raw vectors."""
+        return self.search_many([text], k, where, rerank)[0]
 
     def search_many(
-        self,
-        texts: Sequence[str],
-        k: int = 10,
-        where: Sequence[str | Condition] | dict[str, Any] | None = None,
+        self, texts: Sequence[str], k: int = 10, where: Where = None, rerank: int = 0
     ) -> list[list[Hit]]:
         if k < 1:
             raise SettingsError(f"-k must be at least 1, got {k}")
+        return self.search_vectors(self.encoder.encode(list(texts)), k, where, rerank)
+
+    def search_vectors(
+        self, queries: np.ndarray, k: int = 10, where: Where = None, rerank: int = 0
+    ) -> list[list[Hit]]:
+        """Search with query vectors from this index's encoder (before the transform)."""
+        if k < 1:
+            raise SettingsError(f"-k must be at least 1, got {k}")
+        if rerank < 0:
+            raise SettingsError(f"--rerank must be 0 or more, got {rerank}")
         if self.manifest.count == 0:
-            return [[] for _ in texts]
-        allowed = None
+            return [[] for _ in queries]
         conditions = _conditions(where)
-        if conditions:
-            allowed = self.store.matching_pks(conditions)
-        queries = self.transform.project(self.encoder.encode(list(texts)))
-        results = self.vectors.search(queries, k, allowed)
+        allowed = self.store.matching_pks(conditions) if conditions else None
+        results = self.vectors.search(self.transform.project(queries), max(k, rerank), allowed)
+        if rerank:
+            results = self._rerank(queries, results, k)
         rows = self.store.get([pk for result in results for pk, _ in result])
         return [[Hit(score=score, **rows[pk]) for pk, score in result if pk in rows] for result in results]
+
+    def _rerank(self, queries: np.ndarray, results: list[list[tuple[int, float]]], k: int):
+        """Re-score candidates by cosine of the raw encoder vectors (the full model's own similarity)."""
+        raw, reranked = self.raw, []
+        queries = normalize_rows(np.asarray(queries, dtype=np.float32))
+        for query, result in zip(queries, results):
+            if not result:
+                reranked.append([])
+                continue
+            pks = np.array([pk for pk, _ in result], dtype=np.int64)
+            scores = normalize_rows(raw.get(pks)) @ query
+            order = np.argsort(-scores, kind="stable")[:k]
+            reranked.append([(int(pks[i]), float(scores[i])) for i in order])
+        return reranked
 
     def info(self) -> dict[str, Any]:
         m = self.manifest
@@ -426,7 +555,7 @@ class Index:
         }
 
 
-def _conditions(where: Sequence[str | Condition] | dict[str, Any] | None) -> list[Condition]:
+def _conditions(where: Where) -> list[Condition]:
     if not where:
         return []
     if isinstance(where, dict):
@@ -447,16 +576,6 @@ def _chunks(items: Iterable[Document], size: int) -> Iterable[list[Document]]:
 
 def _generation_name(generation: int) -> str:
     return f"gen-{generation:06d}"
-
-
-def _link_files(source: Path, target: Path, exclude: set[str]) -> None:
-    """Carry unchanged files into the next generation; hard links cost nothing and are never modified."""
-    for path in source.iterdir():
-        if path.is_file() and path.name not in exclude:
-            try:
-                os.link(path, target / path.name)
-            except OSError:
-                shutil.copy2(path, target / path.name)
 
 
 def _roll_forward(path: Path) -> None:

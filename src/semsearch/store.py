@@ -95,8 +95,10 @@ class DocumentStore:
     def count(self) -> int:
         return self.db.execute("SELECT count(*) FROM documents").fetchone()[0]
 
-    def next_pk(self) -> int:
-        return self.db.execute("SELECT coalesce(max(pk) + 1, 0) FROM documents").fetchone()[0]
+    def all_pks(self) -> np.ndarray:
+        return np.array(
+            [row[0] for row in self.db.execute("SELECT pk FROM documents ORDER BY pk")], dtype=np.int64
+        )
 
     def existing_ids(self, ids: Sequence[str]) -> dict[str, tuple[int, str]]:
         """id -> (pk, content hash) for those of `ids` already stored."""
@@ -123,6 +125,21 @@ class DocumentStore:
             "INSERT INTO fields (name, documents) VALUES (?, ?) "
             "ON CONFLICT(name) DO UPDATE SET documents = documents + excluded.documents",
             list(counts.items()),
+        )
+
+    def delete(self, pks: Sequence[int]) -> None:
+        """Delete rows inside the caller's transaction, keeping the field counts right."""
+        payload = [json.dumps([int(pk) for pk in pks])]
+        counts: dict[str, int] = {}
+        for (metadata,) in self.db.execute(
+            "SELECT metadata FROM documents WHERE pk IN (SELECT value FROM json_each(?))", payload
+        ):
+            for key in json.loads(metadata):
+                counts[key] = counts.get(key, 0) + 1
+        self.db.conn.execute("DELETE FROM documents WHERE pk IN (SELECT value FROM json_each(?))", payload)
+        self.db.conn.executemany(
+            "UPDATE fields SET documents = documents - ? WHERE name = ?",
+            [(n, key) for key, n in counts.items()],
         )
 
     def transaction(self):
