@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -383,14 +383,13 @@ class Index:
     def refit(
         self,
         transform: str | None = None,
-        dims: int | None = None,
+        dims: int | Literal["all"] | None = None,
         power: float | None = None,
-        *,
-        keep_dims: bool = False,
     ) -> float:
         """Derive a new transform from the stored statistics and rebuild the vector index from the kept raw
-        vectors: no encoding. Unnamed settings keep their current values, except that a new transform kind
-        starts from its own defaults for dims and power. Returns the seconds it took."""
+        vectors: no encoding. Unnamed settings (None) keep their current values, except that a new transform
+        kind starts from its own defaults for dims and power; `dims="all"` keeps every dimension. Returns the
+        seconds it took."""
         started = time.perf_counter()
         self._require_fitted()
         m = self.manifest
@@ -398,7 +397,9 @@ class Index:
         same_kind = kind.value == m.transform
         if power is None and same_kind and kind is TransformKind.WHITEN:
             power = m.power
-        if dims is None and (same_kind or keep_dims):
+        if dims == "all":
+            dims = None
+        elif dims is None and same_kind:
             dims = m.dims_requested
         spec = TransformSpec(kind, dims, power)
         spec.check_against(m.encoder_dim)

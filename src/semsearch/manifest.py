@@ -37,6 +37,7 @@ class Manifest:
     generation: int = 0
     next_pk: int = 0
     segments: list[dict] = field(default_factory=list)
+    ingest_docs_per_s: float | None = None  # of the first ingest (the benchmark reports it)
     format_version: int = FORMAT_VERSION
     created: str = field(default_factory=now)
     updated: str = field(default_factory=now)

@@ -37,11 +37,15 @@ class TransformKind(str, Enum):
 
 @dataclass(frozen=True)
 class TransformSpec:
-    """What the user asks for; `power` None means the kind's own (1 for whiten, 0 for pca)."""
+    """What the user asks for; `power` None means the kind's own (1 for whiten, 0 for pca).
+
+    `epochs` and `seed` are the flow's training settings (ignored by the linear transforms)."""
 
     kind: TransformKind = TransformKind.WHITEN
     dims: int | None = None
     power: float | None = None
+    epochs: int = 1
+    seed: int = 0
 
     def __post_init__(self):
         object.__setattr__(self, "kind", TransformKind(self.kind))
@@ -53,6 +57,8 @@ class TransformSpec:
             raise SettingsError("--dims needs a transform that reduces dimensions (pca, whiten or flow)")
         if self.kind is TransformKind.PCA and self.power not in (None, 0):
             raise SettingsError(f"pca is whitening with power 0; use --transform whiten --power {self.power}")
+        if self.epochs < 1:
+            raise SettingsError(f"--flow-epochs must be at least 1, got {self.epochs}")
         if self.kind in (TransformKind.NONE, TransformKind.FLOW) and self.power is not None:
             raise SettingsError(f"--power applies to whiten, not {self.kind.value}")
 

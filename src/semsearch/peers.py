@@ -1,0 +1,148 @@
+"""Peers for the benchmark: the same data and model through sentence-transformers (encode + exact cosine)
+and txtai (index + search), measured side by side. Both are optional extras, imported only here."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .errors import SettingsError
+
+INSTALL = "pip install 'semsearch[peers]'"
+
+
+def run(*, beir: Path | None, sts: Path | None, config) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    if beir is not None:
+        rows += [_sentence_transformers_beir(beir, config), _txtai_beir(beir, config)]
+    if sts is not None:
+        rows.append(_sentence_transformers_sts(sts, config))
+    return [row for row in rows if row]
+
+
+def _model_path(config) -> str:
+    from .encoder import resolve_model_path
+
+    return str(resolve_model_path(config.model))
+
+
+def _corpus(beir: Path) -> tuple[list[str], list[str]]:
+    ids, texts = [], []
+    with open(Path(beir) / "corpus.jsonl") as handle:
+        for line in handle:
+            if line.strip():
+                doc = json.loads(line)
+                ids.append(str(doc.get("_id", doc.get("id"))))
+                title = doc.get("title") or ""
+                texts.append(f"{title} {doc['text']}" if title else doc["text"])
+    return ids, texts
+
+
+def _row(dataset: str, system: str, metrics: dict[str, float], **extra: Any) -> dict[str, Any]:
+    return {
+        "dataset": dataset,
+        "system": system,
+        "model": "all-MiniLM-L6-v2",
+        "pooling": "mean",
+        "transform": "none",
+        "power": None,
+        "dims": 384,
+        "rerank": 0,
+        **{name: round(float(value), 5) for name, value in metrics.items()},
+        **extra,
+    }
+
+
+def _sentence_transformer(config):
+    try:
+        from sentence_transformers import SentenceTransformer
+    except ImportError:
+        raise SettingsError(f"--peers needs sentence-transformers: {INSTALL}") from None
+    return SentenceTransformer(_model_path(config), device="cpu")
+
+
+def _sentence_transformers_beir(beir: Path, config) -> dict[str, Any]:
+    from .bench import RETRIEVAL_METRICS
+    from .datasets import load_beir
+    from .metrics import evaluate_run
+
+    data = load_beir(beir, config.split)
+    config.progress(f"{data.name}: sentence-transformers encode + exact cosine")
+    model = _sentence_transformer(config)
+    ids, texts = _corpus(beir)
+    started = time.perf_counter()
+    corpus = model.encode(texts, batch_size=32, normalize_embeddings=True, convert_to_numpy=True)
+    rate = len(texts) / (time.perf_counter() - started)
+    query_ids = list(data.queries)
+    started = time.perf_counter()
+    queries = model.encode([data.queries[q] for q in query_ids], batch_size=32, normalize_embeddings=True)
+    query_ms = 1000 * (time.perf_counter() - started) / len(query_ids)
+    scores = queries @ corpus.T
+    top = np.argsort(-scores, axis=1)[:, :100]
+    run = {q: {ids[j]: float(scores[i, j]) for j in top[i]} for i, q in enumerate(query_ids)}
+    metrics = evaluate_run(data.qrels, run, RETRIEVAL_METRICS)
+    return _row(
+        data.name,
+        "sentence-transformers",
+        metrics,
+        query_ms=round(query_ms, 3),
+        ingest_docs_per_s=round(rate, 2),
+        documents=len(ids),
+        queries=len(query_ids),
+    )
+
+
+def _txtai_beir(beir: Path, config) -> dict[str, Any]:
+    from .bench import RETRIEVAL_METRICS
+    from .datasets import load_beir
+    from .metrics import evaluate_run
+
+    try:
+        from txtai import Embeddings
+    except ImportError:
+        raise SettingsError(f"--peers needs txtai: {INSTALL}") from None
+    data = load_beir(beir, config.split)
+    config.progress(f"{data.name}: txtai index + search")
+    ids, texts = _corpus(beir)
+    embeddings = Embeddings(path=_model_path(config), backend="faiss", batch=32, encodebatch=32)
+    started = time.perf_counter()
+    embeddings.index([(doc_id, text, None) for doc_id, text in zip(ids, texts)])
+    rate = len(ids) / (time.perf_counter() - started)
+    query_ids = list(data.queries)
+    run, timings = {}, []
+    for q in query_ids:
+        started = time.perf_counter()
+        results = embeddings.search(data.queries[q], 100)
+        timings.append(time.perf_counter() - started)
+        run[q] = {str(doc_id): float(score) for doc_id, score in results}
+    metrics = evaluate_run(data.qrels, run, RETRIEVAL_METRICS)
+    return _row(
+        data.name,
+        "txtai",
+        metrics,
+        query_ms=round(1000 * float(np.median(timings)), 3),
+        ingest_docs_per_s=round(rate, 2),
+        documents=len(ids),
+        queries=len(query_ids),
+    )
+
+
+def _sentence_transformers_sts(path: Path, config) -> dict[str, Any]:
+    from .datasets import load_sts
+    from .metrics import spearman
+
+    pairs = load_sts(path)
+    config.progress(f"{Path(path).name}: sentence-transformers")
+    model = _sentence_transformer(config)
+    left = model.encode([p.sentence1 for p in pairs], batch_size=32, normalize_embeddings=True)
+    right = model.encode([p.sentence2 for p in pairs], batch_size=32, normalize_embeddings=True)
+    cosine = np.sum(left * right, axis=1)
+    return _row(
+        Path(path).stem,
+        "sentence-transformers",
+        {"spearman": 100 * spearman(cosine, [p.score for p in pairs])},
+    )

@@ -1,0 +1,92 @@
+"""The benchmark end to end through the CLI on a SciFact subset, and the seeds' effect on STS-B dev."""
+
+import json
+
+import pytest
+from click.testing import CliRunner
+from conftest import shared_data, write_jsonl
+
+from semsearch.bench import BenchConfig, run_sts, settings_grid
+from semsearch.cli import main
+
+
+@pytest.fixture(scope="module")
+def sweep(scifact_subset, tmp_path_factory):
+    corpus, queries, qrels = scifact_subset
+    root = tmp_path_factory.mktemp("bench") / "scifact-mini"
+    (root / "qrels").mkdir(parents=True)
+    (root / "corpus.jsonl").write_bytes(corpus.read_bytes())
+    write_jsonl(root / "queries.jsonl", [{"_id": q, "text": t} for q, t in queries.items()])
+    # no header row: the loader must take the first line as data
+    (root / "qrels" / "test.tsv").write_text(
+        "".join(f"{q}\t{d}\t{r}\n" for q, docs in qrels.items() for d, r in docs.items())
+    )
+    out = root.parent / "results"
+    arguments = ["bench", "--beir", str(root), "--dims", "32,64,all", "--transforms", "none,pca,whiten"]
+    arguments += [
+        "--powers",
+        "1,0.5",
+        "--rerank",
+        "0,50",
+        "--out",
+        str(out),
+        "--work",
+        str(root.parent / "work"),
+    ]
+    result = CliRunner().invoke(main, arguments)
+    assert result.exit_code == 0, result.output
+    return out, json.loads((out / "results.json").read_text()), result
+
+
+def test_sweep_writes_json_markdown_and_plot(sweep):
+    out, rows, result = sweep
+    assert {"dataset", "model", "pooling", "transform", "power", "dims", "rerank", "ndcg@10"} <= set(rows[0])
+    assert all(isinstance(row["dims"], int) for row in rows)
+    settings = {(r["transform"], r["power"], r["dims"], r["rerank"]) for r in rows}
+    assert ("none", None, 384, 0) in settings
+    assert {("pca", 0.0, 32, 0), ("whiten", 1.0, 64, 50), ("whiten", 0.5, 32, 0)} <= settings
+    # "all" on 300 documents: every direction the corpus spans, fewer than the model's 384
+    assert max(r["dims"] for r in rows if r["transform"] == "whiten") < 300
+    assert all(0 < r["ndcg@10"] <= 1 and r["recall@10"] <= r["recall@100"] for r in rows)
+    markdown = (out / "results.md").read_text()
+    assert "semsearch bench --beir" in markdown and "| whiten | 0.5 | 32 |" in markdown
+    png = out / "scifact-mini-mean-ndcg_at_10.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_rerank_never_lowers_ndcg(sweep):
+    _, rows, _ = sweep
+    plain = {(r["transform"], r["power"], r["dims"]): r["ndcg@10"] for r in rows if r["rerank"] == 0}
+    reranked = [r for r in rows if r["rerank"] == 50]
+    assert reranked
+    for row in reranked:
+        assert row["ndcg@10"] >= plain[(row["transform"], row["power"], row["dims"])] - 1e-9, row
+    # rescoring with the raw vectors brings a 32-dim index back to (nearly) the raw model's quality
+    raw = plain[("none", None, 384)]
+    assert min(r["ndcg@10"] for r in reranked if r["dims"] == 32) > raw - 0.03
+
+
+def test_a_second_sweep_reuses_the_encoded_corpus(sweep, tmp_path):
+    out, _, first = sweep
+    root = out.parent / "scifact-mini"
+    arguments = ["bench", "--beir", str(root), "--dims", "16", "--transforms", "pca", "--out", str(tmp_path)]
+    result = CliRunner().invoke(main, arguments + ["--work", str(out.parent / "work")])
+    assert result.exit_code == 0, result.output
+    assert "reusing the encoded corpus" in result.output
+    assert [r["dims"] for r in json.loads((tmp_path / "results.json").read_text())] == [16]
+
+
+def test_settings_grid_has_no_duplicates():
+    config = BenchConfig(transforms=["none", "pca", "whiten"], dims=[8, None, 500], powers=[1.0, 0.0])
+    grid = settings_grid(config, model_dim=384)
+    assert (
+        len(grid) == len(set(grid)) == 1 + 2 + 2
+    )  # none; pca 8/all; whiten P=1 8/all (P=0 is pca; 500 > 384)
+
+
+def test_whitening_raises_sts_spearman_with_cls_pooling():
+    """The seeds' effect: cls vectors of a BERT are anisotropic and whitening, fitted on the sentences
+    themselves, lifts STS-B dev Spearman (measured here: 79.7 raw, 82.6 whitened)."""
+    config = BenchConfig(transforms=["none", "whiten"], dims=[None], powers=[1.0], poolings=["cls"])
+    rows = {r["transform"]: r["spearman"] for r in run_sts(shared_data("stsb", "sts-dev.csv"), config)}
+    assert rows["whiten"] > rows["none"] + 2.0, rows
