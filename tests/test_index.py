@@ -179,3 +179,29 @@ def test_an_index_from_a_newer_format_is_refused(scifact_index, tmp_path):
     (path / "manifest.json").write_text(json.dumps(manifest))
     with pytest.raises(IndexStateError, match="newer semsearch"):
         Index.open(path)
+
+
+def test_drift_after_an_ingest_of_another_kind_advises_a_refit_and_auto_does_it(tiny_bert, tmp_path):
+    first = [{"id": f"a{i}", "text": f"the cat sat on mat number {i} in the quiet house"} for i in range(80)]
+    other = [
+        {"id": f"b{i}", "text": f"{i * 7919} {i * 31} 0x{i:04x} ; ; == {{}} [] {i % 13}"} for i in range(80)
+    ]
+    index = Index.create(tmp_path / "kept", model=tiny_bert, transform="whiten", dims=16)
+    index.add(first)
+    assert index.manifest.drift == pytest.approx(0, abs=1e-9)
+    report = index.add(other)
+    assert report.drift > 0.25 and report.refit_advised and not report.refitted
+    assert index.info()["drift"] == report.drift
+    unchanged_transform = index.transform.matrix.copy()
+
+    auto = Index.create(tmp_path / "auto", model=tiny_bert, transform="whiten", dims=16)
+    auto.add(first)
+    report = auto.add(other, refit="auto")
+    assert report.refitted and not report.refit_advised
+    assert auto.manifest.drift == pytest.approx(0, abs=1e-9)
+    assert not np.allclose(auto.transform.matrix, unchanged_transform)
+    # the refitted index equals one built in one go on both sets
+    fresh = Index.create(tmp_path / "fresh", model=tiny_bert, transform="whiten", dims=16)
+    fresh.add(first + other)
+    query = "cat on a mat"
+    assert [h.id for h in auto.search(query, k=10)] == [h.id for h in fresh.search(query, k=10)]

@@ -101,3 +101,32 @@ def test_bad_specs(kwargs, message):
 def test_dims_larger_than_the_model():
     with pytest.raises(SettingsError, match="larger than the model"):
         TransformSpec(TransformKind.WHITEN, dims=400).check_against(384)
+
+
+@pytest.mark.parametrize("power", [1.0, 0.5, 0.0])
+def test_drift_is_zero_on_the_fitted_corpus_and_grows_with_a_shift(power):
+    rng = np.random.default_rng(5)
+    x = cone(rng, 4000)
+    stats = RunningStats.of(x[:2000])
+    transform = fit_transform(TransformSpec(TransformKind.WHITEN, power=power), stats)
+    assert transform.drift(stats) == pytest.approx(0, abs=1e-9)
+    same_kind = RunningStats.of(x)  # twice as many documents from the same distribution
+    assert transform.drift(same_kind) < 0.1
+    shifted = RunningStats.of(x)
+    shifted.update(cone(np.random.default_rng(6), 1000) + 0.5)  # another topic: other directions, other mean
+    assert transform.drift(shifted) > 2 * transform.drift(same_kind)
+    assert transform.drift(shifted) > 0.25
+
+
+def test_identity_has_no_drift_measure():
+    x = cone(np.random.default_rng(0), 100)
+    assert (
+        fit_transform(TransformSpec(TransformKind.NONE), RunningStats.of(x)).drift(RunningStats.of(x)) is None
+    )
+
+
+def test_cli_drift_limit_text_matches_the_library():
+    from semsearch.cli import DRIFT_LIMIT_TEXT
+    from semsearch.transforms import DRIFT_LIMIT
+
+    assert float(DRIFT_LIMIT_TEXT) == DRIFT_LIMIT

@@ -13,6 +13,7 @@ import click
 from .errors import SemsearchError
 
 DEFAULT_INDEX = Path("indexes") / "default"
+DRIFT_LIMIT_TEXT = "0.25"  # transforms.DRIFT_LIMIT, without importing numpy for --help
 
 
 def index_option(func):
@@ -24,6 +25,16 @@ def index_option(func):
         default=DEFAULT_INDEX,
         show_default="indexes/default, or $SEMSEARCH_INDEX",
         help="The index directory.",
+    )(func)
+
+
+def wait_option(func):
+    return click.option(
+        "--wait",
+        type=click.FloatRange(min=0),
+        default=10.0,
+        show_default=True,
+        help="Seconds to wait for another process writing to the same index before giving up.",
     )(func)
 
 
@@ -69,6 +80,14 @@ def main() -> None:
 @click.option("--id-field", help="The JSON field with the document id (default: id or _id).")
 @click.option("--text-field", default="text", show_default=True, help="The JSON field with the text.")
 @click.option("--title-field", default="title", show_default=True, help="The JSON field with the title.")
+@click.option(
+    "--refit",
+    type=click.Choice(["never", "auto", "always"]),
+    default="never",
+    show_default=True,
+    help="Refit the transform after adding: auto refits when the corpus has drifted from the fitted one.",
+)
+@wait_option
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar or summary.")
 def ingest(
     corpus,
@@ -82,6 +101,8 @@ def ingest(
     id_field,
     text_field,
     title_field,
+    refit,
+    wait,
     quiet,
 ):
     """Add the documents of a JSONL file to an index, creating it if needed.
@@ -104,13 +125,26 @@ def ingest(
     settings = dict(
         model=model, pooling=pooling, transform=transform, dims=dims, power=power, batch_size=batch_size
     )
-    with Index.open_or_create(index_path, **settings) as index, _progress(total, quiet, "encoding") as bar:
-        report = index.ingest(corpus, fields, progress=bar.update)
+    with (
+        Index.open_or_create(index_path, wait=wait, **settings) as index,
+        _progress(total, quiet, "encoding") as bar,
+    ):
+        report = index.ingest(corpus, fields, progress=bar.update, refit=refit)
+    if report.resumed:
+        click.echo(f"resumed: {report.resumed} vectors from an interrupted ingest were reused", err=True)
     if not quiet:
         click.echo(
             f"{report.added} documents added ({report.replaced} replaced, {report.unchanged} unchanged) to "
             f"{index_path} in "
             f"{report.seconds:.1f} s ({report.docs_per_second:.1f} docs/s); {len(index)} in the index",
+            err=True,
+        )
+    if report.refitted:
+        click.echo(f"refitted the transform (drift was {report.drift:.3f})", err=True)
+    elif report.refit_advised:
+        click.echo(
+            f"the corpus has drifted from the fitted transform (drift {report.drift:.3f} > "
+            f"{DRIFT_LIMIT_TEXT}): run `semsearch refit --index {index_path}`, or ingest with --refit auto",
             err=True,
         )
 
@@ -165,7 +199,8 @@ def query(text, index_path, k, where, rerank, as_json):
 )
 @click.option("--dims", help="Keep the first K dimensions ('all': every one; default: as now).")
 @click.option("--power", type=float, help="Whitening power P in [0, 1].")
-def refit(index_path, transform, dims, power):
+@wait_option
+def refit(index_path, transform, dims, power, wait):
     """Fit a new transform from the stored statistics and rebuild the vector index from the kept raw vectors,
     without encoding anything again.
 
@@ -175,7 +210,7 @@ def refit(index_path, transform, dims, power):
     """
     from .index import Index
 
-    with Index.open(index_path) as index:
+    with Index.open(index_path, wait) as index:
         seconds = index.refit(transform, _dims_option(dims), power)
         details = index.info()
     click.echo(
@@ -189,7 +224,8 @@ def refit(index_path, transform, dims, power):
 @click.argument("ids", nargs=-1)
 @index_option
 @click.option("--where", multiple=True, metavar="FIELD=VALUE", help="Delete the documents that match (AND).")
-def delete(ids, index_path, where):
+@wait_option
+def delete(ids, index_path, where, wait):
     """Delete documents by id (and/or --where); their vectors leave the statistics and the index.
 
     \b
@@ -200,7 +236,7 @@ def delete(ids, index_path, where):
         raise click.UsageError("name at least one ID or a --where filter")
     from .index import Index
 
-    with Index.open(index_path) as index:
+    with Index.open(index_path, wait) as index:
         deleted = index.delete(list(ids), list(where))
         click.echo(f"deleted {deleted} documents; {len(index)} left in {index_path}", err=True)
 

@@ -14,13 +14,15 @@ the new generation needs was written and fsynced before SQLite committed."""
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import logging
 import os
 import shutil
 import time
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -30,19 +32,31 @@ from .documents import Document, FieldNames, parse_document, read_jsonl, validat
 from .encoder import DEFAULT_MODEL, Encoder, model_fingerprint, read_model_defaults, resolve_model_path
 from .errors import IndexStateError, SettingsError
 from .manifest import FORMAT_VERSION, Manifest
-from .rawvectors import RawVectors, Segment, SegmentWriter
+from .rawvectors import RawVectors, ResumeCache, Segment, SegmentWriter
 from .stats import RunningStats
+from .storage import WriterLock, fsync_directory
 from .store import Condition, DocumentStore
-from .transforms import Transform, TransformKind, TransformSpec, fit_transform, load_transform, normalize_rows
+from .transforms import (
+    DRIFT_LIMIT,
+    Transform,
+    TransformKind,
+    TransformSpec,
+    fit_transform,
+    load_transform,
+    normalize_rows,
+)
 from .vectorindex import VectorIndex
 
 log = logging.getLogger(__name__)
 
 CHUNK_DOCS = 1024  # documents encoded, stored and counted together; large enough for length sorting
+RESUME_EVERY = 256  # documents encoded between two fsyncs of the resume cache
 STATS_FILE = "stats.safetensors"
 PENDING_MANIFEST = "manifest.pending.json"
+DEFAULT_WAIT = 10.0  # seconds a write waits for another process's write before giving up
 
 Progress = Callable[[int], None]
+RefitPolicy = Literal["never", "auto", "always"]
 Where = Sequence[str | Condition] | dict[str, Any] | None
 
 
@@ -64,6 +78,13 @@ class AddReport:
     unchanged: int
     seconds: float
     replaced: int = 0
+    resumed: int = 0  # vectors taken from an interrupted run's cache instead of encoded
+    drift: float | None = None  # of the kept transform from the corpus after the add (see DRIFT_LIMIT)
+    refitted: bool = False
+
+    @property
+    def refit_advised(self) -> bool:
+        return not self.refitted and self.drift is not None and self.drift > DRIFT_LIMIT
 
     @property
     def docs_per_second(self) -> float:
@@ -73,10 +94,12 @@ class AddReport:
 class Index:
     """A semsearch index directory. Open one with `Index.open`, make one with `Index.create`."""
 
-    def __init__(self, path: Path, manifest: Manifest):
+    def __init__(self, path: Path, manifest: Manifest, wait: float = DEFAULT_WAIT):
         self.path = Path(path)
         self.manifest = manifest
         self.store = DocumentStore(self.path / DocumentStore.FILE)
+        self.wait = wait  # seconds a write waits for another process's write to finish
+        self.lock = WriterLock(self.path)
         self._encoder: Encoder | None = None
         self._transform: Transform | None = None
         self._vectors: VectorIndex | None = None
@@ -96,6 +119,7 @@ class Index:
         max_length: int | None = None,
         batch_size: int = 32,
         index_type: str = "flat",
+        wait: float = DEFAULT_WAIT,
     ) -> Index:
         """A new, empty index; the transform is fitted when the first documents arrive."""
         path = Path(path)
@@ -130,28 +154,30 @@ class Index:
         )
         Encoder(model_path, pooling=manifest.pooling)  # validates the pooling name early
         path.mkdir(parents=True, exist_ok=True)
-        index = cls(path, manifest)
-        with index.store.transaction():
-            index.store.set_generation(0)
-        manifest.save(path)
+        index = cls(path, manifest, wait)
+        with index._writing(refresh=False):
+            if (path / "manifest.json").exists():
+                raise IndexStateError(f"{path} was just made an index by another process")
+            with index.store.transaction():
+                index.store.set_generation(0)
+            manifest.save(path)
         return index
 
     @classmethod
-    def open(cls, path: str | Path) -> Index:
+    def open(cls, path: str | Path, wait: float = DEFAULT_WAIT) -> Index:
+        """Open an index to search or write. Any number of processes may have it open; writes take turns."""
         path = Path(path)
-        _roll_forward(path)
-        manifest = Manifest.load(path)
-        index = cls(path, manifest)
+        index = cls(path, _current_manifest(path), wait)
         index._check_consistent()
         return index
 
     @classmethod
-    def open_or_create(cls, path: str | Path, **settings: Any) -> Index:
+    def open_or_create(cls, path: str | Path, wait: float = DEFAULT_WAIT, **settings: Any) -> Index:
         """Open an existing index, refusing settings that contradict it, or create one with them."""
         path = Path(path)
         if not (path / "manifest.json").exists() and not (path / PENDING_MANIFEST).exists():
-            return cls.create(path, **{k: v for k, v in settings.items() if v is not None})
-        index = cls.open(path)
+            return cls.create(path, wait=wait, **{k: v for k, v in settings.items() if v is not None})
+        index = cls.open(path, wait)
         index.check_compatible(**settings)
         if settings.get("batch_size"):
             index.manifest.batch_size = settings["batch_size"]
@@ -181,7 +207,31 @@ class Index:
             raise IndexStateError(f"{self.path} has {said}: build a new index to change the transform")
 
     def close(self) -> None:
+        self.lock.release()
         self.store.close()
+
+    def refresh(self) -> bool:
+        """Catch up with writes made by other processes since this index was opened; True if any."""
+        if self.store.generation() == self.manifest.generation:
+            return False
+        self.manifest = _current_manifest(self.path)
+        self._transform = self._vectors = None
+        return True
+
+    @contextlib.contextmanager
+    def _writing(self, refresh: bool = True) -> Iterator[None]:
+        """Hold the writer lock and start from the latest committed state (another process may have written
+        since this index was opened, or crashed half-way: that is rolled forward or discarded here)."""
+        self.lock.acquire(self.wait)
+        try:
+            if refresh:
+                _roll_forward(self.path)
+                self.manifest = Manifest.load(self.path)
+                self._transform = self._vectors = None
+                self._check_consistent()
+            yield
+        finally:
+            self.lock.release()
 
     def __enter__(self) -> Index:
         return self
@@ -263,35 +313,61 @@ class Index:
     # ---- writing --------------------------------------------------------------------------------------
 
     def ingest(
-        self, path: str | Path, fields: FieldNames | None = None, progress: Progress | None = None
+        self,
+        path: str | Path,
+        fields: FieldNames | None = None,
+        progress: Progress | None = None,
+        refit: RefitPolicy = "never",
     ) -> AddReport:
-        """Add the documents of a JSONL file. The whole file is validated before anything is written."""
+        """Add the documents of a JSONL file. The whole file is validated before anything is written.
+        `refit`: after adding, refit the transform "never", "always", or "auto" (when the drift is above
+        DRIFT_LIMIT; with "never" the report's `drift` tells whether a refit is advised)."""
         fields = fields or FieldNames()
-        total = validate_documents(read_jsonl(path, fields), path=path)
-        return self._add(lambda: read_jsonl(path, fields), total, progress)
+        validate_documents(read_jsonl(path, fields), path=path)
+        return self._add(lambda: read_jsonl(path, fields), progress, refit)
 
     def add(
-        self, documents: Iterable[Document | dict[str, Any]], progress: Progress | None = None
+        self,
+        documents: Iterable[Document | dict[str, Any]],
+        progress: Progress | None = None,
+        refit: RefitPolicy = "never",
     ) -> AddReport:
         """Add documents (Document objects or dicts shaped like the JSONL lines), validated first."""
         docs = [
             d if isinstance(d, Document) else parse_document(d, line=n) for n, d in enumerate(documents, 1)
         ]
-        total = validate_documents(docs)
-        return self._add(lambda: iter(docs), total, progress)
+        validate_documents(docs)
+        return self._add(lambda: iter(docs), progress, refit)
 
     def _add(
-        self, documents: Callable[[], Iterable[Document]], total: int, progress: Progress | None
+        self, documents: Callable[[], Iterable[Document]], progress: Progress | None, refit: RefitPolicy
+    ) -> AddReport:
+        if refit not in ("never", "auto", "always"):
+            raise SettingsError(f"--refit must be never, auto or always, not {refit!r}")
+        with self._writing():
+            report = self._add_locked(documents, progress)
+            drift = self.manifest.drift
+            due = refit == "always" or (refit == "auto" and drift is not None and drift > DRIFT_LIMIT)
+            if report.added and due:
+                self._refit_locked(None, None, None)
+                return replace(report, refitted=True, drift=drift)
+            return replace(report, drift=drift)
+
+    def _add_locked(
+        self, documents: Callable[[], Iterable[Document]], progress: Progress | None
     ) -> AddReport:
         """Encode, count and store the documents not already here unchanged; an id already here with other
-        content is replaced (upsert): its old vector leaves the statistics and the vector index."""
+        content is replaced (upsert): its old vector leaves the statistics and the vector index.
+
+        Vectors are also appended to a resume cache as they are encoded: if the process dies, running the
+        same ingest again takes them from there instead of encoding them again."""
         started = time.perf_counter()
         m = self.manifest
-        encoder = self.encoder
         stats = self.stats()
+        cache = ResumeCache(self.path, m.encoder_dim)
         writer = SegmentWriter(self.path, m.next_pk, m.encoder_dim)
         pk = m.next_pk
-        added = unchanged = 0
+        added = unchanged = resumed = 0
         replaced: list[int] = []
         try:
             with self.store.transaction():
@@ -305,7 +381,8 @@ class Index:
                         self.store.delete(old)
                         replaced += old
                     if fresh:
-                        raw = encoder.encode([doc.embedding_text for doc in fresh])
+                        raw, from_cache = self._encode_resumable(fresh, cache)
+                        resumed += from_cache
                         writer.append(raw)
                         stats.update(raw)
                         self.store.insert(fresh, range(pk, pk + len(fresh)))
@@ -315,6 +392,7 @@ class Index:
                         progress(len(chunk))
                 if added == 0:
                     writer.discard()
+                    cache.clear()
                     return AddReport(0, unchanged, time.perf_counter() - started)
                 segment = writer.finish()
                 self._commit_generation(stats, new_segment=segment, next_pk=pk, replaced=replaced)
@@ -323,11 +401,33 @@ class Index:
             self._discard_next_generation()
             raise
         self._publish()
-        return AddReport(added, unchanged, time.perf_counter() - started, replaced=len(replaced))
+        cache.clear()
+        return AddReport(
+            added, unchanged, time.perf_counter() - started, replaced=len(replaced), resumed=resumed
+        )
+
+    def _encode_resumable(self, docs: list[Document], cache: ResumeCache) -> tuple[np.ndarray, int]:
+        """Raw vectors of the documents: from the resume cache where an interrupted run left them, else
+        encoded now (and added to the cache). Returns the vectors and how many came from the cache."""
+        keys = [_text_key(doc.embedding_text) for doc in docs]
+        found, cached = cache.lookup(keys)
+        out = np.empty((len(docs), self.manifest.encoder_dim), dtype=np.float32)
+        out[found] = cached
+        todo = np.flatnonzero(~found)
+        for begin in range(0, len(todo), RESUME_EVERY):
+            part = todo[begin : begin + RESUME_EVERY]
+            encoded = self.encoder.encode([docs[i].embedding_text for i in part])
+            cache.append([keys[i] for i in part], encoded)
+            out[part] = encoded
+        return out, int(found.sum())
 
     def delete(self, ids: Sequence[str] = (), where: Where = None) -> int:
         """Delete documents by id and/or filter; their vectors leave the statistics (downdated exactly) and
         the vector index. Returns how many were deleted."""
+        with self._writing():
+            return self._delete_locked(ids, where)
+
+    def _delete_locked(self, ids: Sequence[str], where: Where) -> int:
         self._require_fitted()
         pks: list[int] = []
         if ids:
@@ -390,6 +490,10 @@ class Index:
         vectors: no encoding. Unnamed settings (None) keep their current values, except that a new transform
         kind starts from its own defaults for dims and power; `dims="all"` keeps every dimension. Returns the
         seconds it took."""
+        with self._writing():
+            return self._refit_locked(transform, dims, power)
+
+    def _refit_locked(self, transform: str | None, dims: int | str | None, power: float | None) -> float:
         started = time.perf_counter()
         self._require_fitted()
         m = self.manifest
@@ -458,6 +562,7 @@ class Index:
         pending.generation = new_gen
         pending.count = self.store.count()
         pending.dims = fitted.out_dim
+        pending.drift = fitted.drift(stats)
         pending.save(self.path, PENDING_MANIFEST)
         self.store.set_generation(new_gen)
         self._next = (pending, fitted, vectors)
@@ -469,10 +574,14 @@ class Index:
     def _publish(self) -> None:
         """After SQLite committed: make the pending manifest current and drop the old generation."""
         pending, transform, vectors = self._next
-        old = self.generation_dir
         os.replace(self.path / PENDING_MANIFEST, self.path / "manifest.json")
+        fsync_directory(self.path)
         self.manifest, self._transform, self._vectors = pending, transform, vectors
-        shutil.rmtree(old, ignore_errors=True)
+        # The previous generation stays one more write: a reader that read the old manifest an instant ago
+        # may still be loading its files.
+        for old in self.path.glob("gen-*"):
+            if old.is_dir() and int(old.name[4:]) < pending.generation - 1:
+                shutil.rmtree(old, ignore_errors=True)
 
     # ---- reading --------------------------------------------------------------------------------------
 
@@ -502,6 +611,7 @@ class Index:
             raise SettingsError(f"-k must be at least 1, got {k}")
         if rerank < 0:
             raise SettingsError(f"--rerank must be 0 or more, got {rerank}")
+        self.refresh()
         if self.manifest.count == 0:
             return [[] for _ in queries]
         conditions = _conditions(where)
@@ -547,6 +657,8 @@ class Index:
             "dims": m.dims,
             "dims_requested": m.dims_requested,
             "power": m.power,
+            "drift": m.drift,
+            "drift_limit": DRIFT_LIMIT,
             "encoder_dim": m.encoder_dim,
             "index_type": m.index_type,
             "bytes": sizes,
@@ -575,12 +687,42 @@ def _chunks(items: Iterable[Document], size: int) -> Iterable[list[Document]]:
         yield chunk
 
 
+def _text_key(text: str) -> str:
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
+
+
 def _generation_name(generation: int) -> str:
     return f"gen-{generation:06d}"
 
 
+def _current_manifest(path: Path) -> Manifest:
+    """The manifest of the last committed generation, for a reader. A write that crashed after SQLite
+    committed is rolled forward when no writer is active; while one is publishing, its committed pending
+    manifest is read without touching the files."""
+    if not WriterLock(path).held_elsewhere():
+        _roll_forward(path)
+        return Manifest.load(path)
+    for _ in range(100):
+        manifest = Manifest.load(path)
+        pending = path / PENDING_MANIFEST
+        store = DocumentStore(path / DocumentStore.FILE)
+        try:
+            committed = store.generation()
+        finally:
+            store.close()
+        if committed == manifest.generation:
+            return manifest
+        with contextlib.suppress(IndexStateError, FileNotFoundError):
+            candidate = Manifest.load(path, pending.name)
+            if candidate.generation == committed:
+                return candidate
+        time.sleep(0.01)  # between the SQLite commit and the manifest rename: a moment
+    raise IndexStateError(f"{path}: the manifest and the document store disagree while a write is running")
+
+
 def _roll_forward(path: Path) -> None:
-    """Finish a write that crashed after SQLite committed but before the manifest was replaced."""
+    """Finish a write that crashed after SQLite committed but before the manifest was replaced (only with
+    the writer lock held, or when no writer is running)."""
     pending = path / PENDING_MANIFEST
     if not pending.is_file():
         return

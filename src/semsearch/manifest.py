@@ -37,6 +37,7 @@ class Manifest:
     generation: int = 0
     next_pk: int = 0
     segments: list[dict] = field(default_factory=list)
+    drift: float | None = None  # of the transform from the corpus statistics (0 right after a fit)
     ingest_docs_per_s: float | None = None  # of the first ingest (the benchmark reports it)
     format_version: int = FORMAT_VERSION
     created: str = field(default_factory=now)
@@ -47,8 +48,8 @@ class Manifest:
         atomic_write_text(Path(directory) / name, json.dumps(asdict(self), indent=2) + "\n")
 
     @classmethod
-    def load(cls, directory: Path) -> Manifest:
-        path = Path(directory) / FILE
+    def load(cls, directory: Path, name: str = FILE) -> Manifest:
+        path = Path(directory) / name
         if not path.is_file():
             what = (
                 "does not exist"

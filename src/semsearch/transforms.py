@@ -22,6 +22,9 @@ from .stats import RunningStats
 
 log = logging.getLogger(__name__)
 
+# Above this drift (see LinearTransform.drift) an ingest advises a refit, and `--refit auto` does one.
+DRIFT_LIMIT = 0.25
+
 # Eigenvalues below this fraction of the largest belong to directions the corpus does not span (the
 # covariance of mean-pooled vectors has some near 1e-19; with fewer documents than dimensions most are 0).
 # Whitening would blow them up into noise, so they are dropped. float32 rounding sits near 1e-15 of the top.
@@ -111,6 +114,11 @@ class Transform(ABC):
     @abstractmethod
     def load(cls, directory: Path, spec: TransformSpec, in_dim: int) -> Transform: ...
 
+    def drift(self, stats: RunningStats) -> float | None:
+        """How far the corpus described by `stats` has moved from the one this transform was fitted on
+        (None where the transform has no such measure). 0 when they are the same."""
+        return None
+
     def project(self, vectors: np.ndarray) -> np.ndarray:
         """Transform and L2-normalise: what goes into the inner-product index."""
         return normalize_rows(self.apply(np.asarray(vectors, dtype=np.float32)))
@@ -190,6 +198,20 @@ class LinearTransform(Transform):
 
     def apply(self, vectors):
         return ((np.asarray(vectors, dtype=np.float64) - self.mean) @ self.matrix).astype(np.float32)
+
+    def drift(self, stats):
+        """The relative change of the corpus's second moment (about the fitted mean) within the fitted
+        principal subspace: ||U'(S + dd')U - diag(s)||_F / ||s||, U and s the fitted eigenvectors and values,
+        S and d the covariance and mean shift now. Mean shifts and variance changes along the directions the
+        transform keeps both count; the largest directions weigh most, so the measure does not explode on
+        the poorly estimated smallest ones (measured on SciFact: 0.1-0.35 for more documents of the same
+        kind, 0.5 when a quarter more come from another topic)."""
+        if stats.count < 2:
+            return None
+        basis = self.matrix * self.eigenvalues ** ((self.spec.effective_power or 0.0) / 2)
+        shift = stats.mean - self.mean
+        moved = basis.T @ (stats.covariance() + np.outer(shift, shift)) @ basis
+        return float(np.linalg.norm(moved - np.diag(self.eigenvalues)) / np.linalg.norm(self.eigenvalues))
 
     def save(self, directory):
         from safetensors.numpy import save_file

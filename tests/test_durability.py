@@ -1,0 +1,191 @@
+"""Crash safety, resume and concurrency, with real processes: SIGKILL at random moments of an ingest and a
+refit, readers querying while another process writes, and a second writer."""
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from conftest import write_jsonl
+
+from semsearch import Index
+from semsearch.errors import IndexStateError
+from semsearch.storage import WriterLock
+
+SUBJECTS = [
+    "the river",
+    "a small bird",
+    "the old engine",
+    "our new library",
+    "the winter storm",
+    "a tired cat",
+]
+VERBS = ["carries", "watches", "breaks", "finds", "follows", "warms", "hides", "repairs"]
+OBJECTS = ["the bridge", "a red kite", "the last train", "seven letters", "the garden gate", "a paper map"]
+PLACES = ["near the harbour", "after midnight", "in the valley", "under the stairs", "by the station"]
+QUERIES = ["a bird near the water", "trains at night", "repairing a broken machine", "a cat hiding"]
+
+
+def corpus(n: int, seed: int, prefix: str = "d") -> list[dict]:
+    rng = random.Random(seed)
+    return [
+        {
+            "id": f"{prefix}{i}",
+            "text": " ".join(rng.choice(words) for words in (SUBJECTS, VERBS, OBJECTS, PLACES)) + f" ({i})",
+            "group": i % 3,
+        }
+        for i in range(n)
+    ]
+
+
+def semsearch(*args: str, **kwargs) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "semsearch", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kwargs,
+    )
+
+
+def results(path: Path) -> list[list[tuple[str, float]]]:
+    with Index.open(path) as index:
+        return [[(hit.id, hit.score) for hit in index.search(q, k=10)] for q in QUERIES]
+
+
+def same_results(a, b) -> bool:
+    return all(
+        [i for i, _ in x] == [i for i, _ in y] and all(abs(s - t) < 1e-4 for (_, s), (_, t) in zip(x, y))
+        for x, y in zip(a, b)
+    )
+
+
+def check_after_kill(path: Path, allowed_counts: set[int]) -> None:
+    """A killed write leaves the last committed state or a plain error, never a broken index."""
+    if not (path / "manifest.json").exists():
+        return  # killed before the index was created
+    try:
+        index = Index.open(path)
+    except IndexStateError:
+        return  # says plainly what is wrong; the re-run repairs it
+    with index:
+        assert len(index) in allowed_counts
+        if len(index):
+            assert len(index.search(QUERIES[0], k=5)) == 5
+
+
+@pytest.fixture(scope="module")
+def docs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("durability")
+    path = write_jsonl(root / "corpus.jsonl", corpus(600, seed=1))
+    reference = root / "reference"
+    started = time.perf_counter()
+    run = semsearch("ingest", str(path), "--index", str(reference), "--quiet", "--batch-size", "16")
+    _, err = run.communicate()
+    assert run.returncode == 0, err
+    return path, reference, results(reference), time.perf_counter() - started
+
+
+def test_ingest_killed_at_random_moments_resumes_to_the_same_index(docs, tmp_path):
+    path, _, expected, duration = docs
+    target = tmp_path / "index"
+    rng = random.Random(7)
+    resumed_runs = 0
+    for attempt in range(3):
+        run = semsearch("ingest", str(path), "--index", str(target), "--batch-size", "16", "--quiet")
+        if attempt == 1:
+            # once, kill it right after it has made encoding progress, so the re-run must resume
+            keys = target / "raw" / "resume.keys"
+            while run.poll() is None and not (keys.exists() and keys.stat().st_size > 0):
+                time.sleep(0.02)
+        else:
+            time.sleep(rng.uniform(0.2, 0.9) * duration)
+        run.send_signal(signal.SIGKILL)
+        run.wait()
+        check_after_kill(target, {0, 600})
+    final = semsearch("ingest", str(path), "--index", str(target), "--batch-size", "16")
+    _, err = final.communicate()
+    assert final.returncode == 0, err
+    resumed_runs += "resumed:" in err
+    assert resumed_runs == 1 or "0 documents added" in err, err
+    assert not (target / "raw" / "resume.keys").exists()  # cleared once committed
+    with Index.open(target) as index:
+        assert len(index) == 600
+        assert set(index.store.existing_ids([f"d{i}" for i in range(600)])) == {f"d{i}" for i in range(600)}
+    assert same_results(results(target), expected)
+
+
+def test_refit_killed_at_random_moments_leaves_old_or_new_state(docs, tmp_path):
+    path, reference, expected, _ = docs
+    target = tmp_path / "index"
+    subprocess.run(["cp", "-r", str(reference), str(target)], check=True)
+    rng = random.Random(3)
+    for _ in range(3):
+        run = semsearch("refit", "--index", str(target), "--transform", "pca", "--dims", "32")
+        time.sleep(rng.uniform(2.0, 6.0))
+        run.send_signal(signal.SIGKILL)
+        run.wait()
+        with Index.open(target) as index:
+            assert (index.manifest.transform, index.manifest.dims_requested) in {
+                ("whiten", None),
+                ("pca", 32),
+            }
+            assert len(index.search(QUERIES[0], k=5)) == 5
+    # and back, uninterrupted: the same results as the index never refitted
+    run = semsearch("refit", "--index", str(target), "--transform", "whiten", "--dims", "all")
+    assert run.wait() == 0, run.stderr.read()
+    assert same_results(results(target), expected)
+
+
+def test_readers_never_fail_while_another_process_writes(docs, tmp_path):
+    path, reference, _, _ = docs
+    target = tmp_path / "index"
+    subprocess.run(["cp", "-r", str(reference), str(target)], check=True)
+    more = write_jsonl(tmp_path / "more.jsonl", corpus(200, seed=2, prefix="m"))
+    long_lived = Index.open(target)
+    errors, searches, counts = [], 0, set()
+    writer = semsearch("ingest", str(more), "--index", str(target), "--refit", "always", "--quiet")
+    while writer.poll() is None:
+        try:
+            with Index.open(target) as fresh:
+                assert len(fresh.search(QUERIES[1], k=10)) == 10
+                counts.add(len(fresh))
+            assert len(long_lived.search(QUERIES[2], k=10)) == 10
+            searches += 1
+        except Exception as error:  # any error at all is a failure: count it
+            errors.append(repr(error))
+    assert writer.returncode == 0, writer.stderr.read()
+    assert errors == []
+    assert searches > 5
+    assert counts <= {600, 800}
+    long_lived.search(QUERIES[0], k=1)
+    assert len(long_lived) == 800  # the long-lived reader caught up with the write
+    long_lived.close()
+
+
+def test_a_second_writer_fails_with_a_clear_message(docs, tmp_path):
+    _, reference, _, _ = docs
+    target = tmp_path / "index"
+    subprocess.run(["cp", "-r", str(reference), str(target)], check=True)
+    lock = WriterLock(target)
+    lock.acquire(timeout=0)
+    try:
+        run = semsearch("delete", "d1", "--index", str(target), "--wait", "0.5")
+        out, err = run.communicate()
+        assert run.returncode == 1
+        assert f"is being written by pid {os.getpid()}" in err and "waited 0.5 s" in err
+        assert "Traceback" not in err
+        # a writer that waits long enough goes ahead once the first has finished
+        run = semsearch("delete", "d1", "--index", str(target), "--wait", "30")
+        threading.Timer(1.0, lock.release).start()
+        _, err = run.communicate()
+        assert run.returncode == 0, err
+    finally:
+        lock.release()
+    with Index.open(target) as index:
+        assert len(index) == 599
