@@ -205,3 +205,17 @@ def test_drift_after_an_ingest_of_another_kind_advises_a_refit_and_auto_does_it(
     fresh.add(first + other)
     query = "cat on a mat"
     assert [h.id for h in auto.search(query, k=10)] == [h.id for h in fresh.search(query, k=10)]
+
+
+def test_defaults_chosen_by_the_benchmark(tiny_bert, tmp_path):
+    bundled = Index.create(tmp_path / "bundled")
+    m = bundled.manifest
+    assert (m.transform, m.power, m.dims_requested, m.rerank) == ("whiten", 0.5, 128, 100)
+    # `--transform whiten` alone is the seeds' full whitening; no rerank when every dim is kept
+    seeds = Index.create(tmp_path / "seeds", transform="whiten").manifest
+    assert (seeds.power, seeds.dims_requested, seeds.rerank) == (1.0, None, 0)
+    # a raw BERT (no sentence-transformers config): raw cosine is not what it was trained for, no rerank
+    raw = Index.create(tmp_path / "raw", model=tiny_bert).manifest
+    assert (raw.transform, raw.power, raw.dims_requested, raw.rerank) == ("whiten", 0.5, 32, 0)
+    with pytest.raises(IndexStateError, match="rerank 100 \\(asked 5\\)"):
+        Index.open(tmp_path / "bundled").check_compatible(rerank=5)

@@ -93,7 +93,7 @@ def read_jsonl(path: str | Path, fields: FieldNames = FieldNames()) -> Iterator[
     except OSError as error:
         raise DataError(f"cannot read: {error.strerror}", path=path) from None
     with handle:
-        for number, raw in enumerate(handle, start=1):
+        for number, raw in enumerate(_lines(handle, path), start=1):
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as error:
@@ -109,6 +109,21 @@ def read_jsonl(path: str | Path, fields: FieldNames = FieldNames()) -> Iterator[
                     f"not valid JSON ({error.msg} at column {error.colno})", path=path, line=number
                 ) from None
             yield parse_document(record, fields, path=path, line=number)
+
+
+def _lines(handle, path: Path) -> Iterator[bytes]:
+    """The file's lines; a read that fails half-way (a disk error, a vanished network file) is a DataError
+    naming the line it stopped at."""
+    number = 0
+    while True:
+        try:
+            raw = handle.readline()
+        except OSError as error:
+            raise DataError(f"cannot read: {error.strerror}", path=path, line=number + 1) from None
+        if not raw:
+            return
+        number += 1
+        yield raw
 
 
 def validate_documents(documents: Iterable[Document], *, path: str | Path | None = None) -> int:

@@ -41,6 +41,7 @@ class ModelDefaults:
     max_length: int
     normalize: bool
     dim: int
+    sentence_model: bool = False  # trained for cosine similarity (has a sentence-transformers config)
 
 
 def resolve_model_path(model: str | Path | None) -> Path:
@@ -95,7 +96,13 @@ def read_model_defaults(path: Path) -> ModelDefaults:
                 pooling_config = path / module.get("path", "1_Pooling") / "config.json"
                 if pooling_config.is_file() and _read_json(pooling_config).get("pooling_mode_cls_token"):
                     pooling = Pooling.CLS
-    return ModelDefaults(pooling=pooling, max_length=max_length, normalize=normalize, dim=dim)
+    return ModelDefaults(
+        pooling=pooling,
+        max_length=max_length,
+        normalize=normalize,
+        dim=dim,
+        sentence_model=modules_file.is_file() or st_config.is_file(),
+    )
 
 
 def _read_json(path: Path):

@@ -32,6 +32,7 @@ class Manifest:
     power: float | None
     dims_requested: int | None = None
     index_type: str = "flat"
+    rerank: int = 0  # candidates a query re-scores with the raw vectors unless it says otherwise
     batch_size: int = 32
     count: int = 0
     generation: int = 0
