@@ -75,3 +75,30 @@ def tiny_bert(tmp_path_factory):
     transformers.BertModel(config).save_pretrained(str(directory))
     tokenizer.save_pretrained(str(directory))
     return directory
+
+
+@pytest.fixture(scope="session")
+def scifact_encoded(scifact_subset, tmp_path_factory):
+    """The SciFact subset encoded once for the whole session (transform none, metadata `year` and `kind`
+    added to filter on). Tests copy it with `copy_index` and refit, which equals a fresh ingest."""
+    from semsearch import Index
+
+    corpus, _, _ = scifact_subset
+    docs = [json.loads(line) for line in corpus.read_text().splitlines()]
+    for i, doc in enumerate(docs):
+        doc.update(year=2000 + i % 20, kind="even" if i % 2 == 0 else "odd")
+    with_metadata = write_jsonl(tmp_path_factory.mktemp("corpus") / "corpus.jsonl", docs)
+    path = tmp_path_factory.mktemp("encoded") / "scifact"
+    with Index.create(path, transform="none") as index:
+        report = index.ingest(with_metadata)
+        index.manifest.ingest_docs_per_s = report.docs_per_second
+        index.manifest.save(path)
+        assert report.added == len(docs)
+    return path
+
+
+def copy_index(source: Path, target: Path) -> Path:
+    import shutil
+
+    shutil.copytree(source, target)
+    return target

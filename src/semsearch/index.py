@@ -28,9 +28,18 @@ from typing import Any, Literal
 
 import numpy as np
 
-from .documents import Document, FieldNames, parse_document, read_jsonl, validate_documents
-from .encoder import DEFAULT_MODEL, Encoder, model_fingerprint, read_model_defaults, resolve_model_path
-from .errors import IndexStateError, SettingsError
+from .documents import Document, FieldNames, parse_document, read_corpus, validate_documents
+from .encoder import (
+    DEFAULT_MODEL,
+    NO_MODEL,
+    Encoder,
+    ModelDefaults,
+    Pooling,
+    model_fingerprint,
+    read_model_defaults,
+    resolve_model_path,
+)
+from .errors import DataError, IndexStateError, SettingsError
 from .manifest import FORMAT_VERSION, Manifest
 from .rawvectors import RawVectors, ResumeCache, Segment, SegmentWriter
 from .stats import RunningStats
@@ -119,12 +128,18 @@ class Index:
         dims: int | None = None,
         power: float | None = None,
         rerank: int | None = None,
+        flow_epochs: int = 1,
+        seed: int = 0,
         max_length: int | None = None,
         batch_size: int = 32,
         index_type: str = "flat",
+        dim: int | None = None,
         wait: float = DEFAULT_WAIT,
     ) -> Index:
         """A new, empty index; the transform is fitted when the first documents arrive.
+
+        `model="none"` makes an index of vectors made elsewhere (`dim` wide): documents then bring their
+        vectors (`ingest(..., vectors=)` or a vector field) and queries are vectors (`search_vectors`).
 
         Without a `transform`, the defaults the benchmark chose (README, "Defaults"): whitening with power
         0.5 keeping 128 dims, and for a sentence-embedding model a rerank of the top 100 by the raw
@@ -135,13 +150,20 @@ class Index:
             raise IndexStateError(f"{path} is already an index; open it with Index.open")
         if path.exists() and (not path.is_dir() or any(path.iterdir())):
             raise IndexStateError(f"{path} exists and is not an empty directory")
-        model_path = resolve_model_path(model)
-        defaults = read_model_defaults(model_path)
+        if str(model) == NO_MODEL:
+            if not dim or dim < 1:
+                raise SettingsError("an index without a model needs the width of its vectors (dim)")
+            model_path, defaults = None, ModelDefaults(Pooling.MEAN, 0, False, dim)
+        else:
+            model_path = resolve_model_path(model)
+            defaults = read_model_defaults(model_path)
+            if dim is not None and dim != defaults.dim:
+                raise DataError(f"vectors of width {dim}, but the model's dimension is {defaults.dim}")
         if transform is None:
             transform = DEFAULT_TRANSFORM
             power = DEFAULT_POWER if power is None else power
             dims = min(DEFAULT_DIMS, defaults.dim) if dims is None else dims
-        spec = TransformSpec(TransformKind(transform), dims, power)
+        spec = TransformSpec(TransformKind(transform), dims, power, flow_epochs, seed)
         spec.check_against(defaults.dim)
         if rerank is None:
             reduced = dims is not None and dims < defaults.dim
@@ -152,13 +174,21 @@ class Index:
             raise SettingsError(f"--batch-size must be at least 1, got {batch_size}")
         if index_type != "flat":
             raise SettingsError(f"unknown index type {index_type!r} (known: flat)")
+        if model_path is None:
+            model_settings = dict(
+                model=NO_MODEL, model_name=NO_MODEL, model_fingerprint=NO_MODEL, pooling=NO_MODEL
+            )
+        else:
+            model_settings = dict(
+                model=DEFAULT_MODEL
+                if model is None or str(model) == DEFAULT_MODEL
+                else str(model_path.resolve()),
+                model_name=_model_name(model_path),
+                model_fingerprint=model_fingerprint(model_path),
+                pooling=str(pooling or defaults.pooling.value),
+            )
         manifest = Manifest(
-            model=DEFAULT_MODEL
-            if model is None or str(model) == DEFAULT_MODEL
-            else str(model_path.resolve()),
-            model_name=_model_name(model_path),
-            model_fingerprint=model_fingerprint(model_path),
-            pooling=str(pooling or defaults.pooling.value),
+            **model_settings,
             max_length=max_length or defaults.max_length,
             normalize=defaults.normalize,
             encoder_dim=defaults.dim,
@@ -169,8 +199,12 @@ class Index:
             index_type=index_type,
             batch_size=batch_size,
             rerank=rerank,
+            flow_epochs=flow_epochs,
+            seed=seed,
         )
-        Encoder(model_path, pooling=manifest.pooling)  # validates the pooling name early
+        if model_path is not None:
+            # Validates the pooling name, and that the model loads, before anything is written.
+            Encoder(model_path, pooling=manifest.pooling).load()
         path.mkdir(parents=True, exist_ok=True)
         index = cls(path, manifest, wait)
         with index._writing(refresh=False):
@@ -207,9 +241,10 @@ class Index:
         """Settings given for an existing index must match it (changing the transform is a refit)."""
         m = self.manifest
         model = settings.get("model")
-        if model is not None:
+        # "none" with an existing index: vectors made elsewhere arrive, as wide as the index's (checked then).
+        if model is not None and str(model) != NO_MODEL:
             model_path = resolve_model_path(model)
-            if model_fingerprint(model_path) != m.model_fingerprint:
+            if m.model == NO_MODEL or model_fingerprint(model_path) != m.model_fingerprint:
                 raise IndexStateError(
                     f"{self.path} was built with model {m.model_name} ({m.model}), not {model}: "
                     "use another --index, or the same model"
@@ -270,12 +305,17 @@ class Index:
     def spec(self) -> TransformSpec:
         m = self.manifest
         power = m.power if m.transform == TransformKind.WHITEN.value else None
-        return TransformSpec(TransformKind(m.transform), m.dims_requested, power)
+        return TransformSpec(TransformKind(m.transform), m.dims_requested, power, m.flow_epochs, m.seed)
 
     @property
     def encoder(self) -> Encoder:
         if self._encoder is None:
             m = self.manifest
+            if m.model == NO_MODEL:
+                raise IndexStateError(
+                    f"{self.path} holds vectors made elsewhere and has no model to encode text: give "
+                    "vectors (query --vector FILE; ingest --vectors FILE or --vector-field F)"
+                )
             model_path = resolve_model_path(m.model)
             if model_fingerprint(model_path) != m.model_fingerprint:
                 raise IndexStateError(f"the model at {model_path} is not the one {self.path} was built with")
@@ -339,13 +379,21 @@ class Index:
         fields: FieldNames | None = None,
         progress: Progress | None = None,
         refit: RefitPolicy = "never",
+        vectors: str | Path | None = None,
     ) -> AddReport:
         """Add the documents of a JSONL file. The whole file is validated before anything is written.
         `refit`: after adding, refit the transform "never", "always", or "auto" (when the drift is above
-        DRIFT_LIMIT; with "never" the report's `drift` tells whether a refit is advised)."""
+        DRIFT_LIMIT; with "never" the report's `drift` tells whether a refit is advised). `vectors`: an .npy
+        file of vectors made elsewhere, row i for the i-th document, used instead of encoding (as is a
+        vector field named in `fields`)."""
         fields = fields or FieldNames()
-        validate_documents(read_jsonl(path, fields), path=path)
-        return self._add(lambda: read_jsonl(path, fields), progress, refit)
+        dim = self.manifest.encoder_dim
+
+        def documents() -> Iterator[Document]:
+            return read_corpus(path, fields, vectors, dim)
+
+        validate_documents(documents(), path=path, dim=dim, vector_field=fields.vector or "vector")
+        return self._add(documents, progress, refit)
 
     def add(
         self,
@@ -357,7 +405,7 @@ class Index:
         docs = [
             d if isinstance(d, Document) else parse_document(d, line=n) for n, d in enumerate(documents, 1)
         ]
-        validate_documents(docs)
+        validate_documents(docs, dim=self.manifest.encoder_dim)
         return self._add(lambda: iter(docs), progress, refit)
 
     def _add(
@@ -428,18 +476,25 @@ class Index:
         )
 
     def _encode_resumable(self, docs: list[Document], cache: ResumeCache) -> tuple[np.ndarray, int]:
-        """Raw vectors of the documents: from the resume cache where an interrupted run left them, else
-        encoded now (and added to the cache). Returns the vectors and how many came from the cache."""
-        keys = [_text_key(doc.embedding_text) for doc in docs]
-        found, cached = cache.lookup(keys)
+        """Raw vectors of the documents: those made elsewhere as given; from the resume cache where an
+        interrupted run left them; else encoded now (and added to the cache). Returns the vectors and how
+        many came from the cache."""
         out = np.empty((len(docs), self.manifest.encoder_dim), dtype=np.float32)
-        out[found] = cached
+        given = [i for i, doc in enumerate(docs) if doc.vector is not None]
+        if given:
+            out[given] = np.stack([docs[i].vector for i in given])
+        rest = np.array([i for i, doc in enumerate(docs) if doc.vector is None], dtype=np.int64)
+        if len(rest) == 0:
+            return out, 0
+        keys = [_text_key(docs[i].embedding_text) for i in rest]
+        found, cached = cache.lookup(keys)
+        out[rest[found]] = cached
         todo = np.flatnonzero(~found)
         for begin in range(0, len(todo), RESUME_EVERY):
             part = todo[begin : begin + RESUME_EVERY]
-            encoded = self.encoder.encode([docs[i].embedding_text for i in part])
+            encoded = self.encoder.encode([docs[rest[i]].embedding_text for i in part])
             cache.append([keys[i] for i in part], encoded)
-            out[part] = encoded
+            out[rest[part]] = encoded
         return out, int(found.sum())
 
     def delete(self, ids: Sequence[str] = (), where: Where = None) -> int:
@@ -506,15 +561,25 @@ class Index:
         transform: str | None = None,
         dims: int | Literal["all"] | None = None,
         power: float | None = None,
+        *,
+        flow_epochs: int | None = None,
+        seed: int | None = None,
     ) -> float:
         """Derive a new transform from the stored statistics and rebuild the vector index from the kept raw
         vectors: no encoding. Unnamed settings (None) keep their current values, except that a new transform
         kind starts from its own defaults for dims and power; `dims="all"` keeps every dimension. Returns the
         seconds it took."""
         with self._writing():
-            return self._refit_locked(transform, dims, power)
+            return self._refit_locked(transform, dims, power, flow_epochs, seed)
 
-    def _refit_locked(self, transform: str | None, dims: int | str | None, power: float | None) -> float:
+    def _refit_locked(
+        self,
+        transform: str | None,
+        dims: int | str | None,
+        power: float | None,
+        flow_epochs: int | None = None,
+        seed: int | None = None,
+    ) -> float:
         started = time.perf_counter()
         self._require_fitted()
         m = self.manifest
@@ -526,7 +591,9 @@ class Index:
             dims = None
         elif dims is None and same_kind:
             dims = m.dims_requested
-        spec = TransformSpec(kind, dims, power)
+        flow_epochs = m.flow_epochs if flow_epochs is None else flow_epochs
+        seed = m.seed if seed is None else seed
+        spec = TransformSpec(kind, dims, power, flow_epochs, seed)
         spec.check_against(m.encoder_dim)
         segments = [Segment(**s) for s in m.segments]
         fitted = fit_transform(spec, self.stats(), self._raw_batches(segments))
@@ -540,6 +607,8 @@ class Index:
                     transform=kind.value,
                     dims_requested=dims,
                     power=spec.effective_power,
+                    flow_epochs=flow_epochs,
+                    seed=seed,
                 )
         except BaseException:
             self._discard_next_generation()
@@ -623,14 +692,23 @@ class Index:
     ) -> list[list[Hit]]:
         if k < 1:
             raise SettingsError(f"-k must be at least 1, got {k}")
+        if any(not text.strip() for text in texts):
+            raise SettingsError("the query text is empty")
         return self.search_vectors(self.encoder.encode(list(texts)), k, where, rerank)
 
     def search_vectors(
         self, queries: np.ndarray, k: int = 10, where: Where = None, rerank: int | None = None
     ) -> list[list[Hit]]:
-        """Search with query vectors from this index's encoder (before the transform)."""
+        """Search with query vectors from this index's encoder, or made elsewhere as its documents' were
+        (before the transform), one row per query."""
         if k < 1:
             raise SettingsError(f"-k must be at least 1, got {k}")
+        queries = np.asarray(queries, dtype=np.float32)
+        if queries.ndim != 2 or queries.shape[1] != self.manifest.encoder_dim:
+            raise SettingsError(
+                f"query vectors of shape {queries.shape}; this index's vectors have "
+                f"{self.manifest.encoder_dim} dimensions"
+            )
         if rerank is None:
             rerank = self.manifest.rerank
         if rerank < 0:
@@ -682,6 +760,7 @@ class Index:
             "dims_requested": m.dims_requested,
             "power": m.power,
             "rerank": m.rerank,
+            **({"flow_epochs": m.flow_epochs, "seed": m.seed} if m.transform == "flow" else {}),
             "drift": m.drift,
             "drift_limit": DRIFT_LIMIT,
             "encoder_dim": m.encoder_dim,

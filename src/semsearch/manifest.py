@@ -32,6 +32,8 @@ class Manifest:
     power: float | None
     dims_requested: int | None = None
     index_type: str = "flat"
+    flow_epochs: int = 1  # flow training settings
+    seed: int = 0
     rerank: int = 0  # candidates a query re-scores with the raw vectors unless it says otherwise
     batch_size: int = 32
     count: int = 0

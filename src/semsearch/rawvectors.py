@@ -81,6 +81,11 @@ class RawVectors:
         path = self.directory / segment.name
         try:
             array = np.load(path, mmap_mode="r", allow_pickle=False)
+        except FileNotFoundError:
+            raise IndexStateError(
+                f"{path}: the raw vectors are missing; refit and rerank need them (the index still answers "
+                "queries without --rerank; ingest the corpus into a new index to get them back)"
+            ) from None
         except (OSError, ValueError) as error:
             raise IndexStateError(f"{path}: raw vectors unreadable ({error})") from None
         if array.shape != (segment.count, self.dim):

@@ -100,6 +100,10 @@ class DocumentStore:
             [row[0] for row in self.db.execute("SELECT pk FROM documents ORDER BY pk")], dtype=np.int64
         )
 
+    def ids(self) -> set[str]:
+        """Every document id in the store."""
+        return {row[0] for row in self.db.execute("select id from documents")}
+
     def existing_ids(self, ids: Sequence[str]) -> dict[str, tuple[int, str]]:
         """id -> (pk, content hash) for those of `ids` already stored."""
         rows = self.db.execute(
@@ -184,12 +188,13 @@ class DocumentStore:
 
 
 def _comparison(target: str, condition: Condition, n: int, params: dict[str, Any]) -> str:
-    """SQL comparing `target` with the condition's value, binding the value into `params`. A value that
-    reads as a number matches both the number and the string, since JSON keeps them apart."""
+    """SQL comparing `target` with the condition's value, binding the value into `params`. For `=` and
+    `!=` a value that reads as a number matches both the number and the string, since JSON keeps them
+    apart; `<`, `<=`, `>`, `>=` compare numbers only (SQLite ranks any text above every number)."""
     number = _number(condition.value)
     if condition.operator in NUMERIC_OPERATORS:
         params[f"value{n}"] = number
-        return f"{target} {condition.operator} :value{n}"
+        return f"(typeof({target}) IN ('integer', 'real') AND {target} {condition.operator} :value{n})"
     params[f"value{n}"] = condition.value
     params[f"number{n}"] = condition.value if number is None else number
     if condition.operator == "=":

@@ -127,11 +127,17 @@ class Transform(ABC):
 def fit_transform(
     spec: TransformSpec, stats: RunningStats, vectors: VectorBatches | None = None
 ) -> Transform:
-    return Transform.registry[spec.kind].fit(spec, stats, vectors)
+    return _implementation(spec.kind).fit(spec, stats, vectors)
 
 
 def load_transform(directory: Path, spec: TransformSpec, in_dim: int) -> Transform:
-    return Transform.registry[spec.kind].load(directory, spec, in_dim)
+    return _implementation(spec.kind).load(directory, spec, in_dim)
+
+
+def _implementation(kind: TransformKind) -> type[Transform]:
+    if kind is TransformKind.FLOW:
+        from . import flow  # noqa: F401  (registers FlowTransform; imports torch only when asked for)
+    return Transform.registry[kind]
 
 
 def normalize_rows(vectors: np.ndarray) -> np.ndarray:

@@ -1,0 +1,243 @@
+"""Vectors made elsewhere: `ingest --vectors FILE.npy` (row i is the i-th document) or `--vector-field F`,
+queries by `--vector`; the same index as one encoded here, and every malformed vector input a clear error."""
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from conftest import copy_index, write_jsonl
+
+from semsearch import Index
+from semsearch.cli import main
+
+QUESTION = "stem cells differentiate into neurons"
+
+
+def run(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def ok(result):
+    assert result.exit_code == 0, (result.output, result.exception)
+    return result
+
+
+def fails(result, message: str) -> None:
+    assert result.exit_code == 1, (result.output, result.exception)
+    assert isinstance(result.exception, SystemExit), result.exception
+    assert "Traceback" not in result.output
+    assert result.stderr.strip().splitlines()[-1] == f"Error: {message}", result.stderr
+
+
+@pytest.fixture(scope="module")
+def made_elsewhere(scifact_encoded, tmp_path_factory):
+    """The SciFact subset's documents (as stored) and their real encoder vectors, as a user would bring them."""
+    root = tmp_path_factory.mktemp("elsewhere")
+    with Index.open(scifact_encoded) as index:
+        docs = [
+            {"id": row["id"], "title": row["title"], "text": row["text"], **row["metadata"]}
+            for row in index.store.get(range(len(index))).values()
+        ]
+        vectors = index.raw.get(np.arange(len(index)))
+        query = index.encoder.encode([QUESTION])[0]
+    corpus = write_jsonl(root / "corpus.jsonl", docs)
+    np.save(root / "vectors.npy", vectors)
+    np.save(root / "query.npy", query)
+    return corpus, root / "vectors.npy", root / "query.npy", vectors
+
+
+def ranked(lines: str) -> list[tuple[str, float]]:
+    return [(hit["id"], round(hit["score"], 4)) for hit in map(json.loads, lines.splitlines())]
+
+
+def test_vectors_without_a_model_give_the_encoded_index_results(made_elsewhere, scifact_encoded, tmp_path):
+    corpus, vectors, query, _ = made_elsewhere
+    target = tmp_path / "elsewhere"
+    ok(
+        run(
+            "ingest", corpus, "--vectors", vectors, "--index", target, "--transform", "whiten", "--dims", "64"
+        )
+    )
+    reference = copy_index(scifact_encoded, tmp_path / "reference")
+    with Index.open(reference) as index:
+        index.refit("whiten", 64, 1.0)
+    details = json.loads(ok(run("info", "--index", target, "--json")).output)
+    assert (details["model"], details["encoder_dim"], details["dims"]) == ("none", 384, 64)
+    got = ok(run("query", "--vector", query, "--index", target, "-k", "10", "--json")).output
+    want = ok(run("query", QUESTION, "--index", reference, "-k", "10", "--json")).output
+    assert ranked(got) == ranked(want)
+    fails(
+        run("query", QUESTION, "--index", target),
+        f"{target} holds vectors made elsewhere and has no model to encode text: give vectors "
+        "(query --vector FILE; ingest --vectors FILE or --vector-field F)",
+    )
+    # the same vectors again: unchanged; an id with a new vector: replaced
+    result = ok(run("ingest", corpus, "--vectors", vectors, "--index", target))
+    assert "0 documents added (0 replaced, 300 unchanged)" in result.stderr
+
+
+def test_a_vector_field_and_a_model_for_text_queries(made_elsewhere, tmp_path):
+    corpus, _, _, vectors = made_elsewhere
+    lines = corpus.read_text().splitlines()
+    docs = [{**json.loads(line), "embedding": vector.tolist()} for line, vector in zip(lines, vectors)]
+    path = write_jsonl(tmp_path / "with-vectors.jsonl", docs)
+    target = tmp_path / "index"
+    ok(
+        run(
+            "ingest",
+            path,
+            "--vector-field",
+            "embedding",
+            "--model",
+            "bundled:all-MiniLM-L6-v2",
+            "--index",
+            target,
+        )
+    )
+    hits = ranked(ok(run("query", QUESTION, "--index", target, "-k", "3", "--json")).output)
+    assert len(hits) == 3
+    stored = json.loads(ok(run("query", QUESTION, "--index", target, "-k", "1", "--json")).output)
+    assert "embedding" not in stored["metadata"]  # the vector is not metadata
+
+
+@pytest.fixture
+def small(tmp_path):
+    corpus = write_jsonl(tmp_path / "c.jsonl", [{"id": f"d{i}", "text": f"doc {i}"} for i in range(20)])
+    vectors = np.random.default_rng(0).normal(size=(20, 16)).astype(np.float32)
+    np.save(tmp_path / "v.npy", vectors)
+    return corpus, tmp_path / "v.npy", vectors
+
+
+def test_bad_vector_files(small, tmp_path):
+    corpus, good, vectors = small
+    index = tmp_path / "index"
+    ok(run("ingest", corpus, "--vectors", good, "--index", index, "--transform", "none"))
+    before = sorted((p.name, p.stat().st_mtime_ns) for p in index.rglob("*"))
+    cases = {
+        "short.npy": (
+            vectors[:19],
+            f"{{}}: 19 rows, but {corpus} has more documents (row i is the i-th document)",
+        ),
+        "long.npy": (
+            np.vstack([vectors, vectors[:1]]),
+            f"{{}}: 21 rows, but {corpus} has 20 documents (row i is the i-th document)",
+        ),
+        "narrow.npy": (vectors[:, :8], "{}: vectors of width 8, expected 16"),
+        "flat.npy": (vectors[0], "{}: expected a 2-D array with one row per document, got shape (16,)"),
+        "words.npy": (np.array([["a"] * 16] * 20), "{}: expected numbers, got dtype <U1"),
+    }
+    nan = vectors.copy()
+    nan[5, 3] = np.nan
+    cases["nan.npy"] = (nan, "{}: row 5 (document 'd5') has a value that is not finite at column 3")
+    for name, (array, message) in cases.items():
+        np.save(tmp_path / name, array)
+        fails(
+            run("ingest", corpus, "--vectors", tmp_path / name, "--index", index),
+            message.format(tmp_path / name),
+        )
+    np.save(tmp_path / "objects.npy", np.array([{"a": 1}] * 3, dtype=object), allow_pickle=True)
+    fails(  # never unpickled
+        run("ingest", corpus, "--vectors", tmp_path / "objects.npy", "--index", index),
+        f"{tmp_path / 'objects.npy'}: not a readable .npy array of numbers "
+        "(Array can't be memory-mapped: Python objects in dtype.)",
+    )
+    fails(
+        run("ingest", corpus, "--vectors", tmp_path / "absent.npy", "--index", index),
+        f"{tmp_path / 'absent.npy'}: no such file",
+    )
+    # a new index whose vectors do not fit the model named
+    fails(
+        run(
+            "ingest",
+            corpus,
+            "--vectors",
+            good,
+            "--index",
+            tmp_path / "new",
+            "--model",
+            "bundled:all-MiniLM-L6-v2",
+        ),
+        "vectors of width 16, but the model's dimension is 384",
+    )
+    assert not (tmp_path / "new").exists()
+    assert sorted((p.name, p.stat().st_mtime_ns) for p in index.rglob("*")) == before
+
+
+def test_bad_vector_fields_name_the_line(small, tmp_path):
+    _, _, vectors = small
+    rows = [{"id": f"d{i}", "text": f"doc {i}", "v": vectors[i].tolist()} for i in range(20)]
+    cases = {
+        3: ({"v": vectors[3, :8].tolist()}, "line 4, field 'v': a vector of width 8, expected 16"),
+        6: ({"v": "0.1 0.2"}, "line 7, field 'v': the vector must be a non-empty list of numbers"),
+        7: ({"v": [1, "x"] + [0] * 14}, "line 8, field 'v': the vector must hold only numbers"),
+        9: ({"v": None}, "line 10, field 'v': the vector must be a non-empty list of numbers"),
+    }
+    for row, (change, message) in cases.items():
+        bad = [dict(r) for r in rows]
+        bad[row].update(change)
+        path = write_jsonl(tmp_path / f"bad{row}.jsonl", bad)
+        fails(run("ingest", path, "--vector-field", "v", "--index", tmp_path / "new"), f"{path}, {message}")
+    missing = [dict(r) for r in rows]
+    del missing[2]["v"]
+    path = write_jsonl(tmp_path / "missing.jsonl", missing)
+    fails(
+        run("ingest", path, "--vector-field", "v", "--index", tmp_path / "new"),
+        f"{path}, line 3, field 'v': no vector",
+    )
+    assert not (tmp_path / "new").exists()
+
+
+def test_query_vector_errors(small, tmp_path):
+    corpus, good, vectors = small
+    index = tmp_path / "index"
+    ok(run("ingest", corpus, "--vectors", good, "--index", index))
+    (tmp_path / "q.json").write_text(json.dumps(vectors[4].tolist()))
+    assert (
+        ranked(
+            ok(run("query", "--vector", tmp_path / "q.json", "--index", index, "-k", "1", "--json")).output
+        )[0][0]
+        == "d4"
+    )
+    (tmp_path / "short.json").write_text("[1, 2]")
+    fails(
+        run("query", "--vector", tmp_path / "short.json", "--index", index),
+        "query vectors of shape (1, 2); this index's vectors have 16 dimensions",
+    )
+    (tmp_path / "text.json").write_text('{"a": 1}')
+    fails(
+        run("query", "--vector", tmp_path / "text.json", "--index", index),
+        f"{tmp_path / 'text.json'}: the vector must be a non-empty list of numbers",
+    )
+    result = run("query", "--index", index)
+    assert result.exit_code == 2 and "give the query TEXT or a --vector FILE (one of them)" in result.stderr
+
+
+def test_refit_without_the_raw_vectors_says_so(small, tmp_path):
+    corpus, good, vectors = small
+    index = tmp_path / "index"
+    ok(run("ingest", corpus, "--vectors", good, "--index", index))
+    for segment in (index / "raw").glob("seg-*.npy"):
+        segment.unlink()
+    result = run("refit", "--index", index, "--transform", "flow")
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert re.search(r"the raw vectors are missing; refit and rerank need them", result.stderr)
+    np.save(tmp_path / "q.npy", vectors[2])
+    assert (
+        ranked(
+            ok(run("query", "--vector", tmp_path / "q.npy", "--index", index, "-k", "1", "--json")).output
+        )[0][0]
+        == "d2"
+    )
+
+
+def test_python_api(small, tmp_path):
+    corpus, good, vectors = small
+    with Index.create(tmp_path / "index", model="none", dim=16, transform="pca", dims=4) as index:
+        report = index.ingest(corpus, vectors=good)
+        assert report.added == 20
+        hits = index.search_vectors(vectors[[1, 2]], k=2)
+        assert [h[0].id for h in hits] == ["d1", "d2"]
+    assert Path(tmp_path / "index" / "manifest.json").is_file()
