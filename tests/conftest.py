@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 
@@ -102,3 +103,13 @@ def copy_index(source: Path, target: Path) -> Path:
 
     shutil.copytree(source, target)
     return target
+
+
+@contextlib.contextmanager
+def refitted_copy(source: Path, target: Path, *refit_args, **refit_options):
+    """A copy of an index, refitted as asked (equal to a fresh ingest with those settings), open."""
+    from semsearch import Index
+
+    with Index.open(copy_index(source, target)) as index:
+        index.refit(*refit_args, **refit_options)
+        yield index

@@ -469,7 +469,7 @@ def test_dims_larger_than_the_model(index, tmp_path):
     assert not (tmp_path / "new").exists()
     fails(
         run("ingest", good, "--index", index, "--dims", "385"),
-        f"{index} has dims 128 (asked 385): build a new index to change the transform",
+        f"{index} has dims 128 (asked 385): change it with `semsearch refit`, or use another --index",
     )
     fails(
         run("refit", "--index", index, "--dims", "385"), "--dims 385 is larger than the model's dimension 384"
@@ -546,3 +546,43 @@ def test_a_real_process_prints_one_line_and_no_traceback(index, tmp_path):
     result = semsearch("query", "x", "--index", tmp_path)
     assert result.returncode == 1 and result.stdout == ""
     assert result.stderr == f"Error: {tmp_path} is not a semsearch index (no manifest.json)\n"
+
+
+def test_help_info_and_argument_errors_do_not_import_torch(index):
+    """The CLI starts fast: only commands that encode (or train a flow) load torch."""
+    script = (
+        "import sys\n"
+        "from semsearch.cli import main\n"
+        "try:\n"
+        "    main(sys.argv[1:], prog_name='semsearch')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))\n"
+    )
+    for args in (
+        ["--help"],
+        ["info", "--index", str(index)],
+        ["query", "x", "--index", str(index), "-k", "0"],
+    ):
+        result = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True)
+        assert result.stdout.strip().splitlines()[-1] == "[]", (args, result.stdout, result.stderr)
+
+
+def test_index_type_option(built, tmp_path):
+    corpus = built[1]
+    target = tmp_path / "hnsw"
+    ok(run("ingest", corpus, "--index", target, "--index-type", "hnsw", "--quiet"))
+    details = info_json(target)
+    assert (details["index_type"], details["index_structure"]) == ("hnsw", "HNSW32,Flat")
+    assert len(query_json(target, QUERY, "-k", "5", "--where", "genre=sport")) == 5
+    fails(
+        run("ingest", corpus, "--index", target, "--index-type", "flat"),
+        f"{target} has index_type hnsw (asked flat): change it with `semsearch refit`, or use another --index",
+    )
+    fails(
+        run("refit", "--index", target, "--index-type", "pq"),
+        "a pq index trains its codes on at least 64 documents, and there are 30: use --index-type flat (or "
+        "auto) until the corpus is larger",
+    )
+    ok(run("refit", "--index", target, "--index-type", "ivf"))
+    assert info_json(target)["index_structure"] == "IVF1,Flat nprobe=1"

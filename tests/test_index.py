@@ -7,7 +7,7 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import copy_index, write_jsonl
+from conftest import refitted_copy, write_jsonl
 
 from semsearch import Index
 from semsearch.errors import IndexStateError, SettingsError
@@ -16,10 +16,10 @@ from semsearch.metrics import evaluate_run
 
 @pytest.fixture(scope="module")
 def scifact_index(scifact_encoded, tmp_path_factory):
-    index = Index.open(copy_index(scifact_encoded, tmp_path_factory.mktemp("indexes") / "scifact"))
-    index.refit("whiten", 128, 0.5)
-    yield index
-    index.close()
+    with refitted_copy(
+        scifact_encoded, tmp_path_factory.mktemp("indexes") / "scifact", "whiten", 128, 0.5
+    ) as index:
+        yield index
 
 
 def test_retrieval_quality_on_scifact_subset(scifact_index, scifact_subset):

@@ -38,6 +38,15 @@ def wait_option(func):
     )(func)
 
 
+def index_type_option(func):
+    return click.option(
+        "--index-type",
+        type=click.Choice(["flat", "hnsw", "ivf", "pq", "auto"]),
+        help="The FAISS index: flat (exact), hnsw (graph), ivf (inverted lists), pq (compressed), auto (flat "
+        "up to 50,000 documents, hnsw above). Default: flat for a new index; refit: as now.",
+    )(func)
+
+
 def flow_options(func):
     func = click.option(
         "--seed", type=int, help="Seed of the flow's initialisation and data order (default 0)."
@@ -95,6 +104,7 @@ def main() -> None:
     "(default: 100 for a sentence-embedding model with reduced dims, else 0).",
 )
 @flow_options
+@index_type_option
 @click.option("--batch-size", type=click.IntRange(min=1), help="Texts encoded at once (default 32).")
 @click.option("--id-field", help="The JSON field with the document id (default: id or _id).")
 @click.option("--text-field", default="text", show_default=True, help="The JSON field with the text.")
@@ -126,6 +136,7 @@ def ingest(
     rerank,
     flow_epochs,
     seed,
+    index_type,
     batch_size,
     id_field,
     text_field,
@@ -168,6 +179,7 @@ def ingest(
         flow_epochs=flow_epochs,
         seed=seed,
         batch_size=batch_size,
+        index_type=index_type,
         dim=width,
     )
     with (
@@ -259,8 +271,9 @@ def query(text, index_path, vector, k, where, rerank, as_json):
 @click.option("--dims", help="Keep the first K dimensions ('all': every one; default: as now).")
 @click.option("--power", type=float, help="Whitening power P in [0, 1].")
 @flow_options
+@index_type_option
 @wait_option
-def refit(index_path, transform, dims, power, flow_epochs, seed, wait):
+def refit(index_path, transform, dims, power, flow_epochs, seed, index_type, wait):
     """Fit a new transform from the stored statistics and rebuild the vector index from the kept raw vectors,
     without encoding anything again.
 
@@ -271,7 +284,9 @@ def refit(index_path, transform, dims, power, flow_epochs, seed, wait):
     from .index import Index
 
     with Index.open(index_path, wait) as index:
-        seconds = index.refit(transform, _dims_option(dims), power, flow_epochs=flow_epochs, seed=seed)
+        seconds = index.refit(
+            transform, _dims_option(dims), power, flow_epochs=flow_epochs, seed=seed, index_type=index_type
+        )
         details = index.info()
     power = f", power {details['power']}" if details["transform"] == "whiten" else ""
     click.echo(

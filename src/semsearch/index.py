@@ -54,7 +54,7 @@ from .transforms import (
     load_transform,
     normalize_rows,
 )
-from .vectorindex import VectorIndex
+from .vectorindex import VectorIndex, resolve_index_type
 
 log = logging.getLogger(__name__)
 
@@ -172,8 +172,7 @@ class Index:
             raise SettingsError(f"--rerank must be 0 or more, got {rerank}")
         if batch_size < 1:
             raise SettingsError(f"--batch-size must be at least 1, got {batch_size}")
-        if index_type != "flat":
-            raise SettingsError(f"unknown index type {index_type!r} (known: flat)")
+        resolve_index_type(index_type, 0)  # validates the name
         if model_path is None:
             model_settings = dict(
                 model=NO_MODEL, model_name=NO_MODEL, model_fingerprint=NO_MODEL, pooling=NO_MODEL
@@ -254,13 +253,21 @@ class Index:
             raise IndexStateError(
                 f"{self.path} was built with pooling {m.pooling}, not {pooling}: use another --index"
             )
-        names = ("transform", "dims", "power", "rerank")
+        names = ("transform", "dims", "power", "rerank", "index_type")
         asked = {k: settings.get(k) for k in names if settings.get(k) is not None}
-        have = {"transform": m.transform, "dims": m.dims_requested, "power": m.power, "rerank": m.rerank}
+        have = {
+            "transform": m.transform,
+            "dims": m.dims_requested,
+            "power": m.power,
+            "rerank": m.rerank,
+            "index_type": m.index_type,
+        }
         differ = {k: v for k, v in asked.items() if v != have[k]}
         if differ:
             said = ", ".join(f"{k} {have[k]} (asked {v})" for k, v in differ.items())
-            raise IndexStateError(f"{self.path} has {said}: build a new index to change the transform")
+            raise IndexStateError(
+                f"{self.path} has {said}: change it with `semsearch refit`, or use another --index"
+            )
 
     def close(self) -> None:
         self.lock.release()
@@ -523,10 +530,10 @@ class Index:
         stats = self.stats()
         stats.remove(self.raw.get(np.array(pks)))
         vectors = VectorIndex.load(self.generation_dir)
-        vectors.remove(np.array(pks))
         try:
             with self.store.transaction():
                 self.store.delete(pks)
+                vectors = self._without(vectors, pks, [Segment(**s) for s in self.manifest.segments])
                 self._write_generation(stats, self.transform, vectors)
         except BaseException:
             self._discard_next_generation()
@@ -547,11 +554,12 @@ class Index:
         else:
             # Later documents: keep the transform so the stored vectors stay valid; index only the new ones.
             transform = self.transform
-            vectors = VectorIndex.load(self.generation_dir)
-            if replaced:
-                vectors.remove(np.array(replaced))
-            for pks, block in RawVectors(self.path, [new_segment], m.encoder_dim).blocks():
-                vectors.add(transform.project(block), pks)
+            vectors = self._without(VectorIndex.load(self.generation_dir), replaced, segments)
+            if vectors.kind != resolve_index_type(m.index_type, self.store.count()):
+                vectors = self._build_vectors(transform, segments)  # `auto` outgrew its type
+            if vectors.count < self.store.count():  # not rebuilt: add the new documents
+                for pks, block in RawVectors(self.path, [new_segment], m.encoder_dim).blocks():
+                    vectors.add(transform.project(block), pks)
         self._write_generation(
             stats, transform, vectors, segments=[s.to_json() for s in segments], next_pk=next_pk
         )
@@ -564,13 +572,14 @@ class Index:
         *,
         flow_epochs: int | None = None,
         seed: int | None = None,
+        index_type: str | None = None,
     ) -> float:
         """Derive a new transform from the stored statistics and rebuild the vector index from the kept raw
         vectors: no encoding. Unnamed settings (None) keep their current values, except that a new transform
-        kind starts from its own defaults for dims and power; `dims="all"` keeps every dimension. Returns the
-        seconds it took."""
+        kind starts from its own defaults for dims and power; `dims="all"` keeps every dimension;
+        `index_type` changes the FAISS index (flat, hnsw, ivf, pq, auto). Returns the seconds it took."""
         with self._writing():
-            return self._refit_locked(transform, dims, power, flow_epochs, seed)
+            return self._refit_locked(transform, dims, power, flow_epochs, seed, index_type)
 
     def _refit_locked(
         self,
@@ -579,6 +588,7 @@ class Index:
         power: float | None,
         flow_epochs: int | None = None,
         seed: int | None = None,
+        index_type: str | None = None,
     ) -> float:
         started = time.perf_counter()
         self._require_fitted()
@@ -596,8 +606,10 @@ class Index:
         spec = TransformSpec(kind, dims, power, flow_epochs, seed)
         spec.check_against(m.encoder_dim)
         segments = [Segment(**s) for s in m.segments]
+        index_type = index_type or m.index_type
+        resolve_index_type(index_type, 0)  # validates the name before the fit
         fitted = fit_transform(spec, self.stats(), self._raw_batches(segments))
-        vectors = self._build_vectors(fitted, segments)
+        vectors = self._build_vectors(fitted, segments, index_type)
         try:
             with self.store.transaction():
                 self._write_generation(
@@ -609,6 +621,7 @@ class Index:
                     power=spec.effective_power,
                     flow_epochs=flow_epochs,
                     seed=seed,
+                    index_type=index_type,
                 )
         except BaseException:
             self._discard_next_generation()
@@ -627,11 +640,37 @@ class Index:
     def _raw_batches(self, segments: list[Segment]) -> Callable[[], Iterable[np.ndarray]]:
         return lambda: (block for _, block in self._live_blocks(segments))
 
-    def _build_vectors(self, transform: Transform, segments: list[Segment]) -> VectorIndex:
-        vectors = VectorIndex.create(transform.out_dim, self.manifest.index_type)
+    def _build_vectors(
+        self, transform: Transform, segments: list[Segment], index_type: str | None = None
+    ) -> VectorIndex:
+        """A new vector index of every live document (the type resolved for their number)."""
+        count = self.store.count()
+        index_type = resolve_index_type(index_type or self.manifest.index_type, count)
+        vectors = VectorIndex.create(transform.out_dim, index_type, count)
+        if vectors.training_rows:
+            vectors.train(transform.project(self._sample(segments, vectors.training_rows, count)))
         for pks, block in self._live_blocks(segments):
             vectors.add(transform.project(block), pks)
         return vectors
+
+    def _sample(self, segments: list[Segment], rows: int, count: int) -> np.ndarray:
+        """About `rows` raw vectors spread evenly over the live documents (every stride-th one)."""
+        stride = max(1, count // rows)
+        parts, seen = [], 0
+        for _, block in self._live_blocks(segments):
+            parts.append(block[(-seen) % stride :: stride])
+            seen += len(block)
+        return np.concatenate(parts)
+
+    def _without(self, vectors: VectorIndex, pks: Sequence[int], segments: list[Segment]) -> VectorIndex:
+        """The vector index without these rows: removed in place, or rebuilt from the live documents where
+        the type cannot remove (hnsw). Called after the store has dropped them."""
+        if not len(pks):
+            return vectors
+        if vectors.supports_remove:
+            vectors.remove(np.array(pks))
+            return vectors
+        return self._build_vectors(self.transform, segments)
 
     def _write_generation(
         self, stats: RunningStats, fitted: Transform, vectors: VectorIndex, **changes: Any
@@ -653,6 +692,7 @@ class Index:
         pending.count = self.store.count()
         pending.dims = fitted.out_dim
         pending.drift = fitted.drift(stats)
+        pending.index_structure = vectors.description
         pending.save(self.path, PENDING_MANIFEST)
         self.store.set_generation(new_gen)
         self._next = (pending, fitted, vectors)
@@ -718,7 +758,15 @@ class Index:
             return [[] for _ in queries]
         conditions = _conditions(where)
         allowed = self.store.matching_pks(conditions) if conditions else None
-        results = self.vectors.search(self.transform.project(queries), max(k, rerank), allowed)
+        projected = self.transform.project(queries)
+        results = self.vectors.search(projected, max(k, rerank), allowed)
+        if allowed is not None and self.vectors.kind != "flat":
+            # An approximate index may find fewer than asked among the allowed rows (they may sit in
+            # lists or graph regions the search did not visit): score those queries exactly instead.
+            wanted = min(max(k, rerank), len(allowed))
+            for row, result in enumerate(results):
+                if len(result) < wanted:
+                    results[row] = self._exact(projected[row], allowed, wanted)
         if rerank:
             results = self._rerank(queries, results, k)
         rows = self.store.get([pk for result in results for pk, _ in result])
@@ -737,6 +785,17 @@ class Index:
             order = np.argsort(-scores, kind="stable")[:k]
             reranked.append([(int(pks[i]), float(scores[i])) for i in order])
         return reranked
+
+    def _exact(self, query: np.ndarray, pks: np.ndarray, k: int) -> list[tuple[int, float]]:
+        """The k best of the given rows by exact inner product of their transformed raw vectors."""
+        scores = np.concatenate(
+            [
+                self.transform.project(self.raw.get(part)) @ query
+                for part in np.array_split(pks, max(1, len(pks) // 8192))
+            ]
+        )
+        top = np.argsort(-scores, kind="stable")[:k]
+        return [(int(pks[i]), float(scores[i])) for i in top]
 
     def info(self) -> dict[str, Any]:
         m = self.manifest
@@ -765,6 +824,7 @@ class Index:
             "drift_limit": DRIFT_LIMIT,
             "encoder_dim": m.encoder_dim,
             "index_type": m.index_type,
+            "index_structure": m.index_structure,
             "bytes": sizes,
             "created": m.created,
             "updated": m.updated,

@@ -11,19 +11,104 @@ import numpy as np
 from .errors import IndexStateError, SettingsError
 from .storage import atomic_path
 
+INDEX_TYPES = ("flat", "hnsw", "ivf", "pq", "auto")
+AUTO_FLAT_LIMIT = 50_000  # `auto`: exact search up to this many documents, HNSW above
+HNSW_NEIGHBOURS, HNSW_EF_CONSTRUCTION, HNSW_EF_SEARCH = 32, 80, 128
+TRAINING_ROWS_PER_LIST = 40
+PQ_MIN_DOCUMENTS = 64  # 4-bit codes need 16 centroids per sub-space, each from a few rows  # FAISS warns below 39 points per centroid
+
+
+def resolve_index_type(index_type: str, count: int) -> str:
+    """The concrete type for a corpus of `count` documents (`auto` picks by size; see AUTO_FLAT_LIMIT)."""
+    if index_type not in INDEX_TYPES:
+        raise SettingsError(f"unknown index type {index_type!r} (known: {', '.join(INDEX_TYPES)})")
+    if index_type == "auto":
+        return "flat" if count <= AUTO_FLAT_LIMIT else "hnsw"
+    return index_type
+
+
+def inverted_lists(count: int) -> int:
+    """IVF's number of lists: about 4 sqrt(n), FAISS's rule of thumb, with enough rows to train each."""
+    return int(max(1, min(4 * np.sqrt(max(count, 1)), count // TRAINING_ROWS_PER_LIST, 65536)))
+
 
 class VectorIndex:
+    """flat: exact (IndexFlatIP). hnsw: a graph (HNSW32), no training, removal by rebuilding. ivf: inverted
+    lists over k-means cells, trained on a sample, `nprobe` lists searched. pq: ivf with product-quantised
+    codes (about 4 dims per byte), the smallest. All keep our ids and filter by id inside the search."""
+
     FILE = "vectors.faiss"
 
     def __init__(self, index: faiss.Index):
         self.index = index
+        self._tune()
 
     @classmethod
-    def create(cls, dim: int, index_type: str = "flat") -> VectorIndex:
-        if index_type != "flat":
-            raise SettingsError(f"unknown index type {index_type!r} (known: flat)")
-        # IDMap2 keeps our ids and can reconstruct vectors by id (refit and checks need that).
-        return cls(faiss.IndexIDMap2(faiss.IndexFlatIP(dim)))
+    def create(cls, dim: int, index_type: str = "flat", count: int = 0) -> VectorIndex:
+        """An empty index of a concrete type (see `resolve_index_type`); `count`: the expected number of
+        vectors, which sizes ivf and pq."""
+        metric = faiss.METRIC_INNER_PRODUCT
+        if index_type == "flat":
+            # IDMap2 keeps our ids and can reconstruct vectors by id.
+            return cls(faiss.IndexIDMap2(faiss.IndexFlatIP(dim)))
+        if index_type == "hnsw":
+            return cls(faiss.IndexIDMap(faiss.IndexHNSWFlat(dim, HNSW_NEIGHBOURS, metric)))
+        lists = inverted_lists(count)
+        if index_type == "ivf":
+            return cls(faiss.index_factory(dim, f"IVF{lists},Flat", metric))
+        if index_type == "pq":
+            if count < PQ_MIN_DOCUMENTS:
+                raise SettingsError(
+                    f"a pq index trains its codes on at least {PQ_MIN_DOCUMENTS} documents, and there are "
+                    f"{count}: use --index-type flat (or auto) until the corpus is larger"
+                )
+            # About 4 dims per one-byte code, m dividing dim; 4-bit codes where lists are too few to train 8.
+            m = max(d for d in range(1, dim + 1) if dim % d == 0 and d <= max(1, dim // 4))
+            bits = 8 if count >= 256 * TRAINING_ROWS_PER_LIST else 4
+            return cls(faiss.index_factory(dim, f"IVF{lists},PQ{m}x{bits}", metric))
+        raise SettingsError(f"unknown index type {index_type!r} (known: {', '.join(INDEX_TYPES[:-1])})")
+
+    def _tune(self) -> None:
+        inner = faiss.downcast_index(self.index.index) if isinstance(self.index, faiss.IndexIDMap) else None
+        if isinstance(inner, faiss.IndexHNSW):
+            inner.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
+
+    @property
+    def kind(self) -> str:
+        index = faiss.downcast_index(self.index)
+        if isinstance(index, faiss.IndexIDMap):
+            inner = faiss.downcast_index(index.index)
+            return "hnsw" if isinstance(inner, faiss.IndexHNSW) else "flat"
+        return "pq" if isinstance(index, faiss.IndexIVFPQ) else "ivf"
+
+    @property
+    def description(self) -> str:
+        """The FAISS structure, e.g. IVF1372,Flat, for `info`."""
+        index = faiss.downcast_index(self.index)
+        if isinstance(index, faiss.IndexIVF):
+            codes = f"PQ{index.pq.M}x{index.pq.nbits}" if isinstance(index, faiss.IndexIVFPQ) else "Flat"
+            return f"IVF{index.nlist},{codes} nprobe={self._nprobe(index)}"
+        return "HNSW32,Flat" if self.kind == "hnsw" else "Flat"
+
+    @staticmethod
+    def _nprobe(index) -> int:
+        # About 1/16 of the lists, at least 8: measured recall@10 against flat in benchmarks/results/scale.md.
+        return int(min(index.nlist, max(8, index.nlist // 16)))
+
+    @property
+    def training_rows(self) -> int:
+        """Rows `train` wants (0: needs none)."""
+        index = faiss.downcast_index(self.index)
+        if isinstance(index, faiss.IndexIVF) and not index.is_trained:
+            return max(index.nlist * 64, 256 * 64 if isinstance(index, faiss.IndexIVFPQ) else 0)
+        return 0
+
+    def train(self, sample: np.ndarray) -> None:
+        self.index.train(np.ascontiguousarray(sample, dtype=np.float32))
+
+    @property
+    def supports_remove(self) -> bool:
+        return self.kind != "hnsw"
 
     @property
     def dim(self) -> int:
@@ -43,6 +128,9 @@ class VectorIndex:
         self.index.add_with_ids(vectors, ids)
 
     def remove(self, ids: np.ndarray) -> int:
+        """Remove by id (not for hnsw: see `supports_remove`; the caller rebuilds it instead)."""
+        if not self.supports_remove:
+            raise SettingsError("an HNSW index cannot remove vectors; rebuild it")
         return int(self.index.remove_ids(np.ascontiguousarray(ids, dtype=np.int64)))
 
     def search(
@@ -53,13 +141,14 @@ class VectorIndex:
         queries = np.ascontiguousarray(queries, dtype=np.float32)
         if queries.ndim != 2 or queries.shape[1] != self.dim:
             raise SettingsError(f"queries {queries.shape} do not fit an index of dim {self.dim}")
-        params = None
+        selector = None
         if allowed is not None:
             allowed = np.ascontiguousarray(allowed, dtype=np.int64)
             if len(allowed) == 0:
                 return [[] for _ in queries]
             k = min(k, len(allowed))
-            params = faiss.SearchParameters(sel=faiss.IDSelectorBatch(allowed))
+            selector = faiss.IDSelectorBatch(allowed)
+        params = self._search_parameters(selector)
         k = min(k, self.count)
         if k == 0:
             return [[] for _ in queries]
@@ -68,6 +157,14 @@ class VectorIndex:
             [(int(i), float(s)) for i, s in zip(row_ids, row_scores) if i != -1]
             for row_ids, row_scores in zip(ids, scores)
         ]
+
+    def _search_parameters(self, selector) -> faiss.SearchParameters | None:
+        index = faiss.downcast_index(self.index)
+        if isinstance(index, faiss.IndexIVF):
+            return faiss.SearchParametersIVF(sel=selector, nprobe=self._nprobe(index))
+        if self.kind == "hnsw":
+            return faiss.SearchParametersHNSW(sel=selector, efSearch=HNSW_EF_SEARCH)
+        return None if selector is None else faiss.SearchParameters(sel=selector)
 
     def save(self, directory: Path) -> None:
         with atomic_path(Path(directory) / self.FILE) as tmp:
@@ -78,4 +175,4 @@ class VectorIndex:
         path = Path(directory) / cls.FILE
         if not path.is_file():
             raise IndexStateError(f"{directory}: no vector index ({cls.FILE}); the index is incomplete")
-        return cls(faiss.read_index(str(path)))
+        return cls(faiss.read_index(str(path)))  # already of its own class; a downcast here would not own it
