@@ -62,6 +62,20 @@ def test_length_sorted_batches_come_back_in_input_order():
     assert encoder.encode([]).shape == (0, 384)
 
 
+def test_token_budget_batches_give_the_same_vectors(monkeypatch):
+    """Without a batch size, batches fill a token budget: many short texts share one, long ones do not."""
+    import semsearch.encoder as module
+
+    monkeypatch.setattr(module, "TOKEN_BUDGET", 60)  # small, so these texts make several batches
+    encoder = Encoder()
+    texts = [f"sentence number {i} " + "word " * (i % 9) for i in range(40)]
+    lengths = sorted(len(ids) for ids in encoder.tokenize(texts))
+    batches = list(encoder._batches(np.arange(len(texts)), lengths))
+    assert sum(len(b) for b in batches) == 40 and len(batches) > 3
+    assert all(len(b) * lengths[b[-1]] <= 60 for b in batches)
+    np.testing.assert_allclose(encoder.encode(texts), Encoder(batch_size=1).encode(texts), atol=2e-5)
+
+
 def test_pooling_changes_the_vectors():
     mean = Encoder(pooling="mean").encode(TEXTS)
     cls = Encoder(pooling="cls").encode(TEXTS)
@@ -77,3 +91,23 @@ def test_not_a_model_directory(tmp_path, make):
         (path / "config.json").write_text('{"hidden_size": 8}')
     with pytest.raises(ModelError, match="model"):
         Encoder(path)
+
+
+def test_int8_quantized_encoder_stays_close_to_fp32(tmp_path):
+    """Dynamic int8 quantization changes the vectors a little, not their meaning; an index records it and
+    refuses documents encoded otherwise."""
+    from semsearch import Index
+    from semsearch.errors import IndexStateError, SettingsError
+
+    full = Encoder(None).encode(TEXTS)
+    quantized = Encoder(None, quantize="int8").encode(TEXTS)
+    cosines = np.sum(full * quantized, axis=1)  # both normalised by the model's own config
+    assert cosines.min() > 0.94 and not np.allclose(full, quantized, atol=1e-4)
+    with pytest.raises(SettingsError, match="--quantize must be one of none, int8"):
+        Encoder(None, quantize="int4")
+    with Index.create(tmp_path / "int8", quantize="int8", transform="none") as index:
+        index.add([{"id": str(i), "text": t} for i, t in enumerate(TEXTS)])
+        assert index.info()["quantize"] == "int8"
+        assert index.search(TEXTS[2], k=1)[0].id == "2"
+    with pytest.raises(IndexStateError, match=r"quantize int8 \(asked none\)"):
+        Index.open_or_create(tmp_path / "int8", quantize="none")

@@ -47,6 +47,7 @@ class BenchConfig:
     dims: Sequence[int | None] = (16, 32, 64, 128, 256, None)
     powers: Sequence[float] = (1.0, 0.5, 0.0)
     poolings: Sequence[str] = ("mean",)
+    quantize: Sequence[str] = ("none",)  # encoder weights: none, int8
     model: str | None = None
     rerank: Sequence[int] = (0,)
     split: str = "test"
@@ -94,8 +95,8 @@ def run_beir(directory: Path, config: BenchConfig) -> list[dict[str, Any]]:
 
     data = load_beir(directory, config.split)
     rows = []
-    for pooling in config.poolings:
-        index, ingest_rate = _encoded_index(data.name, data.corpus_path, pooling, config)
+    for pooling, quantize in _encoders(config):
+        index, ingest_rate = _encoded_index(data.name, data.corpus_path, pooling, quantize, config)
         query_ids = list(data.queries)
         started = time.perf_counter()
         queries = index.encoder.encode([data.queries[q] for q in query_ids])
@@ -115,6 +116,7 @@ def run_beir(directory: Path, config: BenchConfig) -> list[dict[str, Any]]:
                         "system": "semsearch",
                         "model": index.manifest.model_name,
                         "pooling": pooling,
+                        "quantize": quantize,
                         "transform": setting.transform,
                         "power": index.manifest.power,
                         "dims": int(index.manifest.dims),
@@ -150,8 +152,8 @@ def run_sts(path: Path, config: BenchConfig) -> list[dict[str, Any]]:
     right = np.array([position[p.sentence2] for p in pairs])
     gold = [p.score for p in pairs]
     rows = []
-    for pooling in config.poolings:
-        encoder = Encoder(config.model, pooling=pooling)
+    for pooling, quantize in _encoders(config):
+        encoder = Encoder(config.model, pooling=pooling, quantize=quantize)
         started = time.perf_counter()
         vectors = encoder.encode(sentences)
         rate = len(sentences) / (time.perf_counter() - started)
@@ -172,6 +174,7 @@ def run_sts(path: Path, config: BenchConfig) -> list[dict[str, Any]]:
                     "system": "semsearch",
                     "model": _model_label(encoder),
                     "pooling": pooling,
+                    "quantize": quantize,
                     "transform": setting.transform,
                     "power": spec.effective_power,
                     "dims": int(transform.out_dim),
@@ -186,6 +189,11 @@ def run_sts(path: Path, config: BenchConfig) -> list[dict[str, Any]]:
     return rows
 
 
+def _encoders(config: BenchConfig) -> list[tuple[str, str]]:
+    """(pooling, quantize) pairs: one encoding of the data each."""
+    return [(pooling, quantize) for pooling in config.poolings for quantize in config.quantize]
+
+
 def _whiten_power(setting: Setting) -> float | None:
     return setting.power if setting.transform == "whiten" else None
 
@@ -196,14 +204,15 @@ def _model_label(encoder) -> str:
     return _model_name(encoder.path)
 
 
-def _encoded_index(name: str, corpus: Path, pooling: str, config: BenchConfig):
+def _encoded_index(name: str, corpus: Path, pooling: str, quantize: str, config: BenchConfig):
     """The dataset encoded once per model and pooling, reused across runs when already complete."""
     from .encoder import model_fingerprint, resolve_model_path
     from .errors import IndexStateError
     from .index import Index
 
     model_path = resolve_model_path(config.model)
-    path = Path(config.work) / f"{name}-{model_fingerprint(model_path)}-{pooling}"
+    suffix = "" if quantize == "none" else f"-{quantize}"
+    path = Path(config.work) / f"{name}-{model_fingerprint(model_path)}-{pooling}{suffix}"
     try:
         index = Index.open(path)
         if index.manifest.pooling == pooling and index.manifest.ingest_docs_per_s:
@@ -215,7 +224,7 @@ def _encoded_index(name: str, corpus: Path, pooling: str, config: BenchConfig):
     import shutil
 
     shutil.rmtree(path, ignore_errors=True)
-    index = Index.create(path, model=config.model, pooling=pooling, transform="none")
+    index = Index.create(path, model=config.model, pooling=pooling, transform="none", quantize=quantize)
     config.progress(f"{name} {pooling}: encoding {corpus}")
     report = index.ingest(corpus)
     index.manifest.ingest_docs_per_s = report.docs_per_second
@@ -236,7 +245,18 @@ def _search_ms(index, queries: np.ndarray, rerank: int) -> float:
 # ---- outputs ----------------------------------------------------------------------------------------
 
 
-ROW_KEY = ("dataset", "system", "model", "pooling", "transform", "power", "dims_requested", "rerank")
+ROW_KEY = (
+    "dataset",
+    "system",
+    "model",
+    "pooling",
+    "quantize",
+    "transform",
+    "power",
+    "dims_requested",
+    "rerank",
+)
+KEY_DEFAULTS = {"system": "semsearch", "quantize": "none"}  # rows written before these columns existed
 
 
 def write_outputs(rows: list[dict[str, Any]], out: Path, command: str) -> list[Path]:
@@ -260,7 +280,7 @@ def write_outputs(rows: list[dict[str, Any]], out: Path, command: str) -> list[P
 
 
 def _key(row: dict[str, Any]) -> tuple:
-    return tuple(row.get(name, "semsearch" if name == "system" else None) for name in ROW_KEY)
+    return tuple(row.get(name, KEY_DEFAULTS.get(name)) for name in ROW_KEY)
 
 
 def _metric_names(rows: list[dict[str, Any]]) -> list[str]:
@@ -271,7 +291,18 @@ def markdown_table(rows: list[dict[str, Any]], command: str | None = None) -> st
     metrics = _metric_names(rows)
     extra = ["query_ms", "bytes_per_doc", "refit_s", "ingest_docs_per_s", "encode_sentences_per_s", "fit_s"]
     extra = [c for c in extra if any(c in r for r in rows)]
-    columns = ["dataset", "system", "pooling", "transform", "power", "dims", "rerank", *metrics, *extra]
+    quantized = any(r.get("quantize", "none") != "none" for r in rows)
+    columns = [
+        "dataset",
+        "system",
+        "pooling",
+        *["quantize"] * quantized,
+        "transform",
+        "power",
+        "dims",
+        "rerank",
+    ]
+    columns += [*metrics, *extra]
     commands = list(
         dict.fromkeys([row["command"] for row in rows if "command" in row] + [command] * bool(command))
     )
@@ -309,6 +340,7 @@ def plot(rows: list[dict[str, Any]], out: Path) -> list[Path]:
             and r["pooling"] == pooling
             and r.get(metric) is not None
             and r.get("system", "semsearch") == "semsearch"
+            and r.get("quantize", "none") == "none"  # int8 rows are compared in the table
         ]
         figure, axes = plt.subplots(figsize=(7, 4.5))
         raw = [r for r in subset if r["transform"] == "none" and r["rerank"] == 0]

