@@ -114,7 +114,7 @@ def main() -> None:
 @click.option(
     "--batch-size",
     type=click.IntRange(min=1),
-    help="Texts encoded at once (default: as many as fit 8,192 padded tokens, at most 512).",
+    help="Texts encoded at once (default: as many as fit 2,048 padded tokens, at most 512).",
 )
 @click.option("--id-field", help="The JSON field with the document id (default: id or _id).")
 @click.option("--text-field", default="text", show_default=True, help="The JSON field with the text.")
