@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shlex
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -38,21 +38,28 @@ SEMSEARCH = [PYTHON, "-m", "semsearch"]
 # ---- running and measuring processes ----------------------------------------------------------------------
 
 
-def measure(command: list[str]) -> dict:
-    """Wall seconds and peak RSS (MiB) of a whole process; raises with its stderr if it fails.
+# Runs the command and reports its own peak RSS. Spawned from this small process, not from the benchmark:
+# Linux carries the RSS high-water mark of the memory a process had before exec into its ru_maxrss, and a
+# child spawned straight from the benchmark (torch and a model loaded) would inherit the benchmark's.
+LAUNCHER = """
+import json, os, sys
+pid = os.posix_spawn(sys.argv[2], sys.argv[2:], os.environ)
+_, status, usage = os.wait4(pid, 0)
+open(sys.argv[1], "w").write(json.dumps({"code": os.waitstatus_to_exitcode(status), "maxrss_kib": usage.ru_maxrss}))
+"""
 
-    posix_spawn, not fork: a forked child starts with this (large) process's pages counted in its peak RSS."""
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        actions = [(os.POSIX_SPAWN_DUP2, out.fileno(), 1), (os.POSIX_SPAWN_DUP2, err.fileno(), 2)]
+
+def measure(command: list[str]) -> dict:
+    """Wall seconds and peak RSS (MiB) of a whole process; raises with its stderr if it fails."""
+    with tempfile.TemporaryDirectory() as scratch:
+        report = Path(scratch) / "report.json"
         started = time.perf_counter()
-        pid = os.posix_spawn(command[0], command, os.environ, file_actions=actions)
-        _, status, usage = os.wait4(pid, 0)
+        run = subprocess.run([PYTHON, "-c", LAUNCHER, str(report), *command], capture_output=True, text=True)
         seconds = time.perf_counter() - started
-        out.seek(0)
-        err.seek(0)
-        if os.waitstatus_to_exitcode(status) != 0:
-            raise SystemExit(f"failed: {shlex.join(command)}\n{err.read()}")
-        return {"seconds": seconds, "peak_rss_mib": usage.ru_maxrss / 1024, "stdout": out.read()}
+        result = json.loads(report.read_text()) if report.is_file() else {"code": run.returncode}
+        if run.returncode != 0 or result["code"] != 0:
+            raise SystemExit(f"failed: {shlex.join(command)}\n{run.stderr}")
+        return {"seconds": seconds, "peak_rss_mib": result["maxrss_kib"] / 1024, "stdout": run.stdout}
 
 
 def disk_mib(path: Path) -> float:

@@ -17,7 +17,6 @@ to rebuild the modules, and the training report). Never pickled."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import math
@@ -31,6 +30,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from .encoder import one_torch_thread
 from .errors import IndexStateError, SettingsError
 from .stats import RunningStats
 from .transforms import LinearTransform, Transform, TransformKind, TransformSpec, VectorBatches
@@ -317,22 +317,12 @@ class FlowTransform(Transform):
         return cls(spec, in_dim, standardise, flow, pca, config["training"])
 
 
-@contextlib.contextmanager
-def _one_thread() -> Iterator[None]:
-    """Torch on one thread while the flow trains or runs: its matrices are small, and a second thread mostly
-    waits at barriers (measured on this 2-core machine under load: the flow tests took 190 s with two
-    threads, 24 s with one). One thread also makes the outputs the same in every process."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
-
-
 def _flow_outputs(flow: Flow, standardised: np.ndarray) -> np.ndarray:
+    # One torch thread, here and in training: the flow's matrices are small and a second thread mostly
+    # waits (measured under load: the flow tests took 190 s on two threads, 24 s on one). It also makes the
+    # outputs the same in every process.
     out = []
-    with _one_thread(), torch.inference_mode():
+    with one_torch_thread(), torch.inference_mode():
         for begin in range(0, len(standardised), APPLY_ROWS):
             rows = torch.from_numpy(np.ascontiguousarray(standardised[begin : begin + APPLY_ROWS]))
             out.append(flow(rows)[0].numpy())
@@ -438,7 +428,7 @@ def _train(
     steps, epoch_losses = 0, []
     total = spec.epochs * math.ceil((count - (count // stride if stride > 1 else 0)) / BATCH_SIZE)
     with (
-        _one_thread(),
+        one_torch_thread(),
         tqdm(
             total=total, desc="training flow", unit="batch", disable=None, leave=False, file=sys.stderr
         ) as bar,

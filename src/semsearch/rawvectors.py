@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -17,6 +18,7 @@ from .storage import atomic_path
 
 DIRECTORY = "raw"
 BLOCK_ROWS = 8192
+COPY_BUFFER = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -52,14 +54,13 @@ class SegmentWriter:
             self.discard()
             return None
         segment = Segment(f"seg-{self.start:012d}.npy", self.start, self.count)
-        spooled = np.memmap(self.spool_path, dtype="<f4", mode="r", shape=(self.count, self.dim))
-        with atomic_path(self.directory / segment.name) as tmp:
-            out = np.lib.format.open_memmap(tmp, mode="w+", dtype="<f4", shape=(self.count, self.dim))
-            for begin in range(0, self.count, BLOCK_ROWS):
-                out[begin : begin + BLOCK_ROWS] = spooled[begin : begin + BLOCK_ROWS]
-            out.flush()
-            del out
-        del spooled
+        # An .npy is a header and the raw rows: write the header, then copy the spool through a small buffer
+        # (a memory map of either file would count every page in this process's RSS).
+        with atomic_path(self.directory / segment.name) as tmp, open(tmp, "wb") as out:
+            header = {"descr": "<f4", "fortran_order": False, "shape": (self.count, self.dim)}
+            np.lib.format.write_array_header_1_0(out, header)
+            with open(self.spool_path, "rb") as spool:
+                shutil.copyfileobj(spool, out, COPY_BUFFER)
         self.discard()
         return segment
 
@@ -93,15 +94,20 @@ class RawVectors:
         return array
 
     def blocks(self, rows: int = BLOCK_ROWS) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """(pks, vectors) blocks over every stored row, in pk order; memory stays at one block."""
+        """(pks, vectors) blocks over every stored row, in pk order; memory stays at one block (read, not
+        memory-mapped: the pages of a map stay in the RSS until it closes)."""
         for segment in self.segments:
-            array = self._open(segment)
-            for begin in range(0, segment.count, rows):
-                block = np.asarray(array[begin : begin + rows], dtype=np.float32)
-                yield (
-                    np.arange(segment.start + begin, segment.start + begin + len(block), dtype=np.int64),
-                    block,
-                )
+            path = self.directory / segment.name
+            offset = self._open(segment).offset  # checks the shape, gives where the rows start
+            with open(path, "rb") as handle:
+                handle.seek(offset)
+                for begin in range(0, segment.count, rows):
+                    count = min(rows, segment.count - begin)
+                    block = np.fromfile(handle, dtype="<f4", count=count * self.dim).reshape(count, self.dim)
+                    yield (
+                        np.arange(segment.start + begin, segment.start + begin + count, dtype=np.int64),
+                        block.astype(np.float32, copy=False),
+                    )
 
     def get(self, pks: np.ndarray) -> np.ndarray:
         """Vectors for the given pks (any order)."""
