@@ -152,7 +152,17 @@ class VectorIndex:
         k = min(k, self.count)
         if k == 0:
             return [[] for _ in queries]
-        scores, ids = self.index.search(queries, k, params=params)
+        if len(queries) == 1:
+            # One query gives FAISS's threads little to share (measured at 117k x 128, flat: 5.8-7.3 ms on one
+            # thread, 10.7 ms on two).
+            threads = faiss.omp_get_max_threads()
+            faiss.omp_set_num_threads(1)
+            try:
+                scores, ids = self.index.search(queries, k, params=params)
+            finally:
+                faiss.omp_set_num_threads(threads)
+        else:
+            scores, ids = self.index.search(queries, k, params=params)
         return [
             [(int(i), float(s)) for i, s in zip(row_ids, row_scores) if i != -1]
             for row_ids, row_scores in zip(ids, scores)
