@@ -12,6 +12,17 @@ REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def onnx_cache(tmp_path_factory):
+    """The encoder's exported ONNX graphs go to a directory of this test run (inherited by the CLI processes
+    the tests start), never to the user's cache: every run exports and checks them itself."""
+    import os
+
+    path = tmp_path_factory.mktemp("onnx-cache")
+    os.environ["SEMSEARCH_CACHE"] = str(path)
+    return path
+
+
 def shared_data(*parts: str) -> Path:
     """A path under ../shared/data, or skip the test saying what is missing."""
     path = DATA.joinpath(*parts)

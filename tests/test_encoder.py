@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -46,11 +48,49 @@ def test_bundled_model_mean_pooling_matches_the_definition():
     np.testing.assert_allclose(got, want, atol=2e-5)
 
 
+@pytest.mark.parametrize("backend", ["onnx", "torch"])
 @pytest.mark.parametrize("pooling", ["mean", "cls", "first-last-avg"])
-def test_poolings_on_a_raw_bert_under_padding(tiny_bert, pooling):
-    encoder = Encoder(tiny_bert, pooling=pooling, batch_size=3)  # one padded batch of different lengths
+def test_poolings_on_a_raw_bert_under_padding(tiny_bert, pooling, backend):
+    encoder = Encoder(tiny_bert, pooling=pooling, batch_size=3, backend=backend)  # one padded batch
     assert encoder.normalize is False and encoder.max_length == 128
     np.testing.assert_allclose(encoder.encode(TEXTS), reference(tiny_bert, TEXTS, pooling), atol=1e-5)
+
+
+def test_onnx_graph_is_exported_once_per_settings_and_again_for_a_changed_model(tiny_bert, tmp_path):
+    import os
+    import shutil
+
+    from semsearch.onnxgraph import graph_path
+
+    model = shutil.copytree(tiny_bert, tmp_path / "model")
+    first = Encoder(model).load()
+    graph = Path(first._graph)
+    assert graph.is_file() and graph.parent.parent == Path(os.environ["SEMSEARCH_CACHE"])
+    written = graph.stat().st_mtime_ns
+    assert Path(Encoder(model).load()._graph) == graph and graph.stat().st_mtime_ns == written  # reused
+    assert Path(Encoder(model, pooling="cls").load()._graph) != graph
+    weights = model / "model.safetensors"
+    os.utime(weights, ns=(written, written + 10**9))  # the model changed in place
+    assert graph_path(model, "mean", False, "none") != graph
+
+
+def test_a_query_process_on_the_onnx_backend_never_imports_torch(tmp_path):
+    """The CLI's query starts in about a second because ONNX Runtime and the tokenizers library are all it
+    loads; torch (several seconds) only comes in for exporting, or for the torch backend."""
+    import subprocess
+    import sys
+
+    from semsearch import Index
+
+    with Index.create(tmp_path / "index", transform="none") as index:
+        index.add([{"id": str(i), "text": t} for i, t in enumerate(TEXTS)])
+    script = (
+        "import sys; from semsearch import Index\n"
+        f"index = Index.open({str(tmp_path / 'index')!r})\n"
+        "print(index.search('a guitar player', k=1)[0].id, 'torch' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["0", "False"]
 
 
 def test_length_sorted_batches_come_back_in_input_order():
@@ -93,21 +133,42 @@ def test_not_a_model_directory(tmp_path, make):
         Encoder(path)
 
 
-def test_int8_quantized_encoder_stays_close_to_fp32(tmp_path):
+@pytest.mark.parametrize("backend, closest", [("onnx", 0.97), ("torch", 0.94)])
+def test_int8_quantized_encoder_stays_close_to_fp32(tmp_path, backend, closest):
     """Dynamic int8 quantization changes the vectors a little, not their meaning; an index records it and
     refuses documents encoded otherwise."""
     from semsearch import Index
     from semsearch.errors import IndexStateError, SettingsError
 
-    full = Encoder(None).encode(TEXTS)
-    quantized = Encoder(None, quantize="int8").encode(TEXTS)
+    full = Encoder(None, backend=backend).encode(TEXTS)
+    quantized = Encoder(None, quantize="int8", backend=backend).encode(TEXTS)
     cosines = np.sum(full * quantized, axis=1)  # both normalised by the model's own config
-    assert cosines.min() > 0.94 and not np.allclose(full, quantized, atol=1e-4)
+    assert cosines.min() > closest and not np.allclose(full, quantized, atol=1e-4)
     with pytest.raises(SettingsError, match="--quantize must be one of none, int8"):
         Encoder(None, quantize="int4")
+    with pytest.raises(SettingsError, match="--backend must be one of onnx, torch"):
+        Encoder(None, backend="tensorrt")
+    if backend == "torch":
+        return
     with Index.create(tmp_path / "int8", quantize="int8", transform="none") as index:
         index.add([{"id": str(i), "text": t} for i, t in enumerate(TEXTS)])
         assert index.info()["quantize"] == "int8"
         assert index.search(TEXTS[2], k=1)[0].id == "2"
     with pytest.raises(IndexStateError, match=r"quantize int8 \(asked none\)"):
         Index.open_or_create(tmp_path / "int8", quantize="none")
+    with pytest.raises(IndexStateError, match=r"backend onnx \(asked torch\)"):
+        Index.open_or_create(tmp_path / "int8", backend="torch")
+
+
+def test_the_backends_give_the_same_vectors_and_an_index_keeps_its_own(tmp_path):
+    from semsearch import Index
+
+    texts = TEXTS * 5 + ["word " * 300]  # several batches, and one text cut at max_length
+    onnx = Encoder(None, backend="onnx").encode(texts)
+    torch_vectors = Encoder(None, backend="torch").encode(texts)
+    np.testing.assert_allclose(onnx, torch_vectors, atol=2e-5)
+    with Index.create(tmp_path / "torch", transform="none", backend="torch") as index:
+        index.add([{"id": str(i), "text": t} for i, t in enumerate(TEXTS)])
+        assert index.info()["backend"] == "torch" and index.encoder.backend == "torch"
+    with Index.open(tmp_path / "torch") as index:
+        assert index.encoder.backend == "torch" and index.search(TEXTS[0], k=1)[0].id == "0"

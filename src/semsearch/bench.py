@@ -48,6 +48,7 @@ class BenchConfig:
     powers: Sequence[float] = (1.0, 0.5, 0.0)
     poolings: Sequence[str] = ("mean",)
     quantize: Sequence[str] = ("none",)  # encoder weights: none, int8
+    backends: Sequence[str] = ("onnx",)  # what runs the encoder: onnx, torch
     model: str | None = None
     rerank: Sequence[int] = (0,)
     split: str = "test"
@@ -95,8 +96,8 @@ def run_beir(directory: Path, config: BenchConfig) -> list[dict[str, Any]]:
 
     data = load_beir(directory, config.split)
     rows = []
-    for pooling, quantize in _encoders(config):
-        index, ingest_rate = _encoded_index(data.name, data.corpus_path, pooling, quantize, config)
+    for pooling, quantize, backend in _encoders(config):
+        index, ingest_rate = _encoded_index(data.name, data.corpus_path, pooling, quantize, backend, config)
         query_ids = list(data.queries)
         started = time.perf_counter()
         queries = index.encoder.encode([data.queries[q] for q in query_ids])
@@ -117,6 +118,7 @@ def run_beir(directory: Path, config: BenchConfig) -> list[dict[str, Any]]:
                         "model": index.manifest.model_name,
                         "pooling": pooling,
                         "quantize": quantize,
+                        "backend": backend,
                         "transform": setting.transform,
                         "power": index.manifest.power,
                         "dims": int(index.manifest.dims),
@@ -152,8 +154,8 @@ def run_sts(path: Path, config: BenchConfig) -> list[dict[str, Any]]:
     right = np.array([position[p.sentence2] for p in pairs])
     gold = [p.score for p in pairs]
     rows = []
-    for pooling, quantize in _encoders(config):
-        encoder = Encoder(config.model, pooling=pooling, quantize=quantize)
+    for pooling, quantize, backend in _encoders(config):
+        encoder = Encoder(config.model, pooling=pooling, quantize=quantize, backend=backend)
         started = time.perf_counter()
         vectors = encoder.encode(sentences)
         rate = len(sentences) / (time.perf_counter() - started)
@@ -175,6 +177,7 @@ def run_sts(path: Path, config: BenchConfig) -> list[dict[str, Any]]:
                     "model": _model_label(encoder),
                     "pooling": pooling,
                     "quantize": quantize,
+                    "backend": backend,
                     "transform": setting.transform,
                     "power": spec.effective_power,
                     "dims": int(transform.out_dim),
@@ -189,9 +192,14 @@ def run_sts(path: Path, config: BenchConfig) -> list[dict[str, Any]]:
     return rows
 
 
-def _encoders(config: BenchConfig) -> list[tuple[str, str]]:
-    """(pooling, quantize) pairs: one encoding of the data each."""
-    return [(pooling, quantize) for pooling in config.poolings for quantize in config.quantize]
+def _encoders(config: BenchConfig) -> list[tuple[str, str, str]]:
+    """(pooling, quantize, backend): one encoding of the data each."""
+    return [
+        (pooling, quantize, backend)
+        for pooling in config.poolings
+        for quantize in config.quantize
+        for backend in config.backends
+    ]
 
 
 def _whiten_power(setting: Setting) -> float | None:
@@ -204,18 +212,19 @@ def _model_label(encoder) -> str:
     return _model_name(encoder.path)
 
 
-def _encoded_index(name: str, corpus: Path, pooling: str, quantize: str, config: BenchConfig):
+def _encoded_index(name: str, corpus: Path, pooling: str, quantize: str, backend: str, config: BenchConfig):
     """The dataset encoded once per model and pooling, reused across runs when already complete."""
     from .encoder import model_fingerprint, resolve_model_path
     from .errors import IndexStateError
     from .index import Index
 
     model_path = resolve_model_path(config.model)
-    suffix = "" if quantize == "none" else f"-{quantize}"
+    suffix = ("" if quantize == "none" else f"-{quantize}") + ("" if backend == "onnx" else f"-{backend}")
     path = Path(config.work) / f"{name}-{model_fingerprint(model_path)}-{pooling}{suffix}"
     try:
         index = Index.open(path)
-        if index.manifest.pooling == pooling and index.manifest.ingest_docs_per_s:
+        m = index.manifest
+        if (m.pooling, m.quantize, m.backend) == (pooling, quantize, backend) and m.ingest_docs_per_s:
             config.progress(f"{name} {pooling}: reusing the encoded corpus in {path}")
             return index, index.manifest.ingest_docs_per_s
         index.close()
@@ -224,7 +233,9 @@ def _encoded_index(name: str, corpus: Path, pooling: str, quantize: str, config:
     import shutil
 
     shutil.rmtree(path, ignore_errors=True)
-    index = Index.create(path, model=config.model, pooling=pooling, transform="none", quantize=quantize)
+    index = Index.create(
+        path, model=config.model, pooling=pooling, transform="none", quantize=quantize, backend=backend
+    )
     config.progress(f"{name} {pooling}: encoding {corpus}")
     report = index.ingest(corpus)
     index.manifest.ingest_docs_per_s = report.docs_per_second
@@ -251,12 +262,14 @@ ROW_KEY = (
     "model",
     "pooling",
     "quantize",
+    "backend",
     "transform",
     "power",
     "dims_requested",
     "rerank",
 )
-KEY_DEFAULTS = {"system": "semsearch", "quantize": "none"}  # rows written before these columns existed
+# Rows written before these columns existed (encoded by torch then).
+KEY_DEFAULTS = {"system": "semsearch", "quantize": "none", "backend": "torch"}
 
 
 def write_outputs(rows: list[dict[str, Any]], out: Path, command: str) -> list[Path]:
@@ -292,11 +305,15 @@ def markdown_table(rows: list[dict[str, Any]], command: str | None = None) -> st
     extra = ["query_ms", "bytes_per_doc", "refit_s", "ingest_docs_per_s", "encode_sentences_per_s", "fit_s"]
     extra = [c for c in extra if any(c in r for r in rows)]
     quantized = any(r.get("quantize", "none") != "none" for r in rows)
+    backends = (
+        len({r.get("backend", KEY_DEFAULTS["backend"]) for r in rows if r.get("system") == "semsearch"}) > 1
+    )
     columns = [
         "dataset",
         "system",
         "pooling",
         *["quantize"] * quantized,
+        *["backend"] * backends,
         "transform",
         "power",
         "dims",
@@ -315,10 +332,10 @@ def markdown_table(rows: list[dict[str, Any]], command: str | None = None) -> st
     lines += ["Made with:", "", *(f"- `{c}`" for c in commands), ""]
     lines += ["| " + " | ".join(columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]
     for row in rows:
-        cells = [
-            "" if row.get(c) is None else f"{row[c]:.4g}" if isinstance(row.get(c), float) else str(row[c])
-            for c in columns
+        values = [
+            row.get(c, KEY_DEFAULTS.get(c) if row.get("system") == "semsearch" else None) for c in columns
         ]
+        cells = ["" if v is None else f"{v:.4g}" if isinstance(v, float) else str(v) for v in values]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
@@ -342,6 +359,9 @@ def plot(rows: list[dict[str, Any]], out: Path) -> list[Path]:
             and r.get("system", "semsearch") == "semsearch"
             and r.get("quantize", "none") == "none"  # int8 rows are compared in the table
         ]
+        # One backend per plot (their vectors agree to 1e-6): the one most rows were measured with.
+        backends = [r.get("backend", KEY_DEFAULTS["backend"]) for r in subset]
+        subset = [r for r, b in zip(subset, backends) if b == max(set(backends), key=backends.count)]
         figure, axes = plt.subplots(figsize=(7, 4.5))
         raw = [r for r in subset if r["transform"] == "none" and r["rerank"] == 0]
         if raw:

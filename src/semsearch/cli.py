@@ -112,6 +112,12 @@ def main() -> None:
     "Default none.",
 )
 @click.option(
+    "--backend",
+    type=click.Choice(["onnx", "torch"]),
+    help="What runs the encoder: onnx (default; ONNX Runtime on the model exported once into a cache, "
+    "faster) or torch (for a model that cannot be exported; chosen by itself if export fails).",
+)
+@click.option(
     "--batch-size",
     type=click.IntRange(min=1),
     help="Texts encoded at once (default: as many as fit 2,048 padded tokens, at most 512).",
@@ -148,6 +154,7 @@ def ingest(
     seed,
     index_type,
     quantize,
+    backend,
     batch_size,
     id_field,
     text_field,
@@ -192,6 +199,7 @@ def ingest(
         batch_size=batch_size,
         index_type=index_type,
         quantize=quantize,
+        backend=backend,
         dim=width,
     )
     with (
@@ -356,6 +364,13 @@ def delete(ids, index_path, where, wait):
 @click.option(
     "--quantize", default="none", show_default=True, help="Encoder weights, comma separated: none, int8."
 )
+@click.option(
+    "--backend",
+    "backends",
+    default="onnx",
+    show_default=True,
+    help="What runs the encoder, comma separated: onnx, torch.",
+)
 @click.option("--model", type=click.Path(path_type=Path), help="A local model directory (default: bundled).")
 @click.option(
     "--rerank",
@@ -377,7 +392,20 @@ def delete(ids, index_path, where, wait):
     help="Where encoded corpora are kept for reuse.",
 )
 def bench(
-    beir, sts, split, dims_text, transforms, powers, pooling, quantize, model, rerank, peers, out, work
+    beir,
+    sts,
+    split,
+    dims_text,
+    transforms,
+    powers,
+    pooling,
+    quantize,
+    backends,
+    model,
+    rerank,
+    peers,
+    out,
+    work,
 ):
     """Measure quality against dimensions kept, for each transform and power, through the engine itself.
 
@@ -396,6 +424,7 @@ def bench(
         powers=[float(p) for p in _split(powers)],
         poolings=_split(pooling),
         quantize=_split(quantize),
+        backends=_split(backends),
         model=str(model) if model else None,
         rerank=[int(r) for r in _split(rerank)],
         split=split,

