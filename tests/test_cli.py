@@ -211,7 +211,7 @@ def test_info_text(index):
     fields = dict(line.strip().split(": ", 1) for line in result.stdout.splitlines())
     assert fields["documents"] == "30" and fields["model_name"] == "all-MiniLM-L6-v2"
     assert (fields["pooling"], fields["transform"], fields["power"]) == ("mean", "whiten", "0.5")
-    assert (fields["dims_requested"], fields["rerank"], fields["index_type"]) == ("128", "100", "flat")
+    assert (fields["dims_requested"], fields["rerank"], fields["index_type"]) == ("128", "100", "auto")
     assert re.fullmatch(r"documents [\d.]+ [KM]?B, raw_vectors .*, total [\d.]+ [KM]?B", fields["bytes"])
     assert fields["created"][:2] == "20" and fields["updated"] >= fields["created"]
 
@@ -223,7 +223,8 @@ def test_info_json(index, built):
     assert details["pooling"] == "mean" and details["encoder_dim"] == 384
     # the defaults: whitening with power 0.5 keeping up to 128 dims (30 documents span 29), rerank 100
     assert (details["transform"], details["power"], details["dims_requested"]) == ("whiten", 0.5, 128)
-    assert 1 <= details["dims"] <= 29 and details["rerank"] == 100 and details["index_type"] == "flat"
+    assert 1 <= details["dims"] <= 29 and details["rerank"] == 100
+    assert (details["index_type"], details["index_structure"], details["backend"]) == ("auto", "Flat", "onnx")
     sizes = details["bytes"]
     assert set(sizes) == {"documents", "raw_vectors", "vector_index", "transform", "total"}
     assert sizes["raw_vectors"] >= 30 * 384 * 4 and sizes["total"] == sum(

@@ -116,6 +116,7 @@ class Index:
         self._encoder: Encoder | None = None
         self._transform: Transform | None = None
         self._vectors: VectorIndex | None = None
+        self._raw: RawVectors | None = None
 
     # ---- making and opening -------------------------------------------------------------------------
 
@@ -134,7 +135,7 @@ class Index:
         seed: int = 0,
         max_length: int | None = None,
         batch_size: int | None = None,
-        index_type: str = "flat",
+        index_type: str = "auto",
         quantize: str = "none",
         backend: str | None = None,
         dim: int | None = None,
@@ -363,9 +364,11 @@ class Index:
 
     @property
     def raw(self) -> RawVectors:
-        return RawVectors(
-            self.path, [Segment(**s) for s in self.manifest.segments], self.manifest.encoder_dim
-        )
+        """The raw vectors of the current segments; kept while they stay the same (it keeps their maps)."""
+        segments = [Segment(**s) for s in self.manifest.segments]
+        if self._raw is None or self._raw.segments != segments or self._raw.dim != self.manifest.encoder_dim:
+            self._raw = RawVectors(self.path, segments, self.manifest.encoder_dim)
+        return self._raw
 
     def stats(self) -> RunningStats:
         path = self.generation_dir / STATS_FILE

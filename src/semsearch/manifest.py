@@ -33,7 +33,7 @@ class Manifest:
     dims_requested: int | None = None
     quantize: str = "none"  # of the encoder's weights (int8: faster, slightly different vectors)
     backend: str = "torch"  # what runs the encoder: onnx (new indexes' default) or torch (and older indexes)
-    index_type: str = "flat"  # as asked: flat, hnsw, ivf, pq or auto
+    index_type: str = "flat"  # as asked: flat, hnsw, ivf, pq or auto (new indexes: auto; older: flat)
     index_structure: str | None = None  # the FAISS structure built for it, e.g. "IVF1372,Flat nprobe=85"
     flow_epochs: int = 1  # flow training settings
     seed: int = 0
