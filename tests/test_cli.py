@@ -224,7 +224,8 @@ def test_info_json(index, built):
     # the defaults: whitening with power 0.5 keeping up to 128 dims (30 documents span 29), rerank 100
     assert (details["transform"], details["power"], details["dims_requested"]) == ("whiten", 0.5, 128)
     assert 1 <= details["dims"] <= 29 and details["rerank"] == 100
-    assert (details["index_type"], details["index_structure"], details["backend"]) == ("auto", "Flat", "onnx")
+    assert (details["index_type"], details["index_structure"]) == ("auto", "Flat")
+    assert (details["backend"], details["quantize"]) == ("onnx", "int8")  # the defaults
     sizes = details["bytes"]
     assert set(sizes) == {"documents", "raw_vectors", "vector_index", "transform", "total"}
     assert sizes["raw_vectors"] >= 30 * 384 * 4 and sizes["total"] == sum(

@@ -109,8 +109,8 @@ def main() -> None:
 @click.option(
     "--quantize",
     type=click.Choice(["none", "int8"]),
-    help="int8: the encoder's Linear weights quantized (faster on CPU; the quality cost is in the README). "
-    "Default none.",
+    help="The encoder's weights: int8 (default: 2x faster on CPU, nDCG@10 -0.002 on SciFact; README) or none "
+    "(fp32, the model exactly).",
 )
 @click.option(
     "--backend",

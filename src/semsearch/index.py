@@ -66,6 +66,9 @@ STATS_FILE = "stats.safetensors"
 PENDING_MANIFEST = "manifest.pending.json"
 # Defaults for a new index, chosen from benchmarks/results (README, "Defaults").
 DEFAULT_TRANSFORM, DEFAULT_POWER, DEFAULT_DIMS, DEFAULT_RERANK = "whiten", 0.5, 128, 100
+# int8 encoder weights (ONNX Runtime, per channel): 2x the fp32 ingest speed and a 2 ms query encoding
+# instead of 5, for nDCG@10 0.643 against 0.645 on SciFact and STS-B Spearman 86.51 against 86.72.
+DEFAULT_QUANTIZE = "int8"
 DEFAULT_WAIT = 10.0  # seconds a write waits for another process's write before giving up
 
 Progress = Callable[[int], None]
@@ -136,7 +139,7 @@ class Index:
         max_length: int | None = None,
         batch_size: int | None = None,
         index_type: str = "auto",
-        quantize: str = "none",
+        quantize: str | None = None,
         backend: str | None = None,
         dim: int | None = None,
         wait: float = DEFAULT_WAIT,
@@ -149,7 +152,8 @@ class Index:
         Without a `transform`, the defaults the benchmark chose (README, "Defaults"): whitening with power
         0.5 keeping 128 dims, and for a sentence-embedding model a rerank of the top 100 by the raw
         vectors, which on SciFact and Cranfield gives the full model's nDCG@10 from a 3x smaller index.
-        `--transform whiten` alone is the seeds' full whitening (power 1, every dim)."""
+        `--transform whiten` alone is the seeds' full whitening (power 1, every dim). By default the encoder
+        runs on ONNX Runtime (`backend`) with int8 weights (`quantize`; "none" is fp32: DEFAULT_QUANTIZE)."""
         path = Path(path)
         if (path / "manifest.json").exists():
             raise IndexStateError(f"{path} is already an index; open it with Index.open")
@@ -203,7 +207,7 @@ class Index:
             power=spec.effective_power,
             dims_requested=dims,
             index_type=index_type,
-            quantize=quantize,
+            quantize=quantize or (DEFAULT_QUANTIZE if model_path is not None else "none"),
             backend=backend or DEFAULT_BACKEND,
             batch_size=batch_size,
             rerank=rerank,
