@@ -172,3 +172,25 @@ def test_the_backends_give_the_same_vectors_and_an_index_keeps_its_own(tmp_path)
         assert index.info()["backend"] == "torch" and index.encoder.backend == "torch"
     with Index.open(tmp_path / "torch") as index:
         assert index.encoder.backend == "torch" and index.search(TEXTS[0], k=1)[0].id == "0"
+
+
+def test_a_model_the_export_cannot_reproduce_falls_back_to_torch(tiny_bert, tmp_path, monkeypatch, caplog):
+    """The exported graph is checked against torch; one that disagrees is refused: an explicit onnx backend
+    fails naming the way out, the default falls back to torch with a warning and records it."""
+    import shutil
+
+    import semsearch.onnxgraph as onnxgraph
+    from semsearch import Index
+    from semsearch.onnxgraph import ExportError
+
+    model = shutil.copytree(tiny_bert, tmp_path / "model")  # a new path: no cached graph
+    monkeypatch.setattr(onnxgraph, "AGREEMENT", -1.0)  # no graph can agree this closely
+    with pytest.raises(ExportError, match="does not encode as the model does.*use --backend torch"):
+        Index.create(tmp_path / "explicit", model=model, backend="onnx")
+    assert not (tmp_path / "explicit").exists()
+    with Index.create(tmp_path / "default", model=model, transform="none") as index:
+        assert index.manifest.backend == "torch" and "encoding with torch instead" in caplog.text
+        index.add([{"id": str(i), "text": t} for i, t in enumerate(TEXTS)])
+        assert index.search(TEXTS[1], k=1)[0].id == "1"
+    cache = onnxgraph.graph_path(model, "mean", False, "int8").parent
+    assert all(path.suffix == ".onnx" for path in cache.iterdir())  # a failed export leaves nothing behind
