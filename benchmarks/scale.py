@@ -181,9 +181,9 @@ def profile(args, work: Path) -> dict:
 
 # semsearch settings compared in the throughput section (all: whiten, whole `semsearch ingest` processes).
 SEMSEARCH_RUNS = {
-    "semsearch": [],
-    "semsearch int8": ["--quantize", "int8"],
-    "semsearch torch": ["--backend", "torch"],
+    "semsearch": ["--quantize", "none"],
+    "semsearch int8": ["--quantize", "int8"],  # the default
+    "semsearch torch": ["--backend", "torch", "--quantize", "none"],
     "semsearch torch int8": ["--backend", "torch", "--quantize", "int8"],
 }
 ONCE = ("txtai", "semsearch torch", "semsearch torch int8")  # slow or secondary: one round each
@@ -235,7 +235,9 @@ def throughput(args, work: Path) -> dict:
     ]
     for name in SEMSEARCH_RUNS:
         backend = "torch" if "torch" in name else "onnx"
-        weights = "int8" if name.endswith("int8") else "fp32"
+        weights = (
+            ("int8" + (", the default" if backend == "onnx" else "")) if name.endswith("int8") else "fp32"
+        )
         table.append(
             {
                 "system": f"semsearch ingest whole process (whiten, {backend}, {weights})",

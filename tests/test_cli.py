@@ -226,6 +226,9 @@ def test_info_json(index, built):
     assert 1 <= details["dims"] <= 29 and details["rerank"] == 100
     assert (details["index_type"], details["index_structure"]) == ("auto", "Flat")
     assert (details["backend"], details["quantize"]) == ("onnx", "int8")  # the defaults
+    # what int8 changed, measured on the first documents against the fp32 model
+    fidelity = details["quantize_fidelity"]
+    assert fidelity["documents"] == 30 and 0.97 < fidelity["min_cosine"] <= fidelity["mean_cosine"] < 1
     sizes = details["bytes"]
     assert set(sizes) == {"documents", "raw_vectors", "vector_index", "transform", "total"}
     assert sizes["raw_vectors"] >= 30 * 384 * 4 and sizes["total"] == sum(

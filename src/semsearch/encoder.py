@@ -177,6 +177,14 @@ class Encoder:
             self._graph = str(graph)
         return self
 
+    def release(self) -> None:
+        """Free the onnx backend's sessions of this encoder's graph (loaded again on the next use)."""
+        if self._graph is not None:
+            from .onnxgraph import release
+
+            release(self._graph)
+            self._graph = None
+
     def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
         if self._tokenizer is None:
             self._tokenizer = _load_tokenizer(str(self.path), self.max_length)

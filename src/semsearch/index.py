@@ -62,6 +62,7 @@ log = logging.getLogger(__name__)
 
 CHUNK_DOCS = 4096  # documents encoded, stored and counted together: length-sorted across the whole chunk
 RESUME_EVERY = 512  # documents encoded between two fsyncs of the resume cache
+FIDELITY_SAMPLE = 64  # documents an int8 index also encodes in fp32 once, to show what int8 changed
 STATS_FILE = "stats.safetensors"
 PENDING_MANIFEST = "manifest.pending.json"
 # Defaults for a new index, chosen from benchmarks/results (README, "Defaults").
@@ -341,16 +342,21 @@ class Index:
             model_path = resolve_model_path(m.model)
             if model_fingerprint(model_path) != m.model_fingerprint:
                 raise IndexStateError(f"the model at {model_path} is not the one {self.path} was built with")
-            self._encoder = Encoder(
-                model_path,
-                pooling=m.pooling,
-                max_length=m.max_length,
-                normalize=m.normalize,
-                batch_size=m.batch_size,
-                quantize=m.quantize,
-                backend=m.backend,
-            )
+            self._encoder = self._make_encoder(m.quantize)
         return self._encoder
+
+    def _make_encoder(self, quantize: str) -> Encoder:
+        m = self.manifest
+        model_path = resolve_model_path(m.model)
+        return Encoder(
+            model_path,
+            pooling=m.pooling,
+            max_length=m.max_length,
+            normalize=m.normalize,
+            batch_size=m.batch_size,
+            quantize=quantize,
+            backend=m.backend,
+        )
 
     @property
     def transform(self) -> Transform:
@@ -520,10 +526,27 @@ class Index:
         todo = todo[np.argsort([len(docs[rest[i]].embedding_text) for i in todo], kind="stable")]
         for begin in range(0, len(todo), RESUME_EVERY):
             part = todo[begin : begin + RESUME_EVERY]
-            encoded = self.encoder.encode([docs[rest[i]].embedding_text for i in part])
+            texts = [docs[rest[i]].embedding_text for i in part]
+            encoded = self.encoder.encode(texts)
+            if self.manifest.quantize != "none" and self.manifest.quantize_fidelity is None:
+                self.manifest.quantize_fidelity = self._fidelity(texts, encoded)
             cache.append([keys[i] for i in part], encoded)
             out[rest[part]] = encoded
         return out, int(found.sum())
+
+    def _fidelity(self, texts: list[str], quantized: np.ndarray) -> dict[str, Any]:
+        """Cosine of quantized vectors to the fp32 model's on the corpus's first documents (`info` shows
+        it): what quantization changed here, without a benchmark. The fp32 encoder is used once, then freed."""
+        sample = slice(0, FIDELITY_SAMPLE)
+        encoder = self._make_encoder("none")
+        exact = encoder.encode(texts[sample])
+        encoder.release()
+        cosines = np.sum(normalize_rows(exact) * normalize_rows(quantized[sample]), axis=1)
+        return {
+            "mean_cosine": round(float(cosines.mean()), 4),
+            "min_cosine": round(float(cosines.min()), 4),
+            "documents": len(cosines),
+        }
 
     def delete(self, ids: Sequence[str] = (), where: Where = None) -> int:
         """Delete documents by id and/or filter; their vectors leave the statistics (downdated exactly) and
@@ -845,6 +868,7 @@ class Index:
             "drift_limit": DRIFT_LIMIT,
             "encoder_dim": m.encoder_dim,
             "quantize": m.quantize,
+            **({"quantize_fidelity": m.quantize_fidelity} if m.quantize != "none" else {}),
             "backend": m.backend,
             "index_type": m.index_type,
             "index_structure": m.index_structure,

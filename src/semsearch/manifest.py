@@ -32,6 +32,8 @@ class Manifest:
     power: float | None
     dims_requested: int | None = None
     quantize: str = "none"  # of the encoder's weights (int8: faster, slightly different vectors)
+    # int8 against fp32 on this corpus's first documents: {"mean_cosine", "min_cosine", "documents"}
+    quantize_fidelity: dict | None = None
     backend: str = "torch"  # what runs the encoder: onnx (new indexes' default) or torch (and older indexes)
     index_type: str = "flat"  # as asked: flat, hnsw, ivf, pq or auto (new indexes: auto; older: flat)
     index_structure: str | None = None  # the FAISS structure built for it, e.g. "IVF1372,Flat nprobe=85"

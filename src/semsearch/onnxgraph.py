@@ -8,7 +8,6 @@ imports torch. The graph includes the pooling and normalisation, so it returns s
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import logging
@@ -16,6 +15,7 @@ import os
 import tempfile
 import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -79,7 +79,12 @@ def ensure_graph(model_path: Path, pooling: str, normalize: bool, quantize: str,
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent) as scratch:
         fp32 = Path(scratch) / "fp32.onnx"
-        _export(model_path, pooling, normalize, tokenize, fp32)
+        try:
+            _export(model_path, pooling, normalize, tokenize, fp32)
+        finally:
+            from .encoder import _load_model
+
+            _load_model.cache_clear()  # the torch model was only needed for the export
         with atomic_path(target) as tmp:
             if quantize == "int8":
                 _quantize(fp32, tmp)
@@ -154,7 +159,7 @@ def _check_agreement(model_path: Path, pooling: str, normalize: bool, tokenize, 
             output_hidden_states=Pooling(pooling) is Pooling.FIRST_LAST_AVG,
         )
         want = pool(output, torch.from_numpy(mask), Pooling(pooling), normalize).numpy()
-    got = session(str(graph), 1).run(None, {"input_ids": ids, "attention_mask": mask})[0]
+    got = _new_session(str(graph), 1).run(None, {"input_ids": ids, "attention_mask": mask})[0]
     difference = float(np.max(np.abs(got - want)) / max(1.0, float(np.max(np.abs(want)))))
     if not difference <= AGREEMENT:
         raise ExportError(
@@ -175,10 +180,25 @@ def _quantize(fp32: Path, target: Path) -> None:
         logging.getLogger().disabled = was
 
 
-@functools.lru_cache(maxsize=8)
+_SESSIONS: dict[tuple[str, int], Any] = {}  # one per graph and thread count, for the process's life
+
+
 def session(path: str, threads: int):
-    """An ONNX Runtime session on `threads` threads (0: one per core). Its threads sleep between runs
-    instead of spinning: the ingest's own work between batches needs the cores (measured: faster)."""
+    """An ONNX Runtime session on `threads` threads (0: one per core), made once per process. Its threads
+    sleep between runs instead of spinning: the ingest's own work between batches needs the cores
+    (measured: faster)."""
+    if (path, threads) not in _SESSIONS:
+        _SESSIONS[path, threads] = _new_session(path, threads)
+    return _SESSIONS[path, threads]
+
+
+def release(path: str) -> None:
+    """Drop the sessions of a graph (its weights leave memory once nothing else holds them)."""
+    for key in [key for key in _SESSIONS if key[0] == path]:
+        del _SESSIONS[key]
+
+
+def _new_session(path: str, threads: int):
     import onnxruntime
 
     options = onnxruntime.SessionOptions()
