@@ -449,11 +449,14 @@ def million(args, work: Path) -> dict:
         ]
     )
     build = {"flat": result}
+    exact: list[list[str]] = []
     for kind in ("flat", "ivf", "pq", "hnsw"):
         if kind != "flat":
             build[kind] = measure([*SEMSEARCH, "refit", "--index", str(target), "--index-type", kind])
         with Index.open(target) as index:
-            index.search_vectors(queries[:1], k=10)
+            found = [[h.id for h in hits] for hits in index.search_vectors(queries, k=10)]
+            exact = exact if kind != "flat" else found
+            recall = float(np.mean([len(set(f) & set(e)) / 10 for f, e in zip(found, exact)]))
             timings = []
             for query in queries:
                 started = time.perf_counter()
@@ -469,6 +472,7 @@ def million(args, work: Path) -> dict:
                 "vector_index_mib": round(details["bytes"]["vector_index"] / 2**20, 1),
                 "index_dir_mib": round(disk_mib(target), 1),
                 "search_ms_p50": round(1000 * float(np.median(timings)), 3),
+                "recall@10_vs_flat": round(recall, 4),
             }
         )
         print(f"million: {rows[-1]}", file=sys.stderr)

@@ -241,3 +241,19 @@ def test_python_api(small, tmp_path):
         hits = index.search_vectors(vectors[[1, 2]], k=2)
         assert [h[0].id for h in hits] == ["d1", "d2"]
     assert Path(tmp_path / "index" / "manifest.json").is_file()
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_a_vector_file_larger_than_a_read_block_keeps_every_row_in_place(tmp_path, order):
+    """The .npy rows are read a block (4,096 rows) at a time, not through a memory map: rows on both sides
+    of a block boundary land on their documents (a Fortran-order file is read through the map)."""
+    rng = np.random.default_rng(3)
+    vectors = rng.standard_normal((5000, 8)).astype(np.float32)
+    path = tmp_path / "vectors.npy"
+    np.save(path, np.asfortranarray(vectors) if order == "F" else vectors)
+    corpus = write_jsonl(tmp_path / "corpus.jsonl", [{"id": f"d{i}", "text": f"t{i}"} for i in range(5000)])
+    with Index.create(tmp_path / "index", model="none", dim=8, transform="none") as index:
+        index.ingest(corpus, vectors=path)
+        rows = [0, 4095, 4096, 4999]
+        np.testing.assert_array_equal(index.raw.get(np.array(rows)), vectors[rows])
+        assert [hits[0].id for hits in index.search_vectors(vectors[rows], k=1)] == [f"d{i}" for i in rows]

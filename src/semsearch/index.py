@@ -692,17 +692,18 @@ class Index:
         index_type = resolve_index_type(index_type or self.manifest.index_type, count)
         vectors = VectorIndex.create(transform.out_dim, index_type, count)
         if vectors.training_rows:
-            vectors.train(transform.project(self._sample(segments, vectors.training_rows, count)))
+            vectors.train(self._sample(segments, vectors.training_rows, count, transform))
         for pks, block in self._live_blocks(segments):
             vectors.add(transform.project(block), pks)
         return vectors
 
-    def _sample(self, segments: list[Segment], rows: int, count: int) -> np.ndarray:
-        """About `rows` raw vectors spread evenly over the live documents (every stride-th one)."""
+    def _sample(self, segments: list[Segment], rows: int, count: int, transform: Transform) -> np.ndarray:
+        """About `rows` transformed vectors spread evenly over the live documents (every stride-th one),
+        projected block by block: only the reduced sample is ever held, never the raw vectors."""
         stride = max(1, count // rows)
         parts, seen = [], 0
         for _, block in self._live_blocks(segments):
-            parts.append(block[(-seen) % stride :: stride])
+            parts.append(transform.project(block[(-seen) % stride :: stride]))
             seen += len(block)
         return np.concatenate(parts)
 
