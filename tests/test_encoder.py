@@ -194,3 +194,26 @@ def test_a_model_the_export_cannot_reproduce_falls_back_to_torch(tiny_bert, tmp_
         assert index.search(TEXTS[1], k=1)[0].id == "1"
     cache = onnxgraph.graph_path(model, "mean", False, "int8").parent
     assert all(path.suffix == ".onnx" for path in cache.iterdir())  # a failed export leaves nothing behind
+
+
+def test_an_unwritable_cache_is_a_clear_error_or_the_torch_backend(tiny_bert, tmp_path, monkeypatch, caplog):
+    from semsearch import Index
+    from semsearch.onnxgraph import ExportError
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    monkeypatch.setenv("SEMSEARCH_CACHE", str(blocker / "cache"))  # cannot be made, even by root
+    with pytest.raises(ExportError, match="set SEMSEARCH_CACHE to a writable directory"):
+        Encoder(tiny_bert).load()
+    with Index.create(tmp_path / "index", model=tiny_bert, transform="none") as index:
+        assert index.manifest.backend == "torch" and "encoding with torch instead" in caplog.text
+
+
+def test_an_int8_export_keeps_the_fp32_graph_for_the_fidelity_check(tiny_bert, tmp_path, monkeypatch):
+    from semsearch.onnxgraph import graph_path
+
+    monkeypatch.setenv("SEMSEARCH_CACHE", str(tmp_path / "cache"))
+    Encoder(tiny_bert, quantize="int8").load()
+    assert graph_path(tiny_bert, "mean", False, "int8").is_file()
+    assert graph_path(tiny_bert, "mean", False, "none").is_file()
+    assert sorted(p.suffix for p in (tmp_path / "cache" / "onnx").iterdir()) == [".onnx", ".onnx"]

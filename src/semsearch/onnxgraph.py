@@ -76,20 +76,29 @@ def ensure_graph(model_path: Path, pooling: str, normalize: bool, quantize: str,
     target = graph_path(model_path, pooling, normalize, quantize)
     if target.is_file():
         return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=target.parent) as scratch:
-        fp32 = Path(scratch) / "fp32.onnx"
-        try:
-            _export(model_path, pooling, normalize, tokenize, fp32)
-        finally:
-            from .encoder import _load_model
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=target.parent) as scratch:
+            fp32 = Path(scratch) / "fp32.onnx"
+            try:
+                _export(model_path, pooling, normalize, tokenize, fp32)
+            finally:
+                from .encoder import _load_model
 
-            _load_model.cache_clear()  # the torch model was only needed for the export
-        with atomic_path(target) as tmp:
+                _load_model.cache_clear()  # the torch model was only needed for the export
             if quantize == "int8":
-                _quantize(fp32, tmp)
-            else:
-                os.replace(fp32, tmp)
+                with atomic_path(target) as tmp:
+                    _quantize(fp32, tmp)
+            # The fp32 graph is kept too: an int8 index compares against it once (quantize_fidelity).
+            full = graph_path(model_path, pooling, normalize, "none")
+            if not full.is_file():
+                with atomic_path(full) as tmp:
+                    os.replace(fp32, tmp)
+    except OSError as error:  # the cache cannot be written: this model is then encoded by torch
+        raise ExportError(
+            f"cannot write the encoder's ONNX graph under {target.parent} ({error}); set {CACHE_ENV} to a "
+            "writable directory, or use --backend torch"
+        ) from None
     log.info("exported the encoder to %s", target)
     return target
 
