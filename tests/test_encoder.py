@@ -217,3 +217,21 @@ def test_an_int8_export_keeps_the_fp32_graph_for_the_fidelity_check(tiny_bert, t
     assert graph_path(tiny_bert, "mean", False, "int8").is_file()
     assert graph_path(tiny_bert, "mean", False, "none").is_file()
     assert sorted(p.suffix for p in (tmp_path / "cache" / "onnx").iterdir()) == [".onnx", ".onnx"]
+
+
+def test_an_index_from_before_the_onnx_backend_keeps_encoding_with_torch(tmp_path):
+    """Manifests written before `backend` existed were encoded by torch: they still are, so their stored
+    vectors and new queries come from the same encoder."""
+    import json
+
+    from semsearch import Index
+
+    with Index.create(tmp_path / "old", transform="none", backend="torch", quantize="none") as index:
+        index.add([{"id": str(i), "text": t} for i, t in enumerate(TEXTS)])
+    manifest = tmp_path / "old" / "manifest.json"
+    data = json.loads(manifest.read_text())
+    del data["backend"], data["quantize_fidelity"]
+    manifest.write_text(json.dumps(data))
+    with Index.open(tmp_path / "old") as index:
+        assert index.encoder.backend == "torch" and index.info()["backend"] == "torch"
+        assert [h.id for h in index.search(TEXTS[2], k=3)][0] == "2"
