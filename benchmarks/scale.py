@@ -186,6 +186,12 @@ SEMSEARCH_RUNS = {
     "semsearch torch": ["--backend", "torch", "--quantize", "none"],
     "semsearch torch int8": ["--backend", "torch", "--quantize", "int8"],
 }
+RUN_LABELS = {
+    "semsearch": "onnx, fp32",
+    "semsearch int8": "onnx, int8, the default",
+    "semsearch torch": "torch, fp32",
+    "semsearch torch int8": "torch, int8",
+}
 ONCE = ("txtai", "semsearch torch", "semsearch torch int8")  # slow or secondary: one round each
 
 
@@ -234,13 +240,9 @@ def throughput(args, work: Path) -> dict:
         {"system": "txtai index (in-process)", "docs_per_s": round(n / median("txtai", "index_seconds"), 1)},
     ]
     for name in SEMSEARCH_RUNS:
-        backend = "torch" if "torch" in name else "onnx"
-        weights = (
-            ("int8" + (", the default" if backend == "onnx" else "")) if name.endswith("int8") else "fp32"
-        )
         table.append(
             {
-                "system": f"semsearch ingest whole process (whiten, {backend}, {weights})",
+                "system": f"semsearch ingest whole process (whiten, {RUN_LABELS[name]})",
                 "docs_per_s": round(n / median(name, "seconds"), 1),
             }
         )
@@ -282,12 +284,13 @@ def memory(args, work: Path) -> dict:
     from semsearch import Index
 
     with Index.open(keep) as index:
-        index_bytes = index.info()["bytes"]["vector_index"] / len(index)
+        details = index.info()
+    index_bytes = details["bytes"]["vector_index"] / details["documents"]
     growth = (rows[-1]["peak_rss_mib"] - rows[0]["peak_rss_mib"]) * 2**20
     documents = rows[-1]["documents"] - rows[0]["documents"]
     return {
         "rows": rows,
-        "settings": "defaults: " + _settings(keep),
+        "settings": "defaults: " + _settings(details),
         "peak_rss_growth_bytes_per_doc": round(growth / documents, 1),
         "vector_index_bytes_per_doc_at_full_size": round(index_bytes, 1),
         "what_must_be_in_memory": "the FAISS index being built and then written (it grows with the "
@@ -297,12 +300,8 @@ def memory(args, work: Path) -> dict:
     }
 
 
-def _settings(path: Path) -> str:
-    """The settings an index was built with, as info gives them."""
-    from semsearch import Index
-
-    with Index.open(path) as index:
-        d = index.info()
+def _settings(d: dict) -> str:
+    """The settings an index was built with, from its info."""
     return (
         f"{d['transform']} P={d['power']} {d['dims']} dims, rerank {d['rerank']}, {d['index_type']} "
         f"({d['index_structure']}), backend {d['backend']}, quantize {d['quantize']}"
@@ -380,6 +379,7 @@ def latency(args, work: Path) -> dict:
     source = work / "wordnet-full"
     out = {}
     with Index.open(source) as index:
+        details = index.info()
         texts = _queries(index, 500)
         for rerank in (index.manifest.rerank, 0):
             index.search(texts[0], k=10, rerank=rerank)  # warm: model loaded, files mapped
@@ -416,7 +416,7 @@ def latency(args, work: Path) -> dict:
     out["cli_help_s_median"] = round(float(np.median(help_runs)), 3)
     info_runs = [measure([*SEMSEARCH, "info", "--index", str(source)])["seconds"] for _ in range(5)]
     out["cli_info_s_median"] = round(float(np.median(info_runs)), 3)
-    out["settings"] = "defaults: " + _settings(source) + "; k=10; 500 queries (WordNet head words)"
+    out["settings"] = "defaults: " + _settings(details) + "; k=10; 500 queries (WordNet head words)"
     return out
 
 

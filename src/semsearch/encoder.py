@@ -31,7 +31,7 @@ NO_MODEL = "none"  # an index of vectors made elsewhere: it encodes nothing
 # (~256 tokens) 20-22 docs/s at 2048 against 16.5 with batches of 32.
 TOKEN_BUDGET = 2048
 MAX_BATCH = 512  # texts per batch at most, however short
-FEW_TEXTS = 4  # encoded on one torch thread
+FEW_TEXTS = 4  # encoded on one thread
 QUANTIZE = ("none", "int8")  # int8: dynamic quantization of the Linear layers' weights (per channel)
 # onnx: ONNX Runtime running the model exported once (onnxgraph.py): faster, and queries need no torch.
 # torch: the model itself, for models that cannot be exported.
@@ -166,10 +166,9 @@ class Encoder:
         """Load the tokenizer and model now (else on first use); a directory whose files cannot be loaded
         raises ModelError, a model the onnx backend cannot export ExportError. Loaded once per process and
         directory: queries and tests reuse them."""
-        if self._tokenizer is None:
-            self._tokenizer = _load_tokenizer(str(self.path), self.max_length)
+        self._tokenizer = _load_tokenizer(str(self.path), self.max_length)
         if self.backend == "torch" and self._model is None:
-            self._model = _load_model(str(self.path), self.quantize)[1]
+            self._model = _load_model(str(self.path), self.quantize)
         elif self.backend == "onnx" and self._graph is None:
             from .onnxgraph import ensure_graph
 
@@ -186,9 +185,7 @@ class Encoder:
             self._graph = None
 
     def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
-        if self._tokenizer is None:
-            self._tokenizer = _load_tokenizer(str(self.path), self.max_length)
-        return self._tokenizer(list(texts))
+        return _load_tokenizer(str(self.path), self.max_length)(list(texts))
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors of shape (len(texts), dim), float32, in input order."""
@@ -237,14 +234,11 @@ class Encoder:
             return session(self._graph, threads).run(None, {"input_ids": ids, "attention_mask": mask})[0]
         import torch
 
-        mask_tensor = torch.from_numpy(mask)
         with torch.inference_mode():
-            output = self._model(
-                input_ids=torch.from_numpy(ids),
-                attention_mask=mask_tensor,
-                output_hidden_states=self.pooling is Pooling.FIRST_LAST_AVG,
+            vectors = embed(
+                self._model, torch.from_numpy(ids), torch.from_numpy(mask), self.pooling, self.normalize
             )
-            return pool(output, mask_tensor, self.pooling, self.normalize).float().numpy()
+        return vectors.float().numpy()
 
 
 def padded(token_ids: list[list[int]], pad_id: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -258,18 +252,24 @@ def padded(token_ids: list[list[int]], pad_id: int = 0) -> tuple[np.ndarray, np.
     return ids, mask
 
 
-def pool(output, mask, pooling: Pooling, normalize: bool):
-    """Sentence vectors from a transformer's output (torch tensors): used as is and inside the ONNX graph."""
+def embed(model, input_ids, attention_mask, pooling: Pooling, normalize: bool):
+    """Sentence vectors from a transformer (torch tensors in and out): the torch backend's forward pass, and
+    what the ONNX graph is traced from."""
     import torch
 
+    output = model(
+        input_ids=input_ids,
+        attention_mask=attention_mask,
+        output_hidden_states=pooling is Pooling.FIRST_LAST_AVG,
+    )
     if pooling is Pooling.CLS:
         pooled = output.last_hidden_state[:, 0]
     elif pooling is Pooling.MEAN:
-        pooled = _masked_mean(output.last_hidden_state, mask)
+        pooled = _masked_mean(output.last_hidden_state, attention_mask)
     else:
         # BERT-whitening's first-last-avg: hidden_states[0] is the embedding layer, [1] the first block.
         layers = output.hidden_states
-        pooled = _masked_mean((layers[1] + layers[-1]) / 2, mask)
+        pooled = _masked_mean((layers[1] + layers[-1]) / 2, attention_mask)
     if normalize:
         pooled = torch.nn.functional.normalize(pooled, dim=-1)
     return pooled
@@ -336,13 +336,13 @@ def one_torch_thread() -> Iterator[None]:
 
 @functools.lru_cache(maxsize=4)
 def _load_model(path: str, quantize: str = "none"):
+    """The torch model (tokens come from `Tokenizer`), loaded once per process, directory and weights."""
     import torch  # imported here so the CLI starts without it
     import transformers
 
     transformers.logging.set_verbosity_error()
     transformers.logging.disable_progress_bar()
     try:
-        tokenizer = transformers.AutoTokenizer.from_pretrained(path, local_files_only=True)
         model = transformers.AutoModel.from_pretrained(path, local_files_only=True)
     except (
         Exception
@@ -358,7 +358,7 @@ def _load_model(path: str, quantize: str = "none"):
             model = torch.ao.quantization.quantize_dynamic(
                 model, {torch.nn.Linear: qconfig}, dtype=torch.qint8
             )
-    return tokenizer, model
+    return model
 
 
 def _masked_mean(hidden, mask):

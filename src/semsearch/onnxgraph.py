@@ -106,9 +106,9 @@ def ensure_graph(model_path: Path, pooling: str, normalize: bool, quantize: str,
 def _export(model_path: Path, pooling: str, normalize: bool, tokenize, target: Path) -> None:
     import torch
 
-    from .encoder import Pooling, _load_model, padded, pool
+    from .encoder import Pooling, _load_model, embed, padded
 
-    _, model = _load_model(str(model_path), "none")
+    model = _load_model(str(model_path), "none")
 
     class Pooled(torch.nn.Module):
         def __init__(self):
@@ -116,21 +116,15 @@ def _export(model_path: Path, pooling: str, normalize: bool, tokenize, target: P
             self.model = model
 
         def forward(self, input_ids, attention_mask):
-            output = self.model(
-                input_ids=input_ids,
-                attention_mask=attention_mask,
-                output_hidden_states=Pooling(pooling) is Pooling.FIRST_LAST_AVG,
-            )
-            return pool(output, attention_mask, Pooling(pooling), normalize)
+            return embed(self.model, input_ids, attention_mask, Pooling(pooling), normalize)
 
     ids, mask = padded(tokenize(PROBE_TEXTS[:2]))
     inputs = (torch.from_numpy(ids), torch.from_numpy(mask))
     axes = {"batch": 0, "tokens": 1}
     try:
         with warnings.catch_warnings(), torch.inference_mode(False), torch.no_grad():
-            warnings.simplefilter(
-                "ignore"
-            )  # the tracer's notes on Python conditionals and the legacy exporter
+            # the tracer's notes on Python conditionals, and the legacy exporter's deprecation
+            warnings.simplefilter("ignore")
             torch.onnx.export(
                 Pooled().eval(),
                 inputs,
@@ -157,17 +151,14 @@ def _check_agreement(model_path: Path, pooling: str, normalize: bool, tokenize, 
     """The graph must give torch's vectors, batched with padding and beyond the traced length."""
     import torch
 
-    from .encoder import Pooling, _load_model, padded, pool
+    from .encoder import Pooling, _load_model, embed, padded
 
-    _, model = _load_model(str(model_path), "none")
+    model = _load_model(str(model_path), "none")
     ids, mask = padded(tokenize(PROBE_TEXTS))
     with torch.inference_mode():
-        output = model(
-            input_ids=torch.from_numpy(ids),
-            attention_mask=torch.from_numpy(mask),
-            output_hidden_states=Pooling(pooling) is Pooling.FIRST_LAST_AVG,
-        )
-        want = pool(output, torch.from_numpy(mask), Pooling(pooling), normalize).numpy()
+        want = embed(
+            model, torch.from_numpy(ids), torch.from_numpy(mask), Pooling(pooling), normalize
+        ).numpy()
     got = _new_session(str(graph), 1).run(None, {"input_ids": ids, "attention_mask": mask})[0]
     difference = float(np.max(np.abs(got - want)) / max(1.0, float(np.max(np.abs(want)))))
     if not difference <= AGREEMENT:
