@@ -62,7 +62,7 @@ log = logging.getLogger(__name__)
 
 CHUNK_DOCS = 4096  # documents encoded, stored and counted together: length-sorted across the whole chunk
 RESUME_EVERY = 512  # documents encoded between two fsyncs of the resume cache
-FIDELITY_SAMPLE = 64  # documents an int8 index also encodes in fp32 once, to show what int8 changed
+FIDELITY_SAMPLE = 64  # documents of its first chunk an int8 index also encodes in fp32 once (info shows it)
 STATS_FILE = "stats.safetensors"
 PENDING_MANIFEST = "manifest.pending.json"
 # Defaults for a new index, chosen from benchmarks/results (README, "Defaults").
@@ -524,24 +524,25 @@ class Index:
         todo = np.flatnonzero(~found)
         # Similar lengths together across the chunk (the encoder sorts only within each call): less padding.
         todo = todo[np.argsort([len(docs[rest[i]].embedding_text) for i in todo], kind="stable")]
+        if len(todo) and self.manifest.quantize != "none" and self.manifest.quantize_fidelity is None:
+            # spread over the chunk's lengths, short to long
+            sample = todo[np.linspace(0, len(todo) - 1, min(FIDELITY_SAMPLE, len(todo))).astype(int)]
+            self.manifest.quantize_fidelity = self._fidelity([docs[rest[i]].embedding_text for i in sample])
         for begin in range(0, len(todo), RESUME_EVERY):
             part = todo[begin : begin + RESUME_EVERY]
-            texts = [docs[rest[i]].embedding_text for i in part]
-            encoded = self.encoder.encode(texts)
-            if self.manifest.quantize != "none" and self.manifest.quantize_fidelity is None:
-                self.manifest.quantize_fidelity = self._fidelity(texts, encoded)
+            encoded = self.encoder.encode([docs[rest[i]].embedding_text for i in part])
             cache.append([keys[i] for i in part], encoded)
             out[rest[part]] = encoded
         return out, int(found.sum())
 
-    def _fidelity(self, texts: list[str], quantized: np.ndarray) -> dict[str, Any]:
-        """Cosine of quantized vectors to the fp32 model's on the corpus's first documents (`info` shows
-        it): what quantization changed here, without a benchmark. The fp32 encoder is used once, then freed."""
-        sample = slice(0, FIDELITY_SAMPLE)
-        encoder = self._make_encoder("none")
-        exact = encoder.encode(texts[sample])
-        encoder.release()
-        cosines = np.sum(normalize_rows(exact) * normalize_rows(quantized[sample]), axis=1)
+    def _fidelity(self, texts: list[str]) -> dict[str, Any]:
+        """Cosine of the quantized encoder's vectors to the fp32 model's on a sample of the first documents
+        ingested (`info` shows it): what quantization changed on this corpus, without a benchmark. The fp32
+        encoder is used once, then freed."""
+        exact_encoder = self._make_encoder("none")
+        exact = exact_encoder.encode(texts)
+        exact_encoder.release()
+        cosines = np.sum(normalize_rows(exact) * normalize_rows(self.encoder.encode(texts)), axis=1)
         return {
             "mean_cosine": round(float(cosines.mean()), 4),
             "min_cosine": round(float(cosines.min()), 4),

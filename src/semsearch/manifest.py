@@ -32,7 +32,7 @@ class Manifest:
     power: float | None
     dims_requested: int | None = None
     quantize: str = "none"  # of the encoder's weights (int8: faster, slightly different vectors)
-    # int8 against fp32 on this corpus's first documents: {"mean_cosine", "min_cosine", "documents"}
+    # int8 against fp32 on 64 of the first documents ingested: {"mean_cosine", "min_cosine", "documents"}
     quantize_fidelity: dict | None = None
     backend: str = "torch"  # what runs the encoder: onnx (new indexes' default) or torch (and older indexes)
     index_type: str = "flat"  # as asked: flat, hnsw, ivf, pq or auto (new indexes: auto; older: flat)
