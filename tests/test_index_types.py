@@ -94,6 +94,9 @@ def test_ivf_filter_that_misses_the_probed_lists_still_returns_k(tmp_path):
 def test_auto_picks_by_corpus_size_and_unknown_types_are_refused(flat, tmp_path):
     assert resolve_index_type("auto", AUTO_FLAT_LIMIT) == "flat"
     assert resolve_index_type("auto", AUTO_FLAT_LIMIT + 1) == "hnsw"
+    # by dims too: the same documents switch sooner when the vectors are wider
+    assert resolve_index_type("auto", 20_000, dim=384) == "hnsw"
+    assert resolve_index_type("auto", 20_000, dim=64) == resolve_index_type("auto", 100_000, dim=64) == "flat"
     with pytest.raises(SettingsError, match="unknown index type 'annoy'"):
         resolve_index_type("annoy", 10)
     with Index.open(copy_index(flat.path, tmp_path / "auto")) as index:

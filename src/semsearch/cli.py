@@ -43,8 +43,8 @@ def index_type_option(func):
         "--index-type",
         type=click.Choice(["flat", "hnsw", "ivf", "pq", "auto"]),
         help="The FAISS index: flat (exact), hnsw (graph), ivf (inverted lists), pq (compressed), auto (flat "
-        "up to 50,000 documents, hnsw above: exact where that is fast, a 1 ms search at 117k). Default: auto "
-        "for a new index; refit: as now.",
+        "up to 50,000 documents at 128 dims, fewer when wider, hnsw above: exact where that is fast, a 1 ms "
+        "search at 117k). Default: auto for a new index; refit: as now.",
     )(func)
 
 

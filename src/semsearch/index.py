@@ -600,7 +600,7 @@ class Index:
             # Later documents: keep the transform so the stored vectors stay valid; index only the new ones.
             transform = self.transform
             vectors = self._without(VectorIndex.load(self.generation_dir), replaced, segments)
-            if vectors.kind != resolve_index_type(m.index_type, self.store.count()):
+            if vectors.kind != resolve_index_type(m.index_type, self.store.count(), vectors.dim):
                 vectors = self._build_vectors(transform, segments)  # `auto` outgrew its type
             if vectors.count < self.store.count():  # not rebuilt: add the new documents
                 for pks, block in RawVectors(self.path, [new_segment], m.encoder_dim).blocks():
@@ -690,7 +690,7 @@ class Index:
     ) -> VectorIndex:
         """A new vector index of every live document (the type resolved for their number)."""
         count = self.store.count()
-        index_type = resolve_index_type(index_type or self.manifest.index_type, count)
+        index_type = resolve_index_type(index_type or self.manifest.index_type, count, transform.out_dim)
         vectors = VectorIndex.create(transform.out_dim, index_type, count)
         if vectors.training_rows:
             vectors.train(self._sample(segments, vectors.training_rows, count, transform))
