@@ -1,4 +1,7 @@
-"""The errors semsearch reports to users: the CLI prints the message and exits non-zero, no traceback."""
+"""The errors semsearch reports to users: the CLI prints the message and exits non-zero, no traceback.
+
+An error about one setting names it (`setting="rerank"`): the library's message reads "rerank must be 0 or
+more", and the CLI, which knows its flags, prints "--rerank must be 0 or more" (see `cli.flag_for`)."""
 
 from __future__ import annotations
 
@@ -6,7 +9,17 @@ from pathlib import Path
 
 
 class SemsearchError(Exception):
-    """Base class for errors semsearch reports to users."""
+    """Base class for errors semsearch reports to users. `detail` is the message without the setting's name;
+    `setting`, where there is one, the library's name for the setting at fault."""
+
+    def __init__(self, message: str, *, setting: str | None = None):
+        self.detail = message
+        self.setting = setting
+        super().__init__(f"{setting} {message}" if setting else message)
+
+    def naming(self, name: str) -> str:
+        """The message with the setting spelled as `name` (a CLI flag, a JSON field)."""
+        return f"{name} {self.detail}" if self.setting else self.detail
 
 
 class DataError(SemsearchError):
@@ -19,6 +32,7 @@ class DataError(SemsearchError):
         path: str | Path | None = None,
         line: int | None = None,
         field: str | None = None,
+        setting: str | None = None,
     ):
         self.path, self.line, self.field = path, line, field
         where = ", ".join(
@@ -30,7 +44,7 @@ class DataError(SemsearchError):
             )
             if part
         )
-        super().__init__(f"{where}: {message}" if where else message)
+        super().__init__(f"{where}: {message}" if where else message, setting=setting)
 
 
 class ModelError(SemsearchError):

