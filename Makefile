@@ -24,7 +24,7 @@ demo: install
 test: install
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -m 'slow or not slow'
 
 lint: install
 	$(BIN)/ruff check --fix src tests benchmarks

@@ -86,7 +86,7 @@ def texts_of(path: Path) -> list[str]:
 ST_SCRIPT = """
 import json, sys, time
 from sentence_transformers import SentenceTransformer
-from semsearch.encoder import resolve_model_path
+from semsearch.encoding import resolve_model_path
 docs = [json.loads(line) for line in open(sys.argv[1])]
 texts = [f"{d['title']} {d['text']}" if d.get("title") else d["text"] for d in docs]
 model = SentenceTransformer(str(resolve_model_path(None)), device="cpu")
@@ -98,7 +98,7 @@ print(json.dumps({"encode_seconds": time.perf_counter() - started}))
 TXTAI_SCRIPT = """
 import json, statistics, sys, time
 from txtai import Embeddings
-from semsearch.encoder import resolve_model_path
+from semsearch.encoding import resolve_model_path
 docs = [json.loads(line) for line in open(sys.argv[1])]
 rows = [(d["id"], f"{d['title']} {d['text']}" if d.get("title") else d["text"], None) for d in docs]
 embeddings = Embeddings(path=str(resolve_model_path(None)), backend="faiss", batch=32, encodebatch=32)
@@ -120,7 +120,7 @@ print(json.dumps({"index_seconds": index_seconds, "query_ms_p50": 1000 * statist
 def profile(args, work: Path) -> dict:
     """Where the time of an ingest goes, in one process, on the first 5,000 documents."""
     from semsearch import Index
-    from semsearch.encoder import Encoder
+    from semsearch.encoding import Encoder
 
     corpus = first_documents(min(5000, args.docs), work, args.wordnet)
     texts = texts_of(corpus)
@@ -381,7 +381,7 @@ def latency(args, work: Path) -> dict:
     with Index.open(source) as index:
         details = index.info()
         texts = _queries(index, 500)
-        for rerank in (index.manifest.rerank, 0):
+        for rerank in (index.settings.rerank, 0):
             index.search(texts[0], k=10, rerank=rerank)  # warm: model loaded, files mapped
             timings = []
             for text in texts:
@@ -392,7 +392,7 @@ def latency(args, work: Path) -> dict:
                 "p50_ms": round(1000 * float(np.median(timings)), 2),
                 "p99_ms": round(1000 * float(np.percentile(timings, 99)), 2),
             }
-        from semsearch.encoder import Encoder
+        from semsearch.encoding import Encoder
 
         for label, encoder in (
             ("index's", index.encoder),

@@ -70,7 +70,7 @@ def tiny_bert(tmp_path_factory):
     import torch
     import transformers
 
-    from semsearch.encoder import resolve_model_path
+    from semsearch.encoding import resolve_model_path
 
     bundled = resolve_model_path(None)
     directory = tmp_path_factory.mktemp("tiny-bert")
@@ -89,24 +89,33 @@ def tiny_bert(tmp_path_factory):
     return directory
 
 
-@pytest.fixture(scope="session")
-def scifact_encoded(scifact_subset, tmp_path_factory):
-    """The SciFact subset encoded once for the whole session (transform none, metadata `year` and `kind`
-    added to filter on). Tests copy it with `copy_index` and refit, which equals a fresh ingest."""
+SAMPLE = REPO / "examples" / "sample.jsonl"  # committed: 300 Python docstrings (examples/README.md)
+
+
+def encoded_once(corpus: Path, target: Path) -> Path:
+    """An index of the corpus (transform none) with metadata `year` and `kind` set to filter on: tests copy
+    it with `copy_index` and refit, which equals a fresh ingest with those settings."""
     from semsearch import Index
 
-    corpus, _, _ = scifact_subset
     docs = [json.loads(line) for line in corpus.read_text().splitlines()]
     for i, doc in enumerate(docs):
         doc.update(year=2000 + i % 20, kind="even" if i % 2 == 0 else "odd")
-    with_metadata = write_jsonl(tmp_path_factory.mktemp("corpus") / "corpus.jsonl", docs)
-    path = tmp_path_factory.mktemp("encoded") / "scifact"
-    with Index.create(path, transform="none") as index:
-        report = index.ingest(with_metadata)
-        index.manifest.ingest_docs_per_s = report.docs_per_second
-        index.manifest.save(path)
-        assert report.added == len(docs)
-    return path
+    with_metadata = write_jsonl(target.parent / "corpus-with-metadata.jsonl", docs)
+    with Index.create(target, transform="none") as index:
+        assert index.ingest(with_metadata).added == len(docs)
+    return target
+
+
+@pytest.fixture(scope="session")
+def sample_encoded(tmp_path_factory):
+    """The committed sample corpus, encoded once for the session (the default suite's corpus)."""
+    return encoded_once(SAMPLE, tmp_path_factory.mktemp("sample") / "index")
+
+
+@pytest.fixture(scope="session")
+def scifact_encoded(scifact_subset, tmp_path_factory):
+    """The SciFact subset, encoded once for the session (for tests of retrieval quality: marked slow)."""
+    return encoded_once(scifact_subset[0], tmp_path_factory.mktemp("encoded") / "scifact")
 
 
 def copy_index(source: Path, target: Path) -> Path:

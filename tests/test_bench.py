@@ -6,8 +6,9 @@ import pytest
 from click.testing import CliRunner
 from conftest import shared_data, write_jsonl
 
-from semsearch.bench import BenchConfig, run_sts, settings_grid
 from semsearch.cli import main
+from semsearch.errors import SettingsError
+from semsearch.evaluation.bench import BenchConfig, parse_dims, run_sts, settings_grid
 
 
 @pytest.fixture(scope="module")
@@ -38,6 +39,7 @@ def sweep(scifact_subset, tmp_path_factory):
     return out, json.loads((out / "results.json").read_text()), result
 
 
+@pytest.mark.slow
 def test_sweep_writes_json_markdown_and_plot(sweep):
     out, rows, result = sweep
     assert {"dataset", "model", "pooling", "transform", "power", "dims", "rerank", "ndcg@10"} <= set(rows[0])
@@ -54,6 +56,7 @@ def test_sweep_writes_json_markdown_and_plot(sweep):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.slow
 def test_rerank_never_lowers_ndcg(sweep):
     _, rows, _ = sweep
     plain = {(r["transform"], r["power"], r["dims"]): r["ndcg@10"] for r in rows if r["rerank"] == 0}
@@ -66,6 +69,7 @@ def test_rerank_never_lowers_ndcg(sweep):
     assert min(r["ndcg@10"] for r in reranked if r["dims"] == 32) > raw - 0.03
 
 
+@pytest.mark.slow
 def test_a_second_sweep_reuses_the_encoded_corpus(sweep, tmp_path):
     out, _, first = sweep
     root = out.parent / "scifact-mini"
@@ -73,7 +77,15 @@ def test_a_second_sweep_reuses_the_encoded_corpus(sweep, tmp_path):
     result = CliRunner().invoke(main, arguments + ["--work", str(out.parent / "work")])
     assert result.exit_code == 0, result.output
     assert "reusing the encoded corpus" in result.output
-    assert [r["dims"] for r in json.loads((tmp_path / "results.json").read_text())] == [16]
+    (row,) = json.loads((tmp_path / "results.json").read_text())
+    assert row["dims"] == 16
+    # The ingest rate is the bench's own record beside the encoded index, not a field of the index.
+    (record_path,) = (out.parent / "work").glob("*.bench.json")
+    record = json.loads(record_path.read_text())
+    assert row["ingest_docs_per_s"] == round(record["ingest_docs_per_s"], 2) > 0
+    assert record["documents"] == row["documents"] == 300
+    index_dir = record_path.with_name(record_path.name.removesuffix(".bench.json"))
+    assert "ingest_docs_per_s" not in json.loads((index_dir / "manifest.json").read_text())
 
 
 def test_settings_grid_has_no_duplicates():
@@ -84,6 +96,29 @@ def test_settings_grid_has_no_duplicates():
     )  # none; pca 8/all; whiten P=1 8/all (P=0 is pca; 500 > 384)
 
 
+def test_errors_name_the_setting():
+    with pytest.raises(SettingsError, match="^dims '16,x': expected positive integers or 'all'"):
+        parse_dims("16,x")
+    assert parse_dims("16, all") == [16, None]
+    with pytest.raises(SettingsError, match="^transforms must be one of none, pca, whiten, flow"):
+        settings_grid(BenchConfig(transforms=["zca"]), model_dim=384)
+
+
+def test_a_missing_peer_names_the_setting_and_the_install(tmp_path, monkeypatch):
+    import sys
+
+    from semsearch.evaluation import peers
+
+    monkeypatch.setitem(sys.modules, "sentence_transformers", None)  # its import now fails
+    sts = tmp_path / "sts.csv"
+    sts.write_text("g\tf\ty\t0\t5.0\ta\tb\n")
+    with pytest.raises(
+        SettingsError, match=r"^peers needs sentence-transformers: pip install 'semsearch\[peers\]'"
+    ):
+        peers.run(beir=None, sts=sts, config=BenchConfig())
+
+
+@pytest.mark.slow
 def test_whitening_raises_sts_spearman_with_cls_pooling():
     """The seeds' effect: cls vectors of a BERT are anisotropic and whitening, fitted on the sentences
     themselves, lifts STS-B dev Spearman (measured here: 79.7 raw, 82.6 whitened)."""

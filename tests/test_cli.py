@@ -474,7 +474,7 @@ def test_dims_larger_than_the_model(index, tmp_path):
     assert not (tmp_path / "new").exists()
     fails(
         run("ingest", good, "--index", index, "--dims", "385"),
-        f"{index} has dims 128 (asked 385): change it with `semsearch refit`, or use another --index",
+        f"{index} has dims 128 (asked 385): change it with `semsearch refit`, or use another index directory",
     )
     fails(
         run("refit", "--index", index, "--dims", "385"), "--dims 385 is larger than the model's dimension 384"
@@ -524,7 +524,7 @@ def test_ingest_with_another_pooling(index, tmp_path):
     good = corpus_file(tmp_path, GOOD, "good.jsonl")
     fails(
         run("ingest", good, "--index", index, "--pooling", "cls"),
-        f"{index} was built with pooling mean, not cls: use another --index",
+        f"{index} was built with pooling mean, not cls: use another index directory",
     )
 
 
@@ -533,7 +533,7 @@ def test_ingest_with_another_model(index, tmp_path, tiny_bert):
     fails(
         run("ingest", good, "--index", index, "--model", tiny_bert),
         f"{index} was built with model all-MiniLM-L6-v2 (bundled:all-MiniLM-L6-v2), not {tiny_bert}: "
-        "use another --index, or the same model",
+        "use another index directory, or the same model",
     )
 
 
@@ -582,7 +582,7 @@ def test_index_type_option(built, tmp_path):
     assert len(query_json(target, QUERY, "-k", "5", "--where", "genre=sport")) == 5
     fails(
         run("ingest", corpus, "--index", target, "--index-type", "flat"),
-        f"{target} has index_type hnsw (asked flat): change it with `semsearch refit`, or use another --index",
+        f"{target} has index_type hnsw (asked flat): change it with `semsearch refit`, or use another index directory",
     )
     fails(
         run("refit", "--index", target, "--index-type", "pq"),

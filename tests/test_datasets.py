@@ -5,8 +5,8 @@ import json
 import pytest
 from conftest import shared_data, write_jsonl
 
-from semsearch.datasets import cranfield_to_beir, ensure_beir, load_beir, load_sts
 from semsearch.errors import DataError
+from semsearch.evaluation.datasets import cranfield_to_beir, ensure_beir, load_beir, load_sts
 
 
 def make_beir(root, qrels_text, split="test"):
@@ -146,6 +146,7 @@ def test_smart_record_without_id_is_an_error(tmp_path):
         cranfield_to_beir(source, tmp_path / "out")
 
 
+@pytest.mark.slow
 def test_shared_data_loads(tmp_path):
     scifact = load_beir(shared_data("scifact"))
     assert (len(scifact.queries), sum(map(len, scifact.qrels.values()))) == (300, 339)

@@ -15,7 +15,7 @@ from conftest import write_jsonl
 
 from semsearch import Index
 from semsearch.errors import IndexStateError
-from semsearch.storage import WriterLock
+from semsearch.generations import WriterLock
 
 SUBJECTS = [
     "the river",
@@ -148,7 +148,7 @@ def test_refit_killed_at_random_moments_leaves_old_or_new_state(docs, tmp_path):
         run.send_signal(signal.SIGKILL)
         run.wait()
         with Index.open(target) as index:
-            assert (index.manifest.transform, index.manifest.dims_requested) in {
+            assert (index.settings.transform, index.settings.dims_requested) in {
                 ("whiten", None),
                 ("pca", 32),
             }

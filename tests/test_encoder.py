@@ -5,7 +5,9 @@ import pytest
 import torch
 import transformers
 
-from semsearch.encoder import Encoder, ModelError, Pooling, read_model_defaults, resolve_model_path
+from semsearch.encoding import Encoder, read_model_defaults, resolve_model_path
+from semsearch.errors import ModelError
+from semsearch.settings import Pooling
 
 TEXTS = [
     "A man is playing a guitar.",
@@ -60,15 +62,16 @@ def test_onnx_graph_is_exported_once_per_settings_and_again_for_a_changed_model(
     import os
     import shutil
 
-    from semsearch.onnxgraph import graph_path
+    from semsearch.encoding import graph_path
 
     model = shutil.copytree(tiny_bert, tmp_path / "model")
     first = Encoder(model).load()
-    graph = Path(first._graph)
+    graph = first.graph_path
     assert graph.is_file() and graph.parent.parent == Path(os.environ["SEMSEARCH_CACHE"])
     written = graph.stat().st_mtime_ns
-    assert Path(Encoder(model).load()._graph) == graph and graph.stat().st_mtime_ns == written  # reused
-    assert Path(Encoder(model, pooling="cls").load()._graph) != graph
+    assert Encoder(model).load().graph_path == graph and graph.stat().st_mtime_ns == written  # reused
+    assert Encoder(model, pooling="cls").load().graph_path != graph
+    assert Encoder(model, backend="torch").load().graph_path is None
     weights = model / "model.safetensors"
     os.utime(weights, ns=(written, written + 10**9))  # the model changed in place
     assert graph_path(model, "mean", False, "none") != graph
@@ -104,13 +107,13 @@ def test_length_sorted_batches_come_back_in_input_order():
 
 def test_token_budget_batches_give_the_same_vectors(monkeypatch):
     """Without a batch size, batches fill a token budget: many short texts share one, long ones do not."""
-    import semsearch.encoder as module
+    import semsearch.encoding.encoder as module
 
     monkeypatch.setattr(module, "TOKEN_BUDGET", 60)  # small, so these texts make several batches
     encoder = Encoder()
     texts = [f"sentence number {i} " + "word " * (i % 9) for i in range(40)]
     lengths = sorted(len(ids) for ids in encoder.tokenize(texts))
-    batches = list(encoder._batches(np.arange(len(texts)), lengths))
+    batches = list(encoder.batches(np.arange(len(texts)), lengths))
     assert sum(len(b) for b in batches) == 40 and len(batches) > 3
     assert all(len(b) * lengths[b[-1]] <= 60 for b in batches)
     np.testing.assert_allclose(encoder.encode(texts), Encoder(batch_size=1).encode(texts), atol=2e-5)
@@ -129,8 +132,18 @@ def test_not_a_model_directory(tmp_path, make):
         path.mkdir()
     if make == "no-weights":
         (path / "config.json").write_text('{"hidden_size": 8}')
-    with pytest.raises(ModelError, match="model"):
+    with pytest.raises(ModelError, match="model") as error:
         Encoder(path)
+    # the library names the setting; the CLI prints it as its flag
+    assert error.value.setting == "model" and str(error.value).startswith(f"model {path}: ")
+    assert error.value.naming("--model").startswith(f"--model {path}: ")
+
+
+def test_a_pooling_name_is_checked_like_the_other_settings():
+    from semsearch.errors import SettingsError
+
+    with pytest.raises(SettingsError, match="pooling must be one of mean, cls, first-last-avg, not 'max'"):
+        Encoder(None, pooling="max")
 
 
 @pytest.mark.parametrize("backend, closest", [("onnx", 0.97), ("torch", 0.94)])
@@ -144,9 +157,9 @@ def test_int8_quantized_encoder_stays_close_to_fp32(tmp_path, backend, closest):
     quantized = Encoder(None, quantize="int8", backend=backend).encode(TEXTS)
     cosines = np.sum(full * quantized, axis=1)  # both normalised by the model's own config
     assert cosines.min() > closest and not np.allclose(full, quantized, atol=1e-4)
-    with pytest.raises(SettingsError, match="--quantize must be one of none, int8"):
+    with pytest.raises(SettingsError, match="quantize must be one of none, int8"):
         Encoder(None, quantize="int4")
-    with pytest.raises(SettingsError, match="--backend must be one of onnx, torch"):
+    with pytest.raises(SettingsError, match="backend must be one of onnx, torch"):
         Encoder(None, backend="tensorrt")
     if backend == "torch":
         return
@@ -179,26 +192,26 @@ def test_a_model_the_export_cannot_reproduce_falls_back_to_torch(tiny_bert, tmp_
     fails naming the way out, the default falls back to torch with a warning and records it."""
     import shutil
 
-    import semsearch.onnxgraph as onnxgraph
+    import semsearch.encoding.onnx_backend as onnx_backend
     from semsearch import Index
-    from semsearch.onnxgraph import ExportError
+    from semsearch.encoding import ExportError
 
     model = shutil.copytree(tiny_bert, tmp_path / "model")  # a new path: no cached graph
-    monkeypatch.setattr(onnxgraph, "AGREEMENT", -1.0)  # no graph can agree this closely
+    monkeypatch.setattr(onnx_backend, "AGREEMENT", -1.0)  # no graph can agree this closely
     with pytest.raises(ExportError, match="does not encode as the model does.*use --backend torch"):
         Index.create(tmp_path / "explicit", model=model, backend="onnx")
     assert not (tmp_path / "explicit").exists()
     with Index.create(tmp_path / "default", model=model, transform="none") as index:
-        assert index.manifest.backend == "torch" and "encoding with torch instead" in caplog.text
+        assert index.info()["backend"] == "torch" and "encoding with torch instead" in caplog.text
         index.add([{"id": str(i), "text": t} for i, t in enumerate(TEXTS)])
         assert index.search(TEXTS[1], k=1)[0].id == "1"
-    cache = onnxgraph.graph_path(model, "mean", False, "int8").parent
+    cache = onnx_backend.graph_path(model, "mean", False, "int8").parent
     assert all(path.suffix == ".onnx" for path in cache.iterdir())  # a failed export leaves nothing behind
 
 
 def test_an_unwritable_cache_is_a_clear_error_or_the_torch_backend(tiny_bert, tmp_path, monkeypatch, caplog):
     from semsearch import Index
-    from semsearch.onnxgraph import ExportError
+    from semsearch.encoding import ExportError
 
     blocker = tmp_path / "a-file"
     blocker.write_text("not a directory")
@@ -206,17 +219,59 @@ def test_an_unwritable_cache_is_a_clear_error_or_the_torch_backend(tiny_bert, tm
     with pytest.raises(ExportError, match="set SEMSEARCH_CACHE to a writable directory"):
         Encoder(tiny_bert).load()
     with Index.create(tmp_path / "index", model=tiny_bert, transform="none") as index:
-        assert index.manifest.backend == "torch" and "encoding with torch instead" in caplog.text
+        assert index.info()["backend"] == "torch" and "encoding with torch instead" in caplog.text
 
 
 def test_an_int8_export_keeps_the_fp32_graph_for_the_fidelity_check(tiny_bert, tmp_path, monkeypatch):
-    from semsearch.onnxgraph import graph_path
+    from semsearch.encoding import graph_path
 
     monkeypatch.setenv("SEMSEARCH_CACHE", str(tmp_path / "cache"))
     Encoder(tiny_bert, quantize="int8").load()
     assert graph_path(tiny_bert, "mean", False, "int8").is_file()
     assert graph_path(tiny_bert, "mean", False, "none").is_file()
     assert sorted(p.suffix for p in (tmp_path / "cache" / "onnx").iterdir()) == [".onnx", ".onnx"]
+
+
+def test_int8_quantization_drops_only_the_pre_processing_advice(tiny_bert, tmp_path):
+    """ONNX Runtime's quantizer advises pre-processing through the root logger itself: that one message is
+    dropped during the call, other messages are not, and the process's logging is left as it was (no
+    handler or filter added; run in a fresh process, as pytest gives the root logger handlers)."""
+    import subprocess
+    import sys
+
+    from semsearch.encoding import graph_path
+
+    Encoder(tiny_bert).load()
+    fp32 = graph_path(tiny_bert, "mean", False, "none")
+    script = (
+        "import logging, sys\n"
+        "from pathlib import Path\n"
+        "from semsearch.encoding.onnx_backend import PREPROCESS_ADVICE, _dropping_root_message, _quantize\n"
+        "_quantize(Path(sys.argv[1]), Path(sys.argv[2]))\n"
+        "with _dropping_root_message(PREPROCESS_ADVICE):\n"
+        "    logging.warning('another warning')\n"
+        "print(logging.getLogger().handlers, logging.getLogger().filters)\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", script, str(fp32), str(tmp_path / "int8.onnx")],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert (tmp_path / "int8.onnx").is_file()
+    assert "pre-processing" not in run.stderr and "another warning" in run.stderr
+    assert run.stdout.split() == ["[]", "[]"]
+
+
+def test_importing_the_package_sets_no_environment_variables():
+    import subprocess
+    import sys
+
+    script = (
+        "import os; before = dict(os.environ); import semsearch.encoding; print(dict(os.environ) == before)"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["True"]
 
 
 def test_an_index_from_before_the_onnx_backend_keeps_encoding_with_torch(tmp_path):

@@ -34,6 +34,7 @@ def top_ids(index: Index, k: int = 10, **options) -> list[list[str]]:
     return [[hit.id for hit in hits] for hits in index.search_many(QUERIES, k=k, **options)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["hnsw", "ivf", "pq"])
 def test_each_type_retrieves_filters_and_survives_writes(kind, flat, tmp_path):
     with Index.open(copy_index(flat.path, tmp_path / kind)) as index:
@@ -91,6 +92,7 @@ def test_ivf_filter_that_misses_the_probed_lists_still_returns_k(tmp_path):
         assert [h.id for h in hits] == [f"v{i}" for i in best]
 
 
+@pytest.mark.slow
 def test_auto_picks_by_corpus_size_and_unknown_types_are_refused(flat, tmp_path):
     assert resolve_index_type("auto", AUTO_FLAT_LIMIT) == "flat"
     assert resolve_index_type("auto", AUTO_FLAT_LIMIT + 1) == "hnsw"

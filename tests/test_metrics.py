@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from semsearch.metrics import evaluate_run, spearman
+from semsearch.evaluation.metrics import evaluate_run, spearman
 
 
 def test_ndcg_uses_trec_eval_linear_gain():

@@ -2,8 +2,9 @@ import numpy as np
 import pytest
 
 from semsearch.errors import SettingsError
+from semsearch.settings import TransformKind, TransformSpec
 from semsearch.stats import RunningStats
-from semsearch.transforms import TransformKind, TransformSpec, fit_transform, load_transform
+from semsearch.transforms import fit_transform, load_transform
 
 D = 32
 
@@ -87,9 +88,9 @@ def test_save_and_load(tmp_path):
 @pytest.mark.parametrize(
     "kwargs, message",
     [
-        ({"kind": "whiten", "dims": 0}, "at least 1"),
-        ({"kind": "whiten", "power": 1.5}, "between 0 and 1"),
-        ({"kind": "none", "dims": 8}, "reduces dimensions"),
+        ({"kind": "whiten", "dims": 0}, "^dims must be at least 1"),
+        ({"kind": "whiten", "power": 1.5}, "^power must be between 0 and 1"),
+        ({"kind": "none", "dims": 8}, "^dims needs a transform that reduces dimensions"),
         ({"kind": "pca", "power": 0.5}, "power 0"),
     ],
 )
@@ -99,7 +100,7 @@ def test_bad_specs(kwargs, message):
 
 
 def test_dims_larger_than_the_model():
-    with pytest.raises(SettingsError, match="larger than the model"):
+    with pytest.raises(SettingsError, match="^dims 400 is larger than the model"):
         TransformSpec(TransformKind.WHITEN, dims=400).check_against(384)
 
 
@@ -125,8 +126,37 @@ def test_identity_has_no_drift_measure():
     )
 
 
-def test_cli_drift_limit_text_matches_the_library():
-    from semsearch.cli import DRIFT_LIMIT_TEXT
-    from semsearch.transforms import DRIFT_LIMIT
+def test_cli_drift_limit_matches_the_library():
+    """One definition (settings.py, light enough for the CLI to import for --help), the same everywhere."""
+    from semsearch import cli, settings, transforms
 
-    assert float(DRIFT_LIMIT_TEXT) == DRIFT_LIMIT
+    assert cli.DRIFT_LIMIT is transforms.DRIFT_LIMIT is settings.DRIFT_LIMIT == 0.25
+
+
+def test_kinds_load_lazily_and_only_flow_imports_torch():
+    """The registry imports a kind's module on first use: fitting whiten never loads torch; flow does."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "import numpy as np\n"
+        "from semsearch.settings import TransformSpec\n"
+        "from semsearch.stats import RunningStats\n"
+        "from semsearch.transforms import fit_transform, implementation\n"
+        "x = np.random.default_rng(0).normal(size=(50, 4))\n"
+        "fit_transform(TransformSpec('whiten'), RunningStats.of(x))\n"
+        "assert 'torch' not in sys.modules\n"
+        "assert implementation('flow').__name__ == 'FlowTransform'\n"
+        "assert 'torch' in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_registry_maps_every_kind():
+    from semsearch.transforms import IdentityTransform, LinearTransform, implementation
+
+    assert implementation(TransformKind.NONE) is IdentityTransform
+    assert implementation("pca") is implementation("whiten") is LinearTransform
+    with pytest.raises(SettingsError, match="^transform must be one of none, pca, whiten, flow"):
+        implementation("zca")

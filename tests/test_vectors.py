@@ -33,10 +33,10 @@ def fails(result, message: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def made_elsewhere(scifact_encoded, tmp_path_factory):
+def made_elsewhere(sample_encoded, tmp_path_factory):
     """The SciFact subset's documents (as stored) and their real encoder vectors, as a user would bring them."""
     root = tmp_path_factory.mktemp("elsewhere")
-    with Index.open(scifact_encoded) as index:
+    with Index.open(sample_encoded) as index:
         docs = [
             {"id": row["id"], "title": row["title"], "text": row["text"], **row["metadata"]}
             for row in index.store.get(range(len(index))).values()
@@ -53,7 +53,7 @@ def ranked(lines: str) -> list[tuple[str, float]]:
     return [(hit["id"], round(hit["score"], 4)) for hit in map(json.loads, lines.splitlines())]
 
 
-def test_vectors_without_a_model_give_the_encoded_index_results(made_elsewhere, scifact_encoded, tmp_path):
+def test_vectors_without_a_model_give_the_encoded_index_results(made_elsewhere, sample_encoded, tmp_path):
     corpus, vectors, query, _ = made_elsewhere
     target = tmp_path / "elsewhere"
     ok(
@@ -61,7 +61,7 @@ def test_vectors_without_a_model_give_the_encoded_index_results(made_elsewhere, 
             "ingest", corpus, "--vectors", vectors, "--index", target, "--transform", "whiten", "--dims", "64"
         )
     )
-    reference = copy_index(scifact_encoded, tmp_path / "reference")
+    reference = copy_index(sample_encoded, tmp_path / "reference")
     with Index.open(reference) as index:
         index.refit("whiten", 64, 1.0)
     details = json.loads(ok(run("info", "--index", target, "--json")).output)

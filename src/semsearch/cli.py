@@ -1,5 +1,8 @@
-"""The command line: a thin layer over semsearch.Index. Heavy imports (torch, faiss) wait until a command
-needs them, so `--help` and argument errors answer at once."""
+"""The command line: a thin layer over semsearch.Index. Each command parses its options, makes one library
+call and prints; library errors become one line naming the flag at fault. Heavy imports (torch, faiss) wait
+until a command needs them, so `--help` and argument errors answer at once.
+
+Size: one click command per operation, most of it the options' help texts; the logic is in the library."""
 
 from __future__ import annotations
 
@@ -10,10 +13,47 @@ from pathlib import Path
 
 import click
 
-from .errors import SemsearchError
+from .errors import SemsearchError, SettingsError
+from .settings import (
+    DEFAULT_K,
+    DEFAULT_WAIT,
+    DRIFT_LIMIT,
+    Backend,
+    Choice,
+    IndexType,
+    Pooling,
+    Quantize,
+    RefitPolicy,
+    TransformKind,
+    at_least,
+    check_k,
+)
 
 DEFAULT_INDEX = Path("indexes") / "default"
-DRIFT_LIMIT_TEXT = "0.25"  # transforms.DRIFT_LIMIT, without importing numpy for --help
+# The library's names for settings that are not spelled as their flag.
+FLAGS = {"k": "-k", "dim": "--vectors"}
+
+
+def flag_for(setting: str) -> str:
+    """The CLI flag of a library setting: `batch_size` -> `--batch-size`."""
+    return FLAGS.get(setting, "--" + setting.replace("_", "-"))
+
+
+def checked(rule):
+    """A click callback applying a library rule (settings.py) to an option, as a usage error."""
+
+    def callback(ctx, param, value):
+        try:
+            return rule(value) if value is not None else value
+        except SettingsError as error:
+            raise click.BadParameter(error.detail, param_hint=param.opts[0]) from None
+
+    return callback
+
+
+def choice_option(flag: str, choices: type[Choice], help: str, **options):
+    """An option whose values are a closed set from settings.py."""
+    return click.option(flag, type=click.Choice(choices.names()), help=help, **options)
 
 
 def index_option(func):
@@ -32,16 +72,16 @@ def wait_option(func):
     return click.option(
         "--wait",
         type=click.FloatRange(min=0),
-        default=10.0,
+        default=DEFAULT_WAIT,
         show_default=True,
         help="Seconds to wait for another process writing to the same index before giving up.",
     )(func)
 
 
 def index_type_option(func):
-    return click.option(
+    return choice_option(
         "--index-type",
-        type=click.Choice(["flat", "hnsw", "ivf", "pq", "auto"]),
+        IndexType,
         help="The FAISS index: flat (exact), hnsw (graph), ivf (inverted lists), pq (compressed), auto (flat "
         "up to 50,000 documents at 128 dims, fewer when wider, hnsw above: exact where that is fast, a 1 ms "
         "search at 117k). Default: auto for a new index; refit: as now.",
@@ -66,7 +106,8 @@ class Group(click.Group):
         try:
             return super().invoke(ctx)
         except SemsearchError as error:
-            raise click.ClickException(str(error)) from None
+            message = error.naming(flag_for(error.setting)) if error.setting else str(error)
+            raise click.ClickException(message) from None
         except KeyboardInterrupt:
             raise click.ClickException("interrupted; the index is as it was before this command") from None
 
@@ -75,6 +116,14 @@ class Group(click.Group):
 @click.version_option(package_name="semsearch")
 def main() -> None:
     """semsearch: semantic search over your documents, with whitening fitted on your own corpus."""
+    # The application's choices, made before transformers or tokenizers load: never reach a model hub (models
+    # are local directories), and no tokenizer threads that a later fork would warn about.
+    for name, value in (
+        ("HF_HUB_OFFLINE", "1"),
+        ("TRANSFORMERS_OFFLINE", "1"),
+        ("TOKENIZERS_PARALLELISM", "false"),
+    ):
+        os.environ.setdefault(name, value)
 
 
 @main.command()
@@ -85,18 +134,23 @@ def main() -> None:
     type=click.Path(path_type=Path),
     help="A local Hugging Face model directory (default: the bundled all-MiniLM-L6-v2).",
 )
-@click.option(
+@choice_option(
     "--pooling",
-    type=click.Choice(["mean", "cls", "first-last-avg"]),
+    Pooling,
     help="How token vectors become one sentence vector (default: the model's own, else mean).",
 )
-@click.option(
+@choice_option(
     "--transform",
-    type=click.Choice(["none", "pca", "whiten", "flow"]),
+    TransformKind,
     help="Map applied to the encoder's vectors before indexing. Default: whiten with --power 0.5 and "
     "--dims 128 (chosen by the benchmark); --transform whiten alone is full whitening (power 1, all dims).",
 )
-@click.option("--dims", type=int, help="Keep the first K transformed dimensions (pca, whiten, flow).")
+@click.option(
+    "--dims",
+    type=int,
+    callback=checked(lambda dims: at_least(dims, 1, "dims")),
+    help="Keep the first K transformed dimensions (pca, whiten, flow).",
+)
 @click.option("--power", type=float, help="Whitening power P in [0, 1]: 1 full whitening, 0 a rotation.")
 @click.option(
     "--rerank",
@@ -106,15 +160,15 @@ def main() -> None:
 )
 @flow_options
 @index_type_option
-@click.option(
+@choice_option(
     "--quantize",
-    type=click.Choice(["none", "int8"]),
+    Quantize,
     help="The encoder's weights: int8 (default: 2x faster on CPU, nDCG@10 -0.002 on SciFact; README) or none "
     "(fp32, the model exactly).",
 )
-@click.option(
+@choice_option(
     "--backend",
-    type=click.Choice(["onnx", "torch"]),
+    Backend,
     help="What runs the encoder: onnx (default; ONNX Runtime on the model exported once into a cache, "
     "faster) or torch (for a model that cannot be exported; chosen by itself if export fails).",
 )
@@ -135,8 +189,8 @@ def main() -> None:
 @click.option("--vector-field", help="A JSON field holding each document's vector made elsewhere.")
 @click.option(
     "--refit",
-    type=click.Choice(["never", "auto", "always"]),
-    default="never",
+    type=click.Choice(RefitPolicy.names()),
+    default=RefitPolicy.NEVER.value,
     show_default=True,
     help="Refit the transform after adding: auto refits when the corpus has drifted from the fitted one.",
 )
@@ -175,21 +229,13 @@ def ingest(
     Example:
         semsearch ingest corpus.jsonl --index indexes/papers --transform whiten --dims 256
     """
-    from .documents import FieldNames, read_corpus, read_vector_file, validate_documents
+    from .documents import Corpus, FieldNames
     from .index import Index
+    from .settings import IndexOptions
 
     fields = FieldNames(id=id_field, text=text_field, title=title_field, vector=vector_field)
-    if dims is not None and dims < 1:
-        raise click.BadParameter(f"must be at least 1, got {dims}", param_hint="--dims")
-    # Validate the whole file before an index is created or touched.
-    width = read_vector_file(vectors).shape[1] if vectors is not None else None
-    total = validate_documents(
-        read_corpus(corpus, fields, vectors), path=corpus, vector_field=vector_field or "vector"
-    )
-    if vector_field is not None and width is None:
-        width = len(next(read_corpus(corpus, fields)).vector)
-    settings = dict(
-        model="none" if width is not None and model is None else model,
+    options = IndexOptions(
+        model=model,
         pooling=pooling,
         transform=transform,
         dims=dims,
@@ -201,13 +247,14 @@ def ingest(
         index_type=index_type,
         quantize=quantize,
         backend=backend,
-        dim=width,
     )
+    corpus = Corpus(corpus, fields, vectors)
+    total = corpus.check().count  # the whole file, before an index is created or touched
     with (
-        Index.open_or_create(index_path, wait=wait, **settings) as index,
+        Index.open_or_create(index_path, options, corpus=corpus, wait=wait) as index,
         _progress(total, quiet, "encoding") as bar,
     ):
-        report = index.ingest(corpus, fields, progress=bar.update, refit=refit, vectors=vectors)
+        report = index.ingest(corpus, progress=bar.update, refit=refit)
     if report.resumed:
         click.echo(f"resumed: {report.resumed} vectors from an interrupted ingest were reused", err=True)
     if not quiet:
@@ -222,7 +269,7 @@ def ingest(
     elif report.refit_advised:
         click.echo(
             f"the corpus has drifted from the fitted transform (drift {report.drift:.3f} > "
-            f"{DRIFT_LIMIT_TEXT}): run `semsearch refit --index {index_path}`, or ingest with --refit auto",
+            f"{DRIFT_LIMIT}): run `semsearch refit --index {index_path}`, or ingest with --refit auto",
             err=True,
         )
 
@@ -235,7 +282,15 @@ def ingest(
     type=click.Path(dir_okay=False, path_type=Path),
     help="Query with a vector made elsewhere instead of TEXT: an .npy file of one vector, or a JSON list.",
 )
-@click.option("-k", "k", type=int, default=10, show_default=True, help="How many results.")
+@click.option(
+    "-k",
+    "k",
+    type=int,
+    default=DEFAULT_K,
+    show_default=True,
+    callback=checked(check_k),
+    help="How many results.",
+)
 @click.option(
     "--where",
     multiple=True,
@@ -256,8 +311,6 @@ def query(text, index_path, vector, k, where, rerank, as_json):
     Example:
         semsearch query "how do vaccines work" -k 5 --where year>=2015
     """
-    if k < 1:
-        raise click.BadParameter(f"must be at least 1, got {k}", param_hint="-k")
     if (text is None) == (vector is None):
         raise click.UsageError("give the query TEXT or a --vector FILE (one of them)")
     from .index import Index
@@ -284,9 +337,9 @@ def query(text, index_path, vector, k, where, rerank, as_json):
 
 @main.command()
 @index_option
-@click.option(
+@choice_option(
     "--transform",
-    type=click.Choice(["none", "pca", "whiten", "flow"]),
+    TransformKind,
     help="The new transform (default: the same).",
 )
 @click.option("--dims", help="Keep the first K dimensions ('all': every one; default: as now).")
@@ -338,145 +391,12 @@ def delete(ids, index_path, where, wait):
         click.echo(f"deleted {deleted} documents; {len(index)} left in {index_path}", err=True)
 
 
-@main.command()
-@click.option(
-    "--beir",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    help="A BEIR-format directory (corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv), or Cranfield's SMART files.",
-)
-@click.option(
-    "--sts",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="An STS Benchmark or SICK file: Spearman of cosine against the gold scores.",
-)
-@click.option("--split", default="test", show_default=True, help="The BEIR qrels split.")
-@click.option(
-    "--dims",
-    "dims_text",
-    default="16,32,64,128,256,all",
-    show_default=True,
-    help="Dimensions kept, comma separated; 'all' keeps every dimension.",
-)
-@click.option(
-    "--transforms", default="none,pca,whiten", show_default=True, help="Transforms, comma separated."
-)
-@click.option("--powers", default="1,0.5,0", show_default=True, help="Whitening powers, comma separated.")
-@click.option("--pooling", default="mean", show_default=True, help="Poolings, comma separated.")
-@click.option(
-    "--quantize", default="none", show_default=True, help="Encoder weights, comma separated: none, int8."
-)
-@click.option(
-    "--backend",
-    "backends",
-    default="onnx",
-    show_default=True,
-    help="What runs the encoder, comma separated: onnx, torch.",
-)
-@click.option("--model", type=click.Path(path_type=Path), help="A local model directory (default: bundled).")
-@click.option(
-    "--rerank",
-    default="0",
-    show_default=True,
-    help="Candidates re-scored with the raw vectors, comma separated (0: none).",
-)
-@click.option("--peers", is_flag=True, help="Also measure sentence-transformers and txtai on the same data.")
-@click.option(
-    "--out",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Where results go (default: benchmarks/results/DATASET/).",
-)
-@click.option(
-    "--work",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=Path("indexes") / "bench",
-    show_default=True,
-    help="Where encoded corpora are kept for reuse.",
-)
-def bench(
-    beir,
-    sts,
-    split,
-    dims_text,
-    transforms,
-    powers,
-    pooling,
-    quantize,
-    backends,
-    model,
-    rerank,
-    peers,
-    out,
-    work,
-):
-    """Measure quality against dimensions kept, for each transform and power, through the engine itself.
-
-    \b
-    Examples:
-        semsearch bench --beir ../shared/data/scifact --dims 64,128,256,all --rerank 0,100
-        semsearch bench --sts ../shared/data/stsb/sts-dev.csv --pooling mean,cls
-    """
-    from . import bench as benchmark
-
-    if bool(beir) == bool(sts):
-        raise click.UsageError("give exactly one of --beir DIR or --sts FILE")
-    config = benchmark.BenchConfig(
-        transforms=_split(transforms),
-        dims=benchmark.parse_dims(dims_text),
-        powers=[float(p) for p in _split(powers)],
-        poolings=_split(pooling),
-        quantize=_split(quantize),
-        backends=_split(backends),
-        model=str(model) if model else None,
-        rerank=[int(r) for r in _split(rerank)],
-        split=split,
-        work=work,
-        peers=peers,
-        progress=lambda message: click.echo(message, err=True),
-    )
-    if beir:
-        from .datasets import ensure_beir
-
-        directory = ensure_beir(beir, work / "converted")
-        rows = benchmark.run_beir(directory, config)
-        name = beir.name
-    else:
-        rows = benchmark.run_sts(sts, config)
-        name = sts.stem
-    if peers:
-        from . import peers as peer_systems
-
-        rows += peer_systems.run(beir=directory if beir else None, sts=sts, config=config)
-    command = _command_line(click.get_current_context())
-    paths = benchmark.write_outputs(rows, out or Path("benchmarks") / "results" / name, command)
-    click.echo(benchmark.markdown_table(rows, command))
-    click.echo("wrote " + ", ".join(str(p) for p in paths), err=True)
-
-
-def _command_line(ctx: click.Context) -> str:
-    """The command as it would be typed to reproduce this run, every option spelled out."""
-    import shlex
-
-    parts = ["semsearch", ctx.info_name or ctx.command.name]
-    for param in ctx.command.params:
-        value = ctx.params.get(param.name)
-        if value is None or value is False or not isinstance(param, click.Option):
-            continue
-        parts.append(param.opts[0])
-        if not param.is_flag:
-            parts.append(shlex.quote(str(value)))
-    return " ".join(parts)
-
-
 def _dims_option(text: str | None) -> int | str | None:
     if text is None or text == "all":
         return text
     if not text.isdigit() or int(text) < 1:
         raise click.BadParameter(f"{text!r} is not a positive integer or 'all'", param_hint="'--dims'")
     return int(text)
-
-
-def _split(text: str) -> list[str]:
-    return [part.strip() for part in text.split(",") if part.strip()]
 
 
 @main.command()
@@ -515,6 +435,10 @@ def _human(size: int) -> str:
         size /= 1024
     return str(size)
 
+
+from .evaluation.command import bench  # noqa: E402 (light: heavy imports wait until it runs)
+
+main.add_command(bench)
 
 if __name__ == "__main__":  # pragma: no cover
     main(prog_name=os.path.basename(sys.argv[0]))

@@ -252,16 +252,25 @@ def _lines(handle, path: Path) -> Iterator[bytes]:
         yield raw
 
 
+@dataclass(frozen=True)
+class CorpusSummary:
+    """What a full read of a corpus found: how many documents, and the width of the vectors they bring
+    (None where they bring none)."""
+
+    count: int
+    vector_width: int | None = None
+
+
 def validate_documents(
     documents: Iterable[Document],
     *,
     path: str | Path | None = None,
     dim: int | None = None,
     vector_field: str = "vector",
-) -> int:
+) -> CorpusSummary:
     """Consume a document stream, checking what one record cannot show alone: duplicate ids, an empty
     corpus, and vectors made elsewhere of differing widths (`dim`: the width they must have, if known;
-    `vector_field`: where they came from, for the message). Returns the number of documents."""
+    `vector_field`: where they came from, for the message)."""
     seen: dict[str, int] = {}
     count = 0
     for count, doc in enumerate(documents, start=1):
@@ -276,7 +285,32 @@ def validate_documents(
                 raise _error_at(path, count, message, vector_field)
     if count == 0:
         raise DataError("no documents", path=path)
-    return count
+    return CorpusSummary(count, dim)
+
+
+class Corpus:
+    """A JSONL file to ingest (with its vectors made elsewhere, if any): read once in full by `check`, which
+    validates every line before anything is written, then streamed by `documents`."""
+
+    def __init__(
+        self, path: str | Path, fields: FieldNames = FieldNames(), vectors: str | Path | None = None
+    ):
+        self.path = Path(path)
+        self.fields = fields
+        self.vectors = None if vectors is None else Path(vectors)
+        self._summary: CorpusSummary | None = None
+
+    def documents(self) -> Iterator[Document]:
+        return read_corpus(self.path, self.fields, self.vectors)
+
+    def check(self) -> CorpusSummary:
+        """Validate the whole file (once; later calls return the same summary). Raises DataError naming the
+        file, line and field of the first problem."""
+        if self._summary is None:
+            self._summary = validate_documents(
+                self.documents(), path=self.path, vector_field=self.fields.vector or "vector"
+            )
+        return self._summary
 
 
 def _error_at(path: str | Path | None, ordinal: int, message: str, field: str) -> DataError:

@@ -1,26 +1,33 @@
-"""The index directory's JSON manifest: typed settings, counts and the format version."""
+"""The index directory's JSON manifest: the index's settings (what it is) and its state (what it holds now),
+kept apart in code and written as one flat JSON object (the on-disk format of every release so far)."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from .errors import IndexStateError
+from .settings import TransformKind, TransformSpec
 from .storage import atomic_write_text
 
 FORMAT_VERSION = 1
 FILE = "manifest.json"
+PENDING = "manifest.pending.json"  # the next generation's manifest, until it is published
 
 
 def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-@dataclass
-class Manifest:
-    model: str  # DEFAULT_MODEL, or the model directory's absolute path
+@dataclass(frozen=True)
+class IndexSettings:
+    """What an index is: fixed when it is made, except what a refit changes (transform, dims, power, flow
+    settings, index type, rerank). `dims_requested` None keeps every dimension the corpus spans."""
+
+    model: str  # DEFAULT_MODEL, NO_MODEL, or the model directory's absolute path
     model_name: str
     model_fingerprint: str
     pooling: str
@@ -28,32 +35,59 @@ class Manifest:
     normalize: bool
     encoder_dim: int
     transform: str
-    dims: int | None  # as fitted (None until the first documents arrive, for a requested-all)
     power: float | None
     dims_requested: int | None = None
     quantize: str = "none"  # of the encoder's weights (int8: faster, slightly different vectors)
-    # int8 against fp32 on 64 of the first documents ingested: {"mean_cosine", "min_cosine", "documents"}
-    quantize_fidelity: dict | None = None
     backend: str = "torch"  # what runs the encoder: onnx (new indexes' default) or torch (and older indexes)
     index_type: str = "flat"  # as asked: flat, hnsw, ivf, pq or auto (new indexes: auto; older: flat)
-    index_structure: str | None = None  # the FAISS structure built for it, e.g. "IVF1372,Flat nprobe=85"
-    flow_epochs: int = 1  # flow training settings
+    flow_epochs: int = 1
     seed: int = 0
     rerank: int = 0  # candidates a query re-scores with the raw vectors unless it says otherwise
-    batch_size: int | None = None  # texts per batch; None: by token budget (encoder.TOKEN_BUDGET)
+    batch_size: int | None = None  # texts per batch; None: by token budget (encoding.TOKEN_BUDGET)
+
+    @property
+    def spec(self) -> TransformSpec:
+        power = self.power if self.transform == TransformKind.WHITEN.value else None
+        return TransformSpec(
+            TransformKind(self.transform), self.dims_requested, power, self.flow_epochs, self.seed
+        )
+
+    def with_changes(self, **changes: Any) -> IndexSettings:
+        return replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class IndexState:
+    """What an index holds now; every write publishes a new one with its generation."""
+
     count: int = 0
     generation: int = 0
     next_pk: int = 0
-    segments: list[dict] = field(default_factory=list)
+    segments: tuple[dict, ...] = ()  # the raw vector segments (rawvectors.Segment as JSON)
+    dims: int | None = None  # as fitted (None until the first documents arrive)
     drift: float | None = None  # of the transform from the corpus statistics (0 right after a fit)
-    ingest_docs_per_s: float | None = None  # of the first ingest (the benchmark reports it)
-    format_version: int = FORMAT_VERSION
+    index_structure: str | None = None  # the FAISS structure built, e.g. "IVF1372,Flat nprobe=85"
+    # int8 against fp32 on 64 of the first documents ingested: {"mean_cosine", "min_cosine", "documents"}
+    quantize_fidelity: dict | None = None
     created: str = field(default_factory=now)
     updated: str = field(default_factory=now)
 
-    def save(self, directory: Path, name: str = FILE) -> None:
-        self.updated = now()
-        atomic_write_text(Path(directory) / name, json.dumps(asdict(self), indent=2) + "\n")
+    def with_changes(self, **changes: Any) -> IndexState:
+        return replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class Manifest:
+    settings: IndexSettings
+    state: IndexState
+
+    def save(self, directory: Path, name: str = FILE) -> Manifest:
+        """Write atomically, stamped with the time; returns what was written."""
+        saved = Manifest(self.settings, self.state.with_changes(updated=now()))
+        data = {**asdict(saved.settings), **asdict(saved.state), "format_version": FORMAT_VERSION}
+        data["segments"] = list(data["segments"])
+        atomic_write_text(Path(directory) / name, json.dumps(data, indent=2) + "\n")
+        return saved
 
     @classmethod
     def load(cls, directory: Path, name: str = FILE) -> Manifest:
@@ -69,14 +103,23 @@ class Manifest:
             data = json.loads(path.read_text())
         except (OSError, ValueError) as error:
             raise IndexStateError(f"{path}: unreadable manifest ({error})") from None
+        if not isinstance(data, dict):
+            raise IndexStateError(f"{path}: unreadable manifest (not a JSON object)")
         version = data.get("format_version")
         if not isinstance(version, int) or version > FORMAT_VERSION:
             raise IndexStateError(
                 f"{path}: written by a newer semsearch (format {version}, this one reads up to {FORMAT_VERSION});"
                 " upgrade semsearch"
             )
-        known = {f.name for f in fields(cls)}
         try:
-            return cls(**{key: value for key, value in data.items() if key in known})
+            # Keys of other releases (a benchmark figure once lived here) are ignored.
+            settings = IndexSettings(**_known(IndexSettings, data))
+            state = IndexState(**_known(IndexState, data))
         except TypeError as error:
             raise IndexStateError(f"{path}: incomplete manifest ({error})") from None
+        return cls(settings, state.with_changes(segments=tuple(state.segments)))
+
+
+def _known(kind: type, data: dict[str, Any]) -> dict[str, Any]:
+    names = {f.name for f in fields(kind)}
+    return {key: value for key, value in data.items() if key in names}

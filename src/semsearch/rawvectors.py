@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -29,6 +29,11 @@ class Segment:
 
     def to_json(self) -> dict:
         return asdict(self)
+
+    @classmethod
+    def all_of(cls, listed: Iterable[dict]) -> list[Segment]:
+        """Segments as a manifest lists them."""
+        return [cls(**segment) for segment in listed]
 
 
 class SegmentWriter:

@@ -21,7 +21,9 @@ class Choice(str, Enum):
         try:
             return cls(value)
         except ValueError:
-            raise SettingsError(f"must be one of {', '.join(cls.names())}, not {value!r}", setting=setting) from None
+            raise SettingsError(
+                f"must be one of {', '.join(cls.names())}, not {value!r}", setting=setting
+            ) from None
 
     @classmethod
     def names(cls) -> list[str]:
@@ -125,9 +127,13 @@ class TransformSpec:
         if self.power is not None and not 0 <= self.power <= 1:
             raise SettingsError(f"must be between 0 and 1, got {self.power}", setting="power")
         if self.kind is TransformKind.NONE and self.dims is not None:
-            raise SettingsError("needs a transform that reduces dimensions (pca, whiten or flow)", setting="dims")
+            raise SettingsError(
+                "needs a transform that reduces dimensions (pca, whiten or flow)", setting="dims"
+            )
         if self.kind is TransformKind.PCA and self.power not in (None, 0):
-            raise SettingsError(f"pca is whitening with power 0; use transform whiten with power {self.power}")
+            raise SettingsError(
+                f"pca is whitening with power 0; use transform whiten with power {self.power}"
+            )
         at_least(self.epochs, 1, "flow_epochs")
         if self.kind in (TransformKind.NONE, TransformKind.FLOW) and self.power is not None:
             raise SettingsError(f"applies to whiten, not {self.kind.value}", setting="power")
@@ -140,4 +146,50 @@ class TransformSpec:
 
     def check_against(self, model_dim: int) -> None:
         if self.dims is not None and self.dims > model_dim:
-            raise SettingsError(f"{self.dims} is larger than the model's dimension {model_dim}", setting="dims")
+            raise SettingsError(
+                f"{self.dims} is larger than the model's dimension {model_dim}", setting="dims"
+            )
+
+
+@dataclass(frozen=True)
+class IndexOptions:
+    """What a user may ask of an index (None: the default, or for an existing index: as it is). Checked here,
+    before anything is read or written; `creation.new_settings` resolves them against the model."""
+
+    model: str | None = None  # a model directory, DEFAULT_MODEL, or NO_MODEL (vectors made elsewhere)
+    pooling: str | None = None
+    transform: str | None = None
+    dims: int | None = None
+    power: float | None = None
+    rerank: int | None = None
+    flow_epochs: int | None = None
+    seed: int | None = None
+    max_length: int | None = None
+    batch_size: int | None = None
+    index_type: str | None = None
+    quantize: str | None = None
+    backend: str | None = None
+    dim: int | None = None  # the width of vectors made elsewhere (an index without a model)
+
+    def __post_init__(self):
+        for name, choice in (
+            ("pooling", Pooling),
+            ("transform", TransformKind),
+            ("index_type", IndexType),
+            ("quantize", Quantize),
+            ("backend", Backend),
+        ):
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, choice.parse(value, name).value)
+        if self.model is not None:
+            object.__setattr__(self, "model", str(self.model))
+        at_least(self.rerank, 0, "rerank")
+        at_least(self.batch_size, 1, "batch_size")
+        at_least(self.dims, 1, "dims")
+        at_least(self.flow_epochs, 1, "flow_epochs")
+        at_least(self.max_length, 1, "max_length")
+
+    def given(self) -> dict[str, object]:
+        """The options set (not None), by name."""
+        return {name: value for name, value in self.__dict__.items() if value is not None}

@@ -16,6 +16,8 @@ from .errors import SemsearchError
 class RunningStats:
     """count, mean and comoment (sum of outer products of deviations from the mean) of vectors seen."""
 
+    FILE = "stats.safetensors"  # in each generation's directory
+
     def __init__(self, dim: int):
         self.dim = dim
         self.count = 0

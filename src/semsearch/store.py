@@ -14,7 +14,7 @@ import numpy as np
 import sqlite_utils
 
 from .documents import Document
-from .errors import SettingsError
+from .errors import IndexStateError, SettingsError
 
 OPERATORS = ("!=", "<=", ">=", "=", "<", ">")
 NUMERIC_OPERATORS = ("<", "<=", ">", ">=")
@@ -50,6 +50,27 @@ def _number(text: str) -> int | float | None:
     return None
 
 
+# Numbered schema migrations: migration n brings a store from user_version n - 1 to n, its statements and the
+# new version number in one transaction. A store made before numbering (user_version 0, its tables present) takes
+# migration 1 as a no-op (IF NOT EXISTS). Each migration ends by setting its own number.
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (
+        """CREATE TABLE IF NOT EXISTS documents (
+            pk INTEGER PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE,
+            title TEXT,
+            text TEXT NOT NULL,
+            metadata TEXT NOT NULL DEFAULT '{}',
+            hash TEXT NOT NULL
+        )""",
+        "CREATE TABLE IF NOT EXISTS fields (name TEXT PRIMARY KEY, documents INTEGER NOT NULL)",
+        "CREATE TABLE IF NOT EXISTS state (key TEXT PRIMARY KEY, value INTEGER NOT NULL)",
+        "PRAGMA user_version = 1",
+    ),
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
 class DocumentStore:
     FILE = "documents.db"
 
@@ -59,23 +80,31 @@ class DocumentStore:
         self.db.execute("PRAGMA busy_timeout = 30000")
         if self.db.journal_mode != "wal":
             self.db.enable_wal()
-        self._create()
+        self._migrate()
 
-    def _create(self) -> None:
-        self.db.executescript(
-            """
-            CREATE TABLE IF NOT EXISTS documents (
-                pk INTEGER PRIMARY KEY,
-                id TEXT NOT NULL UNIQUE,
-                title TEXT,
-                text TEXT NOT NULL,
-                metadata TEXT NOT NULL DEFAULT '{}',
-                hash TEXT NOT NULL
-            );
-            CREATE TABLE IF NOT EXISTS fields (name TEXT PRIMARY KEY, documents INTEGER NOT NULL);
-            CREATE TABLE IF NOT EXISTS state (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
-            """
-        )
+    @property
+    def schema_version(self) -> int:
+        return self.db.execute("PRAGMA user_version").fetchone()[0]
+
+    def _migrate(self) -> None:
+        version = self.schema_version
+        if version > SCHEMA_VERSION:
+            raise IndexStateError(
+                f"{self.path}: written by a newer semsearch (schema {version}, this one reads up to "
+                f"{SCHEMA_VERSION}); upgrade semsearch"
+            )
+        if version == SCHEMA_VERSION:
+            return
+        conn = self.db.conn
+        conn.execute("BEGIN IMMEDIATE")  # another process may be migrating: take turns, then look again
+        try:
+            for statements in MIGRATIONS[self.schema_version :]:
+                for statement in statements:
+                    conn.execute(statement)
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
 
     def generation(self) -> int:
         """The index generation whose documents these are (committed with them, see index.py)."""

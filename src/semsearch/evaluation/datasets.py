@@ -11,8 +11,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import DataError
-from .storage import atomic_write_text
+from ..errors import DataError
+from ..storage import atomic_write_text
 
 CRANFIELD_FILES = ("cran.all.1400", "cran.qry", "cranqrel")
 

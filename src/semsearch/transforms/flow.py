@@ -1,26 +1,20 @@
-"""BERT-flow (Li et al., EMNLP 2020) as a transform: a small Glow-style normalizing flow trained by maximum
-likelihood to map the corpus's vectors to a standard Gaussian, the encoder frozen.
-
-Layers, on vectors: actnorm (per-dimension scale and shift, initialised from the first batch), an invertible
-linear map (LU-parametrised, so its log-determinant is the sum of log|diag U|), and additive coupling (half
-the dimensions shifted by a small network of the other half: volume preserving). A fixed reversal follows
-each step so both halves get shifted. `levels x depth` steps, as in the authors' code (3 x 3, width 32),
-with the learned LU linear in place of their fixed permutation.
+"""BERT-flow (Li et al., EMNLP 2020) as a transform: a small Glow-style normalizing flow (flow_layers.py)
+trained by maximum likelihood to map the corpus's vectors to a standard Gaussian, the encoder frozen.
 
 Inputs are first standardised with the streaming statistics on the directions the corpus spans (mean 0,
 covariance I there): along a rank-deficient covariance's null directions the likelihood is unbounded and
-training diverges. No flow library is used: zuko, normflows and nflows target densities over small
-dimensions and bring their own dependencies; the three layers are small and tested here.
+training diverges.
 
 Files: `flow.safetensors` (flow weights and buffers, standardisation and PCA arrays) and `flow.json` (sizes
-to rebuild the modules, and the training report). Never pickled."""
+to rebuild the modules, and the training report). Never pickled.
+
+Training draws no progress bar: it reports rows to an optional `progress` callback and logs each epoch."""
 
 from __future__ import annotations
 
 import json
 import logging
 import math
-import sys
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
@@ -28,165 +22,24 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from torch import nn
 
-from .encoder import one_torch_thread
-from .errors import IndexStateError, SettingsError
-from .stats import RunningStats
-from .transforms import LinearTransform, Transform, TransformKind, TransformSpec, VectorBatches
+from ..errors import IndexStateError, SettingsError
+from ..settings import TransformKind, TransformSpec
+from ..stats import RunningStats
+from ..threads import one_torch_thread
+from .base import FitData, Progress, Transform, VectorBatches, load_arrays, save_arrays
+from .flow_layers import Flow
+from .linear import LinearTransform
 
 log = logging.getLogger(__name__)
 
-LEVELS, DEPTH, HIDDEN = 3, 3, 32
 LEARNING_RATE, BATCH_SIZE = 1e-3, 64
 SHUFFLE_BUFFER = 4096  # rows shuffled together while streaming: memory stays bounded whatever the corpus
 HELD_OUT_ROWS = 512  # at most this many rows measure held-out NLL ...
 HELD_OUT_MIN_CORPUS = 500  # ... taken out of training only from corpora at least this large
 APPLY_ROWS = 4096  # rows per forward pass in apply(): bounds the activations' memory
 FORMAT_VERSION = 1  # of flow.json and flow.safetensors; load refuses others
-
-
-class ActNorm(nn.Module):
-    """y = (x + loc) * exp(log_scale), initialised on the first batch to zero mean and unit variance."""
-
-    def __init__(self, dim: int):
-        super().__init__()
-        self.loc = nn.Parameter(torch.zeros(dim))
-        self.log_scale = nn.Parameter(torch.zeros(dim))
-        # A buffer, so a loaded flow does not initialise itself again on its first batch.
-        self.register_buffer("initialised", torch.tensor(0, dtype=torch.uint8))
-
-    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        if not self.initialised:
-            with torch.no_grad():
-                self.loc.copy_(-x.mean(0))
-                self.log_scale.copy_(-torch.log(x.std(0) + 1e-6))
-                self.initialised.fill_(1)
-        return (x + self.loc) * torch.exp(self.log_scale), self.log_scale.sum().expand(len(x))
-
-    def inverse(self, y: torch.Tensor) -> torch.Tensor:
-        return y * torch.exp(-self.log_scale) - self.loc
-
-
-class InvertibleLinear(nn.Module):
-    """y = x W^T with W = P L (U + diag(sign * exp(log_s))): log|det W| = sum(log_s), at any width.
-
-    P is fixed, L unit lower triangular, U strictly upper triangular; all start from the LU factors of a
-    random rotation. The factors are applied to x one at a time rather than multiplied into W: for a batch
-    of 64 that is ~10x fewer operations at 384 dims, forward and backward."""
-
-    def __init__(self, dim: int, generator: torch.Generator | None = None):
-        super().__init__()
-        rotation = torch.linalg.qr(torch.randn(dim, dim, generator=generator))[0]
-        permutation, lower, upper = torch.linalg.lu(rotation)
-        diagonal = torch.diagonal(upper)
-        # P as indices: (P v)_j = v[perm[j]], a gather instead of a d x d product.
-        self.register_buffer("permutation", permutation.argmax(1))
-        self.register_buffer("sign", torch.sign(diagonal))
-        self.lower = nn.Parameter(torch.tril(lower, -1))
-        self.upper = nn.Parameter(torch.triu(upper, 1))
-        self.log_s = nn.Parameter(torch.log(diagonal.abs()))
-
-    def _factors(self) -> tuple[torch.Tensor, torch.Tensor]:
-        # tril/triu each time: the other triangle's gradient is then 0 and Adam leaves it at 0.
-        eye = torch.eye(len(self.log_s), dtype=self.lower.dtype)
-        lower = torch.tril(self.lower, -1) + eye
-        upper = torch.triu(self.upper, 1) + torch.diag(self.sign * torch.exp(self.log_s))
-        return lower, upper
-
-    def weight(self) -> torch.Tensor:
-        lower, upper = self._factors()
-        return (lower @ upper)[self.permutation]
-
-    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        lower, upper = self._factors()
-        return ((x @ upper.T) @ lower.T)[:, self.permutation], self.log_s.sum().expand(len(x))
-
-    def inverse(self, y: torch.Tensor) -> torch.Tensor:
-        lower, upper = self._factors()
-        v = y[:, torch.argsort(self.permutation)]
-        # Row form: solve u L^T = v, then x U^T = u.
-        u = torch.linalg.solve_triangular(lower.T, v, upper=True, left=False, unitriangular=True)
-        return torch.linalg.solve_triangular(upper.T, u, upper=False, left=False)
-
-
-class AdditiveCoupling(nn.Module):
-    """The second half shifted by a network of the first: y_b = x_b + net(x_a). Volume preserving."""
-
-    def __init__(self, dim: int, hidden: int):
-        super().__init__()
-        self.split = dim // 2  # odd dims: the shifted half is the larger one
-        self.net = nn.Sequential(
-            nn.Linear(self.split, hidden),
-            nn.ReLU(),
-            nn.Linear(hidden, hidden),
-            nn.ReLU(),
-            nn.Linear(hidden, dim - self.split),
-        )
-        # The last layer starts at zero: the flow starts as actnorm and rotations, training adds the rest.
-        nn.init.zeros_(self.net[-1].weight)
-        nn.init.zeros_(self.net[-1].bias)
-
-    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        a, b = x[:, : self.split], x[:, self.split :]
-        return torch.cat([a, b + self.net(a)], dim=1), x.new_zeros(len(x))
-
-    def inverse(self, y: torch.Tensor) -> torch.Tensor:
-        a, b = y[:, : self.split], y[:, self.split :]
-        return torch.cat([a, b - self.net(a)], dim=1)
-
-
-class Reverse(nn.Module):
-    """Reverses the dimensions, so the next coupling shifts the half this one conditioned on."""
-
-    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        return x.flip(1), x.new_zeros(len(x))
-
-    def inverse(self, y: torch.Tensor) -> torch.Tensor:
-        return y.flip(1)
-
-
-class Flow(nn.Module):
-    """levels x depth steps of [actnorm, invertible linear, additive coupling, reversal] on `dim` dims.
-
-    `seed` fixes the initial weights (without touching torch's global random state)."""
-
-    def __init__(
-        self, dim: int, levels: int = LEVELS, depth: int = DEPTH, hidden: int = HIDDEN, seed: int = 0
-    ):
-        super().__init__()
-        if dim < 2:
-            raise SettingsError(f"a flow needs at least 2 dimensions; the corpus spans {dim}")
-        self.dim, self.levels, self.depth, self.hidden = dim, levels, depth, hidden
-        generator = torch.Generator().manual_seed(seed)
-        self.steps = nn.ModuleList()
-        # nn.Linear initialises from the global generator: seed it inside a fork, restored afterwards.
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
-            for _ in range(levels * depth):
-                self.steps.extend(
-                    [ActNorm(dim), InvertibleLinear(dim, generator), AdditiveCoupling(dim, hidden), Reverse()]
-                )
-
-    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """z and log|det dz/dx|, one per row."""
-        logdet = x.new_zeros(len(x))
-        for step in self.steps:
-            x, step_logdet = step(x)
-            logdet = logdet + step_logdet
-        return x, logdet
-
-    def inverse(self, z: torch.Tensor) -> torch.Tensor:
-        for step in reversed(self.steps):
-            z = step.inverse(z)
-        return z
-
-    def nll(self, x: torch.Tensor) -> torch.Tensor:
-        """Mean negative log-likelihood of the rows under a standard normal base, in nats per dimension
-        (per dimension, so figures compare across models of different widths)."""
-        z, logdet = self(x)
-        log_p = -0.5 * (z**2).sum(1) - 0.5 * self.dim * math.log(2 * math.pi) + logdet
-        return -log_p.mean() / self.dim
+STANDARDISE = TransformSpec(TransformKind.WHITEN, power=1.0)
 
 
 class FlowTransform(Transform):
@@ -218,7 +71,9 @@ class FlowTransform(Transform):
         return self.rank if self.pca is None else self.pca[1].shape[1]
 
     @classmethod
-    def fit(cls, spec: TransformSpec, stats: RunningStats, vectors: VectorBatches | None = None):
+    def fit(cls, spec: TransformSpec, data: FitData) -> FlowTransform:
+        """Train on the raw vectors for `spec.epochs` passes; the rows reported sum to epochs x count."""
+        stats, vectors = data.stats, data.vectors
         if vectors is None:
             raise SettingsError(
                 "flow trains on the documents' raw vectors, and none were given "
@@ -227,9 +82,9 @@ class FlowTransform(Transform):
         if stats.count < 2:
             raise SettingsError(f"flow needs at least 2 documents to train on, got {stats.count}")
         # Whitening on the spanned directions (LinearTransform drops those below RANK_TOLERANCE).
-        standardise = LinearTransform.fit(TransformSpec(TransformKind.WHITEN, power=1.0), stats)
+        standardise = LinearTransform.fit(STANDARDISE, data)
         flow = Flow(standardise.out_dim, seed=spec.seed)
-        report = _train(flow, standardise, vectors, spec, stats.count)
+        report = _train(flow, standardise, vectors, spec, stats.count, data.report)
         log.info(
             "flow trained in %.1f s: held-out NLL %.3f -> %.3f nats/dim",
             report["train_seconds"],
@@ -259,20 +114,14 @@ class FlowTransform(Transform):
         return self.standardise.drift(stats)
 
     def save(self, directory: Path) -> None:
-        from safetensors.numpy import save_file
-
-        from .storage import atomic_path, atomic_write_text
+        from ..storage import atomic_write_text
 
         directory = Path(directory)
         arrays = {f"flow.{name}": t.detach().numpy() for name, t in self.flow.state_dict().items()}
-        arrays["standardise.mean"] = self.standardise.mean
-        arrays["standardise.matrix"] = self.standardise.matrix
-        arrays["standardise.eigenvalues"] = self.standardise.eigenvalues
+        arrays.update(self.standardise.arrays("standardise."))
         if self.pca is not None:
             arrays["pca.mean"], arrays["pca.basis"] = self.pca
-        with atomic_path(directory / self.WEIGHTS) as tmp:
-            # safetensors writes the raw buffer: a Fortran-ordered array (eigh returns those) would transpose.
-            save_file({name: np.ascontiguousarray(a) for name, a in arrays.items()}, str(tmp))
+        save_arrays(directory / self.WEIGHTS, arrays)
         config = {
             "format_version": FORMAT_VERSION,
             "layers": ["actnorm", "invertible_linear_lu", "additive_coupling", "reverse"],
@@ -289,23 +138,15 @@ class FlowTransform(Transform):
 
     @classmethod
     def load(cls, directory: Path, spec: TransformSpec, in_dim: int) -> FlowTransform:
-        from safetensors.numpy import load_file
-
         directory = Path(directory)
         config = json.loads((directory / cls.CONFIG).read_text())
         if config.get("format_version") != FORMAT_VERSION:
             raise IndexStateError(
                 f"{directory / cls.CONFIG} is flow format {config.get('format_version')}; this semsearch "
-                f"reads format {FORMAT_VERSION} (refit the index with --transform flow)"
+                f"reads format {FORMAT_VERSION} (refit the index with transform flow)"
             )
-        arrays = load_file(str(directory / cls.WEIGHTS))
-        standardise = LinearTransform(
-            TransformSpec(TransformKind.WHITEN, power=1.0),
-            in_dim,
-            arrays["standardise.mean"],
-            arrays["standardise.matrix"],
-            arrays["standardise.eigenvalues"],
-        )
+        arrays = load_arrays(directory / cls.WEIGHTS)
+        standardise = LinearTransform.from_arrays(arrays, STANDARDISE, in_dim, prefix="standardise.")
         flow = Flow(config["rank"], config["levels"], config["depth"], config["hidden"])
         state = {
             name[len("flow.") :]: torch.from_numpy(a)
@@ -410,11 +251,17 @@ def _adam(flow: Flow) -> torch.optim.Adam:
 
 
 def _train(
-    flow: Flow, standardise: LinearTransform, vectors: VectorBatches, spec: TransformSpec, count: int
+    flow: Flow,
+    standardise: LinearTransform,
+    vectors: VectorBatches,
+    spec: TransformSpec,
+    count: int,
+    progress: Progress,
 ) -> dict:
-    """Maximum likelihood with Adam over `spec.epochs` streamed passes; returns the training report."""
-    from tqdm import tqdm
+    """Maximum likelihood with Adam over `spec.epochs` streamed passes; returns the training report.
 
+    `progress` hears of each minibatch's rows, and at an epoch's end of the rows it did not train on (held
+    out, or a last row alone), so a pass counts `count` rows whatever the held-out share."""
     started = time.perf_counter()
     stride = _held_out_stride(count)
     held_out_rows = _every(vectors(), stride)
@@ -426,15 +273,9 @@ def _train(
     flow.train()
     before: float | None = None
     steps, epoch_losses = 0, []
-    total = spec.epochs * math.ceil((count - (count // stride if stride > 1 else 0)) / BATCH_SIZE)
-    with (
-        one_torch_thread(),
-        tqdm(
-            total=total, desc="training flow", unit="batch", disable=None, leave=False, file=sys.stderr
-        ) as bar,
-    ):
+    with one_torch_thread():
         for epoch in range(spec.epochs):
-            epoch_losses = []
+            epoch_losses, trained = [], 0
             for batch in _minibatches(vectors(), rng, stride):
                 x = torch.from_numpy(standardise.apply(batch))
                 if before is None:
@@ -444,15 +285,21 @@ def _train(
                 loss = flow.nll(x)
                 if not torch.isfinite(loss):
                     raise SettingsError(
-                        f"flow training diverged (NLL not finite at step {steps}); try another --seed"
+                        f"flow training diverged (NLL not finite at step {steps}); try another seed"
                     )
                 optimiser.zero_grad()
                 loss.backward()
                 optimiser.step()
                 steps += 1
                 epoch_losses.append(loss.item())
-                bar.update()
-                bar.set_postfix(epoch=epoch + 1, nll=f"{epoch_losses[-1]:.3f}", refresh=False)
+                trained += len(batch)
+                progress(len(batch))
+            if count > trained:
+                progress(count - trained)
+            if epoch_losses:
+                log.info(
+                    "flow epoch %d/%d: train NLL %.3f nats/dim", epoch + 1, spec.epochs, np.mean(epoch_losses)
+                )
     if before is None:
         raise SettingsError("flow found no training rows in the documents' vectors")
     with torch.no_grad():

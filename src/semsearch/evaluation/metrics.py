@@ -8,6 +8,9 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+# What the retrieval benchmark reports, and evaluate_run's default.
+RETRIEVAL_METRICS = ("ndcg@10", "recall@10", "recall@100", "mrr@10")
+
 # Our metric names -> trec_eval's measure and the key it reports under.
 _TREC_MEASURES = {
     "ndcg": ("ndcg_cut.{k}", "ndcg_cut_{k}"),
@@ -20,7 +23,7 @@ _TREC_MEASURES = {
 def evaluate_run(
     qrels: Mapping[str, Mapping[str, int]],
     run: Mapping[str, Mapping[str, float]],
-    metrics: Sequence[str] = ("ndcg@10", "recall@10", "recall@100", "mrr@10"),
+    metrics: Sequence[str] = RETRIEVAL_METRICS,
 ) -> dict[str, float]:
     """Mean of each metric (ndcg@k, recall@k, precision@k, map@k, mrr@k) over the judged queries.
 

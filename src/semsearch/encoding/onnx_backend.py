@@ -8,27 +8,40 @@ imports torch. The graph includes the pooling and normalisation, so it returns s
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import os
 import tempfile
 import warnings
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .errors import ModelError
-from .storage import atomic_path
+from ..errors import ModelError
+from ..settings import Pooling, Quantize
+from ..storage import atomic_path
+from .backend import EncoderBackend
+from .model import weights_file
+from .tokenizer import load_tokenizer, padded
+from .torch_backend import embed, load_model
 
 log = logging.getLogger(__name__)
+
+Tokenize = Callable[[list[str]], list[list[int]]]
 
 EXPORT_VERSION = 1  # bump when the exported graph changes, so caches are not reused
 CACHE_ENV = "SEMSEARCH_CACHE"
 # Texts the exported graph must encode as torch does: padding in one batch, and one longer than any trace.
 PROBE_TEXTS = ["A man is playing a guitar.", "short", "word " * 600]
 AGREEMENT = 1e-4  # largest difference from torch's vectors an fp32 graph may show (seen: about 1e-6)
+# Part of the advice ONNX Runtime's quantize_dynamic logs for a model not run through its pre-processing
+# ("Please consider to run pre-processing before quantization. Refer to example: ..." in 1.32); the graph is
+# already what ORT optimises, so the advice is noise to a user.
+PREPROCESS_ADVICE = "pre-processing before quantization"
 
 
 class ExportError(ModelError):
@@ -43,17 +56,10 @@ def cache_directory() -> Path:
     return Path(base) / "semsearch"
 
 
-def graph_path(model_path: Path, pooling: str, normalize: bool, quantize: str) -> Path:
+def graph_path(model_path: Path, pooling: Pooling | str, normalize: bool, quantize: Quantize | str) -> Path:
     """Where the graph for these settings is cached. The key names the model directory and its weights'
     size and modification time: a model changed in place gets a new graph."""
-    weights = next(
-        (
-            model_path / name
-            for name in ("model.safetensors", "pytorch_model.bin")
-            if (model_path / name).is_file()
-        ),
-        None,
-    )
+    weights = weights_file(model_path)
     stat = weights.stat() if weights is not None else None
     key = json.dumps(
         [
@@ -62,15 +68,17 @@ def graph_path(model_path: Path, pooling: str, normalize: bool, quantize: str) -
             (model_path / "config.json").read_text(),
             stat.st_size if stat else None,
             stat.st_mtime_ns if stat else None,
-            pooling,
+            Pooling(pooling).value,  # the plain names, as in the keys of graphs already cached
             normalize,
-            quantize,
+            Quantize(quantize).value,
         ]
     )
     return cache_directory() / "onnx" / f"{hashlib.sha256(key.encode()).hexdigest()[:20]}.onnx"
 
 
-def ensure_graph(model_path: Path, pooling: str, normalize: bool, quantize: str, tokenize) -> Path:
+def ensure_graph(
+    model_path: Path, pooling: Pooling | str, normalize: bool, quantize: Quantize | str, tokenize: Tokenize
+) -> Path:
     """The cached graph, exported (and quantized) first if it is not there yet. `tokenize` gives token ids
     for the agreement check. Raises ExportError if the model cannot be exported faithfully."""
     target = graph_path(model_path, pooling, normalize, quantize)
@@ -81,16 +89,14 @@ def ensure_graph(model_path: Path, pooling: str, normalize: bool, quantize: str,
         with tempfile.TemporaryDirectory(dir=target.parent) as scratch:
             fp32 = Path(scratch) / "fp32.onnx"
             try:
-                _export(model_path, pooling, normalize, tokenize, fp32)
+                _export(model_path, Pooling(pooling), normalize, tokenize, fp32)
             finally:
-                from .encoder import _load_model
-
-                _load_model.cache_clear()  # the torch model was only needed for the export
-            if quantize == "int8":
+                load_model.cache_clear()  # the torch model was only needed for the export
+            if quantize == Quantize.INT8:
                 with atomic_path(target) as tmp:
                     _quantize(fp32, tmp)
             # The fp32 graph is kept too: an int8 index compares against it once (quantize_fidelity).
-            full = graph_path(model_path, pooling, normalize, "none")
+            full = graph_path(model_path, pooling, normalize, Quantize.NONE)
             if not full.is_file():
                 with atomic_path(full) as tmp:
                     os.replace(fp32, tmp)
@@ -103,12 +109,10 @@ def ensure_graph(model_path: Path, pooling: str, normalize: bool, quantize: str,
     return target
 
 
-def _export(model_path: Path, pooling: str, normalize: bool, tokenize, target: Path) -> None:
+def _export(model_path: Path, pooling: Pooling, normalize: bool, tokenize: Tokenize, target: Path) -> None:
     import torch
 
-    from .encoder import Pooling, _load_model, embed, padded
-
-    model = _load_model(str(model_path), "none")
+    model = load_model(str(model_path), Quantize.NONE)
 
     class Pooled(torch.nn.Module):
         def __init__(self):
@@ -116,7 +120,7 @@ def _export(model_path: Path, pooling: str, normalize: bool, tokenize, target: P
             self.model = model
 
         def forward(self, input_ids, attention_mask):
-            return embed(self.model, input_ids, attention_mask, Pooling(pooling), normalize)
+            return embed(self.model, input_ids, attention_mask, pooling, normalize)
 
     ids, mask = padded(tokenize(PROBE_TEXTS[:2]))
     inputs = (torch.from_numpy(ids), torch.from_numpy(mask))
@@ -147,18 +151,16 @@ def _export(model_path: Path, pooling: str, normalize: bool, tokenize, target: P
     _check_agreement(model_path, pooling, normalize, tokenize, target)
 
 
-def _check_agreement(model_path: Path, pooling: str, normalize: bool, tokenize, graph: Path) -> None:
+def _check_agreement(
+    model_path: Path, pooling: Pooling, normalize: bool, tokenize: Tokenize, graph: Path
+) -> None:
     """The graph must give torch's vectors, batched with padding and beyond the traced length."""
     import torch
 
-    from .encoder import Pooling, _load_model, embed, padded
-
-    model = _load_model(str(model_path), "none")
+    model = load_model(str(model_path), Quantize.NONE)
     ids, mask = padded(tokenize(PROBE_TEXTS))
     with torch.inference_mode():
-        want = embed(
-            model, torch.from_numpy(ids), torch.from_numpy(mask), Pooling(pooling), normalize
-        ).numpy()
+        want = embed(model, torch.from_numpy(ids), torch.from_numpy(mask), pooling, normalize).numpy()
     got = _new_session(str(graph), 1).run(None, {"input_ids": ids, "attention_mask": mask})[0]
     difference = float(np.max(np.abs(got - want)) / max(1.0, float(np.max(np.abs(want)))))
     if not difference <= AGREEMENT:
@@ -171,13 +173,33 @@ def _check_agreement(model_path: Path, pooling: str, normalize: bool, tokenize, 
 def _quantize(fp32: Path, target: Path) -> None:
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    # The quantizer logs a suggestion to pre-process the model; the graph is already what ORT optimises.
-    logging.getLogger().disabled, was = True, logging.getLogger().disabled
-    try:
+    with _dropping_root_message(PREPROCESS_ADVICE):
         # Per channel, int8 weights: mean cosine to fp32 0.994 on WordNet glosses (0.980 per tensor in torch).
         quantize_dynamic(str(fp32), str(target), weight_type=QuantType.QInt8, per_channel=True)
+
+
+@contextlib.contextmanager
+def _dropping_root_message(text: str) -> Iterator[None]:
+    """Inside the block, drop the records logged straight on the root logger whose message contains
+    `text`. The quantizer logs through `logging.warning`, the root logger itself: no named logger to
+    silence. Records of named loggers only pass the root's handlers, not its filters, so they are untouched."""
+    root = logging.getLogger()
+
+    def keep(record: logging.LogRecord) -> bool:
+        return text not in record.getMessage()
+
+    # logging.warning() on a root logger without handlers would also call basicConfig, configuring the
+    # process's logging for good; lend it, for the block, the handler Python writes to in that case anyway.
+    lend = logging.lastResort if not root.handlers else None
+    root.addFilter(keep)
+    if lend is not None:
+        root.addHandler(lend)
+    try:
+        yield
     finally:
-        logging.getLogger().disabled = was
+        root.removeFilter(keep)
+        if lend is not None:
+            root.removeHandler(lend)
 
 
 _SESSIONS: dict[tuple[str, int], Any] = {}  # one per graph and thread count, for the process's life
@@ -212,3 +234,21 @@ def _new_session(path: str, threads: int):
         raise ModelError(
             f"{path}: cannot load the cached ONNX graph ({error}); delete it to re-export"
         ) from None
+
+
+class OnnxBackend(EncoderBackend):
+    """ONNX Runtime on the model exported once (faster; a query process never imports torch)."""
+
+    def load(self) -> None:
+        if self.graph is None:
+            spec = self.spec
+            tokenize = load_tokenizer(str(spec.path), spec.max_length)
+            self.graph = ensure_graph(spec.path, spec.pooling, spec.normalize, spec.quantize, tokenize)
+
+    def run(self, ids: np.ndarray, mask: np.ndarray, threads: int = 0) -> np.ndarray:
+        return session(str(self.graph), threads).run(None, {"input_ids": ids, "attention_mask": mask})[0]
+
+    def release(self) -> None:
+        if self.graph is not None:
+            release(str(self.graph))
+            self.graph = None

@@ -10,12 +10,16 @@ from typing import Any
 
 import numpy as np
 
-from .errors import SettingsError
+from ..errors import SettingsError
+from .bench import BenchConfig
+from .datasets import BeirData, load_beir
+from .metrics import RETRIEVAL_METRICS, evaluate_run
 
 INSTALL = "pip install 'semsearch[peers]'"
 
 
-def run(*, beir: Path | None, sts: Path | None, config) -> list[dict[str, Any]]:
+def run(*, beir: Path | None, sts: Path | None, config: BenchConfig) -> list[dict[str, Any]]:
+    """The peers' rows for a BEIR directory and/or an STS file, in the bench's row format."""
     rows: list[dict[str, Any]] = []
     if beir is not None:
         rows += [_sentence_transformers_beir(beir, config), _txtai_beir(beir, config)]
@@ -24,8 +28,8 @@ def run(*, beir: Path | None, sts: Path | None, config) -> list[dict[str, Any]]:
     return [row for row in rows if row]
 
 
-def _model_path(config) -> str:
-    from .encoder import resolve_model_path
+def _model_path(config: BenchConfig) -> str:
+    from ..encoding import resolve_model_path
 
     return str(resolve_model_path(config.model))
 
@@ -57,19 +61,35 @@ def _row(dataset: str, system: str, metrics: dict[str, float], **extra: Any) -> 
     }
 
 
-def _sentence_transformer(config):
+def _beir_row(
+    data: BeirData,
+    system: str,
+    run: dict[str, dict[str, float]],
+    *,
+    query_ms: float,
+    ingest_rate: float,
+    documents: int,
+) -> dict[str, Any]:
+    return _row(
+        data.name,
+        system,
+        evaluate_run(data.qrels, run, RETRIEVAL_METRICS),
+        query_ms=round(query_ms, 3),
+        ingest_docs_per_s=round(ingest_rate, 2),
+        documents=documents,
+        queries=len(data.queries),
+    )
+
+
+def _sentence_transformer(config: BenchConfig):
     try:
         from sentence_transformers import SentenceTransformer
     except ImportError:
-        raise SettingsError(f"--peers needs sentence-transformers: {INSTALL}") from None
+        raise SettingsError(f"needs sentence-transformers: {INSTALL}", setting="peers") from None
     return SentenceTransformer(_model_path(config), device="cpu")
 
 
-def _sentence_transformers_beir(beir: Path, config) -> dict[str, Any]:
-    from .bench import RETRIEVAL_METRICS
-    from .datasets import load_beir
-    from .metrics import evaluate_run
-
+def _sentence_transformers_beir(beir: Path, config: BenchConfig) -> dict[str, Any]:
     data = load_beir(beir, config.split)
     config.progress(f"{data.name}: sentence-transformers encode + exact cosine")
     model = _sentence_transformer(config)
@@ -84,27 +104,16 @@ def _sentence_transformers_beir(beir: Path, config) -> dict[str, Any]:
     scores = queries @ corpus.T
     top = np.argsort(-scores, axis=1)[:, :100]
     run = {q: {ids[j]: float(scores[i, j]) for j in top[i]} for i, q in enumerate(query_ids)}
-    metrics = evaluate_run(data.qrels, run, RETRIEVAL_METRICS)
-    return _row(
-        data.name,
-        "sentence-transformers",
-        metrics,
-        query_ms=round(query_ms, 3),
-        ingest_docs_per_s=round(rate, 2),
-        documents=len(ids),
-        queries=len(query_ids),
+    return _beir_row(
+        data, "sentence-transformers", run, query_ms=query_ms, ingest_rate=rate, documents=len(ids)
     )
 
 
-def _txtai_beir(beir: Path, config) -> dict[str, Any]:
-    from .bench import RETRIEVAL_METRICS
-    from .datasets import load_beir
-    from .metrics import evaluate_run
-
+def _txtai_beir(beir: Path, config: BenchConfig) -> dict[str, Any]:
     try:
         from txtai import Embeddings
     except ImportError:
-        raise SettingsError(f"--peers needs txtai: {INSTALL}") from None
+        raise SettingsError(f"needs txtai: {INSTALL}", setting="peers") from None
     data = load_beir(beir, config.split)
     config.progress(f"{data.name}: txtai index + search")
     ids, texts = _corpus(beir)
@@ -112,26 +121,17 @@ def _txtai_beir(beir: Path, config) -> dict[str, Any]:
     started = time.perf_counter()
     embeddings.index([(doc_id, text, None) for doc_id, text in zip(ids, texts)])
     rate = len(ids) / (time.perf_counter() - started)
-    query_ids = list(data.queries)
     run, timings = {}, []
-    for q in query_ids:
+    for q, text in data.queries.items():
         started = time.perf_counter()
-        results = embeddings.search(data.queries[q], 100)
+        results = embeddings.search(text, 100)
         timings.append(time.perf_counter() - started)
         run[q] = {str(doc_id): float(score) for doc_id, score in results}
-    metrics = evaluate_run(data.qrels, run, RETRIEVAL_METRICS)
-    return _row(
-        data.name,
-        "txtai",
-        metrics,
-        query_ms=round(1000 * float(np.median(timings)), 3),
-        ingest_docs_per_s=round(rate, 2),
-        documents=len(ids),
-        queries=len(query_ids),
-    )
+    query_ms = 1000 * float(np.median(timings))
+    return _beir_row(data, "txtai", run, query_ms=query_ms, ingest_rate=rate, documents=len(ids))
 
 
-def _sentence_transformers_sts(path: Path, config) -> dict[str, Any]:
+def _sentence_transformers_sts(path: Path, config: BenchConfig) -> dict[str, Any]:
     from .datasets import load_sts
     from .metrics import spearman
 

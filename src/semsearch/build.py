@@ -1,0 +1,124 @@
+"""Build: a generation's derived files from the kept raw vectors and the statistics. Fit the transform, build
+the vector index (trained on a sample where its type needs one), bring it up to date after an add or a
+removal, and resolve what a refit asks for. Raw vectors are read a block at a time, never held whole."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+
+import numpy as np
+
+from .manifest import IndexSettings
+from .rawvectors import RawVectors
+from .settings import TransformKind, TransformSpec
+from .stats import RunningStats
+from .transforms import Transform, VectorBatches, fit_transform
+from .vectorindex import VectorIndex, resolve_index_type
+
+Blocks = Iterable[tuple[np.ndarray, np.ndarray]]
+
+
+def live_blocks(raw: RawVectors, live: np.ndarray) -> Blocks:
+    """Raw (pks, vectors) blocks of the rows in `live` (sorted pks; replaced or deleted rows left out)."""
+    for pks, block in raw.blocks():
+        keep = np.isin(pks, live, assume_unique=True)
+        if keep.any():
+            yield pks[keep], block[keep]
+
+
+def raw_batches(raw: RawVectors, live: np.ndarray) -> VectorBatches:
+    """Batches of the live raw vectors, as many passes as a trained transform (flow) wants."""
+    return lambda: (block for _, block in live_blocks(raw, live))
+
+
+def fit(spec: TransformSpec, stats: RunningStats, raw: RawVectors, live: np.ndarray) -> Transform:
+    return fit_transform(spec, stats, raw_batches(raw, live))
+
+
+def build_vectors(transform: Transform, raw: RawVectors, live: np.ndarray, index_type: str) -> VectorIndex:
+    """A new vector index of every live row, of the type `index_type` resolves to for their number."""
+    count = len(live)
+    vectors = VectorIndex.create(
+        transform.out_dim, resolve_index_type(index_type, count, transform.out_dim), count
+    )
+    if vectors.training_rows:
+        vectors.train(training_sample(transform, raw, live, vectors.training_rows))
+    for pks, block in live_blocks(raw, live):
+        vectors.add(transform.project(block), pks)
+    return vectors
+
+
+def training_sample(transform: Transform, raw: RawVectors, live: np.ndarray, rows: int) -> np.ndarray:
+    """About `rows` transformed vectors spread evenly over the live rows (every stride-th one), projected
+    block by block: only the reduced sample is ever held, never the raw vectors."""
+    stride = max(1, len(live) // rows)
+    parts, seen = [], 0
+    for _, block in live_blocks(raw, live):
+        parts.append(transform.project(block[(-seen) % stride :: stride]))
+        seen += len(block)
+    return np.concatenate(parts)
+
+
+def without(vectors: VectorIndex, pks: Sequence[int], rebuild: Callable[[], VectorIndex]) -> VectorIndex:
+    """The vector index without these rows: removed in place, or rebuilt (`rebuild`, from the live rows) where
+    the type cannot remove (hnsw). Called after the store has dropped them."""
+    if not len(pks):
+        return vectors
+    if vectors.supports_remove:
+        vectors.remove(np.asarray(pks, dtype=np.int64))
+        return vectors
+    return rebuild()
+
+
+def after_add(
+    transform: Transform,
+    vectors: VectorIndex,
+    *,
+    raw: RawVectors,
+    new_rows: RawVectors,
+    live: np.ndarray,
+    replaced: Sequence[int],
+    index_type: str,
+) -> VectorIndex:
+    """The vector index after an add that keeps the transform (so the stored vectors stay valid): the replaced
+    rows out, the new ones in; rebuilt when `auto` outgrows its type or the type cannot remove."""
+
+    def rebuild() -> VectorIndex:
+        return build_vectors(transform, raw, live, index_type)
+
+    vectors = without(vectors, replaced, rebuild)
+    if vectors.kind != resolve_index_type(index_type, len(live), vectors.dim):
+        return rebuild()
+    if vectors.count < len(live):  # not rebuilt: add the new documents
+        for pks, block in new_rows.blocks():
+            vectors.add(transform.project(block), pks)
+    return vectors
+
+
+def refit_spec(
+    settings: IndexSettings,
+    transform: str | None,
+    dims: int | str | None,
+    power: float | None,
+    flow_epochs: int | None,
+    seed: int | None,
+) -> TransformSpec:
+    """What a refit fits. Unnamed settings (None) keep their current values, except that a new transform kind
+    starts from its own defaults for dims and power; `dims="all"` keeps every dimension."""
+    kind = TransformKind.parse(transform or settings.transform, "transform")
+    same_kind = kind.value == settings.transform
+    if power is None and same_kind and kind is TransformKind.WHITEN:
+        power = settings.power
+    if dims == "all":
+        dims = None
+    elif dims is None and same_kind:
+        dims = settings.dims_requested
+    spec = TransformSpec(
+        kind,
+        dims,
+        power,
+        settings.flow_epochs if flow_epochs is None else flow_epochs,
+        settings.seed if seed is None else seed,
+    )
+    spec.check_against(settings.encoder_dim)
+    return spec

@@ -1,0 +1,189 @@
+"""The settings of a new index: the user's options resolved against the model (its pooling, width and
+whether it is a sentence-embedding model) and the defaults the benchmark chose (settings.py), and the check
+that options given for an existing index agree with it."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from .encoding import (
+    Encoder,
+    ExportError,
+    model_fingerprint,
+    model_name,
+    read_model_defaults,
+    resolve_model_path,
+)
+from .errors import DataError, IndexStateError, SettingsError
+from .manifest import IndexSettings
+from .settings import (
+    DEFAULT_BACKEND,
+    DEFAULT_DIMS,
+    DEFAULT_INDEX_TYPE,
+    DEFAULT_MODEL,
+    DEFAULT_POWER,
+    DEFAULT_QUANTIZE,
+    DEFAULT_RERANK,
+    DEFAULT_TRANSFORM,
+    NO_MODEL,
+    IndexOptions,
+    Pooling,
+    Quantize,
+    TransformSpec,
+)
+
+log = logging.getLogger(__name__)
+
+
+def new_settings(options: IndexOptions) -> IndexSettings:
+    """The settings of a new index made with these options; loads (and for onnx exports) the model first, so
+    a model that cannot be used fails before anything is written."""
+    if options.model == NO_MODEL:
+        if not options.dim:
+            raise SettingsError("an index without a model needs the width of its vectors (dim)")
+        return _settings(options, None, Pooling.MEAN.value, 0, False, options.dim, sentence_model=False)
+    model_path = resolve_model_path(options.model)
+    defaults = read_model_defaults(model_path)
+    if options.dim is not None and options.dim != defaults.dim:
+        raise DataError(f"vectors of width {options.dim}, but the model's dimension is {defaults.dim}")
+    settings = _settings(
+        options,
+        model_path,
+        options.pooling or defaults.pooling.value,
+        options.max_length or defaults.max_length,
+        defaults.normalize,
+        defaults.dim,
+        sentence_model=defaults.sentence_model,
+    )
+    return settings.with_changes(
+        backend=_loadable_backend(model_path, settings, explicit=options.backend is not None)
+    )
+
+
+def _settings(
+    options: IndexOptions,
+    model_path: Path | None,
+    pooling: str,
+    max_length: int,
+    normalize: bool,
+    dim: int,
+    *,
+    sentence_model: bool,
+) -> IndexSettings:
+    transform, power, dims = options.transform, options.power, options.dims
+    if transform is None:
+        transform = DEFAULT_TRANSFORM.value
+        power = DEFAULT_POWER if power is None else power
+        dims = min(DEFAULT_DIMS, dim) if dims is None else dims
+    spec = TransformSpec(transform, dims, power, options.flow_epochs or 1, options.seed or 0)
+    spec.check_against(dim)
+    rerank = options.rerank
+    if rerank is None:
+        reduced = dims is not None and dims < dim
+        rerank = DEFAULT_RERANK if sentence_model and reduced else 0
+    if model_path is None:
+        identity = dict(model=NO_MODEL, model_name=NO_MODEL, model_fingerprint=NO_MODEL, pooling=NO_MODEL)
+        quantize = Quantize.NONE.value
+    else:
+        named = options.model is not None and options.model != DEFAULT_MODEL
+        identity = dict(
+            model=str(model_path.resolve()) if named else DEFAULT_MODEL,
+            model_name=model_name(model_path),
+            model_fingerprint=model_fingerprint(model_path),
+            pooling=pooling,
+        )
+        quantize = options.quantize or DEFAULT_QUANTIZE.value
+    return IndexSettings(
+        **identity,
+        max_length=max_length,
+        normalize=normalize,
+        encoder_dim=dim,
+        transform=spec.kind.value,
+        power=spec.effective_power,
+        dims_requested=dims,
+        quantize=quantize,
+        backend=options.backend or DEFAULT_BACKEND.value,
+        index_type=options.index_type or DEFAULT_INDEX_TYPE.value,
+        flow_epochs=spec.epochs,
+        seed=spec.seed,
+        rerank=rerank,
+        batch_size=options.batch_size,
+    )
+
+
+def _loadable_backend(model_path: Path, settings: IndexSettings, explicit: bool) -> str:
+    """The backend the index will use: the one asked for, or by default onnx, falling back to torch (with a
+    warning) for a model that cannot be exported faithfully."""
+
+    def load(backend: str) -> None:
+        Encoder(
+            model_path,
+            pooling=settings.pooling,
+            max_length=settings.max_length,
+            quantize=settings.quantize,
+            backend=backend,
+        ).load()
+
+    try:
+        load(settings.backend)
+    except ExportError as error:
+        if explicit:
+            raise
+        log.warning("%s; encoding with torch instead", error)
+        load("torch")
+        return "torch"
+    return settings.backend
+
+
+def make_encoder(path: Path, settings: IndexSettings, quantize: str) -> Encoder:
+    """The encoder of the index at `path` (with `quantize` weights), after checking the model is its own."""
+    if settings.model == NO_MODEL:
+        raise IndexStateError(
+            f"{path} holds vectors made elsewhere and has no model to encode text: give vectors "
+            "(query --vector FILE; ingest --vectors FILE or --vector-field F)"
+        )
+    model_path = resolve_model_path(settings.model)
+    if model_fingerprint(model_path) != settings.model_fingerprint:
+        raise IndexStateError(f"the model at {model_path} is not the one {path} was built with")
+    return Encoder(
+        model_path,
+        pooling=settings.pooling,
+        max_length=settings.max_length,
+        normalize=settings.normalize,
+        batch_size=settings.batch_size,
+        quantize=quantize,
+        backend=settings.backend,
+    )
+
+
+def check_compatible(path: Path, settings: IndexSettings, options: IndexOptions) -> None:
+    """Options given for an existing index must match it."""
+    model = options.model
+    # "none" with an existing index: vectors made elsewhere arrive, as wide as the index's (checked then).
+    if model is not None and model != NO_MODEL:
+        model_path = resolve_model_path(model)
+        if settings.model == NO_MODEL or model_fingerprint(model_path) != settings.model_fingerprint:
+            raise IndexStateError(
+                f"{path} was built with model {settings.model_name} ({settings.model}), not {model}: "
+                "use another index directory, or the same model"
+            )
+    if options.pooling is not None and options.pooling != settings.pooling:
+        raise IndexStateError(
+            f"{path} was built with pooling {settings.pooling}, not {options.pooling}: use another index directory"
+        )
+    have = {
+        "transform": settings.transform,
+        "dims": settings.dims_requested,
+        "power": settings.power,
+        "rerank": settings.rerank,
+        "index_type": settings.index_type,
+        "quantize": settings.quantize,
+        "backend": settings.backend,
+    }
+    differ = {name: value for name, value in options.given().items() if name in have and value != have[name]}
+    if differ:
+        said = ", ".join(f"{name} {have[name]} (asked {value})" for name, value in differ.items())
+        raise IndexStateError(
+            f"{path} has {said}: change it with `semsearch refit`, or use another index directory"
+        )

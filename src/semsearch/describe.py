@@ -1,0 +1,57 @@
+"""`info`: what an index is and holds, from its manifest and the sizes of its files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .manifest import FORMAT_VERSION
+from .settings import DRIFT_LIMIT
+from .store import DocumentStore
+from .vectorindex import VectorIndex
+
+if TYPE_CHECKING:
+    from .index import Index
+
+
+def describe(index: Index) -> dict[str, Any]:
+    s, state = index.settings, index.state
+    generation = index.generation_dir
+    sizes = {
+        "documents": _size(index.path / DocumentStore.FILE)
+        + _size(index.path / (DocumentStore.FILE + "-wal")),
+        "raw_vectors": sum(_size(index.path / "raw" / segment["name"]) for segment in state.segments),
+        "vector_index": _size(generation / VectorIndex.FILE),
+        "transform": sum(_size(p) for p in generation.glob("*") if p.name != VectorIndex.FILE),
+    }
+    sizes["total"] = sum(sizes.values())
+    return {
+        "path": str(index.path),
+        "documents": state.count,
+        "model": s.model,
+        "model_name": s.model_name,
+        "pooling": s.pooling,
+        "max_length": s.max_length,
+        "transform": s.transform,
+        "dims": state.dims,
+        "dims_requested": s.dims_requested,
+        "power": s.power,
+        "rerank": s.rerank,
+        **({"flow_epochs": s.flow_epochs, "seed": s.seed} if s.transform == "flow" else {}),
+        "drift": state.drift,
+        "drift_limit": DRIFT_LIMIT,
+        "encoder_dim": s.encoder_dim,
+        "quantize": s.quantize,
+        **({"quantize_fidelity": state.quantize_fidelity} if s.quantize != "none" else {}),
+        "backend": s.backend,
+        "index_type": s.index_type,
+        "index_structure": state.index_structure,
+        "bytes": sizes,
+        "created": state.created,
+        "updated": state.updated,
+        "format_version": FORMAT_VERSION,
+    }
+
+
+def _size(path: Path) -> int:
+    return path.stat().st_size if path.is_file() else 0

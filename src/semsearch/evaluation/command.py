@@ -1,0 +1,141 @@
+"""`semsearch bench`: the command line of the benchmark (bench.py, report.py), registered by cli.py. Heavy
+imports wait until it runs."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+import click
+
+
+@click.command()
+@click.option(
+    "--beir",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="A BEIR-format directory (corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv), or Cranfield's SMART files.",
+)
+@click.option(
+    "--sts",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="An STS Benchmark or SICK file: Spearman of cosine against the gold scores.",
+)
+@click.option("--split", default="test", show_default=True, help="The BEIR qrels split.")
+@click.option(
+    "--dims",
+    "dims_text",
+    default="16,32,64,128,256,all",
+    show_default=True,
+    help="Dimensions kept, comma separated; 'all' keeps every dimension.",
+)
+@click.option(
+    "--transforms", default="none,pca,whiten", show_default=True, help="Transforms, comma separated."
+)
+@click.option("--powers", default="1,0.5,0", show_default=True, help="Whitening powers, comma separated.")
+@click.option("--pooling", default="mean", show_default=True, help="Poolings, comma separated.")
+@click.option(
+    "--quantize", default="none", show_default=True, help="Encoder weights, comma separated: none, int8."
+)
+@click.option(
+    "--backend",
+    "backends",
+    default="onnx",
+    show_default=True,
+    help="What runs the encoder, comma separated: onnx, torch.",
+)
+@click.option("--model", type=click.Path(path_type=Path), help="A local model directory (default: bundled).")
+@click.option(
+    "--rerank",
+    default="0",
+    show_default=True,
+    help="Candidates re-scored with the raw vectors, comma separated (0: none).",
+)
+@click.option("--peers", is_flag=True, help="Also measure sentence-transformers and txtai on the same data.")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Where results go (default: benchmarks/results/DATASET/).",
+)
+@click.option(
+    "--work",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("indexes") / "bench",
+    show_default=True,
+    help="Where encoded corpora are kept for reuse.",
+)
+def bench(
+    beir,
+    sts,
+    split,
+    dims_text,
+    transforms,
+    powers,
+    pooling,
+    quantize,
+    backends,
+    model,
+    rerank,
+    peers,
+    out,
+    work,
+):
+    """Measure quality against dimensions kept, for each transform and power, through the engine itself.
+
+    \b
+    Examples:
+        semsearch bench --beir ../shared/data/scifact --dims 64,128,256,all --rerank 0,100
+        semsearch bench --sts ../shared/data/stsb/sts-dev.csv --pooling mean,cls
+    """
+    from . import bench as benchmark
+    from . import report
+
+    if bool(beir) == bool(sts):
+        raise click.UsageError("give exactly one of --beir DIR or --sts FILE")
+    config = benchmark.BenchConfig(
+        transforms=_split(transforms),
+        dims=benchmark.parse_dims(dims_text),
+        powers=[float(p) for p in _split(powers)],
+        poolings=_split(pooling),
+        quantize=_split(quantize),
+        backends=_split(backends),
+        model=str(model) if model else None,
+        rerank=[int(r) for r in _split(rerank)],
+        split=split,
+        work=work,
+        peers=peers,
+        progress=lambda message: click.echo(message, err=True),
+    )
+    if beir:
+        from .datasets import ensure_beir
+
+        directory = ensure_beir(beir, work / "converted")
+        rows = benchmark.run_beir(directory, config)
+        name = beir.name
+    else:
+        rows = benchmark.run_sts(sts, config)
+        name = sts.stem
+    if peers:
+        from . import peers as peer_systems
+
+        rows += peer_systems.run(beir=directory if beir else None, sts=sts, config=config)
+    command = _command_line(click.get_current_context())
+    paths = report.write_outputs(rows, out or Path("benchmarks") / "results" / name, command)
+    click.echo(report.markdown_table(rows, command))
+    click.echo("wrote " + ", ".join(str(p) for p in paths), err=True)
+
+
+def _command_line(ctx: click.Context) -> str:
+    """The command as it would be typed to reproduce this run, every option spelled out."""
+    parts = ["semsearch", ctx.info_name or ctx.command.name]
+    for param in ctx.command.params:
+        value = ctx.params.get(param.name)
+        if value is None or value is False or not isinstance(param, click.Option):
+            continue
+        parts.append(param.opts[0])
+        if not param.is_flag:
+            parts.append(shlex.quote(str(value)))
+    return " ".join(parts)
+
+
+def _split(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]

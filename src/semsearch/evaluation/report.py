@@ -1,0 +1,147 @@
+"""The benchmark's outputs: results.json (merged with earlier runs' rows), results.md (a table with the
+commands that made it) and one PNG plot per dataset and pooling."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ..storage import atomic_write_text
+from .metrics import RETRIEVAL_METRICS
+
+ROW_KEY = (
+    "dataset",
+    "system",
+    "model",
+    "pooling",
+    "quantize",
+    "backend",
+    "transform",
+    "power",
+    "dims_requested",
+    "rerank",
+)
+# Rows written before these columns existed (encoded by torch then).
+KEY_DEFAULTS = {"system": "semsearch", "quantize": "none", "backend": "torch"}
+
+
+def write_outputs(rows: list[dict[str, Any]], out: Path, command: str) -> list[Path]:
+    """results.json, results.md (with the commands) and one PNG plot per dataset and pooling.
+
+    Rows already in `out` from other runs are kept unless this run measured the same setting again, so a
+    sweep can be extended (a new transform, another pooling) without redoing the rest."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    rows = [{**row, "command": command} for row in rows]
+    fresh = {_key(row) for row in rows}
+    previous = []
+    if (out / "results.json").is_file():
+        previous = [row for row in json.loads((out / "results.json").read_text()) if _key(row) not in fresh]
+    merged = previous + rows
+    atomic_write_text(out / "results.json", json.dumps(merged, indent=1) + "\n")
+    atomic_write_text(out / "results.md", markdown_table(merged))
+    return [out / "results.json", out / "results.md", *plot(merged, out)]
+
+
+def _key(row: dict[str, Any]) -> tuple:
+    return tuple(row.get(name, KEY_DEFAULTS.get(name)) for name in ROW_KEY)
+
+
+def _metric_names(rows: list[dict[str, Any]]) -> list[str]:
+    return ["spearman"] if rows and "spearman" in rows[0] else list(RETRIEVAL_METRICS)
+
+
+def markdown_table(rows: list[dict[str, Any]], command: str | None = None) -> str:
+    metrics = _metric_names(rows)
+    extra = ["query_ms", "bytes_per_doc", "refit_s", "ingest_docs_per_s", "encode_sentences_per_s", "fit_s"]
+    extra = [c for c in extra if any(c in r for r in rows)]
+    quantized = any(r.get("quantize", "none") != "none" for r in rows)
+    backends = (
+        len({r.get("backend", KEY_DEFAULTS["backend"]) for r in rows if r.get("system") == "semsearch"}) > 1
+    )
+    columns = [
+        "dataset",
+        "system",
+        "pooling",
+        *["quantize"] * quantized,
+        *["backend"] * backends,
+        "transform",
+        "power",
+        "dims",
+        "rerank",
+    ]
+    columns += [*metrics, *extra]
+    commands = list(
+        dict.fromkeys([row["command"] for row in rows if "command" in row] + [command] * bool(command))
+    )
+    lines = [
+        "# Benchmark results",
+        "",
+        f"Model: {', '.join(dict.fromkeys(str(r['model']) for r in rows))}",
+        "",
+    ]
+    lines += ["Made with:", "", *(f"- `{c}`" for c in commands), ""]
+    lines += ["| " + " | ".join(columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]
+    for row in rows:
+        values = [
+            row.get(c, KEY_DEFAULTS.get(c) if row.get("system") == "semsearch" else None) for c in columns
+        ]
+        cells = ["" if v is None else f"{v:.4g}" if isinstance(v, float) else str(v) for v in values]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def plot(rows: list[dict[str, Any]], out: Path) -> list[Path]:
+    """Quality against dims, one line per transform/power, the raw full-dims figure as a reference line."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    metric = _metric_names(rows)[0]
+    paths = []
+    for dataset, pooling in dict.fromkeys((r["dataset"], r["pooling"]) for r in rows):
+        subset = [
+            r
+            for r in rows
+            if r["dataset"] == dataset
+            and r["pooling"] == pooling
+            and r.get(metric) is not None
+            and r.get("system", "semsearch") == "semsearch"
+            and r.get("quantize", "none") == "none"  # int8 rows are compared in the table
+        ]
+        # One backend per plot (their vectors agree to 1e-6): the one most rows were measured with.
+        backends = [r.get("backend", KEY_DEFAULTS["backend"]) for r in subset]
+        subset = [r for r, b in zip(subset, backends) if b == max(set(backends), key=backends.count)]
+        figure, axes = plt.subplots(figsize=(7, 4.5))
+        raw = [r for r in subset if r["transform"] == "none" and r["rerank"] == 0]
+        if raw:
+            axes.axhline(raw[0][metric], color="black", linestyle=":", label=f"raw ({raw[0]['dims']} dims)")
+        lines = dict.fromkeys(
+            (r["transform"], r["power"], r["rerank"]) for r in subset if r["transform"] != "none"
+        )
+        for transform, power, rerank in lines:
+            points = sorted(
+                (r["dims"], r[metric])
+                for r in subset
+                if (r["transform"], r["power"], r["rerank"]) == (transform, power, rerank)
+            )
+            label = (
+                transform
+                + (f" P={power:g}" if transform == "whiten" else "")
+                + (f" + rerank {rerank}" if rerank else "")
+            )
+            axes.plot(*zip(*points), marker="o", linestyle="--" if rerank else "-", label=label)
+        axes.set_xscale("log", base=2)
+        axes.set_xlabel("dimensions kept")
+        axes.set_ylabel(metric)
+        axes.set_title(f"{dataset}, {rows[0]['model']}, {pooling} pooling")
+        axes.grid(alpha=0.3)
+        axes.legend(fontsize=8)
+        path = out / f"{dataset}-{pooling}-{metric.replace('@', '_at_')}.png"
+        figure.tight_layout()
+        figure.savefig(path, dpi=110)
+        plt.close(figure)
+        paths.append(path)
+    return paths

@@ -1,0 +1,163 @@
+"""The writes of an index (add, delete, refit), run while its writer lock is held. Each builds the next
+generation (generations.py) from the stages (ingest.py, build.py) and returns what was published, which the
+Index then takes up."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from . import build
+from .creation import make_encoder
+from .documents import Document
+from .generations import NextGeneration
+from .ingest import CHUNK_DOCS, Added, Progress, add_documents, fidelity, fidelity_sample
+from .manifest import IndexSettings, Manifest
+from .rawvectors import RawVectors, ResumeCache, Segment, SegmentWriter
+from .settings import NO_MODEL, Quantize, TransformSpec
+from .stats import RunningStats
+from .transforms import Transform
+from .vectorindex import VectorIndex, resolve_index_type
+
+if TYPE_CHECKING:
+    from .index import Index
+
+
+@dataclass(frozen=True)
+class Published:
+    """A generation just published, with the parts already in memory."""
+
+    manifest: Manifest
+    transform: Transform
+    vectors: VectorIndex
+
+
+def add(
+    index: Index, documents: Iterable[Document], progress: Progress | None
+) -> tuple[Added, Published | None]:
+    """Encode, count and store the documents not already here unchanged (ingest.add_documents), then publish
+    a generation (None when nothing was added). Vectors also go to a resume cache as they are encoded: if the
+    process dies, the same ingest run again takes them from there instead of encoding them again."""
+    settings, state = index.settings, index.state
+    stats = index.stats()
+    cache = ResumeCache(index.path, settings.encoder_dim)
+    writer = SegmentWriter(index.path, state.next_pk, settings.encoder_dim)
+    try:
+        with index.generations.next(index.manifest) as building:
+            done = add_documents(
+                documents,
+                store=index.store,
+                raw=index.raw,
+                stats=stats,
+                writer=writer,
+                cache=cache,
+                encode=None if settings.model == NO_MODEL else index.encoder.encode,
+                first_pk=state.next_pk,
+                progress=progress,
+            )
+            if done.added == 0:
+                writer.discard()
+                return done, None
+            segments = Segment.all_of(state.segments) + [writer.finish()]
+            raw, live = RawVectors(index.path, segments, settings.encoder_dim), index.store.all_pks()
+            if state.count == 0:  # the first documents: fit the transform on them, index everything
+                transform = build.fit(settings.spec, stats, raw, live)
+                vectors = build.build_vectors(transform, raw, live, settings.index_type)
+            else:  # keep the transform so the stored vectors stay valid
+                transform = index.transform
+                vectors = build.after_add(
+                    transform,
+                    VectorIndex.load(index.generation_dir),
+                    raw=raw,
+                    new_rows=RawVectors(index.path, segments[-1:], settings.encoder_dim),
+                    live=live,
+                    replaced=done.replaced,
+                    index_type=settings.index_type,
+                )
+            changes: dict[str, Any] = dict(
+                segments=tuple(s.to_json() for s in segments), next_pk=done.next_pk
+            )
+            if settings.quantize != Quantize.NONE and state.quantize_fidelity is None:
+                changes["quantize_fidelity"] = _fidelity(index, range(state.next_pk, done.next_pk))
+            published = _write(index, building, stats, transform, vectors, settings, **changes)
+    except BaseException:
+        writer.discard()
+        raise
+    cache.clear()
+    return done, published
+
+
+def _fidelity(index: Index, new_pks: range) -> dict[str, Any]:
+    """int8 against fp32 on a sample of the first documents this index encoded, spread over their lengths
+    (`info` shows it): what quantization changed on this corpus. The fp32 encoder is used once."""
+    rows = index.store.get(list(new_pks[:CHUNK_DOCS]))
+    sample = fidelity_sample([Document(r["id"], r["text"], r["title"]) for r in rows.values()])
+    exact_encoder = make_encoder(index.path, index.settings, Quantize.NONE.value)
+    exact = exact_encoder.encode(sample)
+    exact_encoder.release()
+    return fidelity(index.encoder.encode(sample), exact)
+
+
+def delete(index: Index, pks: Sequence[int]) -> Published:
+    """Delete these rows; their vectors leave the statistics (downdated exactly) and the vector index."""
+    stats = index.stats()
+    stats.remove(index.raw.get(np.asarray(pks, dtype=np.int64)))
+    transform, vectors = index.transform, VectorIndex.load(index.generation_dir)
+    with index.generations.next(index.manifest) as building:
+        index.store.delete(pks)
+        live = index.store.all_pks()
+        vectors = build.without(
+            vectors, pks, lambda: build.build_vectors(transform, index.raw, live, index.settings.index_type)
+        )
+        published = _write(index, building, stats, transform, vectors, index.settings)
+    return published
+
+
+def refit(index: Index, spec: TransformSpec, index_type: str | None) -> tuple[float, Published]:
+    """A new transform from the stored statistics and a vector index rebuilt from the kept raw vectors."""
+    started = time.perf_counter()
+    index_type = index_type or index.settings.index_type
+    resolve_index_type(index_type, 0)  # validates the name before the fit
+    live, stats = index.store.all_pks(), index.stats()
+    fitted = build.fit(spec, stats, index.raw, live)
+    vectors = build.build_vectors(fitted, index.raw, live, index_type)
+    settings = index.settings.with_changes(
+        transform=spec.kind.value,
+        dims_requested=spec.dims,
+        power=spec.effective_power,
+        flow_epochs=spec.epochs,
+        seed=spec.seed,
+        index_type=index_type,
+    )
+    with index.generations.next(index.manifest) as building:
+        published = _write(index, building, stats, fitted, vectors, settings)
+    return time.perf_counter() - started, published
+
+
+def _write(
+    index: Index,
+    building: NextGeneration,
+    stats: RunningStats,
+    transform: Transform,
+    vectors: VectorIndex,
+    settings: IndexSettings,
+    **changes: Any,
+) -> Published:
+    """Write every file of the next generation and hand its manifest to the generation being built."""
+    stats.save(building.directory / RunningStats.FILE)
+    transform.save(building.directory)
+    vectors.save(building.directory)
+    state = index.state.with_changes(
+        count=index.store.count(),
+        dims=transform.out_dim,
+        drift=transform.drift(stats),
+        index_structure=vectors.description,
+        **changes,
+    )
+    return Published(
+        index.generations.write_manifest(building, Manifest(settings, state)), transform, vectors
+    )
