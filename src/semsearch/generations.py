@@ -26,6 +26,7 @@ from .faults import fault_point
 from .manifest import FILE, PENDING, Manifest
 from .storage import fsync_directory
 from .store import DocumentStore
+from .vectorindex import VectorIndex
 
 
 def generation_name(generation: int) -> str:
@@ -163,6 +164,20 @@ class Generations:
             fsync_directory(self.path)
         else:
             pending.unlink(missing_ok=True)
+
+    def check(self, manifest: Manifest) -> None:
+        """The manifest, the document store and the generation's files must agree (checked on every open)."""
+        state, stored = manifest.state, self.store.count()
+        if self.store.generation() != state.generation or stored != state.count:
+            raise IndexStateError(
+                f"{self.path} is inconsistent: the manifest says generation {state.generation} with {state.count} "
+                f"documents, the document store generation {self.store.generation()} with {stored}; "
+                "re-run the last ingest to repair it"
+            )
+        if state.count and not (self.directory(state.generation) / VectorIndex.FILE).is_file():
+            raise IndexStateError(
+                f"{self.path}: {generation_name(state.generation)} is incomplete; re-run the ingest"
+            )
 
     def current(self, lock: WriterLock) -> Manifest:
         """The manifest of the last committed generation, for a reader. Rolled forward first when no writer

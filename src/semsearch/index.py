@@ -24,6 +24,7 @@ from .creation import check_compatible, make_encoder, new_settings
 from .documents import Corpus, Document, FieldNames, parse_document, validate_documents
 from .encoding import Encoder
 from .errors import DataError, IndexStateError
+from .faults import fault_point
 from .generations import Generations, WriterLock
 from .ingest import AddReport, Progress
 from .manifest import FILE, PENDING, IndexSettings, IndexState, Manifest
@@ -46,6 +47,14 @@ from .transforms import Transform, load_transform
 from .vectorindex import VectorIndex
 
 __all__ = ["AddReport", "Hit", "Index"]
+
+# What a create killed before its manifest was written leaves behind: the next create starts over on them.
+CREATE_LEFTOVERS = {
+    DocumentStore.FILE,
+    DocumentStore.FILE + "-wal",
+    DocumentStore.FILE + "-shm",
+    WriterLock.FILE,
+}
 
 
 class Index:
@@ -83,7 +92,9 @@ class Index:
         path = Path(path)
         if (path / FILE).exists():
             raise IndexStateError(f"{path} is already an index; open it with Index.open")
-        if path.exists() and (not path.is_dir() or any(path.iterdir())):
+        if path.exists() and (
+            not path.is_dir() or any(p.name not in CREATE_LEFTOVERS for p in path.iterdir())
+        ):
             raise IndexStateError(f"{path} exists and is not an empty directory")
         settings = new_settings(options)  # loads the model first: nothing is written for one that fails
         path.mkdir(parents=True, exist_ok=True)
@@ -93,6 +104,7 @@ class Index:
                 raise IndexStateError(f"{path} was just made an index by another process")
             with index.store.transaction():
                 index.store.set_generation(0)
+            fault_point("creating")
             index.manifest = index.manifest.save(path)
         return index
 
@@ -227,15 +239,7 @@ class Index:
             raise IndexStateError(f"{self.path} holds no documents yet: ingest some first")
 
     def _check_consistent(self) -> None:
-        state, stored = self.state, self.store.count()
-        if self.store.generation() != state.generation or stored != state.count:
-            raise IndexStateError(
-                f"{self.path} is inconsistent: the manifest says generation {state.generation} with {state.count} "
-                f"documents, the document store generation {self.store.generation()} with {stored}; "
-                "re-run the last ingest to repair it"
-            )
-        if state.count and not (self.generation_dir / VectorIndex.FILE).is_file():
-            raise IndexStateError(f"{self.path}: {self.generation_dir.name} is incomplete; re-run the ingest")
+        self.generations.check(self.manifest)
 
     # ---- writing --------------------------------------------------------------------------------------
 
@@ -332,7 +336,6 @@ class Index:
         vectors: no encoding. Unnamed settings (None) keep their current values, except that a new transform
         kind starts from its own defaults for dims and power; `dims="all"` keeps every dimension; `index_type`
         changes the FAISS index (flat, hnsw, ivf, pq, auto). Returns the seconds it took."""
-        at_least(flow_epochs, 1, "flow_epochs")
         with self._writing():
             spec = build.refit_spec(self.settings, transform, dims, power, flow_epochs, seed)
             return self._refit_locked(spec, index_type)
@@ -359,7 +362,6 @@ class Index:
     def search_many(
         self, texts: Sequence[str], k: int = 10, where: Where = None, rerank: int | None = None
     ) -> list[list[Hit]]:
-        check_k(k)
         if any(not text.strip() for text in texts):
             raise DataError("the query text is empty")
         return self.search_vectors(self.encoder.encode(list(texts)), k, where, rerank)
