@@ -32,12 +32,14 @@ class Condition:
         """`genre=news`, `year>=2015`, `lang!=en`."""
         match = re.match(r"^\s*([^=!<>]+?)\s*(!=|<=|>=|=|<|>)\s*(.*?)\s*$", text)
         if not match or not match.group(1):
-            raise SettingsError(f"--where {text!r}: expected FIELD=VALUE (or !=, <, <=, >, >=)")
+            raise SettingsError(f"{text!r}: expected FIELD=VALUE (or !=, <, <=, >, >=)", setting="where")
         field, operator, value = match.groups()
         if '"' in field:
-            raise SettingsError(f"--where {text!r}: a field name cannot contain a double quote")
+            raise SettingsError(f"{text!r}: a field name cannot contain a double quote", setting="where")
         if operator in NUMERIC_OPERATORS and _number(value) is None:
-            raise SettingsError(f"--where {text!r}: {operator} compares numbers, and {value!r} is not one")
+            raise SettingsError(
+                f"{text!r}: {operator} compares numbers, and {value!r} is not one", setting="where"
+            )
         return cls(field, operator, value)
 
 
@@ -209,7 +211,8 @@ class DocumentStore:
             else:
                 listed = ", ".join(sorted(known)) or "none"
                 raise SettingsError(
-                    f"--where {condition.field}: no document has a field {condition.field!r} (fields: {listed})"
+                    f"{condition.field}: no document has a field {condition.field!r} (fields: {listed})",
+                    setting="where",
                 )
             clauses.append(_comparison(target, condition, n, params))
         sql = "SELECT pk FROM documents" + (" WHERE " + " AND ".join(clauses) if clauses else "")
