@@ -8,11 +8,12 @@ from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
+from . import strategy, tuning
 from .manifest import IndexSettings
 from .rawvectors import RawVectors
-from .settings import TransformKind, TransformSpec
+from .settings import DEFAULT_RECALL_TARGET, YOUNG_FACTOR, TransformKind, TransformSpec
 from .stats import RunningStats
-from .transforms import Transform, VectorBatches, fit_transform
+from .transforms import LinearTransform, Progress, Transform, VectorBatches, fit_transform
 from .vectorindex import VectorIndex, resolve_index_type
 
 Blocks = Iterable[tuple[np.ndarray, np.ndarray]]
@@ -31,20 +32,54 @@ def raw_batches(raw: RawVectors, live: np.ndarray) -> VectorBatches:
     return lambda: (block for _, block in live_blocks(raw, live))
 
 
-def fit(spec: TransformSpec, stats: RunningStats, raw: RawVectors, live: np.ndarray) -> Transform:
-    return fit_transform(spec, stats, raw_batches(raw, live))
+def young(settings: IndexSettings, count: int) -> bool:
+    """Whether a transform fitted on `count` documents is still too young to keep (see YOUNG_FACTOR)."""
+    if settings.transform == TransformKind.NONE:
+        return False
+    return count < YOUNG_FACTOR * (settings.dims_requested or settings.encoder_dim)
 
 
-def build_vectors(transform: Transform, raw: RawVectors, live: np.ndarray, index_type: str) -> VectorIndex:
-    """A new vector index of every live row, of the type `index_type` resolves to for their number."""
+def fit(
+    spec: TransformSpec,
+    stats: RunningStats,
+    raw: RawVectors,
+    live: np.ndarray,
+    progress: Progress | None = None,
+) -> Transform:
+    """The transform `spec` asks for, fitted on the live rows; for a linear one on too few rows to estimate a
+    covariance (one, or all alike), the encoder's own vectors until the next add (LinearTransform.stand_in)."""
+    linear = spec.kind in (TransformKind.PCA, TransformKind.WHITEN)
+    if linear and (stats.count < 2 or not np.any(stats.covariance())):
+        return LinearTransform.stand_in(spec, stats.dim)
+    return fit_transform(spec, stats, raw_batches(raw, live), progress)
+
+
+def build_vectors(
+    transform: Transform,
+    raw: RawVectors,
+    live: np.ndarray,
+    index_type: str,
+    recall_target: float = DEFAULT_RECALL_TARGET,
+) -> VectorIndex:
+    """A new vector index of every live row, of the type `index_type` resolves to for their number, its search
+    parameters tuned for `recall_target` (tuning.py) on a sample of its own rows as queries."""
     count = len(live)
     vectors = VectorIndex.create(
         transform.out_dim, resolve_index_type(index_type, count, transform.out_dim), count
     )
     if vectors.training_rows:
         vectors.train(training_sample(transform, raw, live, vectors.training_rows))
+    approximate = vectors.kind != "flat"
+    exact = strategy.Exact(vectors, lambda pks: transform.project(raw.get(pks)))
+    if approximate:
+        truth = tuning.Truth(tuning.sample_queries(live, exact.project_rows), tuning.levels_for(count))
     for pks, block in live_blocks(raw, live):
-        vectors.add(transform.project(block), pks)
+        projected = transform.project(block)
+        vectors.add(projected, pks)
+        if approximate:
+            truth.add(pks, projected)
+    tuned = tuning.tune(vectors, truth, exact, recall_target) if approximate else tuning.Tuning({}, 1.0)
+    vectors.params, vectors.recall = tuned.params, tuned.recall
     return vectors
 
 
@@ -79,12 +114,13 @@ def after_add(
     live: np.ndarray,
     replaced: Sequence[int],
     index_type: str,
+    recall_target: float = DEFAULT_RECALL_TARGET,
 ) -> VectorIndex:
     """The vector index after an add that keeps the transform (so the stored vectors stay valid): the replaced
     rows out, the new ones in; rebuilt when `auto` outgrows its type or the type cannot remove."""
 
     def rebuild() -> VectorIndex:
-        return build_vectors(transform, raw, live, index_type)
+        return build_vectors(transform, raw, live, index_type, recall_target)
 
     vectors = without(vectors, replaced, rebuild)
     if vectors.kind != resolve_index_type(index_type, len(live), vectors.dim):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from .settings import (
     DEFAULT_K,
     DEFAULT_WAIT,
     DRIFT_LIMIT,
+    YOUNG_FACTOR,
     Backend,
     Choice,
     IndexType,
@@ -88,6 +90,15 @@ def index_type_option(func):
     )(func)
 
 
+def recall_target_option(func):
+    return click.option(
+        "--recall-target",
+        type=click.FloatRange(min=0, max=1, min_open=True),
+        help="recall@10 against exact search that hnsw / ivf / pq tune their efSearch / nprobe for at build, "
+        "measured on a sample of the corpus's own vectors (default 0.95; refit: as now).",
+    )(func)
+
+
 def flow_options(func):
     func = click.option(
         "--seed", type=int, help="Seed of the flow's initialisation and data order (default 0)."
@@ -127,7 +138,7 @@ def main() -> None:
 
 
 @main.command()
-@click.argument("corpus", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("corpus", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path))
 @index_option
 @click.option(
     "--model",
@@ -160,6 +171,7 @@ def main() -> None:
 )
 @flow_options
 @index_type_option
+@recall_target_option
 @choice_option(
     "--quantize",
     Quantize,
@@ -208,6 +220,7 @@ def ingest(
     flow_epochs,
     seed,
     index_type,
+    recall_target,
     quantize,
     backend,
     batch_size,
@@ -223,11 +236,13 @@ def ingest(
     """Add the documents of a JSONL file to an index, creating it if needed.
 
     Each line is a JSON object with an id (`id` or `_id`), a `text` and optionally a `title`; every other
-    field, and those of a nested `metadata` object, is kept as metadata for --where.
+    field, and those of a nested `metadata` object, is kept as metadata for --where. CORPUS may be `-`
+    (standard input) or a .gz file; lines over 16 MiB are refused.
 
     \b
-    Example:
+    Examples:
         semsearch ingest corpus.jsonl --index indexes/papers --transform whiten --dims 256
+        zcat dump.jsonl.gz | semsearch ingest - --index indexes/papers
     """
     from .documents import Corpus, FieldNames
     from .index import Index
@@ -245,16 +260,25 @@ def ingest(
         seed=seed,
         batch_size=batch_size,
         index_type=index_type,
+        recall_target=recall_target,
         quantize=quantize,
         backend=backend,
     )
     corpus = Corpus(corpus, fields, vectors)
     total = corpus.check().count  # the whole file, before an index is created or touched
-    with (
-        Index.open_or_create(index_path, options, corpus=corpus, wait=wait) as index,
-        _progress(total, quiet, "encoding") as bar,
-    ):
-        report = index.ingest(corpus, progress=bar.update, refit=refit)
+    made_here = not index_path.exists()
+    try:
+        with (
+            Index.open_or_create(index_path, options, corpus=corpus, wait=wait) as index,
+            _progress(total, quiet, "encoding") as bar,
+        ):
+            report = index.ingest(corpus, progress=bar.update, refit=refit)
+    except SemsearchError:
+        if (
+            made_here
+        ):  # a first ingest that failed leaves no empty index behind (an interrupted one keeps its cache)
+            shutil.rmtree(index_path, ignore_errors=True)
+        raise
     if report.resumed:
         click.echo(f"resumed: {report.resumed} vectors from an interrupted ingest were reused", err=True)
     if not quiet:
@@ -264,7 +288,13 @@ def ingest(
             f"{report.seconds:.1f} s ({report.docs_per_second:.1f} docs/s); {len(index)} in the index",
             err=True,
         )
-    if report.refitted:
+    if report.young:
+        click.echo(
+            f"fitted the transform again on all {len(index)} documents: a young index (fewer than "
+            f"{YOUNG_FACTOR} documents per kept dimension) refits on every add",
+            err=True,
+        )
+    elif report.refitted:
         click.echo(f"refitted the transform (drift was {report.drift:.3f})", err=True)
     elif report.refit_advised:
         click.echo(
@@ -309,7 +339,7 @@ def query(text, index_path, vector, k, where, rerank, as_json):
 
     \b
     Example:
-        semsearch query "how do vaccines work" -k 5 --where year>=2015
+        semsearch query "how do vaccines work" -k 5 --where 'year>=2015' --where 'lang=en'
     """
     if (text is None) == (vector is None):
         raise click.UsageError("give the query TEXT or a --vector FILE (one of them)")
@@ -344,10 +374,16 @@ def query(text, index_path, vector, k, where, rerank, as_json):
 )
 @click.option("--dims", help="Keep the first K dimensions ('all': every one; default: as now).")
 @click.option("--power", type=float, help="Whitening power P in [0, 1].")
+@click.option(
+    "--rerank",
+    type=click.IntRange(min=0),
+    help="Candidates queries re-score with the raw vectors unless they say otherwise (0: off; default: as now).",
+)
 @flow_options
 @index_type_option
+@recall_target_option
 @wait_option
-def refit(index_path, transform, dims, power, flow_epochs, seed, index_type, wait):
+def refit(index_path, transform, dims, power, rerank, flow_epochs, seed, index_type, recall_target, wait):
     """Fit a new transform from the stored statistics and rebuild the vector index from the kept raw vectors,
     without encoding anything again.
 
@@ -359,7 +395,14 @@ def refit(index_path, transform, dims, power, flow_epochs, seed, index_type, wai
 
     with Index.open(index_path, wait) as index:
         seconds = index.refit(
-            transform, _dims_option(dims), power, flow_epochs=flow_epochs, seed=seed, index_type=index_type
+            transform,
+            _dims_option(dims),
+            power,
+            flow_epochs=flow_epochs,
+            seed=seed,
+            index_type=index_type,
+            rerank=rerank,
+            recall_target=recall_target,
         )
         details = index.info()
     power = f", power {details['power']}" if details["transform"] == "whiten" else ""
@@ -434,6 +477,38 @@ def _human(size: int) -> str:
             return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
         size /= 1024
     return str(size)
+
+
+@main.command()
+@index_option
+@click.option(
+    "--repair",
+    is_flag=True,
+    help="Bring back what can be: the manifest from its generation's copy; statistics, transform and vector "
+    "index rebuilt from the raw vectors and the documents (published as a new generation).",
+)
+@click.option(
+    "--drop-missing",
+    is_flag=True,
+    help="With --repair, a last resort: remove the documents whose raw vectors are lost, to ingest them again.",
+)
+@wait_option
+@click.option("--json", "as_json", is_flag=True, help="The report as one JSON object.")
+def check(index_path, repair, drop_missing, wait, as_json):
+    """Verify every file of an index (ok, damaged: why, repaired), exiting 1 while any is damaged.
+
+    \b
+    Example:
+        semsearch check --index indexes/papers --repair
+    """
+    if drop_missing and not repair:
+        raise click.UsageError("--drop-missing goes with --repair")
+    from .check import check_index
+
+    report = check_index(index_path, repair=repair, drop_missing=drop_missing, wait=wait)
+    click.echo(json.dumps(report.to_json(), indent=2) if as_json else "\n".join(report.lines()))
+    if not report.healthy:
+        raise click.ClickException(report.summary())
 
 
 from .evaluation.command import bench  # noqa: E402 (light: heavy imports wait until it runs)

@@ -15,6 +15,7 @@ from .encoding import (
     read_model_defaults,
     resolve_model_path,
 )
+from .encoding.backend import Int8Method
 from .errors import DataError, IndexStateError, SettingsError
 from .manifest import IndexSettings
 from .settings import (
@@ -24,6 +25,7 @@ from .settings import (
     DEFAULT_MODEL,
     DEFAULT_POWER,
     DEFAULT_QUANTIZE,
+    DEFAULT_RECALL_TARGET,
     DEFAULT_RERANK,
     DEFAULT_TRANSFORM,
     NO_MODEL,
@@ -103,12 +105,14 @@ def _settings(
         power=spec.effective_power,
         dims_requested=dims,
         quantize=quantize,
+        int8_method=Int8Method.PER_ROW.value,  # what int8 means in this release (older manifests: dynamic)
         backend=options.backend or DEFAULT_BACKEND.value,
         index_type=options.index_type or DEFAULT_INDEX_TYPE.value,
         flow_epochs=spec.epochs,
         seed=spec.seed,
         rerank=rerank,
         batch_size=options.batch_size,
+        recall_target=options.recall_target or DEFAULT_RECALL_TARGET,
     )
 
 
@@ -136,6 +140,18 @@ def _loadable_backend(model_path: Path, settings: IndexSettings, explicit: bool)
     return settings.backend
 
 
+# What a create killed before its manifest was written leaves behind: the next create starts over on them.
+CREATE_LEFTOVERS = {"documents.db", "documents.db-wal", "documents.db-shm", "writer.lock"}
+
+
+def check_new_directory(path: Path) -> None:
+    """A new index goes into a new or empty directory (or one a killed create left)."""
+    if (path / "manifest.json").exists():
+        raise IndexStateError(f"{path} is already an index; open it with Index.open")
+    if path.exists() and (not path.is_dir() or any(p.name not in CREATE_LEFTOVERS for p in path.iterdir())):
+        raise IndexStateError(f"{path} exists and is not an empty directory")
+
+
 def make_encoder(path: Path, settings: IndexSettings, quantize: str) -> Encoder:
     """The encoder of the index at `path` (with `quantize` weights), after checking the model is its own."""
     if settings.model == NO_MODEL:
@@ -154,6 +170,7 @@ def make_encoder(path: Path, settings: IndexSettings, quantize: str) -> Encoder:
         batch_size=settings.batch_size,
         quantize=quantize,
         backend=settings.backend,
+        int8_method=settings.int8_method,
     )
 
 
@@ -178,11 +195,19 @@ def check_compatible(path: Path, settings: IndexSettings, options: IndexOptions)
         "power": settings.power,
         "rerank": settings.rerank,
         "index_type": settings.index_type,
+        "recall_target": settings.recall_target,
         "quantize": settings.quantize,
         "backend": settings.backend,
     }
     differ = {name: value for name, value in options.given().items() if name in have and value != have[name]}
-    if differ:
+    encoded = {name: value for name, value in differ.items() if name in ("quantize", "backend")}
+    if encoded:
+        said = ", ".join(f"{name} {have[name]} (asked {value})" for name, value in encoded.items())
+        raise IndexStateError(
+            f"{path} has {said}: its documents were encoded so, and only encoding them again changes it; "
+            "ingest the corpus into another index directory"
+        )
+    if differ:  # each of these a refit changes, from the kept raw vectors
         said = ", ".join(f"{name} {have[name]} (asked {value})" for name, value in differ.items())
         raise IndexStateError(
             f"{path} has {said}: change it with `semsearch refit`, or use another index directory"

@@ -46,6 +46,11 @@ def describe(index: Index) -> dict[str, Any]:
         "backend": s.backend,
         "index_type": s.index_type,
         "index_structure": state.index_structure,
+        # efSearch / nprobe tuned at build for recall_target, the recall@10 measured with them, and filtered
+        # search's rule (exact at or below exact_rows allowed; above, the parameters of each selectivity)
+        "recall_target": s.recall_target,
+        "search_params": state.search_params,
+        "measured_recall": state.measured_recall,
         "bytes": sizes,
         "created": state.created,
         "updated": state.updated,

@@ -3,8 +3,14 @@ when they come with them (a vector field in each line, or an .npy file whose row
 
 from __future__ import annotations
 
+import atexit
+import gzip
 import hashlib
 import json
+import math
+import shutil
+import sys
+import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -15,6 +21,9 @@ import numpy as np
 from .errors import DataError
 
 RESERVED = ("id", "_id", "text", "title", "metadata")
+# The longest line read: memory stays bounded whatever the file holds (a 50 MB line once took 7 GB to encode).
+# The encoder reads only a document's first max_length word pieces, so nothing searchable is lost below this.
+MAX_LINE_BYTES = 16 << 20
 
 
 @dataclass(frozen=True)
@@ -93,8 +102,42 @@ def parse_document(
             raise DataError("no vector", path=path, line=line, field=fields.vector)
         vector = _vector(record[fields.vector], path=path, line=line, field=fields.vector)
     taken = {id_key, fields.text, fields.title, "metadata", fields.vector, *id_keys}
-    metadata = {**nested, **{key: value for key, value in record.items() if key not in taken}}
+    top = {key: value for key, value in record.items() if key not in taken}
+    both = sorted(set(top) & set(nested))
+    if both:
+        raise DataError(
+            f"{both[0]!r} is both a top-level field and a field of `metadata`: keep one", path=path, line=line
+        )
+    metadata = {**nested, **top}
+    for name, value in (("id", doc_id), (fields.text, text), (fields.title, title), ("metadata", metadata)):
+        _check_values(value, name, path=path, line=line)
     return Document(id=str(doc_id), text=text, title=title or None, metadata=metadata, vector=vector)
+
+
+def _check_values(value: Any, field: str, **where: Any) -> None:
+    """Strings must be valid Unicode (JSON's \\ud800 escapes can make lone surrogates, which no UTF-8 store or
+    tokenizer takes) and numbers finite (NaN, Infinity and 1e400 have no place in strict JSON output)."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as error:
+            raise DataError(
+                f"a lone surrogate ({value[error.start]!r}) at character {error.start + 1}: not valid Unicode",
+                field=field,
+                **where,
+            ) from None
+    elif isinstance(value, float) and not math.isfinite(value):
+        raise DataError(
+            f"the number {value} is not finite (JSON has no NaN or Infinity)", field=field, **where
+        )
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            name = key if field == "metadata" else f"{field}.{key}"
+            _check_values(key, name, **where)
+            _check_values(item, name, **where)
+    elif isinstance(value, list):
+        for item in value:
+            _check_values(item, field, **where)
 
 
 def _vector(value: Any, **where: Any) -> np.ndarray:
@@ -212,8 +255,11 @@ def read_jsonl(path: str | Path, fields: FieldNames = FieldNames()) -> Iterator[
     """Stream documents from a JSONL file; blank lines are skipped, anything else malformed raises
     DataError naming the file, line and field."""
     path = Path(path)
+    opener = (
+        gzip.open if path.suffix == ".gz" else open
+    )  # a .gz corpus is read as such, never unpacked to disk
     try:
-        handle = open(path, "rb")  # noqa: SIM115 (kept open across the generator)
+        handle = opener(path, "rb")  # kept open across the generator
     except OSError as error:
         raise DataError(f"cannot read: {error.strerror}", path=path) from None
     with handle:
@@ -243,12 +289,20 @@ def _lines(handle, path: Path) -> Iterator[bytes]:
     number = 0
     while True:
         try:
-            raw = handle.readline()
-        except OSError as error:
-            raise DataError(f"cannot read: {error.strerror}", path=path, line=number + 1) from None
+            raw = handle.readline(MAX_LINE_BYTES + 1)
+        except (OSError, EOFError) as error:  # EOFError: a .gz cut short
+            reason = getattr(error, "strerror", None) or str(error) or "the file ends early"
+            raise DataError(f"cannot read: {reason}", path=path, line=number + 1) from None
         if not raw:
             return
         number += 1
+        if len(raw) > MAX_LINE_BYTES:
+            raise DataError(
+                f"a line longer than {MAX_LINE_BYTES >> 20} MiB: split the document (a long document is "
+                "indexed by its first passage only)",
+                path=path,
+                line=number,
+            )
         yield raw
 
 
@@ -292,9 +346,13 @@ class Corpus:
     """A JSONL file to ingest (with its vectors made elsewhere, if any): read once in full by `check`, which
     validates every line before anything is written, then streamed by `documents`."""
 
+    STDIN = "-"
+
     def __init__(
         self, path: str | Path, fields: FieldNames = FieldNames(), vectors: str | Path | None = None
     ):
+        if str(path) == self.STDIN:
+            path = _spooled_stdin()
         self.path = Path(path)
         self.fields = fields
         self.vectors = None if vectors is None else Path(vectors)
@@ -313,6 +371,17 @@ class Corpus:
         return self._summary
 
 
+def _spooled_stdin() -> Path:
+    """Standard input copied to a temporary file (removed at exit), so it can be read twice: once to check
+    every line before anything is written, once to ingest. Messages name it `<stdin>.jsonl`."""
+    directory = Path(tempfile.mkdtemp(prefix="semsearch-stdin-"))
+    atexit.register(shutil.rmtree, directory, ignore_errors=True)
+    target = directory / "<stdin>.jsonl"
+    with open(target, "wb") as out:
+        shutil.copyfileobj(sys.stdin.buffer, out, 1 << 20)
+    return target
+
+
 def _error_at(path: str | Path | None, ordinal: int, message: str, field: str) -> DataError:
     """An error about the ordinal-th document, naming its file line when it came from a file."""
     return DataError(message, path=path, line=None if path is None else _line_of(path, ordinal), field=field)
@@ -321,7 +390,7 @@ def _error_at(path: str | Path | None, ordinal: int, message: str, field: str) -
 def _line_of(path: str | Path, ordinal: int) -> int:
     """The file line of the ordinal-th non-blank line (only called on the error path)."""
     seen = 0
-    with open(path, "rb") as handle:
+    with (gzip.open if Path(path).suffix == ".gz" else open)(path, "rb") as handle:
         for number, raw in enumerate(handle, start=1):
             if raw.strip():
                 seen += 1

@@ -21,16 +21,47 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from .damage import derived, json_problem, safetensors_problem, size_problem
 from .errors import IndexStateError
 from .faults import fault_point
 from .manifest import FILE, PENDING, Manifest
-from .storage import fsync_directory
+from .rawvectors import Segment, unreferenced
+from .stats import RunningStats
+from .storage import atomic_write_text, fsync_directory
 from .store import DocumentStore
+from .transforms import implementation
 from .vectorindex import VectorIndex
 
 
 def generation_name(generation: int) -> str:
     return f"gen-{generation:06d}"
+
+
+def derived_files(manifest: Manifest) -> list[str]:
+    """The files a generation of this index holds: statistics, the transform's own, the vector index."""
+    return [RunningStats.FILE, *implementation(manifest.settings.spec.kind).FILES, VectorIndex.FILE]
+
+
+def file_problem(path: Path) -> str | None:
+    """What is wrong with a derived file, from its header and size alone (no loading), or None."""
+    if path.suffix == ".safetensors":
+        return safetensors_problem(path)
+    return json_problem(path) if path.suffix == ".json" else size_problem(path)
+
+
+def cannot_write(path: Path) -> str | None:
+    """Why this process cannot write the index in `path` (None: it can): a file system mounted read-only, or
+    no permission to write the directory or the files a write changes in place."""
+    with contextlib.suppress(OSError):
+        if os.statvfs(path).f_flag & os.ST_RDONLY:
+            return "its file system is mounted read-only"
+    store = DocumentStore.FILE
+    for name in (".", store, f"{store}-wal", f"{store}-shm", WriterLock.FILE):
+        target = path / name
+        if target.exists() and not os.access(target, os.W_OK):
+            what = "the directory" if name == "." else name
+            return f"user {os.getuid()} has no permission to write {what}"
+    return None
 
 
 class WriterLock:
@@ -76,11 +107,17 @@ class WriterLock:
         """Whether another process is writing now (a probe: takes and drops a shared lock)."""
         if self.handle is not None or not self.path.exists():
             return False
-        with open(self.path) as handle:
+        try:
+            handle = open(self.path)  # noqa: SIM115 (read access is all a shared lock needs)
+        except OSError:  # unreadable: no writer can be seen, and readers then take the committed state
+            return False
+        with handle:
             try:
                 fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
             except BlockingIOError:
                 return True
+            except OSError:
+                return False
             fcntl.flock(handle, fcntl.LOCK_UN)
         return False
 
@@ -127,27 +164,34 @@ class Generations:
         except BaseException:
             self.discard(number)
             raise
-        self.publish(building.manifest)
+        self.publish(building.manifest, current)
 
     def write_manifest(self, building: NextGeneration, manifest: Manifest) -> Manifest:
-        """Save the next generation's manifest as pending (published after SQLite commits)."""
+        """Save the next generation's manifest as pending (published after SQLite commits), and a copy in the
+        generation's directory: if manifest.json is ever damaged, the store's generation names its copy."""
         state = manifest.state.with_changes(generation=building.number)
         building.manifest = Manifest(manifest.settings, state).save(self.path, PENDING)
+        atomic_write_text(building.directory / FILE, (self.path / PENDING).read_text())
         return building.manifest
 
     def discard(self, generation: int) -> None:
         shutil.rmtree(self.directory(generation), ignore_errors=True)
         (self.path / PENDING).unlink(missing_ok=True)
 
-    def publish(self, manifest: Manifest) -> None:
-        """After SQLite committed: make the pending manifest current and drop generations older than the
-        previous one (a reader that read the old manifest an instant ago may still be loading its files)."""
+    def publish(self, manifest: Manifest, previous: Manifest | None = None) -> None:
+        """After SQLite committed: make the pending manifest current, then reclaim space: generations older than
+        the previous one, raw files neither manifest names (a reader that read the old manifest an instant ago
+        may still be loading its files), and the document store's free pages when they are many."""
         os.replace(self.path / PENDING, self.path / FILE)
         fsync_directory(self.path)
         fault_point("published")
         for old in self.path.glob("gen-*"):
             if old.is_dir() and old.name[4:].isdigit() and int(old.name[4:]) < manifest.state.generation - 1:
                 shutil.rmtree(old, ignore_errors=True)
+        kept = [Segment.all_of(m.state.segments) for m in (manifest, previous) if m is not None]
+        for path in unreferenced(self.path, *kept):
+            path.unlink(missing_ok=True)
+        self.store.reclaim()
 
     def roll_forward(self) -> None:
         """Finish a write that crashed after SQLite committed but before its manifest was published, or drop
@@ -166,26 +210,41 @@ class Generations:
             pending.unlink(missing_ok=True)
 
     def check(self, manifest: Manifest) -> None:
-        """The manifest, the document store and the generation's files must agree (checked on every open)."""
-        state, stored = manifest.state, self.store.count()
-        if self.store.generation() != state.generation or stored != state.count:
-            raise IndexStateError(
-                f"{self.path} is inconsistent: the manifest says generation {state.generation} with {state.count} "
-                f"documents, the document store generation {self.store.generation()} with {stored}; "
-                "re-run the last ingest to repair it"
+        """The manifest, the document store and the generation's files must agree, and each file be whole by
+        its header and size (checked on every open; `semsearch check` loads them all)."""
+        if problem := self.disagreement(manifest):
+            copy = self.directory(self.store.generation()) / FILE
+            repair = (
+                f"run `semsearch check --repair` to restore {FILE} from {copy.parent.name}/{FILE}"
+                if copy.is_file()
+                else f"restore {FILE} and {DocumentStore.FILE} from one backup, or re-ingest the corpus into "
+                "a new index"
             )
-        if state.count and not (self.directory(state.generation) / VectorIndex.FILE).is_file():
-            raise IndexStateError(
-                f"{self.path}: {generation_name(state.generation)} is incomplete; re-run the ingest"
-            )
+            raise IndexStateError(f"{self.path} is inconsistent: {problem}; {repair}")
+        if manifest.state.count:
+            directory = self.directory(manifest.state.generation)
+            for name in derived_files(manifest):
+                if problem := file_problem(directory / name):
+                    raise derived(directory / name, problem)
+
+    def disagreement(self, manifest: Manifest) -> str | None:
+        state, stored, committed = manifest.state, self.store.count(), self.store.generation()
+        if committed == state.generation and stored == state.count:
+            return None
+        return (
+            f"{FILE} says generation {state.generation} with {state.count} documents, {DocumentStore.FILE} "
+            f"generation {committed} with {stored}"
+        )
 
     def current(self, lock: WriterLock) -> Manifest:
         """The manifest of the last committed generation, for a reader. Rolled forward first when no writer
-        is active; while one is publishing, its committed pending manifest is read without touching files."""
-        if not lock.held_elsewhere():
+        is active and the store can be written; while one is publishing, or on read-only storage, the
+        committed manifest (the pending one, once SQLite has its generation) is read without touching files."""
+        writing = lock.held_elsewhere()
+        if not writing and not self.store.read_only:
             self.roll_forward()
             return Manifest.load(self.path)
-        for _ in range(100):
+        for _ in range(100 if writing else 1):
             manifest = Manifest.load(self.path)
             committed = self.store.generation()
             if committed == manifest.state.generation:
@@ -194,7 +253,10 @@ class Generations:
                 candidate = Manifest.load(self.path, PENDING)
                 if candidate.state.generation == committed:
                     return candidate
-            time.sleep(0.01)  # between the SQLite commit and the manifest rename: a moment
+            if writing:
+                time.sleep(0.01)  # between the SQLite commit and the manifest rename: a moment
+        if not writing:
+            return manifest  # nothing pending matches: `check` says how they disagree
         raise IndexStateError(
             f"{self.path}: the manifest and the document store disagree while a write is running"
         )

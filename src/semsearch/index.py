@@ -4,7 +4,8 @@ Layout of an index directory:
     manifest.json              settings and state (manifest.py)
     documents.db               SQLite: documents and metadata; its `state` table holds the generation (store.py)
     raw/seg-*.npy              raw encoder vectors (float32), append-only segments, row = SQLite pk (rawvectors.py)
-    gen-NNNNNN/                one generation of derived files: stats.safetensors, transform files, vectors.faiss
+    gen-NNNNNN/                one generation of derived files: stats.safetensors, transform files, vectors.faiss,
+                               and a copy of its manifest (`semsearch check --repair` restores from it)
 
 Writes take turns and publish whole generations (generations.py); adding runs ingest.py, the derived files
 come from build.py, and queries run the steps of search.py."""
@@ -20,12 +21,12 @@ from typing import Any, Literal
 import numpy as np
 
 from . import build, writes
-from .creation import check_compatible, make_encoder, new_settings
+from .creation import check_compatible, check_new_directory, make_encoder, new_settings
 from .documents import Corpus, Document, FieldNames, parse_document, validate_documents
 from .encoding import Encoder
 from .errors import DataError, IndexStateError
 from .faults import fault_point
-from .generations import Generations, WriterLock
+from .generations import Generations, WriterLock, cannot_write
 from .ingest import AddReport, Progress
 from .manifest import FILE, PENDING, IndexSettings, IndexState, Manifest
 from .rawvectors import RawVectors, Segment
@@ -48,23 +49,20 @@ from .vectorindex import VectorIndex
 
 __all__ = ["AddReport", "Hit", "Index"]
 
-# What a create killed before its manifest was written leaves behind: the next create starts over on them.
-CREATE_LEFTOVERS = {
-    DocumentStore.FILE,
-    DocumentStore.FILE + "-wal",
-    DocumentStore.FILE + "-shm",
-    WriterLock.FILE,
-}
-
 
 class Index:
     """A semsearch index directory. Open one with `Index.open`, make one with `Index.create`."""
 
-    def __init__(self, path: Path, manifest: Manifest, wait: float = DEFAULT_WAIT):
+    def __init__(
+        self, path: Path, manifest: Manifest, wait: float = DEFAULT_WAIT, read_only: str | None = None
+    ):
         self.path = Path(path)
         self.manifest = manifest
         self.wait = wait  # seconds a write waits for another process's write to finish
-        self.store = DocumentStore(self.path / DocumentStore.FILE)
+        new = manifest.state.generation == 0  # a missing or empty store is new, not lost
+        self.store = DocumentStore(self.path / DocumentStore.FILE, read_only=bool(read_only), create=new)
+        # Why writes are refused (None: they are not): storage this process cannot write.
+        self.read_only = read_only or ("documents.db opens only to read" if self.store.read_only else None)
         self.lock = WriterLock(self.path)
         self.generations = Generations(self.path, self.store)
         self._encoder: Encoder | None = None
@@ -88,14 +86,8 @@ class Index:
 
         `model="none"` makes an index of vectors made elsewhere (`dim` wide): documents then bring their vectors
         (a vector field, or `Corpus(..., vectors=)`) and queries are vectors (`search_vectors`)."""
-        options = options or IndexOptions(**asked)
-        path = Path(path)
-        if (path / FILE).exists():
-            raise IndexStateError(f"{path} is already an index; open it with Index.open")
-        if path.exists() and (
-            not path.is_dir() or any(p.name not in CREATE_LEFTOVERS for p in path.iterdir())
-        ):
-            raise IndexStateError(f"{path} exists and is not an empty directory")
+        options, path = options or IndexOptions(**asked), Path(path)
+        check_new_directory(path)
         settings = new_settings(options)  # loads the model first: nothing is written for one that fails
         path.mkdir(parents=True, exist_ok=True)
         index = cls(path, Manifest(settings, IndexState()), wait)
@@ -112,10 +104,10 @@ class Index:
     def open(cls, path: str | Path, wait: float = DEFAULT_WAIT) -> Index:
         """Open an index to search or write. Any number of processes may have it open; writes take turns."""
         path = Path(path)
-        index = cls(path, Manifest.load(path), wait)  # says plainly when this is not an index
-        with _closed_on_error(index):
+        index = cls(path, Manifest.load(path), wait, cannot_write(path))  # says plainly when not an index
+        with _closed_on_error(index), index.store.guarded():
             index.manifest = index.generations.current(index.lock)
-            index._check_consistent()
+            index.generations.check(index.manifest)
         return index
 
     @classmethod
@@ -167,13 +159,16 @@ class Index:
     def _writing(self, refresh: bool = True) -> Iterator[None]:
         """Hold the writer lock and start from the latest committed state (another process may have written
         since this index was opened, or crashed half-way: that is rolled forward or discarded here)."""
+        if self.read_only:
+            raise IndexStateError(f"{self.path} is read-only: {self.read_only}; writes need write access")
         self.lock.acquire(self.wait)
         try:
-            if refresh:
-                self.generations.roll_forward()
-                self._use(Manifest(self.settings, Manifest.load(self.path).state))
-                self._check_consistent()
-            yield
+            with self.store.guarded():
+                if refresh:
+                    self.generations.roll_forward()
+                    self._use(Manifest(self.settings, Manifest.load(self.path).state))
+                    self.generations.check(self.manifest)
+                yield
         finally:
             self.lock.release()
 
@@ -216,7 +211,8 @@ class Index:
     def vectors(self) -> VectorIndex:
         if self._vectors is None:
             self._require_fitted()
-            self._vectors = VectorIndex.load(self.generation_dir)
+            tuned = self.state.search_params, self.state.measured_recall
+            self._vectors = VectorIndex.load(self.generation_dir).with_tuning(*tuned)
         return self._vectors
 
     @property
@@ -237,9 +233,6 @@ class Index:
     def _require_fitted(self) -> None:
         if self.state.count == 0:
             raise IndexStateError(f"{self.path} holds no documents yet: ingest some first")
-
-    def _check_consistent(self) -> None:
-        self.generations.check(self.manifest)
 
     # ---- writing --------------------------------------------------------------------------------------
 
@@ -287,7 +280,7 @@ class Index:
             due = refit is RefitPolicy.ALWAYS or (
                 refit is RefitPolicy.AUTO and drift is not None and drift > DRIFT_LIMIT
             )
-            if report.added and due:
+            if report.added and due and not report.young:
                 self._refit_locked(build.refit_spec(self.settings, None, None, None, None, None), None)
                 return replace(report, refitted=True, drift=drift)
             return replace(report, drift=drift)
@@ -331,18 +324,22 @@ class Index:
         flow_epochs: int | None = None,
         seed: int | None = None,
         index_type: str | None = None,
+        rerank: int | None = None,
+        recall_target: float | None = None,
     ) -> float:
         """Derive a new transform from the stored statistics and rebuild the vector index from the kept raw
         vectors: no encoding. Unnamed settings (None) keep their current values, except that a new transform
         kind starts from its own defaults for dims and power; `dims="all"` keeps every dimension; `index_type`
-        changes the FAISS index (flat, hnsw, ivf, pq, auto). Returns the seconds it took."""
+        changes the FAISS index (flat, hnsw, ivf, pq, auto); `rerank` the queries' default; `recall_target`
+        the recall@10 its search is tuned for. Returns seconds."""
+        at_least(rerank, 0, "rerank")
         with self._writing():
             spec = build.refit_spec(self.settings, transform, dims, power, flow_epochs, seed)
-            return self._refit_locked(spec, index_type)
+            return self._refit_locked(spec, index_type, rerank, recall_target)
 
-    def _refit_locked(self, spec: TransformSpec, index_type: str | None) -> float:
+    def _refit_locked(self, spec: TransformSpec, index_type: str | None, *tuning: Any) -> float:
         self._require_fitted()
-        seconds, published = writes.refit(self, spec, index_type)
+        seconds, published = writes.refit(self, spec, index_type, *tuning)
         self._take_up(published)
         return seconds
 
@@ -386,9 +383,11 @@ class Index:
         return run_search(queries, k, where, rerank, store=self.store, retriever=retriever)
 
     def info(self) -> dict[str, Any]:
+        """What the index is and holds; a damaged file found by the cheap checks (check.health) is an error."""
+        from .check import health
         from .describe import describe
 
-        return describe(self)
+        return {**describe(self), "read_only": self.read_only is not None, "health": health(self)}
 
 
 @contextlib.contextmanager

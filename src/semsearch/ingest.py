@@ -25,8 +25,8 @@ CHUNK_DOCS = 4096  # documents encoded, stored and counted together: length-sort
 RESUME_EVERY = 512  # documents encoded between two fsyncs of the resume cache
 FIDELITY_SAMPLE = 64  # documents of its first chunk an int8 index also encodes in fp32 once (info shows it)
 
-Encode = Callable[[list[str]], np.ndarray]
 Progress = Callable[[int], None]
+Encode = Callable[[list[str], Progress | None], np.ndarray]  # texts, progress per batch -> vectors
 
 
 @dataclass(frozen=True)
@@ -38,6 +38,7 @@ class AddReport:
     resumed: int = 0  # vectors taken from an interrupted run's cache instead of encoded
     drift: float | None = None  # of the kept transform from the corpus after the add (see DRIFT_LIMIT)
     refitted: bool = False
+    young: bool = False  # refitted because the index is young (build.young): every add fits on all documents
 
     @property
     def refit_advised(self) -> bool:
@@ -61,10 +62,15 @@ def text_key(text: str) -> str:
 
 
 def encode_partition(
-    docs: Sequence[Document], encode: Encode | None, dim: int, cache: ResumeCache | None = None
+    docs: Sequence[Document],
+    encode: Encode | None,
+    dim: int,
+    cache: ResumeCache | None = None,
+    progress: Progress | None = None,
 ) -> EncodedPartition:
     """Raw vectors of the documents: those made elsewhere as given; from the resume cache where an interrupted
-    run left them; else encoded now, similar lengths together (and appended to the cache every RESUME_EVERY)."""
+    run left them; else encoded now, similar lengths together (and appended to the cache every RESUME_EVERY).
+    `progress(n)` counts documents as they are done: at once for given and cached ones, then batch by batch."""
     out = np.empty((len(docs), dim), dtype=np.float32)
     given = [i for i, doc in enumerate(docs) if doc.vector is not None]
     if given:
@@ -79,14 +85,18 @@ def encode_partition(
             found, cached = cache.lookup(keys)
             out[rest[found]] = cached
         todo = np.flatnonzero(~found)
+        if progress and len(docs) - len(todo):
+            progress(len(docs) - len(todo))
         # Similar lengths together across the partition (the encoder sorts only within each call): less padding.
         todo = todo[np.argsort([len(docs[rest[i]].embedding_text) for i in todo], kind="stable")]
         for begin in range(0, len(todo), RESUME_EVERY):
             part = todo[begin : begin + RESUME_EVERY]
-            encoded = encode([docs[rest[i]].embedding_text for i in part])
+            encoded = encode([docs[rest[i]].embedding_text for i in part], progress)
             if cache is not None:
                 cache.append([keys[i] for i in part], encoded)
             out[rest[part]] = encoded
+    elif progress and len(docs):
+        progress(len(docs))  # all given
     return EncodedPartition(out, RunningStats.of(out), int(found.sum()))
 
 
@@ -119,6 +129,7 @@ class Added:
     resumed: int = 0
     replaced: list[int] = field(default_factory=list)  # pks of the old rows of changed documents
     next_pk: int = 0
+    refitted: bool = False  # the transform was fitted again on every document (a young index: build.young)
     started: float = field(default_factory=time.perf_counter)
 
     def report(self, **extra: Any) -> AddReport:
@@ -128,6 +139,8 @@ class Added:
             time.perf_counter() - self.started,
             replaced=len(self.replaced),
             resumed=self.resumed,
+            refitted=self.refitted,
+            young=self.refitted,
             **extra,
         )
 
@@ -158,7 +171,7 @@ def add_documents(
             store.delete(old)
             done.replaced += old
         if fresh:
-            part = encode_partition(fresh, encode, stats.dim, cache)
+            part = encode_partition(fresh, encode, stats.dim, cache, progress)
             fault_point("encoded")
             done.resumed += part.from_cache
             writer.append(part.vectors)
@@ -166,8 +179,8 @@ def add_documents(
             store.insert(fresh, range(done.next_pk, done.next_pk + len(fresh)))
             done.next_pk += len(fresh)
             done.added += len(fresh)
-        if progress:
-            progress(len(chunk))
+        if progress and len(chunk) > len(fresh):
+            progress(len(chunk) - len(fresh))  # unchanged: nothing to encode
     return done
 
 

@@ -9,8 +9,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from .damage import DamagedFile, brief
 from .errors import IndexStateError
-from .settings import TransformKind, TransformSpec
+from .settings import DEFAULT_RECALL_TARGET, TransformKind, TransformSpec
 from .storage import atomic_write_text
 
 FORMAT_VERSION = 1
@@ -38,12 +39,16 @@ class IndexSettings:
     power: float | None
     dims_requested: int | None = None
     quantize: str = "none"  # of the encoder's weights (int8: faster, slightly different vectors)
+    # How an onnx int8 encoder quantizes activations (encoding.Int8Method): per-row (new indexes), or dynamic,
+    # per batch (indexes made before per-row, which lack the field; their queries keep it).
+    int8_method: str = "dynamic"
     backend: str = "torch"  # what runs the encoder: onnx (new indexes' default) or torch (and older indexes)
     index_type: str = "flat"  # as asked: flat, hnsw, ivf, pq or auto (new indexes: auto; older: flat)
     flow_epochs: int = 1
     seed: int = 0
     rerank: int = 0  # candidates a query re-scores with the raw vectors unless it says otherwise
     batch_size: int | None = None  # texts per batch; None: by token budget (encoding.TOKEN_BUDGET)
+    recall_target: float = DEFAULT_RECALL_TARGET  # recall@10 hnsw / ivf / pq are tuned for at build
 
     @property
     def spec(self) -> TransformSpec:
@@ -69,6 +74,10 @@ class IndexState:
     index_structure: str | None = None  # the FAISS structure built, e.g. "IVF1372,Flat nprobe=85"
     # int8 against fp32 on 64 of the first documents ingested: {"mean_cosine", "min_cosine", "documents"}
     quantize_fidelity: dict | None = None
+    # The approximate index's search parameters as tuned at build (vectorindex.VectorIndex.params: efSearch or
+    # nprobe, exact_rows, filtered levels) and the recall@10 against flat measured with them; None: untuned.
+    search_params: dict | None = None
+    measured_recall: float | None = None
     created: str = field(default_factory=now)
     updated: str = field(default_factory=now)
 
@@ -102,9 +111,9 @@ class Manifest:
         try:
             data = json.loads(path.read_text())
         except (OSError, ValueError) as error:
-            raise IndexStateError(f"{path}: unreadable manifest ({error})") from None
+            raise damaged(path, f"unreadable: {brief(error)}") from None
         if not isinstance(data, dict):
-            raise IndexStateError(f"{path}: unreadable manifest (not a JSON object)")
+            raise damaged(path, "not a JSON object")
         version = data.get("format_version")
         if not isinstance(version, int) or version > FORMAT_VERSION:
             raise IndexStateError(
@@ -116,8 +125,18 @@ class Manifest:
             settings = IndexSettings(**_known(IndexSettings, data))
             state = IndexState(**_known(IndexState, data))
         except TypeError as error:
-            raise IndexStateError(f"{path}: incomplete manifest ({error})") from None
+            raise damaged(path, f"incomplete: {brief(error)}") from None
         return cls(settings, state.with_changes(segments=tuple(state.segments)))
+
+
+def damaged(path: Path, reason: str) -> DamagedFile:
+    """A manifest that cannot be read. Each generation's directory keeps a copy of the manifest it published
+    (generations.py), which a repair restores, the document store naming the generation."""
+    if path.name == FILE and any(path.parent.glob(f"gen-*/{FILE}")):
+        repair = "run `semsearch check --repair` to restore it from the copy its generation keeps"
+    else:
+        repair = "restore it from a backup, or re-ingest the corpus into a new index"
+    return DamagedFile(path, reason, repair)
 
 
 def _known(kind: type, data: dict[str, Any]) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .damage import DamagedFile, brief, size_problem
 from .errors import IndexStateError
 from .storage import atomic_path
 
@@ -21,19 +22,44 @@ BLOCK_ROWS = 8192
 COPY_BUFFER = 1 << 20
 
 
+# Deleted and replaced documents leave their rows in the segments until a write compacts them: when at least this
+# share of the stored rows, and this many, are dead (each row is 1.5 KB at 384 dims).
+COMPACT_SHARE, COMPACT_MIN_ROWS = 0.25, 256
+
+
 @dataclass(frozen=True)
 class Segment:
     name: str
-    start: int  # the first row id (pk) it holds; rows are consecutive pks
+    start: int  # the first row id (pk) it holds
     count: int
+    # A compacted segment lists its rows' pks in this .npy (int64, ascending); otherwise its rows are the
+    # consecutive pks start .. start + count - 1.
+    pks: str | None = None
 
     def to_json(self) -> dict:
-        return asdict(self)
+        data = asdict(self)
+        if self.pks is None:
+            del data["pks"]  # as every release wrote it
+        return data
 
     @classmethod
     def all_of(cls, listed: Iterable[dict]) -> list[Segment]:
         """Segments as a manifest lists them."""
         return [cls(**segment) for segment in listed]
+
+
+def lost(path: Path, problem: str, documents: str | None = None) -> DamagedFile:
+    """A segment that cannot be read: the raw vectors of `documents` are gone, and nothing derived holds them
+    (a segment's rows are one ingest's documents; `semsearch check` names them, given the store)."""
+    gone = "missing" if problem == "missing" else "lost"
+    whose = documents or "the documents of one ingest (`semsearch check` names them)"
+    return DamagedFile(
+        path,
+        problem,
+        f"the raw vectors are {gone}; refit and rerank need them (queries with --rerank 0 still answer). They "
+        f"are {whose}: `semsearch check --repair --drop-missing` removes them from the index, to be ingested "
+        "again",
+    )
 
 
 class SegmentWriter:
@@ -53,12 +79,17 @@ class SegmentWriter:
         self.spool.write(vectors.tobytes())
         self.count += len(vectors)
 
-    def finish(self) -> Segment | None:
+    def finish(self, name: str | None = None, pks: np.ndarray | None = None) -> Segment | None:
+        """The spooled rows as a segment file (`pks`: the rows' pks, for a compacted segment)."""
         self.spool.close()
         if self.count == 0:
             self.discard()
             return None
-        segment = Segment(f"seg-{self.start:012d}.npy", self.start, self.count)
+        name = name or f"seg-{self.start:012d}.npy"
+        segment = Segment(name, self.start, self.count, None if pks is None else name[:-4] + ".pks.npy")
+        if pks is not None:
+            with atomic_path(self.directory / segment.pks) as tmp, open(tmp, "wb") as out:
+                np.save(out, np.asarray(pks, dtype="<i8"), allow_pickle=False)
         # An .npy is a header and the raw rows: write the header, then copy the spool through a small buffer
         # (a memory map of either file would count every page in this process's RSS).
         with atomic_path(self.directory / segment.name) as tmp, open(tmp, "wb") as out:
@@ -83,21 +114,57 @@ class RawVectors:
         self.segments = segments
         self.dim = dim
         self._maps: dict[str, np.ndarray] = {}  # segments are written once: a map stays valid
+        self._pks: dict[str, np.ndarray] = {}
+
+    def pks_of(self, segment: Segment) -> np.ndarray:
+        """The pks of a segment's rows, in row order."""
+        if segment.pks is None:
+            return np.arange(segment.start, segment.start + segment.count, dtype=np.int64)
+        if segment.name not in self._pks:
+            path = self.directory / segment.pks
+            try:
+                listed = np.load(path, allow_pickle=False)
+            except (OSError, ValueError, EOFError) as error:
+                raise lost(path, f"unreadable: {brief(error)}") from None
+            if listed.shape != (segment.count,):
+                raise lost(path, f"lists {listed.shape} pks, expected {segment.count}")
+            self._pks[segment.name] = listed.astype(np.int64)
+        return self._pks[segment.name]
+
+    def problem(self, segment: Segment) -> str | None:
+        """What is wrong with a segment's file, from its header and size (the rows are not read), or None."""
+        path = self.directory / segment.name
+        if problem := size_problem(path):
+            return problem
+        try:
+            with open(path, "rb") as handle:
+                version = np.lib.format.read_magic(handle)
+                read_header = (
+                    np.lib.format.read_array_header_1_0
+                    if version == (1, 0)
+                    else np.lib.format.read_array_header_2_0
+                )
+                shape, fortran, dtype = read_header(handle)
+                offset = handle.tell()
+        except (OSError, ValueError, EOFError) as error:
+            return f"unreadable header ({brief(error)})"
+        if shape != (segment.count, self.dim) or fortran or dtype != np.dtype("<f4"):
+            return f"holds {dtype} {shape}, expected float32 {(segment.count, self.dim)}"
+        expected, size = offset + segment.count * self.dim * 4, path.stat().st_size
+        if size != expected:
+            return f"{'truncated' if size < expected else 'too long'}: {size} bytes, expected {expected}"
+        if segment.pks is not None and not (self.directory / segment.pks).is_file():
+            return f"its list of row ids {segment.pks} is missing"
+        return None
 
     def _open(self, segment: Segment) -> np.ndarray:
         path = self.directory / segment.name
+        if problem := self.problem(segment):
+            raise lost(path, problem)
         try:
-            array = np.load(path, mmap_mode="r", allow_pickle=False)
-        except FileNotFoundError:
-            raise IndexStateError(
-                f"{path}: the raw vectors are missing; refit and rerank need them (the index still answers "
-                "queries without --rerank; ingest the corpus into a new index to get them back)"
-            ) from None
-        except (OSError, ValueError) as error:
-            raise IndexStateError(f"{path}: raw vectors unreadable ({error})") from None
-        if array.shape != (segment.count, self.dim):
-            raise IndexStateError(f"{path}: shape {array.shape}, expected {(segment.count, self.dim)}")
-        return array
+            return np.load(path, mmap_mode="r", allow_pickle=False)
+        except (OSError, ValueError, EOFError) as error:
+            raise lost(path, f"unreadable: {brief(error)}") from None
 
     def blocks(self, rows: int = BLOCK_ROWS) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """(pks, vectors) blocks over every stored row, in pk order; memory stays at one block (read, not
@@ -107,13 +174,11 @@ class RawVectors:
             offset = self._open(segment).offset  # checks the shape, gives where the rows start
             with open(path, "rb") as handle:
                 handle.seek(offset)
+                pks = self.pks_of(segment)
                 for begin in range(0, segment.count, rows):
                     count = min(rows, segment.count - begin)
                     block = np.fromfile(handle, dtype="<f4", count=count * self.dim).reshape(count, self.dim)
-                    yield (
-                        np.arange(segment.start + begin, segment.start + begin + count, dtype=np.int64),
-                        block.astype(np.float32, copy=False),
-                    )
+                    yield pks[begin : begin + count], block.astype(np.float32, copy=False)
 
     def get(self, pks: np.ndarray) -> np.ndarray:
         """Vectors for the given pks (any order)."""
@@ -121,17 +186,58 @@ class RawVectors:
         out = np.empty((len(pks), self.dim), dtype=np.float32)
         found = np.zeros(len(pks), dtype=bool)
         for segment in self.segments:
-            inside = (pks >= segment.start) & (pks < segment.start + segment.count)
+            if segment.pks is None:
+                inside = (pks >= segment.start) & (pks < segment.start + segment.count)
+                rows = pks[inside] - segment.start
+            else:
+                listed = self.pks_of(segment)
+                at = np.minimum(np.searchsorted(listed, pks), len(listed) - 1)
+                inside = listed[at] == pks
+                rows = at[inside]
             if inside.any():
                 # Mapped once per segment and kept: a query's rerank reads 100 rows, and opening the
                 # file for each took 1.4 ms of its 7.
                 if segment.name not in self._maps:
                     self._maps[segment.name] = self._open(segment)
-                out[inside] = self._maps[segment.name][pks[inside] - segment.start]
+                out[inside] = self._maps[segment.name][rows]
                 found |= inside
         if not found.all():
             raise IndexStateError(f"no raw vectors for row ids {pks[~found][:5].tolist()}")
         return out
+
+
+def worth_compacting(segments: list[Segment], live: int) -> bool:
+    stored = sum(segment.count for segment in segments)
+    dead = stored - live
+    return dead >= COMPACT_MIN_ROWS and dead >= COMPACT_SHARE * stored
+
+
+def compact(raw: RawVectors, live: np.ndarray, generation: int) -> Segment | None:
+    """One segment of the live rows only (their pks listed beside it), to take the place of all of `raw`'s: the
+    rows of deleted and replaced documents leave the disk. New file names, so readers of the published
+    generation keep theirs; the old files go once no published manifest names them (`unreferenced`)."""
+    writer = SegmentWriter(raw.directory.parent, int(live[0]) if len(live) else 0, raw.dim)
+    kept = []
+    for pks, block in raw.blocks():
+        keep = np.isin(pks, live, assume_unique=True)
+        writer.append(block[keep])
+        kept.append(pks[keep])
+    pks = np.concatenate(kept) if kept else np.empty(0, dtype=np.int64)
+    return writer.finish(f"seg-g{generation:06d}.npy", pks)
+
+
+def unreferenced(directory: Path, *segment_lists: Iterable[Segment]) -> list[Path]:
+    """Files in `raw/` that none of the segment lists names: compacted-away segments and their pk lists, and
+    spools of writers that were killed (call with the writer lock held, so no spool is live)."""
+    named = {name for segments in segment_lists for s in segments for name in (s.name, s.pks) if name}
+    folder = Path(directory) / DIRECTORY
+    if not folder.is_dir():
+        return []
+    return [
+        path
+        for path in folder.iterdir()
+        if (path.name.startswith("seg-") and path.name not in named) or path.name.startswith(".spool-")
+    ]
 
 
 class ResumeCache:

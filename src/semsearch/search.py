@@ -10,14 +10,15 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from . import strategy
+from .filters import Condition
 from .rawvectors import RawVectors
-from .store import Condition, DocumentStore
+from .store import DocumentStore
 from .transforms import Transform, normalize_rows
 from .vectorindex import VectorIndex
 
 Where = Sequence[str | Condition] | dict[str, Any] | None
-Ranked = list[list[tuple[int, float]]]  # per query: (pk, score), best first
-EXACT_BLOCK = 8192  # rows transformed at once when scoring allowed rows exactly
+Ranked = strategy.Ranked
 
 
 @dataclass(frozen=True)
@@ -53,9 +54,9 @@ def allowed_rows(store: DocumentStore, where: Where) -> np.ndarray | None:
 
 @dataclass
 class DenseRetriever:
-    """Candidates from the vector index, in the transform's space. Filtered inside the search; where an
-    approximate index finds fewer than asked among the allowed rows (they sit in lists or graph regions the
-    search did not visit), those queries are scored exactly over the allowed rows instead."""
+    """Candidates from the vector index, in the transform's space. Unfiltered: the approximate search with its
+    tuned parameters. Filtered: exact, by the strategy strategy.py states (few rows allowed: scored exactly;
+    many: the index with the rows as a selector, tuned for the selectivity, verified)."""
 
     transform: Transform
     vectors: VectorIndex
@@ -63,24 +64,10 @@ class DenseRetriever:
 
     def candidates(self, queries: np.ndarray, n: int, allowed: np.ndarray | None) -> Ranked:
         projected = self.transform.project(queries)
-        ranked = self.vectors.search(projected, n, allowed)
-        if allowed is not None and self.vectors.kind != "flat":
-            wanted = min(n, len(allowed))
-            for row, result in enumerate(ranked):
-                if len(result) < wanted:
-                    ranked[row] = self.exact(projected[row], allowed, wanted)
-        return ranked
-
-    def exact(self, query: np.ndarray, pks: np.ndarray, k: int) -> list[tuple[int, float]]:
-        """The k best of the given rows by exact inner product of their transformed raw vectors."""
-        scores = np.concatenate(
-            [
-                self.transform.project(self.raw.get(part)) @ query
-                for part in np.array_split(pks, max(1, len(pks) // EXACT_BLOCK))
-            ]
-        )
-        top = np.argsort(-scores, kind="stable")[:k]
-        return [(int(pks[i]), float(scores[i])) for i in top]
+        exact = strategy.Exact(self.vectors, lambda pks: self.transform.project(self.raw.get(pks)))
+        if allowed is None:
+            return strategy.unfiltered(exact, projected, n)
+        return strategy.filtered(exact, projected, n, allowed)
 
 
 def rerank(raw: RawVectors, queries: np.ndarray, ranked: Ranked, k: int) -> Ranked:

@@ -89,11 +89,19 @@ DEFAULT_RERANK = 100
 DEFAULT_QUANTIZE = Quantize.INT8
 DEFAULT_BACKEND = Backend.ONNX
 DEFAULT_INDEX_TYPE = IndexType.AUTO
+# recall@10 against exact search that an approximate index's efSearch / nprobe are tuned for at build, measured
+# on a sample of its own vectors as queries (tuning.py); filtered search is tuned for 0.99 (strategy.py).
+DEFAULT_RECALL_TARGET = 0.95
 DEFAULT_WAIT = 10.0  # seconds a write waits for another process's write before giving up
 DEFAULT_K = 10
 # Above this drift of the kept transform from the corpus an ingest advises a refit, and `--refit auto` does
 # one (measured on SciFact: 0.1-0.35 for more documents of the same kind, 0.5 when a quarter come from another).
 DRIFT_LIMIT = 0.25
+# An index is young while it holds fewer than this many documents per dimension it keeps: a covariance from
+# fewer documents than dimensions is not the corpus's (rank-deficient, its small eigenvalues noise), so every add
+# to a young index fits the transform again on all its documents (cheap at that size: no encoding, a small
+# eigendecomposition and index). See build.young.
+YOUNG_FACTOR = 2
 
 
 def at_least(value: int | None, minimum: int, setting: str) -> int | None:
@@ -102,6 +110,13 @@ def at_least(value: int | None, minimum: int, setting: str) -> int | None:
         rule = "must be 0 or more" if minimum == 0 else f"must be at least {minimum}"
         raise SettingsError(f"{rule}, got {value}", setting=setting)
     return value
+
+
+def check_recall_target(target: float | None) -> float | None:
+    """A recall target: above 0, at most 1 (None allowed)."""
+    if target is not None and not 0 < target <= 1:
+        raise SettingsError(f"must be above 0 and at most 1, got {target}", setting="recall_target")
+    return target
 
 
 def check_k(k: int) -> int:
@@ -170,6 +185,7 @@ class IndexOptions:
     quantize: str | None = None
     backend: str | None = None
     dim: int | None = None  # the width of vectors made elsewhere (an index without a model)
+    recall_target: float | None = None  # recall@10 the approximate index types are tuned for at build
 
     def __post_init__(self):
         for name, choice in (
@@ -189,6 +205,7 @@ class IndexOptions:
         at_least(self.dims, 1, "dims")
         at_least(self.flow_epochs, 1, "flow_epochs")
         at_least(self.max_length, 1, "max_length")
+        check_recall_target(self.recall_target)
 
     def given(self) -> dict[str, object]:
         """The options set (not None), by name."""

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .damage import brief, derived, safetensors_problem
 from .errors import SemsearchError
 
 
@@ -91,13 +92,22 @@ class RunningStats:
 
     @classmethod
     def load(cls, path: str | Path) -> RunningStats:
+        """Saved statistics; a file that is not whole, or does not hold statistics, is damaged."""
         from safetensors.numpy import load_file
 
-        tensors = load_file(str(path))
-        stats = cls(len(tensors["mean"]))
-        stats.count = int(tensors["count"][0])
-        stats.mean = tensors["mean"].astype(np.float64)
-        stats.comoment = tensors["comoment"].astype(np.float64)
+        path = Path(path)
+        if problem := safetensors_problem(path):
+            raise derived(path, problem)
+        try:
+            tensors = load_file(str(path))
+            stats = cls(len(tensors["mean"]))
+            stats.count = int(tensors["count"][0])
+            stats.mean = tensors["mean"].astype(np.float64)
+            stats.comoment = tensors["comoment"].astype(np.float64)
+        except Exception as error:  # safetensors raises its own kinds; any failure here means the file
+            raise derived(path, f"unreadable: {brief(error)}") from None
+        if stats.comoment.shape != (stats.dim, stats.dim) or stats.count < 0:
+            raise derived(path, f"a comoment of shape {stats.comoment.shape} beside a mean of {stats.dim}")
         return stats
 
 

@@ -3,58 +3,48 @@ vector index uses. Filters (`--where`) become SQL with every value, field names 
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
-import re
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+import os
+import sqlite3
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import sqlite_utils
 
+from .damage import RESTORE, DamagedFile, brief, size_problem, sqlite_problem
 from .documents import Document
-from .errors import IndexStateError, SettingsError
-
-OPERATORS = ("!=", "<=", ">=", "=", "<", ">")
-NUMERIC_OPERATORS = ("<", "<=", ">", ">=")
-COLUMN_FIELDS = {"id": "id", "title": "title"}  # fields that live in their own column, not in metadata
-
-
-@dataclass(frozen=True)
-class Condition:
-    field: str
-    operator: str
-    value: str
-
-    @classmethod
-    def parse(cls, text: str) -> Condition:
-        """`genre=news`, `year>=2015`, `lang!=en`."""
-        match = re.match(r"^\s*([^=!<>]+?)\s*(!=|<=|>=|=|<|>)\s*(.*?)\s*$", text)
-        if not match or not match.group(1):
-            raise SettingsError(f"{text!r}: expected FIELD=VALUE (or !=, <, <=, >, >=)", setting="where")
-        field, operator, value = match.groups()
-        if '"' in field:
-            raise SettingsError(f"{text!r}: a field name cannot contain a double quote", setting="where")
-        if operator in NUMERIC_OPERATORS and _number(value) is None:
-            raise SettingsError(
-                f"{text!r}: {operator} compares numbers, and {value!r} is not one", setting="where"
-            )
-        return cls(field, operator, value)
-
-
-def _number(text: str) -> int | float | None:
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return None
-
+from .errors import IndexStateError
+from .filters import Condition, check_fields, condition_sql, where_sql
 
 # Numbered schema migrations: migration n brings a store from user_version n - 1 to n, its statements and the
 # new version number in one transaction. A store made before numbering (user_version 0, its tables present) takes
 # migration 1 as a no-op (IF NOT EXISTS). Each migration ends by setting its own number.
+# The typed metadata rows (table `meta`, schema 2) of the documents `{rows}` selects, as SQLite's json_each
+# reads them, so filters keep the meaning they had over the JSON (filters.py): a row per non-null value reachable
+# through objects (the path is the dotted field name) and one per scalar member of a list, at the list's path.
+# A key holding a dot cannot be named by a --where path and is left out (its path would read as a nested one).
+META_ROWS = """INSERT INTO meta (pk, path, kind, num, str)
+    WITH RECURSIVE walk(pk, path, kind, value) AS (
+        SELECT d.pk, e.key, e.type, e.value FROM documents AS d, json_each(d.metadata) AS e
+        WHERE {rows} AND instr(e.key, '.') = 0
+        UNION ALL
+        SELECT w.pk, w.path || '.' || e.key, e.type, e.value FROM walk AS w, json_each(w.value) AS e
+        WHERE w.kind = 'object' AND instr(e.key, '.') = 0
+    ), found(pk, path, kind, value) AS (
+        SELECT pk, path, kind, value FROM walk WHERE kind != 'null'
+        UNION ALL
+        SELECT w.pk, w.path, e.type, e.value FROM walk AS w, json_each(w.value) AS e
+        WHERE w.kind = 'array' AND e.type IN ('text', 'integer', 'real', 'true', 'false')
+    )
+    SELECT pk, path, kind, CASE WHEN kind IN ('integer', 'real') THEN value END,
+        CASE WHEN kind = 'text' THEN value END
+    FROM found"""
+NEW_ROWS = "d.pk IN (SELECT value FROM json_each(?))"
+
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
     (
         """CREATE TABLE IF NOT EXISTS documents (
@@ -69,33 +59,133 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "CREATE TABLE IF NOT EXISTS state (key TEXT PRIMARY KEY, value INTEGER NOT NULL)",
         "PRAGMA user_version = 1",
     ),
+    (  # typed, indexed metadata, so a filter reads the index entries of its values, not every document's JSON
+        """CREATE TABLE IF NOT EXISTS meta (
+            pk INTEGER NOT NULL,
+            path TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            num NUMERIC,
+            str TEXT
+        )""",
+        "CREATE INDEX IF NOT EXISTS meta_kind ON meta (path, kind, pk)",
+        "CREATE INDEX IF NOT EXISTS meta_num ON meta (path, num, pk) WHERE num IS NOT NULL",
+        "CREATE INDEX IF NOT EXISTS meta_str ON meta (path, str, pk) WHERE str IS NOT NULL",
+        "CREATE INDEX IF NOT EXISTS meta_pk ON meta (pk)",
+        "DELETE FROM meta",
+        META_ROWS.format(rows="1"),  # the documents already stored
+        "PRAGMA user_version = 2",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
+TABLES = ("documents", "fields", "state")
+# A writable open failing so (the file or its directory cannot be written) opens read-only instead.
+UNWRITABLE = (sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN)
+
+
 class DocumentStore:
+    """`read_only`: never write (storage that cannot be written; also set when a writable open fails so).
+    `create`: a missing or empty file is a new store (else it is damage: an index that has written documents
+    needs them)."""
+
     FILE = "documents.db"
 
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, *, read_only: bool = False, create: bool = True):
         self.path = Path(path)
-        self.db = sqlite_utils.Database(self.path)
-        self.db.execute("PRAGMA busy_timeout = 30000")
-        if self.db.journal_mode != "wal":
-            self.db.enable_wal()
-        self._migrate()
+        self.read_only = read_only
+        if not create or read_only:
+            self._check_whole()
+        with self.guarded():
+            if not read_only:
+                try:
+                    self.db = sqlite_utils.Database(self.path)
+                    self.db.execute("PRAGMA busy_timeout = 30000")
+                    if self.db.journal_mode != "wal":
+                        self.db.enable_wal()
+                    self._migrate()
+                    return
+                except sqlite3.OperationalError as error:
+                    code = (getattr(error, "sqlite_errorcode", None) or 0) & 0xFF
+                    if code not in UNWRITABLE or not self.path.is_file():
+                        raise
+                    with contextlib.suppress(AttributeError):
+                        self.db.close()
+                    self.read_only = True
+            self.db = sqlite_utils.Database(self._read_only_connection())
+            self.db.execute("PRAGMA busy_timeout = 30000")
+            self._check_readable()
+
+    def _log_files(self) -> tuple[Path, Path]:
+        return self.path.with_name(self.path.name + "-wal"), self.path.with_name(self.path.name + "-shm")
+
+    def _check_whole(self) -> None:
+        """The file is there and as long as its header says (a write-ahead log holding more is SQLite's to
+        check as it reads)."""
+        wal = self._log_files()[0]
+        logged = wal.is_file() and wal.stat().st_size > 0
+        if problem := size_problem(self.path) if logged else sqlite_problem(self.path):
+            raise DamagedFile(self.path, problem, RESTORE)
+
+    def _read_only_connection(self) -> sqlite3.Connection:
+        """SQLite's read-only open. A store in WAL mode needs its -wal and -shm files, or a directory where
+        they can be made; without either it is opened immutable, which reads the main file alone and takes no
+        locks: right while nothing writes it, as nothing can here. Committed changes still in a log that
+        cannot be read so are refused rather than silently missed."""
+        wal, shm = self._log_files()
+        immutable = not os.access(self.path.parent, os.W_OK) and not (wal.is_file() and shm.is_file())
+        if immutable and wal.is_file() and wal.stat().st_size > 0:
+            raise IndexStateError(
+                f"{wal} holds committed changes that SQLite can read only with {shm.name} beside it or write "
+                f"access to {self.path.parent}: open the index once where it can be written"
+            )
+        uri = self.path.resolve().as_uri() + "?mode=ro" + ("&immutable=1" if immutable else "")
+        return sqlite3.connect(uri, uri=True, check_same_thread=False)
+
+    def _check_readable(self) -> None:
+        """Without migrations (nothing can be written), the schema must be one this semsearch reads."""
+        self._check_version()
+        tables = {row[0] for row in self.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if missing := [table for table in TABLES if table not in tables]:
+            raise DamagedFile(self.path, f"no {', '.join(missing)} table", RESTORE)
+
+    @contextlib.contextmanager
+    def guarded(self) -> Iterator[None]:
+        """SQLite's errors on this file as semsearch's: a damaged file named with what restores it."""
+        try:
+            yield
+        except sqlite3.DatabaseError as error:
+            raise self.error(error) from None
+
+    def error(self, error: sqlite3.DatabaseError) -> IndexStateError:
+        code = (getattr(error, "sqlite_errorcode", None) or 0) & 0xFF
+        if code in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
+            return DamagedFile(self.path, brief(error), RESTORE)
+        if code == sqlite3.SQLITE_READONLY:
+            return IndexStateError(f"{self.path.parent} is read-only: {brief(error)}")
+        return IndexStateError(f"{self.path}: {brief(error)}")
+
+    def integrity(self) -> str | None:
+        """SQLite's quick check of the whole file: None when it is whole, else what is wrong."""
+        with self.guarded():
+            rows = [row[0] for row in self.db.execute("PRAGMA quick_check(3)")]
+        return None if rows == ["ok"] else "; ".join(rows)
 
     @property
     def schema_version(self) -> int:
         return self.db.execute("PRAGMA user_version").fetchone()[0]
 
-    def _migrate(self) -> None:
+    def _check_version(self) -> int:
         version = self.schema_version
         if version > SCHEMA_VERSION:
             raise IndexStateError(
                 f"{self.path}: written by a newer semsearch (schema {version}, this one reads up to "
                 f"{SCHEMA_VERSION}); upgrade semsearch"
             )
-        if version == SCHEMA_VERSION:
+        return version
+
+    def _migrate(self) -> None:
+        if self._check_version() == SCHEMA_VERSION:
             return
         conn = self.db.conn
         conn.execute("BEGIN IMMEDIATE")  # another process may be migrating: take turns, then look again
@@ -107,6 +197,17 @@ class DocumentStore:
         except BaseException:
             conn.execute("ROLLBACK")
             raise
+
+    def reclaim(self, share: float = 0.25) -> bool:
+        """VACUUM when at least `share` of the file is free pages (deletes leave them): the file shrinks to its
+        rows. Outside any transaction; readers keep their snapshot meanwhile. True if it ran."""
+        pages = self.db.execute("PRAGMA page_count").fetchone()[0]
+        free = self.db.execute("PRAGMA freelist_count").fetchone()[0]
+        if not pages or free < share * pages or free < 16:
+            return False
+        self.db.execute("VACUUM")
+        self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return True
 
     def generation(self) -> int:
         """The index generation whose documents these are (committed with them, see index.py)."""
@@ -152,6 +253,8 @@ class DocumentStore:
         self.db.conn.executemany(
             "INSERT INTO documents (pk, id, title, text, metadata, hash) VALUES (?, ?, ?, ?, ?, ?)", rows
         )
+        self.db.conn.execute(META_ROWS.format(rows=NEW_ROWS), [json.dumps([row[0] for row in rows])])
+        self._allowed().clear()
         counts: dict[str, int] = {}
         for row in rows:
             for key in json.loads(row[4]):
@@ -172,6 +275,8 @@ class DocumentStore:
             for key in json.loads(metadata):
                 counts[key] = counts.get(key, 0) + 1
         self.db.conn.execute("DELETE FROM documents WHERE pk IN (SELECT value FROM json_each(?))", payload)
+        self.db.conn.execute("DELETE FROM meta WHERE pk IN (SELECT value FROM json_each(?))", payload)
+        self._allowed().clear()
         self.db.conn.executemany(
             "UPDATE fields SET documents = documents - ? WHERE name = ?",
             [(n, key) for key, n in counts.items()],
@@ -198,38 +303,72 @@ class DocumentStore:
         }
 
     def matching_pks(self, conditions: Sequence[Condition]) -> np.ndarray:
-        """Row ids of the documents that meet every condition (AND)."""
-        known = set(self.fields())
-        clauses: list[str] = []
-        params: dict[str, Any] = {}
-        for n, condition in enumerate(conditions):
-            if condition.field in COLUMN_FIELDS:
-                target = COLUMN_FIELDS[condition.field]
-            elif condition.field in known:
-                target = f"json_extract(metadata, :field{n})"
-                params[f"field{n}"] = f'$."{condition.field}"'
-            else:
-                listed = ", ".join(sorted(known)) or "none"
-                raise SettingsError(
-                    f"{condition.field}: no document has a field {condition.field!r} (fields: {listed})",
-                    setting="where",
-                )
-            clauses.append(_comparison(target, condition, n, params))
-        sql = "SELECT pk FROM documents" + (" WHERE " + " AND ".join(clauses) if clauses else "")
-        return np.array([row[0] for row in self.db.execute(sql, params)], dtype=np.int64)
+        """Row ids (sorted) of the documents that meet every condition (AND; the language: filters.py). Each
+        condition reads the typed metadata's indexes (a store of schema 1, open read-only, its JSON); the rows
+        are cached by generation and condition (documents change only with the generation)."""
+        conditions = list(conditions)
+        check_fields(conditions, set(self.fields()))
+        cache = self._allowed()
+        with self._snapshot():
+            generation = self.generation()
+            parts = [
+                cache.get((generation, c), lambda c=c: self._matching(c, generation)) for c in conditions
+            ]
+        return functools.reduce(lambda a, b: np.intersect1d(a, b, assume_unique=True), parts)
+
+    def _matching(self, condition: Condition, generation: int) -> np.ndarray:
+        if self.schema_version < 2:  # read-only and made before the typed table: the JSON, as before
+            where, params = where_sql([condition], set(self.fields()))
+            return self._pks("SELECT pk FROM documents" + where, params)
+        sql, params, negate = condition_sql(condition)
+        found = self._pks(sql, params)
+        if not negate:
+            return found
+        every = self._allowed().get((generation, None), lambda: self._pks("SELECT pk FROM documents", {}))
+        return np.setdiff1d(every, found, assume_unique=True)
+
+    def _pks(self, sql: str, params: dict[str, Any]) -> np.ndarray:
+        """The distinct pks a query returns, sorted; fetched as one string (a row per pk costs 3x more)."""
+        (joined,) = self.db.execute(f"SELECT group_concat(pk) FROM ({sql})", params).fetchone()
+        if not joined:
+            return np.empty(0, dtype=np.int64)
+        return np.unique(np.array(joined.split(","), dtype=np.int64))
+
+    @contextlib.contextmanager
+    def _snapshot(self) -> Iterator[None]:
+        """Reads inside see one committed state (the generation and the rows it names agree)."""
+        conn = self.db.conn
+        if conn.in_transaction:
+            yield
+            return
+        conn.execute("BEGIN")
+        try:
+            yield
+        finally:
+            conn.execute("COMMIT")
+
+    def _allowed(self) -> RowCache:
+        if "_row_cache" not in self.__dict__:
+            self._row_cache = RowCache()
+        return self._row_cache
 
 
-def _comparison(target: str, condition: Condition, n: int, params: dict[str, Any]) -> str:
-    """SQL comparing `target` with the condition's value, binding the value into `params`. For `=` and
-    `!=` a value that reads as a number matches both the number and the string, since JSON keeps them
-    apart; `<`, `<=`, `>`, `>=` compare numbers only (SQLite ranks any text above every number)."""
-    number = _number(condition.value)
-    if condition.operator in NUMERIC_OPERATORS:
-        params[f"value{n}"] = number
-        return f"(typeof({target}) IN ('integer', 'real') AND {target} {condition.operator} :value{n})"
-    params[f"value{n}"] = condition.value
-    params[f"number{n}"] = condition.value if number is None else number
-    if condition.operator == "=":
-        return f"{target} IN (:value{n}, :number{n})"
-    # Documents without the field count as different from the value.
-    return f"({target} IS NULL OR {target} NOT IN (:value{n}, :number{n}))"
+class RowCache:
+    """Filters' rows by (generation, condition), the least recently used dropped beyond LIMIT bytes."""
+
+    LIMIT = 256 << 20
+
+    def __init__(self):
+        self.entries: dict[Any, np.ndarray] = {}
+
+    def get(self, key: Any, make: Callable[[], np.ndarray]) -> np.ndarray:
+        if key in self.entries:
+            self.entries[key] = self.entries.pop(key)  # most recently used last
+            return self.entries[key]
+        rows = self.entries[key] = make()
+        while sum(r.nbytes for r in self.entries.values()) > self.LIMIT and len(self.entries) > 1:
+            self.entries.pop(next(iter(self.entries)))
+        return rows
+
+    def clear(self) -> None:
+        self.entries.clear()

@@ -3,21 +3,31 @@ document store's integer row ids."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import faiss
 import numpy as np
 
-from .errors import IndexStateError, SettingsError
+from .damage import brief, derived, size_problem
+from .errors import SettingsError
 from .storage import atomic_path
 
 INDEX_TYPES = ("flat", "hnsw", "ivf", "pq", "auto")
 # `auto`: exact search while documents x dims stay within a budget, HNSW above. The budget is 50,000 documents
 # at the default 128 dims (an exact scan of 6.4M numbers, about 1.5 ms here; 117k x 128 took 3.4 ms against
-# HNSW's 0.6): wider vectors switch sooner (16,666 at 384 dims), narrower ones later.
+# HNSW's 0.6): wider vectors switch sooner (16,666 at 384 dims), narrower ones later. HNSW stays the choice at
+# 1M (benchmarks/results/filter.md, resampled SciFact whitened to 128 dims): its build took 128 s on 2 idle cores
+# (the 491 s once reported was on a loaded machine), the whole ingest with IVF4000 127 s; tuned for 0.95 on the
+# build's sample queries, HNSW found 0.998 of SciFact's own queries' top 10 at 2.0 ms, IVF 0.877 at 0.2 ms.
 AUTO_FLAT_LIMIT, AUTO_REFERENCE_DIMS = 50_000, 128
-HNSW_NEIGHBOURS, HNSW_EF_CONSTRUCTION, HNSW_EF_SEARCH = 32, 80, 128
+HNSW_NEIGHBOURS, HNSW_EF_CONSTRUCTION, HNSW_EF_SEARCH = 32, 80, 128  # efSearch: of indexes built untuned
 TRAINING_ROWS_PER_LIST = 40
+PARAM_NAMES = ("efSearch", "nprobe", "k_factor")  # the unfiltered search's, in `params`
+SELECTORS_KEPT = 8
+RECONSTRUCTED_ROWS = 4096  # ivf scores up to this many rows exactly by id, more by scanning every list
+BITMAP_IDS = 1 << 27  # ids below this are selected through a bitmap (16 MiB at most), others by a hash set
 PQ_MIN_DOCUMENTS = 64  # 4-bit codes need 16 centroids per sub-space, each from a few rows  # FAISS warns below 39 points per centroid
 
 
@@ -35,12 +45,70 @@ def inverted_lists(count: int) -> int:
     return int(max(1, min(4 * np.sqrt(max(count, 1)), count // TRAINING_ROWS_PER_LIST, 65536)))
 
 
+class Selector:
+    """Ids a search may return, as FAISS checks them for every vector it scores: a bitmap (one bit per id, a
+    shift and a mask per check) where the ids are small enough, else FAISS's hash set. Keeps its arrays
+    alive as long as FAISS may read them."""
+
+    def __init__(self, ids: np.ndarray):
+        ids = np.ascontiguousarray(ids, dtype=np.int64)
+        top = int(ids.max(initial=-1)) + 1
+        if int(ids.min(initial=0)) >= 0 and top <= BITMAP_IDS:
+            member = np.zeros(top, dtype=bool)
+            member[ids] = True
+            self.array = np.packbits(member, bitorder="little")
+            self.faiss = faiss.IDSelectorBitmap(len(self.array), faiss.swig_ptr(self.array))
+        else:
+            self.array = ids
+            self.faiss = faiss.IDSelectorBatch(len(ids), faiss.swig_ptr(ids))
+
+
+T = TypeVar("T")
+
+
+def single_threaded(queries: int, search: Callable[[], T]) -> T:
+    """Run a search of one query on one thread: it gives FAISS's threads little to share (measured at 117k x
+    128, flat: 5.8-7.3 ms on one thread, 10.7 ms on two)."""
+    if queries != 1:
+        return search()
+    threads = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(1)
+    try:
+        return search()
+    finally:
+        faiss.omp_set_num_threads(threads)
+
+
+def reconstructed(index: faiss.IndexIVF, pk: int) -> np.ndarray:
+    """The vector of one id as an IVF index holds it, or NaNs where it holds none."""
+    try:
+        return index.reconstruct(pk)
+    except RuntimeError:
+        return np.full(index.d, np.nan, dtype=np.float32)
+
+
+def ranked(scores: np.ndarray, ids: np.ndarray) -> list[list[tuple[int, float]]]:
+    """FAISS's (scores, ids) arrays as per-query (id, score) lists, best first, without the -1 padding."""
+    return [
+        [(int(i), float(s)) for i, s in zip(row_ids, row_scores) if i != -1]
+        for row_ids, row_scores in zip(ids, scores)
+    ]
+
+
 class VectorIndex:
     """flat: exact (IndexFlatIP). hnsw: a graph (HNSW32), no training, removal by rebuilding. ivf: inverted
     lists over k-means cells, trained on a sample, `nprobe` lists searched. pq: ivf with product-quantised
-    codes (about 4 dims per byte), the smallest. All keep our ids and filter by id inside the search."""
+    codes (about 4 dims per byte), the smallest. All keep our ids and filter by id inside the search.
+
+    `params`: the search parameters tuned at build for a recall target (tuning.py; kept in the manifest as
+    `search_params`), None for an index built before tuning, which searches as those releases did."""
 
     FILE = "vectors.faiss"
+    params: dict[str, Any] | None = None
+    recall: float | None = None  # recall@10 against flat measured with `params` when they were tuned
+    _positions: np.ndarray | None = None  # row of the stored vectors by id (flat, hnsw), made on first use
+    _held: np.ndarray | None = None  # the id of each stored row, with it
+    _selectors: dict[int, tuple[np.ndarray, Selector]] | None = None
 
     def __init__(self, index: faiss.Index):
         self.index = index
@@ -90,13 +158,27 @@ class VectorIndex:
         index = faiss.downcast_index(self.index)
         if isinstance(index, faiss.IndexIVF):
             codes = f"PQ{index.pq.M}x{index.pq.nbits}" if isinstance(index, faiss.IndexIVFPQ) else "Flat"
-            return f"IVF{index.nlist},{codes} nprobe={self._nprobe(index)}"
-        return "HNSW32,Flat" if self.kind == "hnsw" else "Flat"
+            refine = self.search_params.get("k_factor", 1)
+            rescored = f" k_factor={refine}" if refine > 1 else ""
+            return f"IVF{index.nlist},{codes} nprobe={self.search_params['nprobe']}{rescored}"
+        return "HNSW32,Flat" if self.kind == "hnsw" else "Flat"  # efSearch: `info`'s search_params
 
-    @staticmethod
-    def _nprobe(index) -> int:
-        # About 1/16 of the lists, at least 8: measured recall@10 against flat in benchmarks/results/scale.md.
-        return int(min(index.nlist, max(8, index.nlist // 16)))
+    def with_tuning(self, params: dict[str, Any] | None, recall: float | None) -> VectorIndex:
+        """This index searching with the parameters its manifest records (None: untuned)."""
+        self.params, self.recall = params, recall
+        return self
+
+    @property
+    def search_params(self) -> dict[str, Any]:
+        """The unfiltered search's parameters: as tuned, or those of releases before tuning (HNSW efSearch 128;
+        IVF about 1/16 of the lists, at least 8)."""
+        index = faiss.downcast_index(self.index)
+        if isinstance(index, faiss.IndexIVF):
+            untuned = {"nprobe": int(min(index.nlist, max(8, index.nlist // 16)))}
+        else:
+            untuned = {"efSearch": HNSW_EF_SEARCH} if self.kind == "hnsw" else {}
+        tuned = {key: value for key, value in (self.params or {}).items() if key in PARAM_NAMES}
+        return {**untuned, **tuned}
 
     @property
     def training_rows(self) -> int:
@@ -129,63 +211,178 @@ class VectorIndex:
                 f"vectors {vectors.shape} and ids {ids.shape} do not fit an index of dim {self.dim}"
             )
         self.index.add_with_ids(vectors, ids)
+        self._positions = None
 
     def remove(self, ids: np.ndarray) -> int:
         """Remove by id (not for hnsw: see `supports_remove`; the caller rebuilds it instead)."""
         if not self.supports_remove:
             raise SettingsError("an HNSW index cannot remove vectors; rebuild it")
+        self._positions = None
         return int(self.index.remove_ids(np.ascontiguousarray(ids, dtype=np.int64)))
 
     def search(
-        self, queries: np.ndarray, k: int, allowed: np.ndarray | None = None
+        self,
+        queries: np.ndarray,
+        k: int,
+        allowed: np.ndarray | None = None,
+        params: dict[str, Any] | None = None,
     ) -> list[list[tuple[int, float]]]:
-        """The k best (id, score) per query; with `allowed`, only among those ids (filtered inside the
-        search, so k come back whenever k are allowed)."""
+        """The k best (id, score) per query, approximate for hnsw, ivf and pq; with `allowed` (sorted unique
+        ids), only among those (filtered inside the search; strategy.py decides when that is the way).
+        `params`: efSearch / nprobe for this search instead of `search_params`."""
         queries = np.ascontiguousarray(queries, dtype=np.float32)
         if queries.ndim != 2 or queries.shape[1] != self.dim:
             raise SettingsError(f"queries {queries.shape} do not fit an index of dim {self.dim}")
         selector = None
         if allowed is not None:
-            allowed = np.ascontiguousarray(allowed, dtype=np.int64)
             if len(allowed) == 0:
                 return [[] for _ in queries]
             k = min(k, len(allowed))
-            selector = faiss.IDSelectorBatch(allowed)
-        params = self._search_parameters(selector)
+            selector = self._selector(allowed)
         k = min(k, self.count)
         if k == 0:
             return [[] for _ in queries]
-        if len(queries) == 1:
-            # One query gives FAISS's threads little to share (measured at 117k x 128, flat: 5.8-7.3 ms on one
-            # thread, 10.7 ms on two).
-            threads = faiss.omp_get_max_threads()
-            faiss.omp_set_num_threads(1)
-            try:
-                scores, ids = self.index.search(queries, k, params=params)
-            finally:
-                faiss.omp_set_num_threads(threads)
-        else:
-            scores, ids = self.index.search(queries, k, params=params)
-        return [
-            [(int(i), float(s)) for i, s in zip(row_ids, row_scores) if i != -1]
-            for row_ids, row_scores in zip(ids, scores)
-        ]
+        settings = self._search_parameters(selector, params or self.search_params)
+        scores, ids = single_threaded(len(queries), lambda: self.index.search(queries, k, params=settings))
+        return ranked(scores, ids)
 
-    def _search_parameters(self, selector) -> faiss.SearchParameters | None:
+    def _selector(self, allowed: np.ndarray) -> Selector:
+        """The selector of these ids, kept for the last few arrays searched with (a filter's rows, cached by the
+        store, come back as the same array: its bitmap is made once)."""
+        if self._selectors is None:
+            self._selectors = {}
+        key = id(allowed)
+        if key not in self._selectors or self._selectors[key][0] is not allowed:
+            if len(self._selectors) >= SELECTORS_KEPT:
+                self._selectors.pop(next(iter(self._selectors)))
+            self._selectors[key] = (allowed, Selector(allowed))
+        return self._selectors[key][1]
+
+    def _search_parameters(self, selector: Selector | None, params: dict[str, Any]) -> faiss.SearchParameters:
+        chosen = selector.faiss if selector is not None else None
         index = faiss.downcast_index(self.index)
         if isinstance(index, faiss.IndexIVF):
-            return faiss.SearchParametersIVF(sel=selector, nprobe=self._nprobe(index))
+            return faiss.SearchParametersIVF(sel=chosen, nprobe=int(min(params["nprobe"], index.nlist)))
         if self.kind == "hnsw":
-            return faiss.SearchParametersHNSW(sel=selector, efSearch=HNSW_EF_SEARCH)
-        return None if selector is None else faiss.SearchParameters(sel=selector)
+            return faiss.SearchParametersHNSW(sel=chosen, efSearch=int(params["efSearch"]))
+        return faiss.SearchParameters(sel=chosen)
+
+    # ---- exact scores from the index's own vectors (strategy.py) ------------------------------------------
+
+    @property
+    def exact_source(self) -> str | None:
+        """Where this index's exact vectors are: "stored" (flat and hnsw keep them contiguous), "lists" (ivf
+        keeps them in its inverted lists), or None (pq keeps only lossy codes: the raw vectors have them)."""
+        return {"flat": "stored", "hnsw": "stored", "ivf": "lists"}.get(self.kind)
+
+    def _storage(self) -> faiss.IndexFlat:
+        inner = faiss.downcast_index(self.index.index)
+        return faiss.downcast_index(inner.storage) if isinstance(inner, faiss.IndexHNSW) else inner
+
+    def positions(self, ids: np.ndarray) -> np.ndarray:
+        """Rows of the stored vectors (flat, hnsw) holding these ids, -1 for an id not held (a document a
+        writer added since this generation); the id -> row table is made once per loaded index (an O(n) pass,
+        8 bytes per id) and dropped when the index changes."""
+        if self._positions is None:
+            self._held = faiss.vector_to_array(faiss.downcast_index(self.index).id_map)
+            table = np.full(int(self._held.max(initial=-1)) + 2, -1, dtype=np.int64)  # the last: ids beyond
+            table[self._held] = np.arange(len(self._held), dtype=np.int64)
+            self._positions = table
+        ids = np.asarray(ids, dtype=np.int64)
+        return self._positions[np.clip(ids, -1, len(self._positions) - 1)]
+
+    def vectors_of(self, ids: np.ndarray) -> np.ndarray | None:
+        """The stored vectors of these ids, exactly as indexed (None for pq, whose codes are lossy)."""
+        ids = np.ascontiguousarray(ids, dtype=np.int64)
+        if self.exact_source == "stored":
+            storage = self._storage()
+            stored = faiss.rev_swig_ptr(storage.get_xb(), storage.ntotal * self.dim).reshape(-1, self.dim)
+            rows = self.positions(ids)
+            return np.where((rows >= 0)[:, None], stored[np.maximum(rows, 0)], np.nan)  # not held: no score
+        if self.exact_source == "lists":
+            index = faiss.downcast_index(self.index)
+            if index.direct_map.type != faiss.DirectMap.Hashtable:
+                index.set_direct_map_type(faiss.DirectMap.Hashtable)  # an O(n) pass, once per loaded index
+            try:
+                # on one thread: FAISS splits a batch over 1,000 ids between threads, which took 12 ms for
+                # 1,037 of 1M rows where one thread takes 0.2
+                gather = lambda: index.reconstruct_batch(ids)  # noqa: E731
+                return single_threaded(1, gather) if len(ids) else np.empty((0, self.dim), dtype=np.float32)
+            except RuntimeError:  # an id not held (see `positions`): no score for it
+                return np.stack([reconstructed(index, int(pk)) for pk in ids])
+        return None
+
+    def exact(self, queries: np.ndarray, k: int, ids: np.ndarray) -> list[list[tuple[int, float]]] | None:
+        """The exact k best of these ids (sorted unique) by inner product with the index's own vectors: for
+        flat and hnsw scored in place from the stored rows (no copy), for ivf by every inverted list with the
+        ids as a selector; None for pq (the caller scores the raw vectors, projected)."""
+        queries = np.ascontiguousarray(queries, dtype=np.float32)
+        rows = np.ascontiguousarray(self.positions(ids)) if self.exact_source == "stored" else None
+        if rows is not None:
+            rows = rows[rows >= 0]  # ids this index does not hold (see `positions`) have no score
+        k = min(k, len(ids) if rows is None else len(rows))
+        if k == 0:
+            return [[] for _ in queries]
+        if rows is not None:
+            storage = self._storage()
+            scores = np.empty((len(queries), k), dtype=np.float32)
+            found = np.empty((len(queries), k), dtype=np.int64)
+            faiss.knn_inner_products_by_idx(
+                faiss.swig_ptr(queries),
+                storage.get_xb(),
+                faiss.swig_ptr(rows),
+                self.dim,
+                len(queries),
+                storage.ntotal,
+                len(rows),
+                k,
+                faiss.swig_ptr(scores),
+                faiss.swig_ptr(found),
+                0,  # every query scores the same rows
+            )
+            order = np.argsort(-scores, axis=1, kind="stable")  # FAISS leaves these in heap order
+            scores, found = np.take_along_axis(scores, order, 1), np.take_along_axis(found, order, 1)
+            return ranked(scores, np.where(found >= 0, self._held[np.maximum(found, 0)], -1))
+        if self.exact_source == "lists" and len(ids) <= RECONSTRUCTED_ROWS:  # read from the lists by id
+            scores = queries @ self.vectors_of(ids).T
+            top = np.argsort(-scores, axis=1, kind="stable")[:, :k]  # an id not held: NaN, sorted last
+            scores = np.take_along_axis(scores, top, 1)
+            return ranked(scores, np.where(np.isnan(scores), -1, np.asarray(ids)[top]))
+        if self.exact_source == "lists":  # every list scanned, the ids as a selector
+            every = {"nprobe": faiss.downcast_index(self.index).nlist}
+            return self.search(queries, k, ids, every)
+        return None
 
     def save(self, directory: Path) -> None:
         with atomic_path(Path(directory) / self.FILE) as tmp:
             faiss.write_index(self.index, str(tmp))
 
+    def ids(self) -> np.ndarray:
+        """Every id the index holds, sorted (to check them against the store's)."""
+        index = faiss.downcast_index(self.index)
+        if isinstance(index, faiss.IndexIDMap):
+            found = faiss.vector_to_array(index.id_map)
+        else:
+            lists = index.invlists
+            found = np.concatenate(
+                [
+                    faiss.rev_swig_ptr(lists.get_ids(n), lists.list_size(n)).copy()
+                    for n in range(index.nlist)
+                    if lists.list_size(n)
+                ]
+                or [np.empty(0, dtype=np.int64)]
+            )
+        return np.sort(found.astype(np.int64))
+
     @classmethod
     def load(cls, directory: Path) -> VectorIndex:
+        """The saved index; a file FAISS cannot read whole is damaged."""
         path = Path(directory) / cls.FILE
-        if not path.is_file():
-            raise IndexStateError(f"{directory}: no vector index ({cls.FILE}); the index is incomplete")
-        return cls(faiss.read_index(str(path)))  # already of its own class; a downcast here would not own it
+        if problem := size_problem(path):
+            raise derived(path, problem)
+        try:
+            index = faiss.read_index(str(path))
+        except RuntimeError as error:  # FAISS reports a short or garbled file so, naming it
+            reason = brief(error).replace(f" in {path}", "").replace(" (Success)", "")
+            raise derived(path, f"unreadable by FAISS: {reason}") from None
+        return cls(index)  # already of its own class; a downcast here would not own it

@@ -17,8 +17,8 @@ from .documents import Document
 from .generations import NextGeneration
 from .ingest import CHUNK_DOCS, Added, Progress, add_documents, fidelity, fidelity_sample
 from .manifest import IndexSettings, Manifest
-from .rawvectors import RawVectors, ResumeCache, Segment, SegmentWriter
-from .settings import NO_MODEL, Quantize, TransformSpec
+from .rawvectors import RawVectors, ResumeCache, Segment, SegmentWriter, compact, worth_compacting
+from .settings import NO_MODEL, Quantize, TransformSpec, check_recall_target
 from .stats import RunningStats
 from .transforms import Transform
 from .vectorindex import VectorIndex, resolve_index_type
@@ -62,21 +62,25 @@ def add(
             if done.added == 0:
                 writer.discard()
                 return done, None
+            done.refitted = state.count > 0 and build.young(settings, state.count)
             segments = Segment.all_of(state.segments) + [writer.finish()]
             raw, live = RawVectors(index.path, segments, settings.encoder_dim), index.store.all_pks()
-            if state.count == 0:  # the first documents: fit the transform on them, index everything
+            if state.count == 0 or done.refitted:  # first or young: fit on all documents, index all
                 transform = build.fit(settings.spec, stats, raw, live)
-                vectors = build.build_vectors(transform, raw, live, settings.index_type)
+                vectors = build.build_vectors(
+                    transform, raw, live, settings.index_type, settings.recall_target
+                )
             else:  # keep the transform so the stored vectors stay valid
                 transform = index.transform
                 vectors = build.after_add(
                     transform,
-                    VectorIndex.load(index.generation_dir),
+                    _loaded(index),
                     raw=raw,
                     new_rows=RawVectors(index.path, segments[-1:], settings.encoder_dim),
                     live=live,
                     replaced=done.replaced,
                     index_type=settings.index_type,
+                    recall_target=settings.recall_target,
                 )
             changes: dict[str, Any] = dict(
                 segments=tuple(s.to_json() for s in segments), next_pk=done.next_pk
@@ -106,25 +110,36 @@ def delete(index: Index, pks: Sequence[int]) -> Published:
     """Delete these rows; their vectors leave the statistics (downdated exactly) and the vector index."""
     stats = index.stats()
     stats.remove(index.raw.get(np.asarray(pks, dtype=np.int64)))
-    transform, vectors = index.transform, VectorIndex.load(index.generation_dir)
+    transform, vectors, settings = index.transform, _loaded(index), index.settings
     with index.generations.next(index.manifest) as building:
         index.store.delete(pks)
         live = index.store.all_pks()
         vectors = build.without(
-            vectors, pks, lambda: build.build_vectors(transform, index.raw, live, index.settings.index_type)
+            vectors,
+            pks,
+            lambda: build.build_vectors(
+                transform, index.raw, live, settings.index_type, settings.recall_target
+            ),
         )
         published = _write(index, building, stats, transform, vectors, index.settings)
     return published
 
 
-def refit(index: Index, spec: TransformSpec, index_type: str | None) -> tuple[float, Published]:
+def refit(
+    index: Index,
+    spec: TransformSpec,
+    index_type: str | None,
+    rerank: int | None = None,
+    recall_target: float | None = None,
+) -> tuple[float, Published]:
     """A new transform from the stored statistics and a vector index rebuilt from the kept raw vectors."""
     started = time.perf_counter()
     index_type = index_type or index.settings.index_type
+    recall_target = check_recall_target(recall_target) or index.settings.recall_target
     resolve_index_type(index_type, 0)  # validates the name before the fit
     live, stats = index.store.all_pks(), index.stats()
     fitted = build.fit(spec, stats, index.raw, live)
-    vectors = build.build_vectors(fitted, index.raw, live, index_type)
+    vectors = build.build_vectors(fitted, index.raw, live, index_type, recall_target)
     settings = index.settings.with_changes(
         transform=spec.kind.value,
         dims_requested=spec.dims,
@@ -132,10 +147,19 @@ def refit(index: Index, spec: TransformSpec, index_type: str | None) -> tuple[fl
         flow_epochs=spec.epochs,
         seed=spec.seed,
         index_type=index_type,
+        rerank=index.settings.rerank if rerank is None else rerank,
+        recall_target=recall_target,
     )
     with index.generations.next(index.manifest) as building:
         published = _write(index, building, stats, fitted, vectors, settings)
     return time.perf_counter() - started, published
+
+
+def _loaded(index: Index) -> VectorIndex:
+    """The current generation's vector index as its manifest has it tuned, to change and publish again."""
+    return VectorIndex.load(index.generation_dir).with_tuning(
+        index.state.search_params, index.state.measured_recall
+    )
 
 
 def _write(
@@ -147,7 +171,15 @@ def _write(
     settings: IndexSettings,
     **changes: Any,
 ) -> Published:
-    """Write every file of the next generation and hand its manifest to the generation being built."""
+    """Write every file of the next generation and hand its manifest to the generation being built. When
+    deleted and replaced rows fill enough of the raw segments, the live rows are compacted into one."""
+    segments = Segment.all_of(changes.get("segments", index.state.segments))
+    live = index.store.all_pks()
+    if worth_compacting(segments, len(live)):
+        compacted = compact(
+            RawVectors(index.path, segments, index.settings.encoder_dim), live, building.number
+        )
+        changes["segments"] = () if compacted is None else (compacted.to_json(),)
     stats.save(building.directory / RunningStats.FILE)
     transform.save(building.directory)
     vectors.save(building.directory)
@@ -156,6 +188,8 @@ def _write(
         dims=transform.out_dim,
         drift=transform.drift(stats),
         index_structure=vectors.description,
+        search_params=vectors.params,
+        measured_recall=vectors.recall,
         **changes,
     )
     return Published(

@@ -9,7 +9,18 @@ from pathlib import Path
 
 import numpy as np
 
-from ..settings import Pooling, Quantize
+from ..settings import Choice, Pooling, Quantize
+
+
+class Int8Method(Choice):
+    """How the onnx backend's int8 graph quantizes the activations entering its Linear layers (their weights are
+    int8 per output channel either way). An index records it (manifest `int8_method`)."""
+
+    # One scale per row (token), from that row alone: a text's vector is the same whatever is batched with it.
+    PER_ROW = "per-row"
+    # ONNX Runtime's quantize_dynamic: one scale per batch, so a vector depends on its batch (indexes made
+    # before per-row; their queries keep it, so they answer as they did).
+    DYNAMIC = "dynamic"
 
 
 @dataclass(frozen=True)
@@ -21,6 +32,7 @@ class EncodingSpec:
     normalize: bool
     quantize: Quantize
     max_length: int  # the tokenizer's; the onnx backend tokenizes its probe texts with it
+    int8_method: Int8Method = Int8Method.PER_ROW  # of the onnx backend (torch quantizes per batch)
 
 
 class EncoderBackend(ABC):

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
 
 from ..settings import DEFAULT_BACKEND, Backend, Pooling, Quantize
-from .backend import EncoderBackend, EncodingSpec
+from .backend import EncoderBackend, EncodingSpec, Int8Method
 from .model import read_model_defaults, resolve_model_path
 from .onnx_backend import OnnxBackend
 from .tokenizer import Tokenizer, load_tokenizer, padded
@@ -45,8 +45,10 @@ class Encoder:
         batch_size: int | None = None,
         quantize: Quantize | str = Quantize.NONE,
         backend: Backend | str = DEFAULT_BACKEND,
+        int8_method: Int8Method | str = Int8Method.PER_ROW,  # an index made before per-row gives "dynamic"
     ):
         self.quantize = Quantize.parse(quantize, "quantize")
+        self.int8_method = Int8Method.parse(int8_method, "int8_method")
         self.backend = Backend.parse(backend, "backend")
         self.path = resolve_model_path(model)
         defaults = read_model_defaults(self.path)
@@ -55,7 +57,9 @@ class Encoder:
         self.normalize = defaults.normalize if normalize is None else normalize
         self.dim = defaults.dim
         self.batch_size = batch_size
-        spec = EncodingSpec(self.path, self.pooling, self.normalize, self.quantize, self.max_length)
+        spec = EncodingSpec(
+            self.path, self.pooling, self.normalize, self.quantize, self.max_length, self.int8_method
+        )
         self._backend = BACKEND_CLASSES[self.backend](spec)
         self._tokenizer: Tokenizer | None = None
 
@@ -80,8 +84,8 @@ class Encoder:
     def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
         return load_tokenizer(str(self.path), self.max_length)(list(texts))
 
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """Vectors of shape (len(texts), dim), float32, in input order."""
+    def encode(self, texts: Sequence[str], progress: Callable[[int], None] | None = None) -> np.ndarray:
+        """Vectors of shape (len(texts), dim), float32, in input order; `progress(n)` after each batch of n."""
         if len(texts) == 0:
             return np.zeros((0, self.dim), dtype=np.float32)
         self.load()
@@ -95,6 +99,8 @@ class Encoder:
         for rows in self.batches(order, [len(token_ids[i]) for i in order]):
             ids, mask = padded([token_ids[i] for i in rows], self._tokenizer.pad_id)
             out[rows] = self._backend.run(ids, mask, threads)
+            if progress:
+                progress(len(rows))
         return out
 
     def batches(self, order: np.ndarray, lengths: list[int]) -> Iterator[np.ndarray]:

@@ -1,10 +1,14 @@
 """The encoder as an ONNX Runtime graph: exported from the torch model once per model, pooling and
 quantization, checked against torch, and kept in a cache directory that every index and process shares.
 
-Why: on this machine ONNX Runtime encodes 1.4x faster than torch in fp32 and its int8 graph (dynamic
-quantization, per channel) 1.2x faster than torch's int8 and closer to fp32 (mean cosine 0.994 against
-0.980); a short query takes 5.4 ms instead of 12 (2.7 ms in int8), and a process that only queries never
-imports torch. The graph includes the pooling and normalisation, so it returns sentence vectors."""
+Why: on this machine ONNX Runtime encodes 1.4x faster than torch in fp32 and its int8 graph 1.2x faster than
+torch's int8 and closer to fp32; a short query takes 4 ms instead of 12 (1 ms in int8), and a process that only
+queries never imports torch. The graph includes the pooling and normalisation, so it returns sentence vectors.
+
+int8 (benchmarks/results/determinism.md): weights per output channel, activations per row (token) with a scale
+from that row alone, so a text's vector does not depend on what is batched with it (to 1.5e-7, fp32's own
+jitter). ONNX Runtime's quantize_dynamic, used before, takes one activation scale per batch: a vector moved by
+up to 0.04 with its batch. Per row is as fast and closer to fp32 (mean cosine 0.9976 against 0.9937)."""
 
 from __future__ import annotations
 
@@ -24,7 +28,7 @@ import numpy as np
 from ..errors import ModelError
 from ..settings import Pooling, Quantize
 from ..storage import atomic_path
-from .backend import EncoderBackend
+from .backend import EncoderBackend, Int8Method
 from .model import weights_file
 from .tokenizer import load_tokenizer, padded
 from .torch_backend import embed, load_model
@@ -33,7 +37,7 @@ log = logging.getLogger(__name__)
 
 Tokenize = Callable[[list[str]], list[list[int]]]
 
-EXPORT_VERSION = 1  # bump when the exported graph changes, so caches are not reused
+EXPORT_VERSION = 2  # bump when the exported graph changes, so caches are not reused (2: int8 per row)
 CACHE_ENV = "SEMSEARCH_CACHE"
 # Texts the exported graph must encode as torch does: padding in one batch, and one longer than any trace.
 PROBE_TEXTS = ["A man is playing a guitar.", "short", "word " * 600]
@@ -42,6 +46,9 @@ AGREEMENT = 1e-4  # largest difference from torch's vectors an fp32 graph may sh
 # ("Please consider to run pre-processing before quantization. Refer to example: ..." in 1.32); the graph is
 # already what ORT optimises, so the advice is noise to a user.
 PREPROCESS_ADVICE = "pre-processing before quantization"
+# Largest difference a per-row int8 graph may show between a text encoded alone and in a padded batch (seen:
+# 1.5e-7, as fp32; per batch, 0.04).
+PER_TEXT = 1e-5
 
 
 class ExportError(ModelError):
@@ -56,9 +63,16 @@ def cache_directory() -> Path:
     return Path(base) / "semsearch"
 
 
-def graph_path(model_path: Path, pooling: Pooling | str, normalize: bool, quantize: Quantize | str) -> Path:
+def graph_path(
+    model_path: Path,
+    pooling: Pooling | str,
+    normalize: bool,
+    quantize: Quantize | str,
+    int8_method: Int8Method | str = Int8Method.PER_ROW,
+) -> Path:
     """Where the graph for these settings is cached. The key names the model directory and its weights'
     size and modification time: a model changed in place gets a new graph."""
+    int8 = Quantize(quantize) == Quantize.INT8
     weights = weights_file(model_path)
     stat = weights.stat() if weights is not None else None
     key = json.dumps(
@@ -71,33 +85,43 @@ def graph_path(model_path: Path, pooling: Pooling | str, normalize: bool, quanti
             Pooling(pooling).value,  # the plain names, as in the keys of graphs already cached
             normalize,
             Quantize(quantize).value,
+            Int8Method(int8_method).value if int8 else None,
         ]
     )
     return cache_directory() / "onnx" / f"{hashlib.sha256(key.encode()).hexdigest()[:20]}.onnx"
 
 
 def ensure_graph(
-    model_path: Path, pooling: Pooling | str, normalize: bool, quantize: Quantize | str, tokenize: Tokenize
+    model_path: Path,
+    pooling: Pooling | str,
+    normalize: bool,
+    quantize: Quantize | str,
+    tokenize: Tokenize,
+    int8_method: Int8Method | str = Int8Method.PER_ROW,
 ) -> Path:
     """The cached graph, exported (and quantized) first if it is not there yet. `tokenize` gives token ids
-    for the agreement check. Raises ExportError if the model cannot be exported faithfully."""
-    target = graph_path(model_path, pooling, normalize, quantize)
+    for the checks. Raises ExportError if the model cannot be exported faithfully."""
+    target = graph_path(model_path, pooling, normalize, quantize, int8_method)
     if target.is_file():
         return target
+    # The fp32 graph is kept too: an int8 index compares against it once (quantize_fidelity), and another
+    # int8 method is quantized from it without exporting again.
+    full = graph_path(model_path, pooling, normalize, Quantize.NONE)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=target.parent) as scratch:
-            fp32 = Path(scratch) / "fp32.onnx"
-            try:
-                _export(model_path, Pooling(pooling), normalize, tokenize, fp32)
-            finally:
-                load_model.cache_clear()  # the torch model was only needed for the export
+            fp32 = full if full.is_file() else Path(scratch) / "fp32.onnx"
+            if fp32 != full:
+                try:
+                    _export(model_path, Pooling(pooling), normalize, tokenize, fp32)
+                finally:
+                    load_model.cache_clear()  # the torch model was only needed for the export
             if quantize == Quantize.INT8:
                 with atomic_path(target) as tmp:
-                    _quantize(fp32, tmp)
-            # The fp32 graph is kept too: an int8 index compares against it once (quantize_fidelity).
-            full = graph_path(model_path, pooling, normalize, Quantize.NONE)
-            if not full.is_file():
+                    _quantize(fp32, tmp, Int8Method(int8_method))
+                    if int8_method == Int8Method.PER_ROW:
+                        _check_per_text(model_path, tokenize, tmp)
+            if fp32 != full:
                 with atomic_path(full) as tmp:
                     os.replace(fp32, tmp)
     except OSError as error:  # the cache cannot be written: this model is then encoded by torch
@@ -170,12 +194,115 @@ def _check_agreement(
         )
 
 
-def _quantize(fp32: Path, target: Path) -> None:
+def _quantize(fp32: Path, target: Path, method: Int8Method = Int8Method.PER_ROW) -> None:
+    if method == Int8Method.PER_ROW:
+        _quantize_per_row(fp32, target)
+        return
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     with _dropping_root_message(PREPROCESS_ADVICE):
         # Per channel, int8 weights: mean cosine to fp32 0.994 on WordNet glosses (0.980 per tensor in torch).
         quantize_dynamic(str(fp32), str(target), weight_type=QuantType.QInt8, per_channel=True)
+
+
+def _quantize_per_row(fp32: Path, target: Path) -> None:
+    """Each MatMul by a constant 2-D weight (a Linear layer), rewritten in int8: weights symmetric per output
+    channel; each row of its input quantized with its own scale, max |x| / 127, as uint8 around 128, so no
+    row's values depend on another's. MatMulIntegerToFloat (uint8 x int8 with the weights' scales) then the
+    rows' scales give the float output. Rows sharing an input (query, key, value) are quantized once."""
+    import onnx
+    from onnx import helper, numpy_helper
+
+    model = onnx.load(str(fp32))
+    graph = model.graph
+    weights = {tensor.name: tensor for tensor in graph.initializer}
+    opset = next(o.version for o in model.opset_import if o.domain in ("", "ai.onnx"))
+    added = {  # shared constants
+        "int8/127": np.array(127.0, np.float32),
+        "int8/tiny": np.array(1e-12, np.float32),  # a row of zeros still gets a scale
+        "int8/one": np.array(1.0, np.float32),
+        "int8/zero_point": np.array(128, np.uint8),
+        "int8/last_axis": np.array([-1], np.int64),
+        "int8/start": np.array([0], np.int64),
+        "int8/end": np.array([-1], np.int64),
+        "int8/rows_axis": np.array([1], np.int64),
+    }
+    nodes, rows = [], {}  # rows: input name -> (uint8 rows, scale per row, leading dims of the input)
+    for node in graph.node:
+        weight = weights.get(node.input[1]) if node.op_type == "MatMul" else None
+        if weight is None or len(weight.dims) != 2:
+            nodes.append(node)
+            continue
+        w = numpy_helper.to_array(weight).astype(np.float32)
+        k, n = w.shape
+        x = node.input[0]
+        if x not in rows:
+            p = f"int8/row{len(rows)}/"
+            added[p + "shape2d"] = np.array([-1, k], np.int64)
+            reduce = {"axes": [1]} if opset < 18 else {}  # axes became an input in opset 18
+            nodes += [
+                helper.make_node("Reshape", [x, p + "shape2d"], [p + "x"]),
+                helper.make_node("Abs", [p + "x"], [p + "abs"]),
+                helper.make_node(
+                    "ReduceMax",
+                    [p + "abs"] + ([] if reduce else ["int8/rows_axis"]),
+                    [p + "max"],
+                    keepdims=0,
+                    **reduce,
+                ),
+                helper.make_node("Max", [p + "max", "int8/tiny"], [p + "max_"]),
+                helper.make_node("Div", [p + "max_", "int8/127"], [p + "scale"]),
+                helper.make_node("Shape", [p + "scale"], [p + "count"]),
+                helper.make_node("Expand", ["int8/zero_point", p + "count"], [p + "zero_points"]),
+                helper.make_node(
+                    "QuantizeLinear", [p + "x", p + "scale", p + "zero_points"], [p + "q"], axis=0
+                ),
+                helper.make_node("Unsqueeze", [p + "scale", "int8/rows_axis"], [p + "scale_column"]),
+                helper.make_node("Shape", [x], [p + "shape"]),
+                helper.make_node("Slice", [p + "shape", "int8/start", "int8/end"], [p + "leading"]),
+            ]
+            rows[x] = p
+        p, m = rows[x], f"int8/matmul{len(nodes)}/"
+        scale = np.maximum(np.abs(w).max(axis=0), 1e-12) / 127.0
+        added[m + "weight"] = np.clip(np.round(w / scale), -127, 127).astype(np.int8)
+        added[m + "weight_scale"] = scale.astype(np.float32)
+        added[m + "width"] = np.array([n], np.int64)
+        nodes += [
+            helper.make_node(
+                "MatMulIntegerToFloat",
+                [p + "q", m + "weight", "int8/one", m + "weight_scale", "int8/zero_point"],
+                [m + "y"],
+                domain="com.microsoft",
+            ),
+            helper.make_node("Mul", [m + "y", p + "scale_column"], [m + "scaled"]),
+            helper.make_node("Concat", [p + "leading", m + "width"], [m + "shape"], axis=0),
+            helper.make_node("Reshape", [m + "scaled", m + "shape"], list(node.output)),
+        ]
+    used = {name for node in nodes for name in node.input}
+    kept = [tensor for tensor in graph.initializer if tensor.name in used]
+    del graph.initializer[:]
+    graph.initializer.extend(kept + [numpy_helper.from_array(v, name) for name, v in added.items()])
+    del graph.node[:]
+    graph.node.extend(nodes)
+    if not any(o.domain == "com.microsoft" for o in model.opset_import):
+        model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+    onnx.save(model, str(target))
+
+
+def _check_per_text(model_path: Path, tokenize: Tokenize, graph: Path) -> None:
+    """A per-row graph must encode each probe text alone as it does in one padded batch with the others."""
+    ids, mask = padded(tokenize(PROBE_TEXTS))
+    run = _new_session(str(graph), 1).run
+    batched = run(None, {"input_ids": ids, "attention_mask": mask})[0]
+    for row, text_ids in enumerate(tokenize(PROBE_TEXTS)):
+        alone_ids, alone_mask = padded([text_ids])
+        alone = run(None, {"input_ids": alone_ids, "attention_mask": alone_mask})[0][0]
+        difference = float(np.max(np.abs(alone - batched[row])))
+        if not difference <= PER_TEXT:
+            raise ExportError(
+                f"{model_path}: the int8 graph's vectors depend on the batch (difference {difference:.2g}); "
+                "use --quantize none or --backend torch"
+            )
 
 
 @contextlib.contextmanager
@@ -243,7 +370,9 @@ class OnnxBackend(EncoderBackend):
         if self.graph is None:
             spec = self.spec
             tokenize = load_tokenizer(str(spec.path), spec.max_length)
-            self.graph = ensure_graph(spec.path, spec.pooling, spec.normalize, spec.quantize, tokenize)
+            self.graph = ensure_graph(
+                spec.path, spec.pooling, spec.normalize, spec.quantize, tokenize, spec.int8_method
+            )
 
     def run(self, ids: np.ndarray, mask: np.ndarray, threads: int = 0) -> np.ndarray:
         return session(str(self.graph), threads).run(None, {"input_ids": ids, "attention_mask": mask})[0]

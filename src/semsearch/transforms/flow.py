@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ..damage import brief, derived, json_problem, safetensors_problem
 from ..errors import IndexStateError, SettingsError
 from ..settings import TransformKind, TransformSpec
 from ..stats import RunningStats
@@ -48,6 +49,7 @@ class FlowTransform(Transform):
 
     kind = TransformKind.FLOW
     WEIGHTS, CONFIG = "flow.safetensors", "flow.json"
+    FILES = (CONFIG, WEIGHTS)
 
     def __init__(
         self,
@@ -138,7 +140,23 @@ class FlowTransform(Transform):
 
     @classmethod
     def load(cls, directory: Path, spec: TransformSpec, in_dim: int) -> FlowTransform:
+        """The saved flow; a file that is not whole, or does not hold the flow it describes, is damaged."""
         directory = Path(directory)
+        for path, problem in (
+            (directory / cls.CONFIG, json_problem(directory / cls.CONFIG)),
+            (directory / cls.WEIGHTS, safetensors_problem(directory / cls.WEIGHTS)),
+        ):
+            if problem:
+                raise derived(path, problem)
+        try:
+            return cls._load(directory, spec, in_dim)
+        except IndexStateError:
+            raise
+        except Exception as error:  # a key, a shape or a tensor missing: the files do not hold a whole flow
+            raise derived(directory / cls.WEIGHTS, f"unreadable: {brief(error)}") from None
+
+    @classmethod
+    def _load(cls, directory: Path, spec: TransformSpec, in_dim: int) -> FlowTransform:
         config = json.loads((directory / cls.CONFIG).read_text())
         if config.get("format_version") != FORMAT_VERSION:
             raise IndexStateError(

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..damage import brief, derived, safetensors_problem
 from ..errors import SettingsError
 from ..settings import TransformKind, TransformSpec
 from ..stats import RunningStats
@@ -26,6 +27,7 @@ RANK_TOLERANCE = 1e-10
 
 class IdentityTransform(Transform):
     kind = TransformKind.NONE
+    FILES: tuple[str, ...] = ()  # what it saves in a generation's directory
 
     @property
     def out_dim(self) -> int:
@@ -51,6 +53,7 @@ class LinearTransform(Transform):
 
     kind = TransformKind.WHITEN  # and PCA: the registry maps both here
     FILE = "transform.safetensors"
+    FILES = (FILE,)
 
     def __init__(
         self, spec: TransformSpec, in_dim: int, mean: np.ndarray, matrix: np.ndarray, eigenvalues: np.ndarray
@@ -78,10 +81,18 @@ class LinearTransform(Transform):
             raise SettingsError("the documents' vectors do not vary: nothing to fit a transform on")
         keep = rank if spec.dims is None else min(spec.dims, rank)
         if spec.dims is not None and spec.dims > rank:
-            log.warning("the corpus spans only %d directions; keeping %d dims, not %d", rank, rank, spec.dims)
+            # Expected of a young index (fewer documents than dims: refitted as it grows); a warning otherwise.
+            say = log.info if stats.count <= spec.dims else log.warning
+            say("the corpus spans only %d directions; keeping %d dims, not %d", rank, rank, spec.dims)
         power = spec.effective_power
         matrix = vectors_[:, :keep] * values[:keep] ** (-power / 2)
         return cls(replace(spec, dims=keep), stats.dim, stats.mean, matrix, values[:keep])
+
+    @classmethod
+    def stand_in(cls, spec: TransformSpec, in_dim: int) -> LinearTransform:
+        """The encoder's vectors unchanged, for an index too young to estimate a covariance (one document, or
+        documents whose vectors do not vary): its next add fits the real transform (build.young)."""
+        return cls(spec, in_dim, np.zeros(in_dim), np.eye(in_dim), np.ones(in_dim))
 
     def apply(self, vectors: np.ndarray) -> np.ndarray:
         return ((np.asarray(vectors, dtype=np.float64) - self.mean) @ self.matrix).astype(np.float32)
@@ -115,4 +126,14 @@ class LinearTransform(Transform):
 
     @classmethod
     def load(cls, directory: Path, spec: TransformSpec, in_dim: int) -> LinearTransform:
-        return cls.from_arrays(load_arrays(Path(directory) / cls.FILE), spec, in_dim)
+        """The saved transform; a file that is not whole, or not a transform of `in_dim` dims, is damaged."""
+        path = Path(directory) / cls.FILE
+        if problem := safetensors_problem(path):
+            raise derived(path, problem)
+        try:
+            loaded = cls.from_arrays(load_arrays(path), spec, in_dim)
+        except Exception as error:  # safetensors raises its own kinds; any failure here means the file
+            raise derived(path, f"unreadable: {brief(error)}") from None
+        if loaded.mean.shape != (in_dim,) or loaded.matrix.shape != (in_dim, len(loaded.eigenvalues)):
+            raise derived(path, f"a transform of {loaded.matrix.shape}, for vectors of {in_dim} dims")
+        return loaded

@@ -1,0 +1,312 @@
+"""Determinism benchmark (issue 11): is an index the same whatever way its corpus was ingested? The same
+SciFact documents go in with real `semsearch ingest` processes as one file, as three files (three ingests into
+one index, then `semsearch refit` so the transform is fitted on all), and with --batch-size 1 and 512; the
+same queries then run on each index and are compared with the one-file index's answers. Done for the int8
+encoder of this release (per-row), of the previous one (dynamic: an index whose manifest says so, as every
+index it made does) and fp32 (control). Also int8's speed and fidelity against fp32, and the candidates the
+method was chosen from (int8_candidates.py). Written to determinism.md and determinism.json (sections merge,
+so one can be re-run alone).
+
+    .venv/bin/python benchmarks/determinism.py [--sections cli,speed,candidates] [--docs 600] [--queries 25]
+                                               [--ingest-docs 10000] [--rounds 3] [--work DIR] [--out DIR]
+
+Reads ../shared/data/scifact and ../shared/data/wordnet (skips, saying so, if absent)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import int8_candidates as candidates  # noqa: E402
+
+from semsearch import Index  # noqa: E402
+from semsearch.encoding import Encoder  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO.parent / "shared" / "data"
+OUT = REPO / "benchmarks" / "results"
+SEMSEARCH = [sys.executable, "-m", "semsearch"]
+# (name, --quantize, int8_method written into the manifest)
+METHODS = [("int8 per-row (now)", "int8", "per-row"), ("int8 dynamic (before)", "int8", "dynamic")]
+CONTROL = ("fp32", "none", "per-row")
+SELF_QUERIES = 5  # documents whose own text is also a query
+SECTIONS = ("cli", "speed", "candidates")
+
+
+def semsearch(*args: str) -> float:
+    """Run a whole `semsearch` process; its wall seconds."""
+    started = time.perf_counter()
+    run = subprocess.run([*SEMSEARCH, *args], capture_output=True, text=True)
+    if run.returncode != 0:
+        raise SystemExit(f"semsearch {shlex.join(args)} failed:\n{run.stderr}")
+    return time.perf_counter() - started
+
+
+def new_index(path: Path, quantize: str, int8_method: str, batch_size: int | None = None) -> Path:
+    """An empty index; for `dynamic` its manifest then says what a previous release's int8 index says."""
+    Index.create(path, quantize=quantize, batch_size=batch_size).close()
+    manifest = path / "manifest.json"
+    data = json.loads(manifest.read_text())
+    data["int8_method"] = int8_method
+    manifest.write_text(json.dumps(data, indent=2) + "\n")
+    return path
+
+
+def write_jsonl(path: Path, records: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+def load_average() -> str:
+    return " ".join(f"{v:.2f}" for v in os.getloadavg())
+
+
+# ---- the CLI ingests --------------------------------------------------------------------------------------
+
+
+def cli_section(work: Path, docs: int, query_count: int) -> dict:
+    scifact = DATA / "scifact"
+    records = [json.loads(line) for line in (scifact / "corpus.jsonl").open()][:docs]
+    queries = [json.loads(line)["text"] for line in (scifact / "queries.jsonl").open()][:query_count]
+    picked = records[:: max(1, docs // SELF_QUERIES)][:SELF_QUERIES]
+    self_queries = {r["_id"]: f"{r['title']} {r['text']}" for r in picked}
+    queries += list(self_queries.values())
+    one = write_jsonl(work / "corpus.jsonl", records)
+    thirds = [write_jsonl(work / f"part{i}.jsonl", records[i::3]) for i in range(3)]
+    variants = {
+        "one file": (None, [one]),
+        "three files + refit": (None, thirds),
+        "--batch-size 1": (1, [one]),
+        "--batch-size 512": (512, [one]),
+    }
+    out: dict = {"docs": docs, "queries": len(queries), "self_queries": SELF_QUERIES, "methods": {}}
+    for name, quantize, method in [*METHODS, CONTROL]:
+        print(f"cli: {name}", flush=True)
+        answers, seconds = {}, {}
+        for variant, (batch_size, files) in variants.items():
+            path = new_index(work / f"{quantize}-{method}-{len(answers)}", quantize, method, batch_size)
+            seconds[variant] = sum(
+                semsearch("ingest", str(f), "--index", str(path), "--quiet") for f in files
+            )
+            if len(files) > 1:
+                seconds[variant] += semsearch("refit", "--index", str(path))
+            with Index.open(path) as index:  # each query encoded alone, as a user's query is
+                answers[variant] = [[(h.id, h.score) for h in index.search(q, k=10)] for q in queries]
+            shutil.rmtree(path)
+        base = answers["one file"]
+        rows = {}
+        for variant, found in answers.items():
+            row = compare(base, found)
+            selfs = [dict(hits).get(doc, 0.0) for doc, hits in zip(self_queries, found[-SELF_QUERIES:])]
+            row.update(self_score_min=min(selfs), ingest_seconds=seconds[variant])
+            rows[variant] = row
+        out["methods"][name] = rows
+    return out
+
+
+def compare(base: list, found: list) -> dict:
+    """Queries with the same top-10 ids in the same order, and the largest score difference of a document
+    in both top-10s."""
+    same = sum([i for i, _ in a] == [i for i, _ in b] for a, b in zip(base, found))
+    differences = [abs(dict(a)[i] - s) for a, b in zip(base, found) for i, s in b if i in dict(a)]
+    return {"identical_top10": int(same), "max_score_difference": float(max(differences))}
+
+
+# ---- speed and fidelity --------------------------------------------------------------------------------
+
+
+def speed_section(work: Path, ingest_docs: int, rounds: int) -> dict:
+    wordnet, scifact = DATA / "wordnet" / "corpus.jsonl", DATA / "scifact" / "corpus.jsonl"
+    glosses, abstracts = candidates.read_texts(wordnet, 0, 2000), candidates.read_texts(scifact, 0, 600)
+    queries = [json.loads(line)["text"] for line in (DATA / "scifact" / "queries.jsonl").open()][:100]
+    encoders = {
+        "fp32": Encoder(),
+        "int8 dynamic (before)": Encoder(quantize="int8", int8_method="dynamic"),
+        "int8 per-row (now)": Encoder(quantize="int8"),
+    }
+    print("speed: fidelity", flush=True)
+    exact = {"glosses": encoders["fp32"].encode(glosses), "abstracts": encoders["fp32"].encode(abstracts)}
+    out: dict = {"encode": {}, "ingest": {}, "fidelity": {}, "load_before": load_average()}
+    for name, encoder in encoders.items():
+        if name != "fp32":
+            out["fidelity"][name] = {
+                kind: candidates.fidelity(encoder.encode(texts), exact[kind])
+                for kind, texts in (("glosses", glosses), ("abstracts", abstracts))
+            }
+    print("speed: encoding", flush=True)
+    out["encode"] = candidates.speeds(encoders, glosses, abstracts, queries, rounds)
+    print("speed: whole ingests", flush=True)
+    records = []
+    with open(wordnet) as handle:
+        for line in handle:
+            records.append(json.loads(line))
+            if len(records) == ingest_docs:
+                break
+    corpus = write_jsonl(work / "ingest.jsonl", records)
+    runs: dict[str, list[float]] = {}
+    setups = {"fp32": CONTROL, **{m[0]: m for m in METHODS}}
+    for round_number in range(rounds):
+        for name, (_, quantize, method) in setups.items():
+            path = new_index(work / f"ingest-{round_number}-{quantize}-{method}", quantize, method)
+            seconds = semsearch("ingest", str(corpus), "--index", str(path), "--quiet")
+            runs.setdefault(name, []).append(len(records) / seconds)
+            shutil.rmtree(path)
+    out["ingest"] = {name: {"docs_per_s": float(np.median(v)), "rounds": v} for name, v in runs.items()}
+    out["ingest_docs"] = len(records)
+    out["load_after"] = load_average()
+    return out
+
+
+# ---- the report ----------------------------------------------------------------------------------------
+
+
+def markdown(results: dict) -> str:
+    lines = [
+        "# Determinism benchmark (issue 11)",
+        "",
+        "Made with (per section, run on this machine; sections merge): "
+        + ", ".join(f"{name}: `{results[name]['command']}`" for name in SECTIONS if name in results),
+        "",
+        "The int8 encoder of the previous release (ONNX Runtime's `quantize_dynamic`) took one activation scale "
+        "per batch, so a document's vector depended on the documents batched with it. This release quantizes "
+        "each row (token) with its own scale (`int8_method: per-row` in new manifests; indexes of the "
+        "previous release keep `dynamic`, so their stored vectors and new queries still agree).",
+        "",
+    ]
+    if "cli" in results:
+        cli = results["cli"]
+        lines += [
+            f"## The same corpus ingested four ways ({cli['docs']} SciFact documents, {cli['queries']} queries)",
+            "",
+            "Real `semsearch ingest` processes, default settings (whiten 128 dims + rerank 100); each variant "
+            "compared with the one-file index: queries whose top-10 ids come in the same order, and the largest "
+            "score difference of a document in both top-10s. The last "
+            f"{cli['self_queries']} queries are documents' own texts: the lowest score of that document.",
+            "",
+            "| encoder | variant | identical top-10 | max score difference | own text scores | ingest s |",
+            "|---|---|---|---|---|---|",
+        ]
+        for method, rows in cli["methods"].items():
+            for variant, row in rows.items():
+                lines.append(
+                    f"| {method} | {variant} | {row['identical_top10']} / {cli['queries']} | "
+                    f"{row['max_score_difference']:.2g} | {row['self_score_min']:.4f} | "
+                    f"{row['ingest_seconds']:.1f} |"
+                )
+        lines.append("")
+    if "speed" in results:
+        lines += speed_markdown(results["speed"])
+    if "candidates" in results:
+        lines += candidates_markdown(results["candidates"]["rows"])
+    return "\n".join(lines) + "\n"
+
+
+def speed_markdown(speed: dict) -> list[str]:
+    lines = [
+        "## int8 speed and fidelity",
+        "",
+        "Encoding alone (the Encoder with its default token-budget batches; 2,000 WordNet glosses, 600 SciFact "
+        "abstracts, 100 SciFact queries each encoded alone) and whole `semsearch ingest` processes of "
+        f"{speed['ingest_docs']:,} WordNet glosses (defaults), alternated rounds, medians. Load average of "
+        f"the machine (2 cores; other work was running): {speed['load_before']} before, "
+        f"{speed['load_after']} after. Fidelity: cosine of each vector to fp32's, on the same texts.",
+        "",
+        "| encoder | glosses docs/s | abstracts docs/s | query ms | ingest docs/s | cosine to fp32, "
+        "glosses (mean / min) | abstracts (mean / min) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, encode in speed["encode"].items():
+        fidelity = speed["fidelity"].get(name)
+        cos = (
+            [f"{f['mean_cosine']:.4f} / {f['min_cosine']:.4f}" for f in fidelity.values()]
+            if fidelity
+            else ["1", "1"]
+        )
+        lines.append(
+            f"| {name} | {encode['glosses_per_s']:.0f} | {encode['abstracts_per_s']:.1f} | "
+            f"{encode['query_ms']:.2f} | {speed['ingest'][name]['docs_per_s']:.0f} | {cos[0]} | {cos[1]} |"
+        )
+    return [*lines, ""]
+
+
+def candidates_markdown(found: dict) -> list[str]:
+    lines = [
+        "## The candidates",
+        "",
+        "Each built from the same fp32 graph (int8_candidates.py says how) and run by the product's Encoder. "
+        "Largest difference of a vector from its default-batched one across batch sizes 1, 2 and 512, the "
+        "texts split in three, glosses batched with long abstracts, and texts alone (1,000 WordNet glosses "
+        "and 200 SciFact abstracts; fp32 itself moves by about 1e-7); speed alternated within rounds, "
+        "medians (600 glosses, 40 abstracts, 50 short queries alone); cosine to fp32 on the 1,200 texts.",
+        "",
+        "| candidate | max difference | glosses docs/s | abstracts docs/s | query ms | cosine mean | min |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, row in found.items():
+        lines.append(
+            f"| {name} | {row['max_difference']:.2g} | {row['glosses_per_s']:.0f} | "
+            f"{row['abstracts_per_s']:.1f} | {row['query_ms']:.2f} | {row['mean_cosine']:.4f} | "
+            f"{row['min_cosine']:.4f} |"
+        )
+    return [*lines, ""]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--sections", default=",".join(SECTIONS))
+    parser.add_argument("--docs", type=int, default=600)
+    parser.add_argument("--queries", type=int, default=25)
+    parser.add_argument("--ingest-docs", type=int, default=10000)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--work", type=Path, default=None)
+    parser.add_argument("--out", type=Path, default=OUT)
+    args = parser.parse_args()
+    missing = [p for p in (DATA / "scifact", DATA / "wordnet") if not (p / "corpus.jsonl").is_file()]
+    if missing:
+        print(f"skipped: shared data not found ({', '.join(map(str, missing))})")
+        return
+    sections = args.sections.split(",")
+    results_path = args.out / "determinism.json"
+    results = json.loads(results_path.read_text()) if results_path.is_file() else {}
+    command = "python benchmarks/determinism.py " + shlex.join(sys.argv[1:])
+    for quantize, method in (("none", "per-row"), ("int8", "per-row"), ("int8", "dynamic")):
+        Encoder(quantize=quantize, int8_method=method).load()  # graphs exported before any timing
+    work = args.work or Path(tempfile.mkdtemp(prefix="determinism-"))
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        if "cli" in sections:
+            results["cli"] = {**cli_section(work, args.docs, args.queries), "command": command}
+        if "speed" in sections:
+            results["speed"] = {**speed_section(work, args.ingest_docs, args.rounds), "command": command}
+        if "candidates" in sections:
+            print("candidates", flush=True)
+            found = candidates.measure_candidates(work / "graphs", *_candidate_data())
+            results["candidates"] = {"rows": found, "command": command}
+    finally:
+        if args.work is None:
+            shutil.rmtree(work, ignore_errors=True)
+    args.out.mkdir(parents=True, exist_ok=True)
+    results_path.write_text(json.dumps(results, indent=2) + "\n")
+    (args.out / "determinism.md").write_text(markdown(results))
+    print(markdown(results))
+
+
+def _candidate_data() -> tuple[Path, Path]:
+    return DATA / "wordnet" / "corpus.jsonl", DATA / "scifact" / "corpus.jsonl"
+
+
+if __name__ == "__main__":
+    main()

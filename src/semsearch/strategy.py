@@ -1,0 +1,143 @@
+"""Filtered search by strategy: the k best of the rows a filter allows, as brute force over exactly those rows
+ranks them in the index's own space (the transform's output), for every index type.
+
+The rule, with m rows allowed of the n indexed (measurements: benchmarks/results/filter.md):
+- m <= exact_rows: score the m rows exactly. flat and hnsw score their stored vectors in place (FAISS reads
+  only those rows: 20,000 rows of 384 floats in 1.5 ms), ivf scans every inverted list with the rows as a
+  selector, pq (whose codes are lossy) projects their raw vectors. Exact by construction.
+- m > exact_rows: the approximate index with the rows as a selector (a bitmap), its efSearch / nprobe those
+  tuned at build for FILTERED_RECALL at the nearest measured selectivity at or below m / n (tuning.py), pq's
+  candidates re-scored exactly; then verified: a query that finds fewer than k, or for which one of a sample
+  of the allowed rows spread over them scores above its k-th result (proof that one was missed), is scored
+  exactly.
+- exact_rows is the crossover, measured at build (tuning.py): going down the selectivities 1/2, 1/4, ..., the
+  first at which scoring the allowed rows exactly takes no longer than the approximate search tuned there
+  (timed one query at a time), or at which that search cannot reach its recall. Flat is always exact.
+An index built before tuning (no `filtered` levels) scales its fixed efSearch / nprobe by (n / m) ** 0.6 (pq
+re-scoring 8 candidates per result), above LEGACY_EXACT_FLOATS / dims rows."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .vectorindex import VectorIndex
+
+Ranked = list[list[tuple[int, float]]]  # per query: (pk, score), best first
+FILTERED_RECALL = 0.99  # recall@10 the approximate path is tuned for, against exact filtered search
+VERIFY_SAMPLE = 256  # allowed rows scored exactly to check an approximate answer
+EXACT_BLOCK = 8192  # raw rows projected at once when pq scores allowed rows exactly
+LEGACY_EXACT_FLOATS = 4_000_000  # untuned: exact up to this many allowed rows x dims (10,416 rows at 384)
+LEGACY_SCALING = 0.6  # untuned: efSearch / nprobe grow as (n / m) ** this
+LEGACY_K_FACTOR = 8  # untuned pq: candidates found per result wanted, re-scored exactly
+MAX_EF_SEARCH = 8192
+TIE = 1e-5  # scores closer than this are ties (the same vector projected in different blocks)
+
+
+@dataclass
+class Exact:
+    """Exact scores in the index's own space: from its stored vectors where it keeps them, else from the raw
+    vectors projected by the transform (`project_rows`: pks -> projected vectors)."""
+
+    vectors: VectorIndex
+    project_rows: Callable[[np.ndarray], np.ndarray]
+
+    def vectors_of(self, pks: np.ndarray) -> np.ndarray:
+        stored = self.vectors.vectors_of(pks)
+        return stored if stored is not None else self.project_rows(pks)
+
+    def top(self, queries: np.ndarray, k: int, pks: np.ndarray) -> Ranked:
+        """The exact k best of `pks` (sorted unique) for each query."""
+        found = self.vectors.exact(queries, k, pks)
+        if found is not None:
+            return found
+        best_scores = np.full((len(queries), 0), -np.inf, dtype=np.float32)
+        best_pks = np.empty((len(queries), 0), dtype=np.int64)
+        for start in range(0, len(pks), EXACT_BLOCK):
+            part = pks[start : start + EXACT_BLOCK]
+            scores = queries @ self.vectors_of(part).T
+            best_scores = np.concatenate([best_scores, scores], axis=1)
+            best_pks = np.concatenate([best_pks, np.broadcast_to(part, scores.shape)], axis=1)
+            keep = np.argsort(-best_scores, axis=1, kind="stable")[:, :k]
+            best_scores = np.take_along_axis(best_scores, keep, 1)
+            best_pks = np.take_along_axis(best_pks, keep, 1)
+        return [list(zip(map(int, p), map(float, s))) for p, s in zip(best_pks, best_scores)]
+
+    def rescore(self, queries: np.ndarray, ranked: Ranked, k: int) -> Ranked:
+        """Candidates re-scored exactly and cut to k (pq's approximate scores are only for finding them); the
+        vectors of every query's candidates are read at once."""
+        pks = np.unique([pk for result in ranked for pk, _ in result]).astype(np.int64)
+        if not len(pks):
+            return [[] for _ in ranked]
+        vectors = self.vectors_of(pks)
+        out: Ranked = []
+        for query, result in zip(queries, ranked):
+            rows = np.searchsorted(pks, [pk for pk, _ in result])
+            scores = vectors[rows] @ query
+            order = np.argsort(-scores, kind="stable")[:k]
+            out.append([(int(pks[rows[i]]), float(scores[i])) for i in order])
+        return out
+
+
+def unfiltered(exact: Exact, queries: np.ndarray, k: int) -> Ranked:
+    """The approximate search with its tuned parameters; pq asks for k_factor x k and re-scores them."""
+    refine = int(exact.vectors.search_params.get("k_factor", 1))
+    ranked = exact.vectors.search(queries, k * refine)
+    return exact.rescore(queries, ranked, k) if refine > 1 else ranked
+
+
+def plan(vectors: VectorIndex, allowed: int) -> dict[str, Any] | None:
+    """The approximate search's parameters for `allowed` rows, or None: score them exactly (the rule above)."""
+    count, params = vectors.count, vectors.params or {}
+    if vectors.kind == "flat" or count == 0:
+        return None
+    if allowed <= params.get("exact_rows", LEGACY_EXACT_FLOATS // vectors.dim):
+        return None
+    selectivity = allowed / count
+    levels = params.get("filtered")
+    if levels is not None:  # tuned
+        fitting = [level for level in levels if level["selectivity"] <= selectivity]
+        if not fitting:  # rarer than any level measured: the exact path is cheaper there
+            return None
+        return max(fitting, key=lambda level: level["selectivity"])["params"]
+    scale = (1 / selectivity) ** LEGACY_SCALING
+    base = vectors.search_params
+    if "efSearch" in base:
+        return {"efSearch": int(min(MAX_EF_SEARCH, np.ceil(base["efSearch"] * scale)))}
+    oversampled = {"k_factor": LEGACY_K_FACTOR} if vectors.kind == "pq" else {}
+    return {**base, "nprobe": int(np.ceil(base["nprobe"] * scale)), **oversampled}
+
+
+def filtered(exact: Exact, queries: np.ndarray, k: int, allowed: np.ndarray) -> Ranked:
+    """The k best of the `allowed` rows (sorted unique pks) for each query, by the rule above."""
+    params = plan(exact.vectors, len(allowed))
+    if params is None:
+        return exact.top(queries, k, allowed)
+    ranked = exact.vectors.search(queries, k * int(params.get("k_factor", 1)), allowed, params)
+    if exact.vectors.exact_source is None:  # pq: its scores are approximate, found rows are re-scored
+        ranked = exact.rescore(queries, ranked, k)
+    wrong = unverified(exact, queries, k, allowed, ranked)
+    if wrong:
+        redone = exact.top(queries[wrong], k, allowed)
+        for row, result in zip(wrong, redone):
+            ranked[row] = result
+    return ranked
+
+
+def unverified(exact: Exact, queries: np.ndarray, k: int, allowed: np.ndarray, ranked: Ranked) -> list[int]:
+    """The queries whose approximate answer is shown wrong: fewer than min(k, allowed) results, or an allowed
+    row of an evenly spread sample, not among them, scoring above the k-th (a missed row that belongs)."""
+    sample = allowed[np.unique(np.linspace(0, len(allowed) - 1, VERIFY_SAMPLE).astype(np.int64))]
+    scores = queries @ exact.vectors_of(sample).T
+    wanted, wrong = min(k, len(allowed)), []
+    for row, result in enumerate(ranked):
+        if len(result) < wanted:
+            wrong.append(row)
+            continue
+        outside = ~np.isin(sample, [pk for pk, _ in result])
+        if np.any(scores[row][outside] > result[-1][1] + TIE):
+            wrong.append(row)
+    return wrong

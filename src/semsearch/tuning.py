@@ -1,0 +1,201 @@
+"""ANN parameters chosen at build for a recall target, as autofaiss does: recall@10 against exact search is
+measured on queries made from a sample of the corpus's own vectors, and the cheapest efSearch (hnsw), nprobe
+(ivf) or nprobe and re-scored candidates (pq) that reaches the target is kept. The exact answers come at no
+extra read: they are accumulated block by block while the index is filled.
+
+A query is the midpoint of two sampled documents, not a document itself: a document finds itself and its
+near-duplicates trivially (on resampled SciFact, efSearch 16 gave 0.998 on documents, 0.869 on SciFact's own
+queries), while a point between two documents sits off the corpus as a question does, and is a little harder
+than real queries (0.807 at efSearch 64 against their 0.967): the target holds for real queries with a margin.
+
+Filtered search (strategy.py) is tuned the same way at falling selectivities, 1/2, 1/4, ... of the rows (nested
+pseudo-random subsets, by a hash of the row id), for FILTERED_TARGET; at each, the approximate search and the
+exact one over the same rows are timed one query at a time, as a query runs, and `exact_rows` is set where
+the exact one gets faster (rarer filters are scored exactly)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .strategy import MAX_EF_SEARCH, Exact
+from .vectorindex import VectorIndex, single_threaded
+
+K = 10
+SAMPLE_QUERIES = 200
+TIMED_QUERIES = 24  # of them, timed one at a time for the exact-or-approximate crossover
+MIN_LEVEL_ROWS = 1000  # below this many rows scoring them exactly is always the cheaper
+EF_LADDER = (16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192)
+K_FACTORS = (1, 2, 4, 8, 16)  # pq: candidates found per result wanted, re-scored exactly
+FILTERED_K_FACTOR = 8
+HASH = np.uint64(0x9E3779B97F4A7C15)
+# Filtered search is promised strategy.FILTERED_RECALL (0.99) and tuned a margin above it, for queries unlike
+# the sample's.
+FILTERED_TARGET = 0.995
+
+
+def subset(pks: np.ndarray, level: int) -> np.ndarray:
+    """Membership of the pseudo-random subset of about 1 / 2**level of the rows (level 0: all); nested."""
+    mixed = (np.asarray(pks, dtype=np.uint64) * HASH) >> np.uint64(40)
+    return (mixed & np.uint64((1 << level) - 1)) == 0
+
+
+def sample_queries(live: np.ndarray, project_rows: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """SAMPLE_QUERIES midpoints of two documents each, spread evenly over the rows (see above)."""
+    spread = np.unique(np.linspace(0, len(live) - 1, min(SAMPLE_QUERIES, len(live))).astype(np.int64))
+    partners = (spread + len(live) // 2 + 1) % len(live)
+    middle = project_rows(live[spread]) + project_rows(live[partners])
+    norms = np.linalg.norm(middle, axis=1, keepdims=True)
+    return (middle / np.where(norms > 0, norms, 1)).astype(np.float32)
+
+
+class Truth:
+    """The exact K best rows for each sample query over every row and over each nested subset, fed the
+    projected blocks as the index is filled."""
+
+    def __init__(self, queries: np.ndarray, levels: int):
+        self.queries, self.levels = queries, levels
+        self.scores = np.full((levels + 1, len(queries), K), -np.inf, dtype=np.float32)
+        self.ids = np.full((levels + 1, len(queries), K), -1, dtype=np.int64)
+
+    def add(self, pks: np.ndarray, block: np.ndarray) -> None:
+        scores = self.queries @ block.T  # (queries, rows)
+        for level in range(self.levels + 1):
+            keep = subset(pks, level)
+            merged = np.concatenate([self.scores[level], scores[:, keep]], axis=1)
+            ids = np.concatenate(
+                [self.ids[level], np.broadcast_to(pks[keep], (len(self.queries), keep.sum()))], 1
+            )
+            top = np.argpartition(-merged, K - 1, axis=1)[:, :K] if merged.shape[1] > K else None
+            if top is not None:
+                merged, ids = np.take_along_axis(merged, top, 1), np.take_along_axis(ids, top, 1)
+            order = np.argsort(-merged, axis=1, kind="stable")
+            self.scores[level] = np.take_along_axis(merged, order, 1)
+            self.ids[level] = np.take_along_axis(ids, order, 1)
+
+    def recall(self, level: int, ranked: list[list[tuple[int, float]]]) -> float:
+        """recall@K of the answers against the exact ones."""
+        hits = []
+        for exact, found in zip(self.ids[level], ranked):
+            want = {pk for pk in exact if pk >= 0}
+            if want:
+                hits.append(len(want & {pk for pk, _ in found[:K]}) / len(want))
+        return float(np.mean(hits)) if hits else 1.0
+
+
+@dataclass
+class Tuning:
+    params: dict[str, Any]  # VectorIndex.params: the unfiltered search's, `exact_rows`, `filtered` levels
+    recall: float  # measured recall@10 of the unfiltered search with them
+
+
+def levels_for(count: int) -> int:
+    """How many halvings of the rows stay at or above MIN_LEVEL_ROWS."""
+    return max(0, int(np.floor(np.log2(max(count, 1) / MIN_LEVEL_ROWS))))
+
+
+def tune(vectors: VectorIndex, truth: Truth, exact: Exact, target: float) -> Tuning:
+    """The cheapest parameters reaching `target` unfiltered and FILTERED_TARGET at each level (see above)."""
+    if vectors.kind == "flat":
+        return Tuning({}, 1.0)
+    runs = _runs(vectors)
+    found, recall, starts = _cheapest(exact, truth, 0, target, runs, [0] * len(runs))
+    params: dict[str, Any] = {**found, "exact_rows": MIN_LEVEL_ROWS, "filtered": []}
+    live = vectors.ids()
+    # pq filtered re-scores at least FILTERED_K_FACTOR candidates per result: a filter allowing more rows than
+    # the level it takes parameters from has denser neighbours, which the codes rank less well
+    runs = [run for run in runs if run[0].get("k_factor", FILTERED_K_FACTOR) >= FILTERED_K_FACTOR]
+    starts = starts[-len(runs) :]
+    for level in range(1, truth.levels + 1):
+        allowed = live[subset(live, level)]
+        chosen, level_recall, starts = _cheapest(exact, truth, level, FILTERED_TARGET, runs, starts, allowed)
+        if level_recall < FILTERED_TARGET or _timed(exact, truth, allowed) <= _timed(
+            exact, truth, allowed, chosen
+        ):
+            params["exact_rows"] = len(allowed)  # here and below, scoring the rows exactly is the faster
+            break
+        params["filtered"].append(
+            {"selectivity": 2.0**-level, "params": chosen, "recall": round(level_recall, 4)}
+        )
+    return Tuning(params, round(recall, 4))
+
+
+def _runs(vectors: VectorIndex) -> list[list[dict[str, Any]]]:
+    """The settings tried, each run cheapest first: efSearch for hnsw, nprobe for ivf, and for pq a run of
+    nprobe per number of candidates re-scored."""
+    if vectors.kind == "hnsw":
+        return [[{"efSearch": ef} for ef in EF_LADDER if ef <= MAX_EF_SEARCH]]
+    nlist = int(vectors.index.nlist)
+    probes = sorted({min(nlist, round(1.5**i)) for i in range(64) if 1.5 ** (i - 1) < nlist})
+    if vectors.kind == "ivf":
+        return [[{"nprobe": p} for p in probes]]
+    return [[{"nprobe": p, "k_factor": f} for p in probes] for f in K_FACTORS]
+
+
+def _search(exact: Exact, queries: np.ndarray, params: dict[str, Any], allowed: np.ndarray | None):
+    """The approximate search as strategy.py runs it (pq's candidates re-scored)."""
+    ranked = exact.vectors.search(queries, K * int(params.get("k_factor", 1)), allowed, params)
+    return exact.rescore(queries, ranked, K) if exact.vectors.exact_source is None else ranked
+
+
+def _cheapest(
+    exact: Exact,
+    truth: Truth,
+    level: int,
+    target: float,
+    runs: list[list[dict[str, Any]]],
+    starts: list[int],
+    allowed: np.ndarray | None = None,
+) -> tuple[dict[str, Any], float, list[int]]:
+    """In each run, the first setting from its start that reaches `target` at this level (recall grows along
+    a run: galloping from the start, the cheap settings first, then a bisection); of those, the fastest
+    (timed), with its recall and where each run got to (a rarer level starts there). Where none reaches it,
+    the best tried."""
+    reached, ends, last = [], [], (runs[0][-1], -1.0)
+    for run, start in zip(runs, starts):
+        measured: dict[int, float] = {}
+
+        def recall_at(at: int, run=run, measured=measured) -> float:
+            if at not in measured:
+                measured[at] = truth.recall(level, _search(exact, truth.queries, run[at], allowed))
+            return measured[at]
+
+        low, high, step = start, start, 1
+        while recall_at(high) < target and high < len(run) - 1:
+            low, high, step = high + 1, min(len(run) - 1, high + step), step * 2
+        if recall_at(high) < target:
+            last = max(last, (run[high], measured[high]), key=lambda pair: pair[1])
+            ends.append(high)
+            continue
+        while low < high:  # the first setting reaching the target lies in [low, high]
+            middle = (low + high) // 2
+            low, high = (low, middle) if recall_at(middle) >= target else (middle + 1, high)
+        reached.append((run[high], recall_at(high)))
+        ends.append(high)
+    if not reached:
+        return last[0], last[1], ends
+    if len(reached) == 1:
+        return reached[0][0], reached[0][1], ends
+    fastest = min(reached, key=lambda pair: _timed(exact, truth, allowed, pair[0]))
+    return fastest[0], fastest[1], ends
+
+
+def _timed(
+    exact: Exact, truth: Truth, allowed: np.ndarray | None, params: dict[str, Any] | None = None
+) -> float:
+    """Median seconds per query, one query at a time on one thread, as a query runs: of the approximate search
+    with `params`, or (None) of scoring the allowed rows exactly."""
+    seconds = []
+    for query in truth.queries[:TIMED_QUERIES, None]:
+        if params is None:
+            run = lambda query=query: exact.top(query, K, allowed)  # noqa: E731
+        else:
+            run = lambda query=query: _search(exact, query, params, allowed)  # noqa: E731
+        started = time.perf_counter()
+        single_threaded(1, run)
+        seconds.append(time.perf_counter() - started)
+    return float(np.median(seconds))

@@ -1,0 +1,232 @@
+"""An index on storage that cannot be written answers queries, `info` and `check` exactly as a writable one,
+and refuses writes with a clear message.
+
+Really read-only: as root, permissions do not stop a write, so the CLI runs in a private mount namespace where
+the index directory is bind-mounted read-only over itself (`unshare -m`, then `mount -o remount,ro,bind`): a
+write there fails with EROFS whoever makes it. Where that is not allowed, it runs as the unprivileged user
+`nobody` (`setpriv`) on a world-readable copy that it cannot write (SEMSEARCH_TEST_READ_ONLY=user picks it
+here). The tests skip where neither works."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+from conftest import SAMPLE, write_jsonl
+
+from semsearch import Index
+from semsearch.faults import FAULT_ENV
+
+QUERIES = ["parse a date from a string", "read a file line by line", "sort a list"]
+MOUNT = 'mount --bind "$0" "$0" && mount -o remount,ro,bind "$0" "$0" && exec "$@"'
+
+
+def cli(*args, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "semsearch", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def ok(result: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
+    assert result.returncode == 0, result.stderr
+    return result
+
+
+class ReadOnly:
+    """Runs the CLI on an index it cannot write, by the first method that works on this machine."""
+
+    METHODS = ("mount", "user")
+
+    def __init__(self, root: Path):
+        self.root = root
+        asked = os.environ.get("SEMSEARCH_TEST_READ_ONLY")  # one of METHODS, to test that one
+        self.method = next((m for m in ([asked] if asked else self.METHODS) if self._works(m)), None)
+
+    def _works(self, method: str) -> bool:
+        probe = Path(tempfile.mkdtemp(dir=self._shared() if method == "user" else self.root))
+        probe.chmod(0o755)
+        try:
+            result = subprocess.run(
+                [
+                    *self._prefix(method, probe),
+                    "sh",
+                    "-c",
+                    f'! touch "{probe}/x" 2>/dev/null && ls "{probe}"',
+                ],
+                capture_output=True,
+                timeout=60,
+            )
+            return result.returncode == 0 and not (probe / "x").exists()
+        except (OSError, subprocess.SubprocessError):
+            return False
+        finally:
+            shutil.rmtree(probe, ignore_errors=True)
+
+    def _shared(self) -> Path:
+        """A world-readable directory (pytest's own are private to root) for the `user` method."""
+        if not hasattr(self, "_shared_dir"):
+            self._shared_dir = Path(tempfile.mkdtemp(prefix="semsearch-ro-"))
+            self._shared_dir.chmod(0o755)
+        return self._shared_dir
+
+    def _prefix(self, method: str, index: Path) -> list[str]:
+        if method == "mount":
+            return ["unshare", "-m", "--", "sh", "-c", MOUNT, str(index)]
+        return ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"]
+
+    def prepare(self, index: Path) -> Path:
+        """An index (or a file) as the read-only runs will see it (for `user`: a copy, and the encoder's
+        cache)."""
+        if self.method != "user":
+            return index
+        target = Path(tempfile.mkdtemp(dir=self._shared())) / index.name
+        (shutil.copytree if index.is_dir() else shutil.copy)(index, target)
+        cache = os.environ.get("SEMSEARCH_CACHE")
+        if cache and not (self._shared() / "cache").exists():
+            shutil.copytree(cache, self._shared() / "cache")
+        subprocess.run(["chmod", "-R", "a+rX,go-w", str(self._shared())], check=True)
+        return target
+
+    def run(self, index: Path, *args, module: bool = True) -> subprocess.CompletedProcess:
+        """The CLI (or, not `module`, python with these arguments) on `index`, which it cannot write."""
+        env = {"SEMSEARCH_CACHE": str(self._shared() / "cache")} if self.method == "user" else {}
+        semsearch = ["-m", "semsearch"] if module else []
+        return subprocess.run(
+            [*self._prefix(self.method, index), sys.executable, *semsearch, *map(str, args)],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env={**os.environ, **env},
+        )
+
+    def cleanup(self) -> None:
+        if hasattr(self, "_shared_dir"):
+            shutil.rmtree(self._shared_dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def read_only(tmp_path_factory):
+    runner = ReadOnly(tmp_path_factory.mktemp("read-only"))
+    if runner.method is None:
+        pytest.skip("neither a read-only bind mount (unshare -m) nor running as nobody (setpriv) works here")
+    yield runner
+    runner.cleanup()
+
+
+def answers(run, index: Path) -> dict:
+    """What the readers say of an index: the hits of QUERIES, `info --json` and `check --json`."""
+    hits = []
+    for text in QUERIES:
+        lines = ok(run(index, "query", text, "--index", index, "-k", "5", "--json")).stdout.splitlines()
+        hits.append([(h["id"], h["score"]) for h in map(json.loads, lines)])
+    details = json.loads(ok(run(index, "info", "--index", index, "--json")).stdout)
+    report = json.loads(ok(run(index, "check", "--index", index, "--json")).stdout)
+    for volatile in ("path", "read_only"):
+        details.pop(volatile)
+    for volatile in ("documents", "total"):  # SQLite's log: folded into the main file by a writable close
+        details["bytes"].pop(volatile)
+    return {"hits": hits, "info": details, "check": [(f["file"], f["status"]) for f in report["files"]]}
+
+
+def writable(index: Path, *args) -> subprocess.CompletedProcess:
+    return cli(*args)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """(index, a corpus of 20 more documents, what a writable open answers)."""
+    root = tmp_path_factory.mktemp("ro-index")
+    docs = [json.loads(line) for line in SAMPLE.read_text().splitlines()[:80]]
+    corpus, more = write_jsonl(root / "first.jsonl", docs[:60]), write_jsonl(root / "more.jsonl", docs[60:])
+    index = root / "index"
+    ok(cli("ingest", corpus, "--index", index, "--quiet"))
+    return index, more, answers(writable, index)
+
+
+def copy(built, target: Path) -> Path:
+    shutil.copytree(built[0], target)
+    return target
+
+
+def test_an_index_that_cannot_be_written_answers_and_refuses_writes(built, read_only, tmp_path):
+    index = read_only.prepare(copy(built, tmp_path / "index"))
+    before = sorted(p.name for p in index.iterdir())
+    seen = answers(read_only.run, index)
+    assert seen == built[2]
+    assert json.loads(ok(read_only.run(index, "info", "--index", index, "--json")).stdout)["read_only"]
+    for args in (
+        ("ingest", read_only.prepare(built[1])),
+        ("delete", "--where", "kind=function"),
+        ("refit",),
+        ("check", "--repair"),
+    ):
+        result = read_only.run(index, *args, "--index", index)
+        assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+        errors = [line for line in result.stderr.splitlines() if line.startswith("Error: ")]
+        assert len(errors) == 1 and f"{index} is read-only" in errors[0], result.stderr
+    assert sorted(p.name for p in index.iterdir()) == before
+    print(f"read-only by: {read_only.method}")
+
+
+def test_a_write_ahead_log_left_beside_the_store_is_read(built, read_only, tmp_path):
+    """documents.db with committed changes still in documents.db-wal (copied while another connection held
+    it): a read-only open reads them through the log, not the stale main file."""
+    index = copy(built, tmp_path / "index")
+    holder = sqlite3.connect(index / "documents.db")
+    holder.execute("SELECT count(*) FROM documents").fetchone()  # keeps the log from being checkpointed away
+    try:
+        with Index.open(index) as writer:
+            writer.ingest(built[1])
+        assert (index / "documents.db-wal").stat().st_size > 0
+        frozen = shutil.copytree(index, tmp_path / "frozen", ignore=shutil.ignore_patterns("writer.lock"))
+    finally:
+        holder.close()
+    unreadable = shutil.copytree(frozen, tmp_path / "no-shm", ignore=shutil.ignore_patterns("*-shm"))
+    expected = answers(writable, copy((frozen, None), tmp_path / "expected"))
+    frozen = read_only.prepare(frozen)
+    assert answers(read_only.run, frozen) == expected
+    assert expected["info"]["documents"] == 80
+    # Without its -shm file and a directory to make one in, SQLite cannot read the log: said, not missed.
+    unreadable = read_only.prepare(unreadable)
+    result = read_only.run(unreadable, "query", QUERIES[0], "--index", unreadable)
+    errors = [line for line in result.stderr.splitlines() if line.startswith("Error: ")]
+    assert result.returncode == 1 and len(errors) == 1 and "documents.db-wal" in errors[0], result.stderr
+
+
+@pytest.mark.parametrize("step, deleted", [("generation-written", False), ("committed", True)])
+def test_a_write_that_crashed_is_read_as_committed(built, read_only, tmp_path, step, deleted):
+    """A pending manifest left by a write killed before or after SQLite committed: nothing can be rolled forward
+    on read-only storage, and readers answer with the committed state, as a writable open would."""
+    index = copy(built, tmp_path / "index")
+    first = built[2]["hits"][0][0][0]
+    crashed = cli("delete", first, "--index", index, env={FAULT_ENV: step})
+    assert crashed.returncode != 0 and (index / "manifest.pending.json").exists(), crashed.stderr
+    expected = answers(writable, copy((index, None), tmp_path / "expected"))
+    assert (first in {hit[0] for hit in expected["hits"][0]}) != deleted
+    index = read_only.prepare(index)
+    assert answers(read_only.run, index) == expected
+    assert (index / "manifest.pending.json").exists()
+
+
+def test_a_store_that_fails_to_open_for_writing_opens_to_read(built, read_only, tmp_path):
+    """Without being told (no permission check first), the document store tries a writable open, which SQLite
+    refuses here, and falls back to reading."""
+    index = read_only.prepare(copy(built, tmp_path / "index"))
+    probe = (
+        "import sys; from semsearch.store import DocumentStore; "
+        "store = DocumentStore(sys.argv[1] + '/documents.db', create=False); "
+        "print(store.read_only, store.count())"
+    )
+    result = read_only.run(index, "-c", probe, str(index), module=False)
+    assert result.returncode == 0 and result.stdout.split() == ["True", "60"], result.stderr

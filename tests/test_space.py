@@ -1,0 +1,60 @@
+"""Space is reclaimed: deleting most documents shrinks the index directory (the raw rows of deleted documents
+are compacted away, the document store vacuumed), a killed writer's spool does not stay, and the compacted
+index answers exactly as before for the documents it keeps, through later writes and refits."""
+
+import json
+
+from conftest import SAMPLE
+
+from semsearch import Index
+from semsearch.rawvectors import COMPACT_MIN_ROWS
+
+
+def size(path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def corpus_bytes(path) -> int:
+    """What grows with the corpus: the raw vectors and the document store (a generation's statistics and
+    transform are the same size whatever the corpus holds)."""
+    return size(path / "raw") + sum(
+        size(p) if p.is_dir() else p.stat().st_size for p in path.glob("documents.db*")
+    )
+
+
+def test_deleting_most_documents_shrinks_the_index(tmp_path):
+    docs = [json.loads(line) for line in SAMPLE.read_text().splitlines()]
+    path = tmp_path / "index"
+    queries = ["parse a date from a string", "read a file line by line", "random numbers", "sort a list"]
+    keep = ["datetime", "time", "random"]
+    where = [f"module!={module}" for module in keep]
+    with Index.create(path) as index:
+        index.add(docs[:150])
+        index.add(docs[150:])  # two segments
+        before = {
+            q: [(h.id, h.score) for h in index.search(q, k=8, where=[f"module={keep[0]}"])] for q in queries
+        }
+        (path / "raw" / ".spool-000000000300-4242").write_bytes(b"")  # left by a killed writer
+        full, full_corpus = size(path), corpus_bytes(path)
+        removed = index.delete(where=where)
+        assert removed >= COMPACT_MIN_ROWS and len(index) == len(docs) - removed
+        after = {
+            q: [(h.id, h.score) for h in index.search(q, k=8, where=[f"module={keep[0]}"])] for q in queries
+        }
+        assert after == before  # the kept documents' vectors and scores, untouched by the compaction
+        assert size(path) < full  # the store vacuumed; the previous generation's files stay for its readers
+        # later writes and a refit work on the compacted segment; the previous generation's files are gone
+        index.add([{**docs[0], "id": "new-argparse", "module": "random"}])
+        raw = sorted(p.name for p in (path / "raw").iterdir())
+        assert raw == ["seg-000000000300.npy", "seg-g000003.npy", "seg-g000003.pks.npy"], raw  # no spool
+        share = (len(index) + 1) / len(docs)
+        assert corpus_bytes(path) < 2 * share * full_corpus + 100_000, (
+            corpus_bytes(path),
+            full_corpus,
+            share,
+        )
+        index.refit("pca", 16)
+        assert len(index.search("argparse", k=3, where=["module=random"])) == 3
+    with Index.open(path) as reopened:
+        assert len(reopened) == len(docs) - removed + 1
+        assert reopened.raw.get(reopened.store.all_pks()).shape == (len(reopened), 384)
