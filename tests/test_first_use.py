@@ -198,3 +198,13 @@ def test_progress_moves_with_every_batch(tmp_path):
         calls.clear()
         index.add(docs[:100] + [{**docs[100], "text": "changed"}], progress=calls.append)
         assert sum(calls) == 101
+
+
+def test_a_very_long_text_encodes_at_once_and_as_its_beginning():
+    """The tokenizer is given only what max_length can reach: a 15 MB text costs what its beginning does."""
+    from semsearch.encoding import Encoder
+
+    encoder = Encoder()
+    start = "Whitening makes sentence embeddings isotropic. " * 30
+    long, short = encoder.encode([start + "word " * 3_000_000, start])
+    assert float(long @ short) > 0.999

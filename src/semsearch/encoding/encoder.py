@@ -20,6 +20,7 @@ from .torch_backend import TorchBackend
 TOKEN_BUDGET = 2048
 MAX_BATCH = 512  # texts per batch at most, however short
 FEW_TEXTS = 4  # encoded on one thread
+CHARS_PER_TOKEN = 64  # text read per token of max_length (word pieces average about 4 characters)
 
 BACKEND_CLASSES: dict[Backend, type[EncoderBackend]] = {
     Backend.ONNX: OnnxBackend,
@@ -82,7 +83,11 @@ class Encoder:
         self._backend.release()
 
     def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
-        return load_tokenizer(str(self.path), self.max_length)(list(texts))
+        """Token ids, truncated to max_length. Texts are cut to CHARS_PER_TOKEN characters a token first: the
+        tokenizer reads a whole text before truncating (a 50 MB line took minutes and GBs), and max_length
+        word pieces never span that much text but for runs of whitespace."""
+        limit = self.max_length * CHARS_PER_TOKEN
+        return load_tokenizer(str(self.path), self.max_length)([text[:limit] for text in texts])
 
     def encode(self, texts: Sequence[str], progress: Callable[[int], None] | None = None) -> np.ndarray:
         """Vectors of shape (len(texts), dim), float32, in input order; `progress(n)` after each batch of n."""
