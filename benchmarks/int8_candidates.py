@@ -101,10 +101,7 @@ def build_nbits(fp32: Path, target: Path, accuracy_level: int, block: int) -> No
     from onnx import helper, numpy_helper
     from onnxruntime.capi._pybind_state import quantize_matmul_8bits
 
-    model = onnx.load(str(fp32))
-    graph = model.graph
-    weights = {tensor.name: tensor for tensor in graph.initializer}
-    linear = linear_flags(model)
+    model, graph, weights, linear = loaded(fp32)
     nodes = []
     for node, rewrite in zip(list(graph.node), linear):
         if not rewrite:
@@ -138,6 +135,19 @@ def build_nbits(fp32: Path, target: Path, accuracy_level: int, block: int) -> No
     onnx.save(model, str(target))
 
 
+def loaded(fp32: Path):
+    """The fp32 graph, its initializers by name, and which of its nodes are Linear layers to rewrite."""
+    import onnx
+
+    model = onnx.load(str(fp32))
+    return (
+        model,
+        model.graph,
+        {tensor.name: tensor for tensor in model.graph.initializer},
+        linear_flags(model),
+    )
+
+
 def build_per_row_asymmetric(fp32: Path, target: Path) -> None:
     """Per row with a zero point: q = round(x / s) + z, s = (max - min) / 255 of the row (0 included); the
     integer product uses zero point 0 and z x colsum(W) is taken off after, as MatMulInteger takes one zero
@@ -145,10 +155,7 @@ def build_per_row_asymmetric(fp32: Path, target: Path) -> None:
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
-    model = onnx.load(str(fp32))
-    graph = model.graph
-    weights = {tensor.name: tensor for tensor in graph.initializer}
-    linear = linear_flags(model)
+    model, graph, weights, linear = loaded(fp32)
     constants = {
         "zero": np.array(0.0, np.float32),
         "one": np.array(1.0, np.float32),

@@ -384,7 +384,9 @@ class Inspection:
             done.update({f"{target}/{name}": how for name in transform_files if transform is not None})
         vectors = None if refitted or VectorIndex.FILE in errors else self.vectors
         if transform is not None:
-            rebuild = lambda: build.build_vectors(transform, raw, live, settings.index_type)  # noqa: E731
+            rebuild = lambda: build.build_vectors(  # noqa: E731
+                transform, raw, live, settings.index_type, settings.recall_target
+            )
             if vectors is None:
                 vectors = rebuild()
                 done[f"{target}/{VectorIndex.FILE}"] = "rebuilt from the raw vectors"
@@ -402,6 +404,10 @@ class Inspection:
                 changes = dict(
                     dims=transform.out_dim, drift=transform.drift(stats), index_structure=vectors.description
                 )
+                if (
+                    vectors.params is not None
+                ):  # rebuilt: its own tuning; else the intact index keeps the state's
+                    changes.update(search_params=vectors.params, measured_recall=vectors.recall)
             state = state.with_changes(
                 count=store.count(), segments=tuple(s.to_json() for s in segments), **changes
             )

@@ -175,7 +175,7 @@ def main() -> None:
 @choice_option(
     "--quantize",
     Quantize,
-    help="The encoder's weights: int8 (default: 2x faster on CPU, nDCG@10 -0.002 on SciFact; README) or none "
+    help="The encoder's weights: int8 (default: 2x faster on CPU, SciFact nDCG@10 as fp32's; README) or none "
     "(fp32, the model exactly).",
 )
 @choice_option(

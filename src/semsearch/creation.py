@@ -17,6 +17,8 @@ from .encoding import (
 )
 from .encoding.backend import Int8Method
 from .errors import DataError, IndexStateError, SettingsError
+from .generations import WriterLock
+from .manifest import FILE as MANIFEST_FILE
 from .manifest import IndexSettings
 from .settings import (
     DEFAULT_BACKEND,
@@ -34,6 +36,7 @@ from .settings import (
     Quantize,
     TransformSpec,
 )
+from .store import DocumentStore
 
 log = logging.getLogger(__name__)
 
@@ -141,12 +144,17 @@ def _loadable_backend(model_path: Path, settings: IndexSettings, explicit: bool)
 
 
 # What a create killed before its manifest was written leaves behind: the next create starts over on them.
-CREATE_LEFTOVERS = {"documents.db", "documents.db-wal", "documents.db-shm", "writer.lock"}
+CREATE_LEFTOVERS = {
+    DocumentStore.FILE,
+    f"{DocumentStore.FILE}-wal",
+    f"{DocumentStore.FILE}-shm",
+    WriterLock.FILE,
+}
 
 
 def check_new_directory(path: Path) -> None:
     """A new index goes into a new or empty directory (or one a killed create left)."""
-    if (path / "manifest.json").exists():
+    if (path / MANIFEST_FILE).exists():
         raise IndexStateError(f"{path} is already an index; open it with Index.open")
     if path.exists() and (not path.is_dir() or any(p.name not in CREATE_LEFTOVERS for p in path.iterdir())):
         raise IndexStateError(f"{path} exists and is not an empty directory")

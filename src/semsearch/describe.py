@@ -42,6 +42,7 @@ def describe(index: Index) -> dict[str, Any]:
         "drift_limit": DRIFT_LIMIT,
         "encoder_dim": s.encoder_dim,
         "quantize": s.quantize,
+        **({"int8_method": s.int8_method} if s.quantize == "int8" else {}),
         **({"quantize_fidelity": state.quantize_fidelity} if s.quantize != "none" else {}),
         "backend": s.backend,
         "index_type": s.index_type,

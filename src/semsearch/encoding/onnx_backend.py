@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 
 Tokenize = Callable[[list[str]], list[list[int]]]
 
-EXPORT_VERSION = 2  # bump when the exported graph changes, so caches are not reused (2: int8 per row)
+EXPORT_VERSION = 3  # bump when the exported graph changes, so caches are not reused (2, 3: int8 per row)
 CACHE_ENV = "SEMSEARCH_CACHE"
 # Texts the exported graph must encode as torch does: padding in one batch, and one longer than any trace.
 PROBE_TEXTS = ["A man is playing a guitar.", "short", "word " * 600]
@@ -222,12 +222,12 @@ def _quantize_per_row(fp32: Path, target: Path) -> None:
         "int8/tiny": np.array(1e-12, np.float32),  # a row of zeros still gets a scale
         "int8/one": np.array(1.0, np.float32),
         "int8/zero_point": np.array(128, np.uint8),
-        "int8/last_axis": np.array([-1], np.int64),
         "int8/start": np.array([0], np.int64),
         "int8/end": np.array([-1], np.int64),
         "int8/rows_axis": np.array([1], np.int64),
     }
-    nodes, rows = [], {}  # rows: input name -> (uint8 rows, scale per row, leading dims of the input)
+    # rows: input name -> the name prefix of its quantized rows, their scales and its leading dimensions
+    nodes, rows = [], {}
     for node in graph.node:
         weight = weights.get(node.input[1]) if node.op_type == "MatMul" else None
         if weight is None or len(weight.dims) != 2:
