@@ -92,7 +92,7 @@ def tiny_bert(tmp_path_factory):
 SAMPLE = REPO / "examples" / "sample.jsonl"  # committed: 300 Python docstrings (examples/README.md)
 
 
-def encoded_once(corpus: Path, target: Path) -> Path:
+def encoded_once(corpus: Path, target: Path, **options) -> Path:
     """An index of the corpus (transform none) with metadata `year` and `kind` set to filter on: tests copy
     it with `copy_index` and refit, which equals a fresh ingest with those settings."""
     from semsearch import Index
@@ -101,7 +101,7 @@ def encoded_once(corpus: Path, target: Path) -> Path:
     for i, doc in enumerate(docs):
         doc.update(year=2000 + i % 20, kind="even" if i % 2 == 0 else "odd")
     with_metadata = write_jsonl(target.parent / "corpus-with-metadata.jsonl", docs)
-    with Index.create(target, transform="none") as index:
+    with Index.create(target, transform="none", **options) as index:
         assert index.ingest(with_metadata).added == len(docs)
     return target
 

@@ -41,7 +41,10 @@ def test_manifest_records_the_fitted_transform(scifact_index):
     assert info["documents"] == 300
     assert (info["transform"], info["dims"], info["power"]) == ("whiten", 128, 0.5)
     assert info["model_name"] == "all-MiniLM-L6-v2" and info["pooling"] == "mean"
-    assert scifact_index.vectors.dim == 128 and scifact_index.vectors.count == 300
+    # a vector per passage: documents longer than the model's 256 tokens are cut (info counts both)
+    assert info["passages"] == scifact_index.vectors.count == scifact_index.stats().count > 300
+    assert info["long_documents"] == len(scifact_index.store.long_documents()[0]) > 0
+    assert scifact_index.vectors.dim == 128
     assert info["bytes"]["raw_vectors"] >= 300 * 384 * 4
 
 
@@ -118,14 +121,14 @@ def test_append_keeps_the_transform_and_skips_unchanged_documents(scifact_index,
     )
     assert index.ingest(changed).replaced == 1
     assert len(Index.open(path)) == 302
-    assert index.vectors.count == 302
+    assert index.vectors.count == index.state.passages == index.stats().count
     hits = index.search("chaperones and protein folding", k=5, where=["kind=new"])
     assert {(h.id, h.text) for h in hits} == {
         ("new-1", "Mitochondria make ATP."),
         ("new-2", "Whitening makes sentence embeddings isotropic."),
     }
     # The replaced vector left the statistics: they equal those of the live raw vectors, computed afresh.
-    live = index.raw.get(index.store.all_pks()).astype(np.float64)
+    live = index.raw.get(index.store.vector_pks()).astype(np.float64)
     np.testing.assert_allclose(index.stats().covariance(), np.cov(live, rowvar=False), atol=1e-9)
 
 

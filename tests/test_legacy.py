@@ -31,9 +31,14 @@ def test_the_previous_release_index_answers_as_it_did(legacy):
     with Index.open(path) as index:
         assert len(index) == recorded["count"]
         for query, hits in recorded["queries"].items():
-            assert same(index.search(query, k=5), hits), query
+            assert same(index.search(query, k=5, mode="dense"), hits), query
         for query, hits in recorded["filtered"].items():
-            assert same(index.search(query, k=5, where=["kind=function"]), hits), query
+            assert same(index.search(query, k=5, where=["kind=function"], mode="dense"), hits), query
+        # Migrated on open: it has a keyword index (made from its documents), and searches in every mode.
+        assert index.info()["keyword_index"] and index.default_mode.value == "hybrid"
+        for query in recorded["queries"]:
+            keyword = [hit.id for hit in index.search(query, k=5, mode="keyword")]
+            assert keyword and all(hit.passage is None for hit in index.search(query, k=5, mode="hybrid"))
         info = index.info()
         assert (info["transform"], info["quantize"], info["backend"]) == ("whiten", "int8", "onnx")
         assert index.store.schema_version == SCHEMA_VERSION  # migrated on open

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from conftest import copy_index, write_jsonl
+from conftest import SAMPLE, copy_index, encoded_once, write_jsonl
 
 from semsearch import Index
 from semsearch.cli import main
@@ -33,10 +33,16 @@ def fails(result, message: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def made_elsewhere(sample_encoded, tmp_path_factory):
+def sample_whole(tmp_path_factory):
+    """The sample encoded a vector per document (no chunking): what vectors made elsewhere are."""
+    return encoded_once(SAMPLE, tmp_path_factory.mktemp("whole") / "index", chunk_tokens=0)
+
+
+@pytest.fixture(scope="module")
+def made_elsewhere(sample_whole, tmp_path_factory):
     """The SciFact subset's documents (as stored) and their real encoder vectors, as a user would bring them."""
     root = tmp_path_factory.mktemp("elsewhere")
-    with Index.open(sample_encoded) as index:
+    with Index.open(sample_whole) as index:
         docs = [
             {"id": row["id"], "title": row["title"], "text": row["text"], **row["metadata"]}
             for row in index.store.get(range(len(index))).values()
@@ -53,7 +59,7 @@ def ranked(lines: str) -> list[tuple[str, float]]:
     return [(hit["id"], round(hit["score"], 4)) for hit in map(json.loads, lines.splitlines())]
 
 
-def test_vectors_without_a_model_give_the_encoded_index_results(made_elsewhere, sample_encoded, tmp_path):
+def test_vectors_without_a_model_give_the_encoded_index_results(made_elsewhere, sample_whole, tmp_path):
     corpus, vectors, query, _ = made_elsewhere
     target = tmp_path / "elsewhere"
     ok(
@@ -61,13 +67,13 @@ def test_vectors_without_a_model_give_the_encoded_index_results(made_elsewhere, 
             "ingest", corpus, "--vectors", vectors, "--index", target, "--transform", "whiten", "--dims", "64"
         )
     )
-    reference = copy_index(sample_encoded, tmp_path / "reference")
+    reference = copy_index(sample_whole, tmp_path / "reference")
     with Index.open(reference) as index:
         index.refit("whiten", 64, 1.0)
     details = json.loads(ok(run("info", "--index", target, "--json")).output)
     assert (details["model"], details["encoder_dim"], details["dims"]) == ("none", 384, 64)
     got = ok(run("query", "--vector", query, "--index", target, "-k", "10", "--json")).output
-    want = ok(run("query", QUESTION, "--index", reference, "-k", "10", "--json")).output
+    want = ok(run("query", QUESTION, "--index", reference, "-k", "10", "--json", "--mode", "dense")).output
     assert ranked(got) == ranked(want)
     fails(
         run("query", QUESTION, "--index", target),

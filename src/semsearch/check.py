@@ -143,10 +143,10 @@ def disagreements(
 ) -> Iterator[DamagedFile]:
     """Derived files that load but do not fit the manifest (or, given the live rows, the store)."""
     state, settings = manifest.state, manifest.settings
-    if stats is not None and (stats.count, stats.dim) != (state.count, settings.encoder_dim):
+    if stats is not None and (stats.count, stats.dim) != (state.rows, settings.encoder_dim):
         yield derived(
             directory / RunningStats.FILE,
-            f"statistics of {stats.count} vectors of {stats.dim} dims; the index holds {state.count} of "
+            f"statistics of {stats.count} vectors of {stats.dim} dims; the index holds {state.rows} of "
             f"{settings.encoder_dim}",
         )
     names = derived_files(manifest)
@@ -154,10 +154,10 @@ def disagreements(
         yield derived(directory / names[1], f"{transform.out_dim} dims out; the manifest says {state.dims}")
     if vectors is not None:
         dims = state.dims if transform is None else transform.out_dim
-        if (vectors.count, vectors.dim) != (state.count, dims):
+        if (vectors.count, vectors.dim) != (state.rows, dims):
             yield derived(
                 directory / VectorIndex.FILE,
-                f"{vectors.count} vectors of {vectors.dim} dims; the index holds {state.count} of {dims}",
+                f"{vectors.count} vectors of {vectors.dim} dims; the index holds {state.rows} of {dims}",
             )
         elif live is not None and not np.array_equal(vectors.ids(), live):
             yield derived(directory / VectorIndex.FILE, "its ids are not the documents' rows")
@@ -237,7 +237,7 @@ class Inspection:
             if problem := self.store.integrity():
                 raise DamagedFile(path, problem, RESTORE)
             with self.store.guarded():
-                self.live = self.store.all_pks()
+                self.live = self.store.vector_pks()
             self._set(DocumentStore.FILE)
         except IndexStateError as error:
             self._set(DocumentStore.FILE, error)
@@ -303,9 +303,10 @@ class Inspection:
 
     def _documents(self, rows: np.ndarray) -> str:
         assert self.store is not None
-        ends = self.store.get([int(rows[0]), int(rows[-1])])
-        first, last = ends[int(rows[0])]["id"], ends[int(rows[-1])]["id"]
-        return f"{len(rows)} documents, ids {first!r} to {last!r} (rows {rows[0]}-{rows[-1]})"
+        owners = np.unique(self.store.passages().owners(rows))
+        ends = self.store.get([int(owners[0]), int(owners[-1])])
+        first, last = ends[int(owners[0])]["id"], ends[int(owners[-1])]["id"]
+        return f"{len(owners)} documents, ids {first!r} to {last!r} (rows {rows[0]}-{rows[-1]})"
 
     def _derived(self) -> None:
         assert self.manifest is not None
@@ -352,6 +353,8 @@ class Inspection:
         if self.manifest is None:
             return done
         dropped = np.concatenate(list(self.lost.values()) or [np.empty(0, dtype=np.int64)])
+        if len(dropped):  # a document goes whole: every passage of one that lost any
+            dropped = self.store.passage_pks(np.unique(self.store.passages().owners(dropped)))
         if len(dropped) and not drop_missing:
             return done  # their raw vectors are needed to rebuild anything
         if self.errors or self.lost:
@@ -392,10 +395,11 @@ class Inspection:
                 done[f"{target}/{VectorIndex.FILE}"] = "rebuilt from the raw vectors"
             elif len(dropped):
                 vectors = build.without(vectors, dropped.tolist(), rebuild)
+        owners = {name: len(np.unique(store.passages().owners(rows))) for name, rows in self.lost.items()}
         generations = Generations(self.path, store)
         with generations.next(manifest) as building:
             if len(dropped):
-                store.delete(dropped.tolist())
+                store.delete(np.unique(store.passages().owners(dropped)).tolist())
             stats.save(building.directory / RunningStats.FILE)
             changes: dict[str, Any] = {}
             if transform is not None and vectors is not None:
@@ -409,11 +413,14 @@ class Inspection:
                 ):  # rebuilt: its own tuning; else the intact index keeps the state's
                     changes.update(search_params=vectors.params, measured_recall=vectors.recall)
             state = state.with_changes(
-                count=store.count(), segments=tuple(s.to_json() for s in segments), **changes
+                count=store.count(),
+                passages=len(live),
+                segments=tuple(s.to_json() for s in segments),
+                **changes,
             )
             generations.write_manifest(building, Manifest(settings, state))
         for name, rows in self.lost.items():
-            removed = f"removed {len(rows)} documents whose raw vectors were lost: ingest them again"
+            removed = f"removed {owners[name]} documents whose raw vectors were lost: ingest them again"
             done[f"{DIRECTORY}/{name}"] = (
                 removed if len(rows) else "dropped from the manifest (no document needed it)"
             )

@@ -16,16 +16,22 @@ import click
 
 from .errors import SemsearchError, SettingsError
 from .settings import (
+    DEFAULT_ALPHA,
+    DEFAULT_CHUNK_OVERLAP,
+    DEFAULT_FUSION,
     DEFAULT_K,
+    DEFAULT_MODE,
     DEFAULT_WAIT,
     DRIFT_LIMIT,
     YOUNG_FACTOR,
     Backend,
     Choice,
+    Fusion,
     IndexType,
     Pooling,
     Quantize,
     RefitPolicy,
+    SearchMode,
     TransformKind,
     at_least,
     check_k,
@@ -189,6 +195,18 @@ def main() -> None:
     type=click.IntRange(min=1),
     help="Texts encoded at once (default: as many as fit 2,048 padded tokens, at most 512).",
 )
+@click.option(
+    "--chunk-tokens",
+    type=click.IntRange(min=0),
+    help="Cut documents longer than N tokens of the model's tokenizer into passages of at most N (title "
+    "included), each a vector; a query scores a document by its best passage. Default: the model's max_length; "
+    "0: one vector per document, its text cut at max_length.",
+)
+@click.option(
+    "--chunk-overlap",
+    type=click.IntRange(min=0),
+    help=f"Tokens consecutive passages share (default: {DEFAULT_CHUNK_OVERLAP}).",
+)
 @click.option("--id-field", help="The JSON field with the document id (default: id or _id).")
 @click.option("--text-field", default="text", show_default=True, help="The JSON field with the text.")
 @click.option("--title-field", default="title", show_default=True, help="The JSON field with the title.")
@@ -224,6 +242,8 @@ def ingest(
     quantize,
     backend,
     batch_size,
+    chunk_tokens,
+    chunk_overlap,
     id_field,
     text_field,
     title_field,
@@ -263,6 +283,8 @@ def ingest(
         recall_target=recall_target,
         quantize=quantize,
         backend=backend,
+        chunk_tokens=chunk_tokens,
+        chunk_overlap=chunk_overlap,
     )
     corpus = Corpus(corpus, fields, vectors)
     total = corpus.check().count  # the whole file, before an index is created or touched
@@ -283,8 +305,9 @@ def ingest(
         click.echo(f"resumed: {report.resumed} vectors from an interrupted ingest were reused", err=True)
     if not quiet:
         click.echo(
-            f"{report.added} documents added ({report.replaced} replaced, {report.unchanged} unchanged) to "
-            f"{index_path} in "
+            f"{report.added} documents added ({report.replaced} replaced, {report.unchanged} unchanged"
+            + (f"; {report.passages} passages" if report.passages > report.added else "")
+            + f") to {index_path} in "
             f"{report.seconds:.1f} s ({report.docs_per_second:.1f} docs/s); {len(index)} in the index",
             err=True,
         )
@@ -333,8 +356,25 @@ def ingest(
     help="Re-score the top N candidates by cosine of the kept raw encoder vectors (0: off; default: the "
     "index's own setting, see `info`).",
 )
+@choice_option(
+    "--mode",
+    SearchMode,
+    help="dense (the vectors), keyword (bm25 over the words) or hybrid (both, fused). Default: the index's "
+    f"({DEFAULT_MODE} where it has a keyword index; `info` shows it).",
+)
+@click.option(
+    "--alpha",
+    type=click.FloatRange(0, 1),
+    help=f"hybrid: the dense side's weight, 0 to 1 (default {DEFAULT_ALPHA}).",
+)
+@choice_option(
+    "--fusion",
+    Fusion,
+    help=f"hybrid: convex (each side's scores min-max normalised, weighted by --alpha) or rrf (reciprocal rank "
+    f"fusion). Default: {DEFAULT_FUSION}.",
+)
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per result and line.")
-def query(text, index_path, vector, k, where, rerank, as_json):
+def query(text, index_path, vector, k, where, rerank, mode, alpha, fusion, as_json):
     """Search an index for the documents closest in meaning to TEXT (or to a --vector).
 
     \b
@@ -345,20 +385,24 @@ def query(text, index_path, vector, k, where, rerank, as_json):
         raise click.UsageError("give the query TEXT or a --vector FILE (one of them)")
     from .index import Index
 
+    how = dict(mode=mode, alpha=alpha, fusion=fusion)
     with Index.open(index_path) as index:
         if vector is None:
-            hits = index.search(text, k=k, where=list(where), rerank=rerank)
+            hits = index.search(text, k=k, where=list(where), rerank=rerank, **how)
         else:
             from .documents import read_query_vector
 
             query_vector = read_query_vector(vector)[None]
-            hits = index.search_vectors(query_vector, k=k, where=list(where), rerank=rerank)[0]
+            hits = index.search_vectors(query_vector, k=k, where=list(where), rerank=rerank, **how)[0]
     for rank, hit in enumerate(hits, start=1):
         if as_json:
             click.echo(json.dumps(hit.to_json(), ensure_ascii=False))
         else:
             title = f"{hit.title}: " if hit.title else ""
             click.echo(f"{rank:>3}. [{hit.score:.3f}] {hit.id}  {_shorten(title + hit.text, 100)}")
+            if hit.passage:
+                start, end = hit.passage["start"], hit.passage["end"]
+                click.echo(f"      passage [{start}:{end}]: " + _shorten(hit.passage["text"], 80))
             if hit.metadata:
                 click.echo("      " + _shorten(", ".join(f"{k}={v}" for k, v in hit.metadata.items()), 100))
     if not hits and not as_json:
@@ -509,6 +553,33 @@ def check(index_path, repair, drop_missing, wait, as_json):
     click.echo(json.dumps(report.to_json(), indent=2) if as_json else "\n".join(report.lines()))
     if not report.healthy:
         raise click.ClickException(report.summary())
+
+
+@main.command()
+@index_option
+@click.option("--host", default="127.0.0.1", show_default=True, help="The address to listen on.")
+@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True, help="0: any free.")
+@click.option("--api-key", envvar="SEMSEARCH_API_KEY", help="Writes need it (Bearer); none: read-only.")
+@click.option("--search-key", envvar="SEMSEARCH_SEARCH_KEY", help="Searches need it or the api key.")
+@click.option("--wait", type=click.FloatRange(min=0), default=2.0, show_default=True, help="Seconds a "
+              "write waits for another writer before answering 503.")  # fmt: skip
+@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True, help="Processes "
+              "searching in parallel, each with the index open (its memory once per process).")  # fmt: skip
+def serve(index_path, host, port, api_key, search_key, wait, workers):
+    """Serve the index over HTTP: a JSON API and a search page at /.
+
+    \b
+    Example:
+        SEMSEARCH_API_KEY=secret semsearch serve --index indexes/papers --port 8000
+    """
+    from functools import partial
+
+    from .index import Index
+    from .server import ServerSettings
+    from .server import serve as run
+
+    settings = ServerSettings(api_key=api_key, search_key=search_key, write_wait=wait)
+    run(partial(Index.open, index_path), host, port, settings, workers)
 
 
 from .evaluation.command import bench  # noqa: E402 (light: heavy imports wait until it runs)

@@ -5,8 +5,10 @@ that options given for an existing index agree with it."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 
+from .chunking import Chunker
 from .encoding import (
     Encoder,
     ExportError,
@@ -22,6 +24,7 @@ from .manifest import FILE as MANIFEST_FILE
 from .manifest import IndexSettings
 from .settings import (
     DEFAULT_BACKEND,
+    DEFAULT_CHUNK_OVERLAP,
     DEFAULT_DIMS,
     DEFAULT_INDEX_TYPE,
     DEFAULT_MODEL,
@@ -30,6 +33,7 @@ from .settings import (
     DEFAULT_RECALL_TARGET,
     DEFAULT_RERANK,
     DEFAULT_TRANSFORM,
+    MIN_CHUNK_TOKENS,
     NO_MODEL,
     IndexOptions,
     Pooling,
@@ -116,7 +120,32 @@ def _settings(
         rerank=rerank,
         batch_size=options.batch_size,
         recall_target=options.recall_target or DEFAULT_RECALL_TARGET,
+        **_chunking(options, max_length if model_path is not None else 0),
     )
+
+
+def _chunking(options: IndexOptions, max_length: int) -> dict[str, int]:
+    """Passage length and overlap: by default the model's max_length (0 without a model: nothing to cut with)."""
+    tokens = max_length if options.chunk_tokens is None else options.chunk_tokens
+    if tokens and not max_length:
+        raise SettingsError("an index without a model keeps the vectors it is given", setting="chunk_tokens")
+    if tokens > max_length:
+        raise SettingsError(
+            f"must be at most the model's max_length ({max_length}): longer passages would be truncated",
+            setting="chunk_tokens",
+        )
+    if tokens and tokens < MIN_CHUNK_TOKENS:
+        raise SettingsError(f"must be 0 (no chunking) or at least {MIN_CHUNK_TOKENS}", setting="chunk_tokens")
+    overlap = (
+        (min(DEFAULT_CHUNK_OVERLAP, tokens // 4) if tokens else 0)
+        if options.chunk_overlap is None
+        else options.chunk_overlap
+    )
+    if overlap and overlap >= tokens // 2:
+        raise SettingsError(
+            f"must be less than half the passage ({tokens} tokens), got {overlap}", setting="chunk_overlap"
+        )
+    return dict(chunk_tokens=tokens, chunk_overlap=overlap)
 
 
 def _loadable_backend(model_path: Path, settings: IndexSettings, explicit: bool) -> str:
@@ -182,6 +211,13 @@ def make_encoder(path: Path, settings: IndexSettings, quantize: str) -> Encoder:
     )
 
 
+def make_chunker(settings: IndexSettings, encoder: Callable[[], Encoder]) -> Chunker | None:
+    """What cuts an index's long documents into passages (None: one vector per document)."""
+    if not settings.chunk_tokens or settings.model == NO_MODEL:
+        return None
+    return Chunker(encoder().tokenizer, settings.chunk_tokens, settings.chunk_overlap)
+
+
 def check_compatible(path: Path, settings: IndexSettings, options: IndexOptions) -> None:
     """Options given for an existing index must match it."""
     model = options.model
@@ -206,9 +242,15 @@ def check_compatible(path: Path, settings: IndexSettings, options: IndexOptions)
         "recall_target": settings.recall_target,
         "quantize": settings.quantize,
         "backend": settings.backend,
+        "chunk_tokens": settings.chunk_tokens,
+        "chunk_overlap": settings.chunk_overlap,
     }
     differ = {name: value for name, value in options.given().items() if name in have and value != have[name]}
-    encoded = {name: value for name, value in differ.items() if name in ("quantize", "backend")}
+    encoded = {
+        name: value
+        for name, value in differ.items()
+        if name in ("quantize", "backend", "chunk_tokens", "chunk_overlap")
+    }
     if encoded:
         said = ", ".join(f"{name} {have[name]} (asked {value})" for name, value in encoded.items())
         raise IndexStateError(

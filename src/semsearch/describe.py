@@ -28,6 +28,13 @@ def describe(index: Index) -> dict[str, Any]:
     return {
         "path": str(index.path),
         "documents": state.count,
+        # vectors: a passage each; documents longer than one passage were cut into several (chunk_tokens)
+        "passages": state.rows,
+        "long_documents": state.long_documents,
+        "chunk_tokens": s.chunk_tokens,
+        "chunk_overlap": s.chunk_overlap,
+        "keyword_index": index.store.has_keywords,
+        "default_mode": index.default_mode.value,
         "model": s.model,
         "model_name": s.model_name,
         "pooling": s.pooling,

@@ -15,9 +15,11 @@ the JSON column, for a store of an earlier schema opened read-only (tests/test_f
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from .errors import SettingsError
 
@@ -151,3 +153,24 @@ def condition_sql(condition: Condition) -> tuple[str, dict[str, Any], bool]:
         sql = f"{at} AND str = :value UNION {at} AND num = :number"
         params["number"] = parsed
     return sql, params, operator == "!="
+
+
+class RowCache:
+    """Filters' rows by (generation, condition), the least recently used dropped beyond LIMIT bytes."""
+
+    LIMIT = 256 << 20
+
+    def __init__(self):
+        self.entries: dict[Any, np.ndarray] = {}
+
+    def get(self, key: Any, make: Callable[[], np.ndarray]) -> np.ndarray:
+        if key in self.entries:
+            self.entries[key] = self.entries.pop(key)  # most recently used last
+            return self.entries[key]
+        rows = self.entries[key] = make()
+        while sum(r.nbytes for r in self.entries.values()) > self.LIMIT and len(self.entries) > 1:
+            self.entries.pop(next(iter(self.entries)))
+        return rows
+
+    def clear(self) -> None:
+        self.entries.clear()

@@ -3,7 +3,8 @@
 Layout of an index directory:
     manifest.json              settings and state (manifest.py)
     documents.db               SQLite: documents and metadata; its `state` table holds the generation (store.py)
-    raw/seg-*.npy              raw encoder vectors (float32), append-only segments, row = SQLite pk (rawvectors.py)
+    raw/seg-*.npy              raw encoder vectors (float32), append-only segments, a row per passage: a document
+                               of n passages owns rows pk .. pk + n - 1 (its SQLite pk the first; rawvectors.py)
     gen-NNNNNN/                one generation of derived files: stats.safetensors, transform files, vectors.faiss,
                                and a copy of its manifest (`semsearch check --repair` restores from it)
 
@@ -28,19 +29,20 @@ from .errors import DataError, IndexStateError
 from .faults import fault_point
 from .generations import Generations, WriterLock, cannot_write
 from .ingest import AddReport, Progress
+from .keywords import KeywordRetriever
 from .manifest import FILE, PENDING, IndexSettings, IndexState, Manifest
 from .rawvectors import RawVectors, Segment
-from .search import DenseRetriever, Hit, Where, allowed_rows
+from .search import DenseRetriever, Hit, Request, Where, allowed_rows
 from .search import search as run_search
 from .settings import (
+    DEFAULT_MODE,
     DEFAULT_WAIT,
-    DRIFT_LIMIT,
     NO_MODEL,
     IndexOptions,
     RefitPolicy,
+    SearchMode,
     TransformSpec,
     at_least,
-    check_k,
 )
 from .stats import RunningStats
 from .store import DocumentStore
@@ -275,42 +277,21 @@ class Index:
     ) -> AddReport:
         refit = RefitPolicy.parse(refit, "refit")
         with self._writing():
-            report = self._add_locked(documents, progress)
-            drift = self.state.drift
-            due = refit is RefitPolicy.ALWAYS or (
-                refit is RefitPolicy.AUTO and drift is not None and drift > DRIFT_LIMIT
-            )
-            if report.added and due and not report.young:
+            done, published = writes.add(self, documents(), progress)
+            if published is not None:
+                self._take_up(published)
+            report, drift = done.report(), self.state.drift
+            if report.added and refit.due(drift) and not report.young:
                 self._refit_locked(build.refit_spec(self.settings, None, None, None, None, None), None)
                 return replace(report, refitted=True, drift=drift)
             return replace(report, drift=drift)
-
-    def _add_locked(
-        self, documents: Callable[[], Iterable[Document]], progress: Progress | None
-    ) -> AddReport:
-        done, published = writes.add(self, documents(), progress)
-        if published is not None:
-            self._take_up(published)
-        return done.report()
 
     def delete(self, ids: Sequence[str] = (), where: Where = None) -> int:
         """Delete documents by id and/or filter; their vectors leave the statistics (downdated exactly) and the
         vector index. Returns how many were deleted."""
         with self._writing():
             self._require_fitted()
-            pks: list[int] = []
-            if ids:
-                known = self.store.existing_ids(list(ids))
-                unknown = [doc_id for doc_id in ids if doc_id not in known]
-                if unknown:
-                    raise IndexStateError(
-                        f"no document with id {', '.join(map(repr, unknown[:5]))} in {self.path}"
-                    )
-                pks += [pk for pk, _ in known.values()]
-            allowed = allowed_rows(self.store, where)
-            if allowed is not None:
-                pks += allowed.tolist()
-            pks = sorted(set(pks))
+            pks = writes.chosen(self, ids, allowed_rows(self.store, where))
             if pks:
                 self._take_up(writes.delete(self, pks))
             return len(pks)
@@ -350,37 +331,55 @@ class Index:
 
     # ---- reading --------------------------------------------------------------------------------------
 
-    def search(self, text: str, k: int = 10, where: Where = None, rerank: int | None = None) -> list[Hit]:
-        """The k documents most similar to `text`. `where` filters first, so k come back whenever k match;
-        `rerank=N` takes N candidates from the index and re-scores them by cosine of the kept raw vectors
-        (None: the index's own setting, 0: off)."""
-        return self.search_many([text], k, where, rerank)[0]
+    def search(
+        self, text: str, k: int = 10, where: Where = None, rerank: int | None = None, **how: Any
+    ) -> list[Hit]:
+        """The k documents that best match `text`. `where` filters first, so k come back whenever k match;
+        `rerank=N` takes N candidates from the vector index and re-scores them by cosine of the kept raw vectors
+        (None: the index's own setting, 0: off). `mode` dense, keyword or hybrid (None: the index's default),
+        `alpha` hybrid's dense weight, `fusion` convex or rrf (search.py)."""
+        return self.search_many([text], k, where, rerank, **how)[0]
 
     def search_many(
-        self, texts: Sequence[str], k: int = 10, where: Where = None, rerank: int | None = None
+        self, texts: Sequence[str], k: int = 10, where: Where = None, rerank: int | None = None, **how: Any
     ) -> list[list[Hit]]:
         if any(not text.strip() for text in texts):
             raise DataError("the query text is empty")
-        return self.search_vectors(self.encoder.encode(list(texts)), k, where, rerank)
+        keywords_only = SearchMode.parse(how.get("mode") or self.default_mode, "mode") is SearchMode.KEYWORD
+        vectors = None if keywords_only else self.encoder.encode(list(texts))
+        return self.search_vectors(vectors, k, where, rerank, texts=texts, **how)
+
+    @property
+    def default_mode(self) -> SearchMode:
+        """Hybrid (settings.DEFAULT_MODE) where the index has keywords and a model, else dense."""
+        keywords = self.store.has_keywords and self.settings.model != NO_MODEL
+        return DEFAULT_MODE if keywords else SearchMode.DENSE
 
     def search_vectors(
-        self, queries: np.ndarray, k: int = 10, where: Where = None, rerank: int | None = None
+        self,
+        queries: np.ndarray | None,
+        k: int = 10,
+        where: Where = None,
+        rerank: int | None = None,
+        *,
+        texts: Sequence[str] | None = None,
+        **how: Any,
     ) -> list[list[Hit]]:
         """Search with query vectors from this index's encoder, or made elsewhere as its documents' were
-        (before the transform), one row per query."""
-        check_k(k)
+        (before the transform), one row per query; with `texts` (the queries' words), keyword and hybrid too
+        (mode None: dense without texts, else the index's default)."""
         rerank = at_least(self.settings.rerank if rerank is None else rerank, 0, "rerank")
-        queries = np.asarray(queries, dtype=np.float32)
-        if queries.ndim != 2 or queries.shape[1] != self.settings.encoder_dim:
-            raise DataError(
-                f"query vectors of shape {queries.shape}; this index's vectors have "
-                f"{self.settings.encoder_dim} dimensions"
-            )
+        default = self.default_mode if texts is not None else SearchMode.DENSE
+        request = Request.checked(k, queries, texts, where, rerank, self.settings.encoder_dim, default, **how)
         self.refresh()
         if self.state.count == 0:
-            return [[] for _ in queries]
-        retriever = DenseRetriever(self.transform, self.vectors, self.raw)
-        return run_search(queries, k, where, rerank, store=self.store, retriever=retriever)
+            return [[] for _ in range(request.count)]
+        dense = (
+            None
+            if request.mode is SearchMode.KEYWORD
+            else DenseRetriever(self.transform, self.vectors, self.raw)
+        )
+        return run_search(request, store=self.store, dense=dense, keyword=KeywordRetriever(self.store))
 
     def info(self) -> dict[str, Any]:
         """What the index is and holds; a damaged file found by the cheap checks (check.health) is an error."""

@@ -10,10 +10,11 @@ import hashlib
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
+from .chunking import Chunker, Passage
 from .documents import Document
 from .faults import fault_point
 from .rawvectors import RawVectors, ResumeCache, SegmentWriter
@@ -39,6 +40,7 @@ class AddReport:
     drift: float | None = None  # of the kept transform from the corpus after the add (see DRIFT_LIMIT)
     refitted: bool = False
     young: bool = False  # refitted because the index is young (build.young): every add fits on all documents
+    passages: int = 0  # vectors made for the documents added (more than them where long ones were cut)
 
     @property
     def refit_advised(self) -> bool:
@@ -61,8 +63,18 @@ def text_key(text: str) -> str:
     return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
 
 
+class Embeddable(Protocol):
+    """A document or a passage of one: a text to embed, or a vector made elsewhere."""
+
+    @property
+    def embedding_text(self) -> str: ...
+
+    @property
+    def vector(self) -> np.ndarray | None: ...
+
+
 def encode_partition(
-    docs: Sequence[Document],
+    docs: Sequence[Embeddable],
     encode: Encode | None,
     dim: int,
     cache: ResumeCache | None = None,
@@ -125,9 +137,11 @@ class Added:
     """What `add_documents` did, for the generation that publishes it."""
 
     added: int = 0
+    passages: int = 0
     unchanged: int = 0
     resumed: int = 0
-    replaced: list[int] = field(default_factory=list)  # pks of the old rows of changed documents
+    replaced: list[int] = field(default_factory=list)  # the old vector rows of changed documents
+    replaced_documents: int = 0
     next_pk: int = 0
     refitted: bool = False  # the transform was fitted again on every document (a young index: build.young)
     started: float = field(default_factory=time.perf_counter)
@@ -137,8 +151,9 @@ class Added:
             self.added,
             self.unchanged,
             time.perf_counter() - self.started,
-            replaced=len(self.replaced),
+            replaced=self.replaced_documents,
             resumed=self.resumed,
+            passages=self.passages,
             refitted=self.refitted,
             young=self.refitted,
             **extra,
@@ -156,32 +171,49 @@ def add_documents(
     encode: Encode | None,
     first_pk: int,
     progress: Progress | None = None,
+    chunker: Chunker | None = None,
 ) -> Added:
     """Store the documents not already here unchanged, inside the caller's SQLite transaction: each new
-    partition's raw vectors go to the segment `writer` and into `stats`; an id already here with other content
-    is replaced (upsert): its old vector leaves `stats`, and its pk is listed for the vector index to drop."""
+    partition's raw vectors (a vector per passage, the `chunker`'s; without one, per document) go to the segment
+    `writer` and into `stats`; an id already here with other content is replaced (upsert): its old vectors leave
+    `stats`, and their rows are listed for the vector index to drop."""
     done = Added(next_pk=first_pk)
     for chunk in _chunks(documents, CHUNK_DOCS):
         known = store.existing_ids([doc.id for doc in chunk])
         fresh = [doc for doc in chunk if known.get(doc.id, (None, None))[1] != doc.content_hash]
         done.unchanged += len(chunk) - len(fresh)
-        old = [known[doc.id][0] for doc in fresh if doc.id in known]
+        old = sorted(known[doc.id][0] for doc in fresh if doc.id in known)
         if old:
-            stats.remove(raw.get(old))
+            old_rows = store.passage_pks(np.array(old, dtype=np.int64))
+            stats.remove(raw.get(old_rows))
             store.delete(old)
-            done.replaced += old
+            done.replaced += old_rows.tolist()
+            done.replaced_documents += len(old)
         if fresh:
-            part = encode_partition(fresh, encode, stats.dim, cache, progress)
+            passages = split(fresh, chunker)
+            flat = [passage for parts in passages for passage in parts]
+            share = len(fresh) / len(flat)  # the progress bar counts documents
+            counted = (lambda n, share=share: progress(n * share)) if progress and share != 1 else progress
+            part = encode_partition(flat, encode, stats.dim, cache, counted)
             fault_point("encoded")
             done.resumed += part.from_cache
             writer.append(part.vectors)
             stats.merge(part.stats)
-            store.insert(fresh, range(done.next_pk, done.next_pk + len(fresh)))
-            done.next_pk += len(fresh)
+            firsts = done.next_pk + np.concatenate([[0], np.cumsum([len(p) for p in passages])[:-1]])
+            store.insert(fresh, firsts.tolist(), [[p.span for p in parts] for parts in passages])
+            done.next_pk += len(flat)
             done.added += len(fresh)
+            done.passages += len(flat)
         if progress and len(chunk) > len(fresh):
             progress(len(chunk) - len(fresh))  # unchanged: nothing to encode
     return done
+
+
+def split(docs: Sequence[Document], chunker: Chunker | None) -> list[list[Passage]]:
+    """Each document's passages: the chunker's, or without one the whole document."""
+    if chunker is not None:
+        return chunker.split(docs)
+    return [[Passage(i, (0, len(doc.text)), doc.embedding_text, doc.vector)] for i, doc in enumerate(docs)]
 
 
 def _chunks(items: Iterable[Document], size: int) -> Iterable[list[Document]]:

@@ -49,6 +49,10 @@ class IndexSettings:
     rerank: int = 0  # candidates a query re-scores with the raw vectors unless it says otherwise
     batch_size: int | None = None  # texts per batch; None: by token budget (encoding.TOKEN_BUDGET)
     recall_target: float = DEFAULT_RECALL_TARGET  # recall@10 hnsw / ivf / pq are tuned for at build
+    # Passages (chunking.py): tokens each, title and special tokens included (0: one vector per document, cut at
+    # max_length, as every index made before chunking), and the tokens consecutive passages share.
+    chunk_tokens: int = 0
+    chunk_overlap: int = 0
 
     @property
     def spec(self) -> TransformSpec:
@@ -65,7 +69,9 @@ class IndexSettings:
 class IndexState:
     """What an index holds now; every write publishes a new one with its generation."""
 
-    count: int = 0
+    count: int = 0  # documents
+    passages: int | None = None  # vector rows (None, from before chunking: one per document)
+    long_documents: int = 0  # documents of more than one passage
     generation: int = 0
     next_pk: int = 0
     segments: tuple[dict, ...] = ()  # the raw vector segments (rawvectors.Segment as JSON)
@@ -80,6 +86,11 @@ class IndexState:
     measured_recall: float | None = None
     created: str = field(default_factory=now)
     updated: str = field(default_factory=now)
+
+    @property
+    def rows(self) -> int:
+        """Vector rows: a passage each (one per document before chunking)."""
+        return self.count if self.passages is None else self.passages
 
     def with_changes(self, **changes: Any) -> IndexState:
         return replace(self, **changes)

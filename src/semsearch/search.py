@@ -1,6 +1,12 @@
-"""Search as composable steps: prefilter (the rows a `where` allows) -> candidates from a retriever -> rerank
-by the raw vectors -> join with the stored documents. A retriever is anything with `candidates(queries, n,
-allowed)` returning ranked (pk, score) lists, so a second one (keywords) and a fusion step join here."""
+"""Search as composable steps: prefilter (the documents a `where` allows) -> candidates from each retriever the
+mode uses -> fuse -> join with the stored documents.
+
+- dense: the vector index's passages (strategy.py; rows of the documents allowed), re-scored by the raw vectors
+  when asked (rerank), then a document scored by its best passage (MaxP), read deeper until enough documents.
+- keyword: bm25 over the documents (keywords.py), the filter applied inside.
+- hybrid: both lists, FUSION_DEPTH deep (or k), fused: a convex combination of each side's min-max normalised
+  scores, `alpha` the dense side's weight, a document missing from one side taking that side's 0 (Bruch et al.,
+  TOIS 2023); or reciprocal rank fusion."""
 
 from __future__ import annotations
 
@@ -11,9 +17,21 @@ from typing import Any, Protocol
 import numpy as np
 
 from . import strategy
+from .errors import DataError, IndexStateError, SettingsError
 from .filters import Condition
+from .keywords import KeywordRetriever, best_span
 from .rawvectors import RawVectors
-from .store import DocumentStore
+from .settings import (
+    DEFAULT_ALPHA,
+    DEFAULT_FUSION,
+    FUSION_DEPTH,
+    RRF_K,
+    Fusion,
+    SearchMode,
+    check_alpha,
+    check_k,
+)
+from .store import DocumentStore, PassageMap
 from .transforms import Transform, normalize_rows
 from .vectorindex import VectorIndex
 
@@ -28,9 +46,76 @@ class Hit:
     title: str | None
     text: str
     metadata: dict[str, Any] = field(default_factory=dict)
+    # The best passage of a document cut into several: {"start", "end"} (character offsets in text) and "text".
+    passage: dict[str, Any] | None = None
+    # hybrid: each side's own score of the document (None: not among that side's candidates)
+    scores: dict[str, float | None] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@dataclass
+class Match:
+    """A document found: its pk, score, the vector row of its best passage (None: not known), side scores."""
+
+    pk: int
+    score: float
+    row: int | None = None
+    sides: dict[str, float | None] | None = None
+
+
+Found = list[Match]  # of one query, best first
+
+
+@dataclass(frozen=True)
+class Request:
+    """What a search asks: raw query vectors (dense side) and/or texts (keyword side), one per query."""
+
+    k: int
+    mode: SearchMode
+    vectors: np.ndarray | None = None
+    texts: Sequence[str] | None = None
+    where: Where = None
+    rerank: int = 0
+    alpha: float = DEFAULT_ALPHA
+    fusion: Fusion = DEFAULT_FUSION
+
+    @classmethod
+    def checked(
+        cls,
+        k: int,
+        vectors: np.ndarray | None,
+        texts: Sequence[str] | None,
+        where: Where,
+        rerank: int,
+        dim: int,
+        default_mode: SearchMode,
+        *,
+        mode: SearchMode | str | None = None,
+        alpha: float | None = None,
+        fusion: Fusion | str | None = None,
+    ) -> Request:
+        """A request whose settings are valid and whose inputs are those its mode needs."""
+        check_k(k)
+        mode = SearchMode.parse(mode or default_mode, "mode")
+        if vectors is not None:
+            vectors = np.asarray(vectors, dtype=np.float32)
+            if vectors.ndim != 2 or vectors.shape[1] != dim:
+                raise DataError(
+                    f"query vectors of shape {vectors.shape}; this index's vectors have {dim} dimensions"
+                )
+        if mode is not SearchMode.DENSE and texts is None:
+            raise SettingsError(f"{mode} search needs the queries' text", setting="mode")
+        if mode is not SearchMode.KEYWORD and vectors is None:
+            raise SettingsError(f"{mode} search needs query vectors", setting="mode")
+        alpha = DEFAULT_ALPHA if alpha is None else check_alpha(alpha)
+        fusion = Fusion.parse(fusion or DEFAULT_FUSION, "fusion")
+        return cls(k, mode, vectors, texts, where, rerank, alpha, fusion)
+
+    @property
+    def count(self) -> int:
+        return len(self.texts) if self.texts is not None else len(self.vectors)
 
 
 class Retriever(Protocol):
@@ -47,16 +132,16 @@ def conditions(where: Where) -> list[Condition]:
 
 
 def allowed_rows(store: DocumentStore, where: Where) -> np.ndarray | None:
-    """The pks a filter allows, or None without a filter."""
+    """The document pks a filter allows, or None without a filter."""
     parsed = conditions(where)
     return store.matching_pks(parsed) if parsed else None
 
 
 @dataclass
 class DenseRetriever:
-    """Candidates from the vector index, in the transform's space. Unfiltered: the approximate search with its
-    tuned parameters. Filtered: exact, by the strategy strategy.py states (few rows allowed: scored exactly;
-    many: the index with the rows as a selector, tuned for the selectivity, verified)."""
+    """Candidate vector rows from the vector index, in the transform's space. Unfiltered: the approximate search
+    with its tuned parameters. Filtered: exact, by the strategy strategy.py states (few rows allowed: scored
+    exactly; many: the index with the rows as a selector, tuned for the selectivity, verified)."""
 
     transform: Transform
     vectors: VectorIndex
@@ -85,24 +170,139 @@ def rerank(raw: RawVectors, queries: np.ndarray, ranked: Ranked, k: int) -> Rank
     return out
 
 
-def join(store: DocumentStore, ranked: Ranked) -> list[list[Hit]]:
-    """Hits with their documents, fetched in one query; rows deleted meanwhile are left out."""
-    rows = store.get([pk for result in ranked for pk, _ in result])
-    return [[Hit(score=score, **rows[pk]) for pk, score in result if pk in rows] for result in ranked]
+def best_passages(ranked: list[tuple[int, float]], passages: PassageMap) -> Found:
+    """Documents in the order of their best passage among the ranked rows (MaxP)."""
+    if not ranked:
+        return []
+    rows = np.array([pk for pk, _ in ranked], dtype=np.int64)
+    owners = passages.owners(rows)
+    _, first = np.unique(owners, return_index=True)
+    return [Match(int(owners[i]), ranked[i][1], int(rows[i])) for i in np.sort(first)]
+
+
+def dense_documents(
+    retriever: DenseRetriever,
+    store: DocumentStore,
+    queries: np.ndarray,
+    n: int,
+    allowed: np.ndarray | None,
+    rerank_depth: int,
+) -> list[Found]:
+    """The n best documents of each query by their best passage. `rerank_depth` documents' passages are taken
+    from the index and re-scored by the raw vectors first (0: not re-scored). Passages are read deeper, 4x at a
+    time, for a query whose candidates hold fewer documents than wanted while more rows remain."""
+    passages = store.passages()
+    rows = None if allowed is None else store.passage_pks(allowed)
+    total = retriever.vectors.count if rows is None else len(rows)
+    wanted = max(n, rerank_depth)
+    depth = min(total, wanted * (2 if len(passages.long) else 1))
+    out: list[Found] = [[] for _ in queries]
+    todo = np.arange(len(queries))
+    while len(todo) and depth > 0:
+        ranked = retriever.candidates(queries[todo], depth, rows)
+        if rerank_depth:
+            ranked = rerank(retriever.raw, queries[todo], ranked, depth)
+        again = []
+        for query, result in zip(todo, ranked):
+            found = best_passages(result, passages)
+            if len(found) < wanted and len(result) >= depth and depth < total:
+                again.append(query)
+            out[query] = found[:n]
+        todo, depth = np.array(again, dtype=np.int64), min(total, depth * 4)
+    return out
+
+
+def fuse(dense: Found, keyword: Found, alpha: float, fusion: Fusion, k: int) -> Found:
+    """The k best of both lists by fused score; ties keep the dense side's order first."""
+    merged: dict[int, Match] = {}
+    for side, found in (("dense", dense), ("keyword", keyword)):
+        if fusion is Fusion.RRF:
+            values = [1.0 / (RRF_K + rank) for rank in range(1, len(found) + 1)]
+        else:
+            values = _min_max([match.score for match in found])
+        weight = alpha if side == "dense" else 1 - alpha
+        for match, value in zip(found, values):
+            fused = merged.setdefault(match.pk, Match(match.pk, 0.0, None, {"dense": None, "keyword": None}))
+            fused.score += weight * value
+            fused.sides[side] = match.score
+            fused.row = fused.row if fused.row is not None else match.row
+    order = sorted(merged.values(), key=lambda match: -match.score)  # stable: dense first on ties
+    return order[:k]
+
+
+def _min_max(scores: list[float]) -> list[float]:
+    if not scores:
+        return []
+    low, high = min(scores), max(scores)
+    return [1.0] * len(scores) if high == low else [(s - low) / (high - low) for s in scores]
+
+
+def join(store: DocumentStore, found: list[Found], texts: Sequence[str] | None) -> list[list[Hit]]:
+    """Hits with their documents, fetched in one query, and the best passage of a document cut into several
+    (for a keyword-only match, the passage with most of the query's words); rows deleted meanwhile are left
+    out."""
+    docs = store.get([match.pk for matches in found for match in matches])
+    passages = store.passages()
+    long = {int(pk): int(n) for pk, n in zip(passages.long, passages.counts)}
+    wanted = [
+        row
+        for matches in found
+        for match in matches
+        if match.pk in long
+        for row in ([match.row] if match.row is not None else range(match.pk, match.pk + long[match.pk]))
+    ]
+    spans = store.spans(wanted) if wanted else {}
+    out = []
+    for n, matches in enumerate(found):
+        hits = []
+        for match in matches:
+            if match.pk not in docs:
+                continue
+            doc = docs[match.pk]
+            passage = None
+            if match.pk in long:
+                if match.row is not None and match.row in spans:
+                    start, end = spans[match.row]
+                else:
+                    rows = range(match.pk, match.pk + long[match.pk])
+                    start, end = best_span(
+                        doc["text"], [spans[r] for r in rows if r in spans], texts[n] if texts else ""
+                    )
+                passage = {"start": start, "end": end, "text": doc["text"][start:end]}
+            hits.append(Hit(score=match.score, **doc, passage=passage, scores=match.sides))
+        out.append(hits)
+    return out
 
 
 def search(
-    queries: np.ndarray,
-    k: int,
-    where: Where,
-    rerank_candidates: int,
+    request: Request,
     *,
     store: DocumentStore,
-    retriever: DenseRetriever,
+    dense: DenseRetriever | None,
+    keyword: KeywordRetriever | None,
 ) -> list[list[Hit]]:
-    """The steps in order, for raw query vectors (one row per query)."""
-    allowed = allowed_rows(store, where)
-    ranked = retriever.candidates(queries, max(k, rerank_candidates), allowed)
-    if rerank_candidates:
-        ranked = rerank(retriever.raw, queries, ranked, k)
-    return join(store, ranked)
+    """The steps in order (the caller has checked that the mode's inputs and retrievers are there)."""
+    mode, k = request.mode, request.k
+    if mode is not SearchMode.DENSE and not store.has_keywords:
+        raise IndexStateError(
+            f"{store.path.parent} has no keyword index (made by an older semsearch and open read-only): open it "
+            "once with write access to add one, or search with mode dense"
+        )
+    allowed = allowed_rows(store, request.where)
+    depth = k if mode is not SearchMode.HYBRID else max(k, FUSION_DEPTH)
+    dense_found: list[Found] = [[] for _ in range(request.count)]
+    keyword_found: list[Found] = [[] for _ in range(request.count)]
+    if mode is not SearchMode.KEYWORD:
+        dense_found = dense_documents(dense, store, request.vectors, depth, allowed, request.rerank)
+    if mode is not SearchMode.DENSE:
+        keyword_found = [
+            [Match(pk, score) for pk, score in scored]
+            for scored in keyword.top(request.texts, depth, allowed)
+        ]
+    if mode is SearchMode.DENSE:
+        found = dense_found
+    elif mode is SearchMode.KEYWORD:
+        found = keyword_found
+    else:
+        found = [fuse(d, kw, request.alpha, request.fusion, k) for d, kw in zip(dense_found, keyword_found)]
+    return join(store, found, request.texts)

@@ -67,10 +67,27 @@ class IndexType(Choice):
     AUTO = "auto"
 
 
+class SearchMode(Choice):
+    DENSE = "dense"  # the vector index (MaxP over a document's passages)
+    KEYWORD = "keyword"  # the keyword index (SQLite FTS5, bm25)
+    HYBRID = "hybrid"  # both, fused (Fusion)
+
+
+class Fusion(Choice):
+    CONVEX = "convex"  # alpha * dense + (1 - alpha) * keyword, each side's scores min-max normalised
+    RRF = "rrf"  # reciprocal rank fusion: sum of 1 / (RRF_K + rank)
+
+
 class RefitPolicy(Choice):
     NEVER = "never"
     AUTO = "auto"  # when the drift is above DRIFT_LIMIT
     ALWAYS = "always"
+
+    def due(self, drift: float | None) -> bool:
+        """Whether an add that left the transform `drift` from the corpus refits under this policy."""
+        return self is RefitPolicy.ALWAYS or (
+            self is RefitPolicy.AUTO and drift is not None and drift > DRIFT_LIMIT
+        )
 
 
 DEFAULT_MODEL = "bundled:all-MiniLM-L6-v2"
@@ -92,6 +109,19 @@ DEFAULT_INDEX_TYPE = IndexType.AUTO
 # recall@10 against exact search that an approximate index's efSearch / nprobe are tuned for at build, measured
 # on a sample of its own vectors as queries (tuning.py); filtered search is tuned for 0.99 (strategy.py).
 DEFAULT_RECALL_TARGET = 0.95
+# Long documents become passages of at most the model's max_length tokens (title and special tokens included, so
+# nothing is truncated), overlapping by CHUNK_OVERLAP tokens so a sentence cut at a passage's end is whole in the
+# next one (benchmarks/results/longdocs.md measures overlap 0, 32, 64). 0 chunk tokens: one vector per document.
+DEFAULT_CHUNK_OVERLAP = 32
+MIN_CHUNK_TOKENS = 16  # shorter passages hold too little to be found by
+# Hybrid retrieval: the mode and fusion weight a query gets unless it asks (benchmarks/results/hybrid.md: hybrid is
+# the default only where it is at least as good as dense on every set measured). Each side contributes
+# FUSION_DEPTH candidates (or k, if more) before fusing.
+DEFAULT_MODE = SearchMode.HYBRID
+DEFAULT_ALPHA = 0.5
+DEFAULT_FUSION = Fusion.CONVEX
+FUSION_DEPTH = 100
+RRF_K = 60
 DEFAULT_WAIT = 10.0  # seconds a write waits for another process's write before giving up
 DEFAULT_K = 10
 # Above this drift of the kept transform from the corpus an ingest advises a refit, and `--refit auto` does
@@ -117,6 +147,13 @@ def check_recall_target(target: float | None) -> float | None:
     if target is not None and not 0 < target <= 1:
         raise SettingsError(f"must be above 0 and at most 1, got {target}", setting="recall_target")
     return target
+
+
+def check_alpha(alpha: float | None) -> float | None:
+    """A fusion weight: the dense side's share, from 0 (keyword only) to 1 (dense only)."""
+    if alpha is not None and not 0 <= alpha <= 1:
+        raise SettingsError(f"must be between 0 and 1, got {alpha}", setting="alpha")
+    return alpha
 
 
 def check_k(k: int) -> int:
@@ -186,6 +223,8 @@ class IndexOptions:
     backend: str | None = None
     dim: int | None = None  # the width of vectors made elsewhere (an index without a model)
     recall_target: float | None = None  # recall@10 the approximate index types are tuned for at build
+    chunk_tokens: int | None = None  # passage length in tokens (None: the model's max_length; 0: no chunking)
+    chunk_overlap: int | None = None  # tokens shared by consecutive passages
 
     def __post_init__(self):
         for name, choice in (
@@ -206,6 +245,8 @@ class IndexOptions:
         at_least(self.flow_epochs, 1, "flow_epochs")
         at_least(self.max_length, 1, "max_length")
         check_recall_target(self.recall_target)
+        at_least(self.chunk_tokens, 0, "chunk_tokens")
+        at_least(self.chunk_overlap, 0, "chunk_overlap")
 
     def given(self) -> dict[str, object]:
         """The options set (not None), by name."""

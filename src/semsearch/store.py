@@ -8,7 +8,8 @@ import functools
 import json
 import os
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,66 +19,8 @@ import sqlite_utils
 from .damage import RESTORE, DamagedFile, brief, size_problem, sqlite_problem
 from .documents import Document
 from .errors import IndexStateError
-from .filters import Condition, check_fields, condition_sql, where_sql
-
-# Numbered schema migrations: migration n brings a store from user_version n - 1 to n, its statements and the
-# new version number in one transaction. A store made before numbering (user_version 0, its tables present) takes
-# migration 1 as a no-op (IF NOT EXISTS). Each migration ends by setting its own number.
-# The typed metadata rows (table `meta`, schema 2) of the documents `{rows}` selects, as SQLite's json_each
-# reads them, so filters keep the meaning they had over the JSON (filters.py): a row per non-null value reachable
-# through objects (the path is the dotted field name) and one per scalar member of a list, at the list's path.
-# A key holding a dot cannot be named by a --where path and is left out (its path would read as a nested one).
-META_ROWS = """INSERT INTO meta (pk, path, kind, num, str)
-    WITH RECURSIVE walk(pk, path, kind, value) AS (
-        SELECT d.pk, e.key, e.type, e.value FROM documents AS d, json_each(d.metadata) AS e
-        WHERE {rows} AND instr(e.key, '.') = 0
-        UNION ALL
-        SELECT w.pk, w.path || '.' || e.key, e.type, e.value FROM walk AS w, json_each(w.value) AS e
-        WHERE w.kind = 'object' AND instr(e.key, '.') = 0
-    ), found(pk, path, kind, value) AS (
-        SELECT pk, path, kind, value FROM walk WHERE kind != 'null'
-        UNION ALL
-        SELECT w.pk, w.path, e.type, e.value FROM walk AS w, json_each(w.value) AS e
-        WHERE w.kind = 'array' AND e.type IN ('text', 'integer', 'real', 'true', 'false')
-    )
-    SELECT pk, path, kind, CASE WHEN kind IN ('integer', 'real') THEN value END,
-        CASE WHEN kind = 'text' THEN value END
-    FROM found"""
-NEW_ROWS = "d.pk IN (SELECT value FROM json_each(?))"
-
-MIGRATIONS: tuple[tuple[str, ...], ...] = (
-    (
-        """CREATE TABLE IF NOT EXISTS documents (
-            pk INTEGER PRIMARY KEY,
-            id TEXT NOT NULL UNIQUE,
-            title TEXT,
-            text TEXT NOT NULL,
-            metadata TEXT NOT NULL DEFAULT '{}',
-            hash TEXT NOT NULL
-        )""",
-        "CREATE TABLE IF NOT EXISTS fields (name TEXT PRIMARY KEY, documents INTEGER NOT NULL)",
-        "CREATE TABLE IF NOT EXISTS state (key TEXT PRIMARY KEY, value INTEGER NOT NULL)",
-        "PRAGMA user_version = 1",
-    ),
-    (  # typed, indexed metadata, so a filter reads the index entries of its values, not every document's JSON
-        """CREATE TABLE IF NOT EXISTS meta (
-            pk INTEGER NOT NULL,
-            path TEXT NOT NULL,
-            kind TEXT NOT NULL,
-            num NUMERIC,
-            str TEXT
-        )""",
-        "CREATE INDEX IF NOT EXISTS meta_kind ON meta (path, kind, pk)",
-        "CREATE INDEX IF NOT EXISTS meta_num ON meta (path, num, pk) WHERE num IS NOT NULL",
-        "CREATE INDEX IF NOT EXISTS meta_str ON meta (path, str, pk) WHERE str IS NOT NULL",
-        "CREATE INDEX IF NOT EXISTS meta_pk ON meta (pk)",
-        "DELETE FROM meta",
-        META_ROWS.format(rows="1"),  # the documents already stored
-        "PRAGMA user_version = 2",
-    ),
-)
-SCHEMA_VERSION = len(MIGRATIONS)
-
+from .filters import Condition, RowCache, check_fields, condition_sql, where_sql
+from .schema import META_ROWS, MIGRATIONS, NEW_ROWS, SCHEMA_VERSION
 
 TABLES = ("documents", "fields", "state")
 # A writable open failing so (the file or its directory cannot be written) opens read-only instead.
@@ -172,6 +115,11 @@ class DocumentStore:
         return None if rows == ["ok"] else "; ".join(rows)
 
     @property
+    def has_keywords(self) -> bool:
+        """Whether the keyword index exists (a store made before it, open read-only, has none)."""
+        return self.schema_version >= 3
+
+    @property
     def schema_version(self) -> int:
         return self.db.execute("PRAGMA user_version").fetchone()[0]
 
@@ -228,9 +176,45 @@ class DocumentStore:
         return self.db.execute("SELECT count(*) FROM documents").fetchone()[0]
 
     def all_pks(self) -> np.ndarray:
-        return np.array(
-            [row[0] for row in self.db.execute("SELECT pk FROM documents ORDER BY pk")], dtype=np.int64
+        """Every document's pk, sorted."""
+        return self._pks("SELECT pk FROM documents", {})
+
+    def vector_pks(self) -> np.ndarray:
+        """Every vector row (a passage of a document), sorted: the rows of the raw vectors and the index."""
+        return self.passage_pks(self.all_pks())
+
+    def long_documents(self) -> tuple[np.ndarray, np.ndarray]:
+        """The documents of more than one passage: their pks (sorted) and passage counts."""
+        sql = "SELECT pk, passages FROM documents WHERE passages > 1 ORDER BY pk"
+        rows = np.array(self.db.execute(sql).fetchall(), dtype=np.int64).reshape(-1, 2)
+        return rows[:, 0], rows[:, 1]
+
+    def passage_pks(self, doc_pks: np.ndarray) -> np.ndarray:
+        """The vector rows of these documents (sorted unique pks), sorted."""
+        long, counts = self.passages().long, self.passages().counts
+        if not len(long):
+            return np.asarray(doc_pks, dtype=np.int64)
+        found = np.isin(long, doc_pks, assume_unique=True)
+        extra = [np.arange(pk + 1, pk + n) for pk, n in zip(long[found], counts[found])]
+        return np.sort(np.concatenate([np.asarray(doc_pks, dtype=np.int64), *extra]))
+
+    def passages(self) -> PassageMap:
+        """Which document each vector row belongs to, cached by generation."""
+        generation = self.generation()
+        cached = self.__dict__.get("_passages")
+        if cached is None or cached[0] != generation or self.db.conn.in_transaction:
+            cached = (generation, PassageMap(*self.long_documents()))
+            if not self.db.conn.in_transaction:
+                self._passages = cached
+        return cached[1]
+
+    def spans(self, pks: Sequence[int]) -> dict[int, tuple[int, int]]:
+        """The character spans of these passages (none for a document of one passage)."""
+        rows = self.db.execute(
+            "SELECT pk, start, end FROM passages WHERE pk IN (SELECT value FROM json_each(?))",
+            [json.dumps([int(pk) for pk in pks])],
         )
+        return {pk: (start, end) for pk, start, end in rows}
 
     def ids(self) -> set[str]:
         """Every document id in the store."""
@@ -244,14 +228,32 @@ class DocumentStore:
         )
         return {doc_id: (pk, digest) for doc_id, pk, digest in rows}
 
-    def insert(self, documents: Iterable[Document], pks: Iterable[int]) -> None:
-        """Insert inside the caller's transaction (see `transaction`)."""
+    def insert(
+        self,
+        documents: Iterable[Document],
+        pks: Iterable[int],
+        spans: Sequence[Sequence[tuple[int, int]]] | None = None,
+    ) -> None:
+        """Insert inside the caller's transaction (see `transaction`). `spans`: each document's passages as
+        character spans (a document of n > 1 passages owns the vector rows pk .. pk + n - 1)."""
+        documents, pks = list(documents), list(pks)
+        spans = spans or [[]] * len(documents)
         rows = [
             (pk, doc.id, doc.title, doc.text, json.dumps(doc.metadata, ensure_ascii=False), doc.content_hash)
             for doc, pk in zip(documents, pks)
         ]
         self.db.conn.executemany(
-            "INSERT INTO documents (pk, id, title, text, metadata, hash) VALUES (?, ?, ?, ?, ?, ?)", rows
+            "INSERT INTO documents (pk, id, title, text, metadata, hash, passages) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [(*row, max(1, len(parts))) for row, parts in zip(rows, spans)],
+        )
+        self.db.conn.executemany(
+            "INSERT INTO passages (pk, start, end) VALUES (?, ?, ?)",
+            [
+                (pk + i, start, end)
+                for pk, parts in zip(pks, spans)
+                if len(parts) > 1
+                for i, (start, end) in enumerate(parts)
+            ],
         )
         self.db.conn.execute(META_ROWS.format(rows=NEW_ROWS), [json.dumps([row[0] for row in rows])])
         self._allowed().clear()
@@ -274,6 +276,10 @@ class DocumentStore:
         ):
             for key in json.loads(metadata):
                 counts[key] = counts.get(key, 0) + 1
+        self.db.conn.execute(
+            "DELETE FROM passages WHERE pk IN (SELECT value FROM json_each(?))",
+            [json.dumps(self.passage_pks(np.asarray(pks, dtype=np.int64)).tolist())],
+        )
         self.db.conn.execute("DELETE FROM documents WHERE pk IN (SELECT value FROM json_each(?))", payload)
         self.db.conn.execute("DELETE FROM meta WHERE pk IN (SELECT value FROM json_each(?))", payload)
         self._allowed().clear()
@@ -353,22 +359,23 @@ class DocumentStore:
         return self._row_cache
 
 
-class RowCache:
-    """Filters' rows by (generation, condition), the least recently used dropped beyond LIMIT bytes."""
+@dataclass(frozen=True)
+class PassageMap:
+    """Documents of more than one passage: pks (their first rows, sorted), passage counts."""
 
-    LIMIT = 256 << 20
+    long: np.ndarray
+    counts: np.ndarray
 
-    def __init__(self):
-        self.entries: dict[Any, np.ndarray] = {}
+    def owners(self, rows: np.ndarray) -> np.ndarray:
+        """The document pk of each vector row."""
+        rows = np.asarray(rows, dtype=np.int64)
+        if not len(self.long):
+            return rows
+        at = np.searchsorted(self.long, rows, side="right") - 1
+        inside = (at >= 0) & (rows < self.long[np.maximum(at, 0)] + self.counts[np.maximum(at, 0)])
+        return np.where(inside, self.long[np.maximum(at, 0)], rows)
 
-    def get(self, key: Any, make: Callable[[], np.ndarray]) -> np.ndarray:
-        if key in self.entries:
-            self.entries[key] = self.entries.pop(key)  # most recently used last
-            return self.entries[key]
-        rows = self.entries[key] = make()
-        while sum(r.nbytes for r in self.entries.values()) > self.LIMIT and len(self.entries) > 1:
-            self.entries.pop(next(iter(self.entries)))
-        return rows
-
-    def clear(self) -> None:
-        self.entries.clear()
+    @property
+    def most(self) -> int:
+        """The most passages any document has."""
+        return int(self.counts.max()) if len(self.counts) else 1

@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import build
-from .creation import make_encoder
+from .creation import make_chunker, make_encoder
 from .documents import Document
+from .errors import IndexStateError
 from .generations import NextGeneration
 from .ingest import CHUNK_DOCS, Added, Progress, add_documents, fidelity, fidelity_sample
 from .manifest import IndexSettings, Manifest
@@ -58,13 +59,14 @@ def add(
                 encode=None if settings.model == NO_MODEL else index.encoder.encode,
                 first_pk=state.next_pk,
                 progress=progress,
+                chunker=make_chunker(settings, lambda: index.encoder),
             )
             if done.added == 0:
                 writer.discard()
                 return done, None
-            done.refitted = state.count > 0 and build.young(settings, state.count)
+            done.refitted = state.count > 0 and build.young(settings, state.rows)
             segments = Segment.all_of(state.segments) + [writer.finish()]
-            raw, live = RawVectors(index.path, segments, settings.encoder_dim), index.store.all_pks()
+            raw, live = RawVectors(index.path, segments, settings.encoder_dim), index.store.vector_pks()
             if state.count == 0 or done.refitted:  # first or young: fit on all documents, index all
                 transform = build.fit(settings.spec, stats, raw, live)
                 vectors = build.build_vectors(
@@ -106,17 +108,32 @@ def _fidelity(index: Index, new_pks: range) -> dict[str, Any]:
     return fidelity(index.encoder.encode(sample), exact)
 
 
+def chosen(index: Index, ids: Sequence[str], allowed: np.ndarray | None) -> list[int]:
+    """The pks (sorted) of the documents named by id (each must exist) or allowed by a filter."""
+    pks: list[int] = []
+    if ids:
+        known = index.store.existing_ids(list(ids))
+        if unknown := [doc_id for doc_id in ids if doc_id not in known]:
+            raise IndexStateError(f"no document with id {', '.join(map(repr, unknown[:5]))} in {index.path}")
+        pks += [pk for pk, _ in known.values()]
+    if allowed is not None:
+        pks += allowed.tolist()
+    return sorted(set(pks))
+
+
 def delete(index: Index, pks: Sequence[int]) -> Published:
-    """Delete these rows; their vectors leave the statistics (downdated exactly) and the vector index."""
+    """Delete these documents (sorted unique pks); the vectors of their passages leave the statistics
+    (downdated exactly) and the vector index."""
+    rows = index.store.passage_pks(np.asarray(pks, dtype=np.int64))
     stats = index.stats()
-    stats.remove(index.raw.get(np.asarray(pks, dtype=np.int64)))
+    stats.remove(index.raw.get(rows))
     transform, vectors, settings = index.transform, _loaded(index), index.settings
     with index.generations.next(index.manifest) as building:
         index.store.delete(pks)
-        live = index.store.all_pks()
+        live = index.store.vector_pks()
         vectors = build.without(
             vectors,
-            pks,
+            rows.tolist(),
             lambda: build.build_vectors(
                 transform, index.raw, live, settings.index_type, settings.recall_target
             ),
@@ -137,7 +154,7 @@ def refit(
     index_type = index_type or index.settings.index_type
     recall_target = check_recall_target(recall_target) or index.settings.recall_target
     resolve_index_type(index_type, 0)  # validates the name before the fit
-    live, stats = index.store.all_pks(), index.stats()
+    live, stats = index.store.vector_pks(), index.stats()
     fitted = build.fit(spec, stats, index.raw, live)
     vectors = build.build_vectors(fitted, index.raw, live, index_type, recall_target)
     settings = index.settings.with_changes(
@@ -174,7 +191,7 @@ def _write(
     """Write every file of the next generation and hand its manifest to the generation being built. When
     deleted and replaced rows fill enough of the raw segments, the live rows are compacted into one."""
     segments = Segment.all_of(changes.get("segments", index.state.segments))
-    live = index.store.all_pks()
+    live = index.store.vector_pks()
     if worth_compacting(segments, len(live)):
         compacted = compact(
             RawVectors(index.path, segments, index.settings.encoder_dim), live, building.number
@@ -185,6 +202,8 @@ def _write(
     vectors.save(building.directory)
     state = index.state.with_changes(
         count=index.store.count(),
+        passages=len(live),
+        long_documents=len(index.store.long_documents()[0]),
         dims=transform.out_dim,
         drift=transform.drift(stats),
         index_structure=vectors.description,

@@ -89,6 +89,10 @@ class Encoder:
         limit = self.max_length * CHARS_PER_TOKEN
         return load_tokenizer(str(self.path), self.max_length)([text[:limit] for text in texts])
 
+    @property
+    def tokenizer(self) -> Tokenizer:
+        return load_tokenizer(str(self.path), self.max_length)
+
     def encode(self, texts: Sequence[str], progress: Callable[[int], None] | None = None) -> np.ndarray:
         """Vectors of shape (len(texts), dim), float32, in input order; `progress(n)` after each batch of n."""
         if len(texts) == 0:

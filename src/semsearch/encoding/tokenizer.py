@@ -21,6 +21,7 @@ class Tokenizer:
         self.pad_id = 0
         self._fast = None
         self._slow = None
+        self._whole = None  # the fast tokenizer without truncation, made when first needed
         if (path / "tokenizer.json").is_file():
             import tokenizers
 
@@ -40,6 +41,29 @@ class Tokenizer:
             transformers.logging.set_verbosity_error()
             self._slow = transformers.AutoTokenizer.from_pretrained(str(path), local_files_only=True)
             self.pad_id = self._slow.pad_token_id or 0
+
+    def spans(self, texts: list[str]) -> list[list[tuple[int, int]]]:
+        """Each text's word pieces as character (start, end) offsets, untruncated and without special tokens:
+        where a text can be cut into passages (chunking.py)."""
+        if self._fast is not None:
+            if self._whole is None:
+                self._whole = self._fast.from_str(self._fast.to_str())
+                self._whole.no_truncation()
+                self._whole.no_padding()
+            return [
+                encoding.offsets for encoding in self._whole.encode_batch(texts, add_special_tokens=False)
+            ]
+        if not getattr(self._slow, "is_fast", False):
+            raise ModelError("cutting documents into passages needs a fast tokenizer (tokenizer.json)")
+        found = self._slow(texts, add_special_tokens=False, return_offsets_mapping=True, truncation=False)
+        return [list(map(tuple, offsets)) for offsets in found["offset_mapping"]]
+
+    @property
+    def special_tokens(self) -> int:
+        """How many special tokens the model adds to a text ([CLS] and [SEP] for BERT)."""
+        if self._fast is not None:
+            return len(self._fast.encode("", add_special_tokens=True).ids)
+        return len(self._slow("", add_special_tokens=True)["input_ids"])
 
     def __call__(self, texts: list[str]) -> list[list[int]]:
         if self._fast is not None:

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import SettingsError
-from ..settings import TransformKind, TransformSpec
+from ..settings import SearchMode, TransformKind, TransformSpec
 from .metrics import RETRIEVAL_METRICS
 
 log = logging.getLogger(__name__)
@@ -54,6 +54,12 @@ class BenchConfig:
     backends: Sequence[str] = ("onnx",)  # what runs the encoder: onnx, torch
     model: str | None = None
     rerank: Sequence[int] = (0,)
+    modes: Sequence[str] = (
+        "dense",
+    )  # dense, keyword, hybrid (keyword once per encoding: no transform in it)
+    alphas: Sequence[float] = (0.5,)  # hybrid's dense weight
+    fusions: Sequence[str] = ("convex",)
+    chunk_tokens: Sequence[int | None] = (None,)  # None: the model's max_length (the default); 0: no chunking
     split: str = "test"
     work: Path = Path("indexes") / "bench"
     peers: bool = False
@@ -102,46 +108,56 @@ def run_beir(directory: Path, config: BenchConfig) -> list[dict[str, Any]]:
 
     data = load_beir(directory, config.split)
     rows = []
-    for pooling, quantize, backend in _encoders(config):
-        index, ingest_rate = _encoded_index(data.name, data.corpus_path, pooling, quantize, backend, config)
+    for pooling, quantize, backend, chunk_tokens in _encoders(config, chunking=True):
+        index, ingest_rate = _encoded_index(
+            data.name, data.corpus_path, (pooling, quantize, backend, chunk_tokens), config
+        )
         query_ids = list(data.queries)
+        texts = [data.queries[q] for q in query_ids]
         started = time.perf_counter()
-        queries = index.encoder.encode([data.queries[q] for q in query_ids])
+        queries = index.encoder.encode(texts)
         encode_ms = 1000 * (time.perf_counter() - started) / max(1, len(query_ids))
+        keyword_done = False
         for setting in settings_grid(config, index.settings.encoder_dim):
             config.progress(f"{data.name} {pooling}: {setting.label} dims={setting.dims or 'all'}")
             refit_seconds = index.refit(setting.transform, setting.dims or "all", _whiten_power(setting))
             for rerank in config.rerank:
                 if rerank and setting.transform == "none" and setting.dims is None:
                     continue  # re-scoring the full raw vectors with themselves changes nothing
-                results = index.search_vectors(queries, k=100, rerank=rerank)
-                run = {q: {hit.id: hit.score for hit in hits} for q, hits in zip(query_ids, results)}
-                metrics = evaluate_run(data.qrels, run, RETRIEVAL_METRICS)
-                search_ms = _search_ms(index, queries, rerank)
-                settings, state = index.settings, index.state
-                rows.append(
-                    {
-                        "dataset": data.name,
-                        "system": "semsearch",
-                        "model": settings.model_name,
-                        "pooling": pooling,
-                        "quantize": quantize,
-                        "backend": backend,
-                        "transform": setting.transform,
-                        "power": settings.power,
-                        "dims": int(state.dims),
-                        "dims_requested": setting.dims,
-                        "rerank": rerank,
-                        **{name: round(float(value), 5) for name, value in metrics.items()},
-                        "query_ms": round(encode_ms + search_ms, 3),
-                        "search_ms": round(search_ms, 3),
-                        "bytes_per_doc": round(index.info()["bytes"]["vector_index"] / len(index), 1),
-                        "refit_s": round(refit_seconds, 3),
-                        "ingest_docs_per_s": round(ingest_rate, 2),
-                        "documents": len(index),
-                        "queries": len(query_ids),
-                    }
-                )
+                for how in _modes(config, keyword_done):
+                    keyword_done |= how["mode"] == "keyword"
+                    results = index.search_vectors(queries, k=100, rerank=rerank, texts=texts, **how)
+                    run = {q: {hit.id: hit.score for hit in hits} for q, hits in zip(query_ids, results)}
+                    metrics = evaluate_run(data.qrels, run, RETRIEVAL_METRICS)
+                    search_ms = _search_ms(index, queries, texts, rerank, how)
+                    settings, state = index.settings, index.state
+                    keyword = how["mode"] == "keyword"
+                    rows.append(
+                        {
+                            "dataset": data.name,
+                            "system": "semsearch",
+                            "model": settings.model_name,
+                            "pooling": pooling,
+                            "quantize": quantize,
+                            "backend": backend,
+                            "transform": None if keyword else setting.transform,
+                            "power": None if keyword else settings.power,
+                            "dims": None if keyword else int(state.dims),
+                            "dims_requested": None if keyword else setting.dims,
+                            "rerank": 0 if keyword else rerank,
+                            "chunk_tokens": settings.chunk_tokens,
+                            **how,
+                            **{name: round(float(value), 5) for name, value in metrics.items()},
+                            "query_ms": round(search_ms + (0 if keyword else encode_ms), 3),
+                            "search_ms": round(search_ms, 3),
+                            "bytes_per_doc": round(index.info()["bytes"]["vector_index"] / len(index), 1),
+                            "refit_s": round(refit_seconds, 3),
+                            "ingest_docs_per_s": round(ingest_rate, 2),
+                            "documents": len(index),
+                            "passages": index.state.rows,
+                            "queries": len(query_ids),
+                        }
+                    )
         index.close()
     return rows
 
@@ -200,30 +216,49 @@ def run_sts(path: Path, config: BenchConfig) -> list[dict[str, Any]]:
     return rows
 
 
-def _encoders(config: BenchConfig) -> list[tuple[str, str, str]]:
-    """(pooling, quantize, backend): one encoding of the data each."""
+def _encoders(config: BenchConfig, chunking: bool = False) -> list[tuple]:
+    """(pooling, quantize, backend[, chunk_tokens]): one encoding of the data each."""
     return [
-        (pooling, quantize, backend)
+        (pooling, quantize, backend, *([chunk] if chunking else []))
         for pooling in config.poolings
         for quantize in config.quantize
         for backend in config.backends
+        for chunk in (config.chunk_tokens if chunking else [None])
     ]
+
+
+def _modes(config: BenchConfig, keyword_done: bool) -> list[dict[str, Any]]:
+    """The searches of one setting: dense; keyword (once per encoding); hybrid at each alpha and fusion."""
+    out: list[dict[str, Any]] = []
+    for mode in config.modes:
+        SearchMode.parse(mode, "modes")
+        if mode == "dense":
+            out.append({"mode": "dense"})
+        elif mode == "keyword" and not keyword_done:
+            out.append({"mode": "keyword"})
+        elif mode == "hybrid":
+            for fusion in config.fusions:
+                alphas = config.alphas if fusion == "convex" else [0.5]
+                out += [{"mode": "hybrid", "alpha": alpha, "fusion": fusion} for alpha in alphas]
+    return out
 
 
 def _whiten_power(setting: Setting) -> float | None:
     return setting.power if setting.transform == "whiten" else None
 
 
-def _encoded_index(name: str, corpus: Path, pooling: str, quantize: str, backend: str, config: BenchConfig):
-    """The dataset encoded once per model and pooling, and its ingest rate: reused across runs when the
-    bench's record says the encoding completed, else encoded afresh."""
+def _encoded_index(name: str, corpus: Path, encoding: tuple, config: BenchConfig):
+    """The dataset encoded once per model, pooling, quantization, backend and chunking, and its ingest rate:
+    reused across runs when the bench's record says the encoding completed, else encoded afresh."""
     import shutil
 
     from ..encoding import model_fingerprint, resolve_model_path
     from ..index import Index
 
+    pooling, quantize, backend, chunk_tokens = encoding
     model_path = resolve_model_path(config.model)
     suffix = ("" if quantize == "none" else f"-{quantize}") + ("" if backend == "onnx" else f"-{backend}")
+    suffix += f"-chunk{'default' if chunk_tokens is None else chunk_tokens}"
     path = Path(config.work) / f"{name}-{model_fingerprint(model_path)}-{pooling}{suffix}"
     record_path = path.with_name(path.name + RECORD_SUFFIX)
     wanted = {"pooling": pooling, "quantize": quantize, "backend": backend}
@@ -235,7 +270,13 @@ def _encoded_index(name: str, corpus: Path, pooling: str, quantize: str, backend
     record_path.unlink(missing_ok=True)  # before the index it describes goes
     shutil.rmtree(path, ignore_errors=True)
     index = Index.create(
-        path, model=config.model, pooling=pooling, transform="none", quantize=quantize, backend=backend
+        path,
+        model=config.model,
+        pooling=pooling,
+        transform="none",
+        quantize=quantize,
+        backend=backend,
+        chunk_tokens=chunk_tokens,
     )
     config.progress(f"{name} {pooling}: encoding {corpus}")
     report = index.ingest(corpus)
@@ -282,11 +323,12 @@ def _write_record(path: Path, record: dict[str, Any]) -> None:
     atomic_write_text(path, json.dumps(record, indent=2) + "\n")
 
 
-def _search_ms(index, queries: np.ndarray, rerank: int) -> float:
-    """Median milliseconds of one search (transform, vector search, metadata join), one query at a time."""
+def _search_ms(index, queries: np.ndarray, texts: list[str], rerank: int, how: dict[str, Any]) -> float:
+    """Median milliseconds of one search (transform, vector search, keyword search, fusion, metadata join), one
+    query at a time, its encoding aside."""
     timings = []
-    for query in queries[:TIMED_QUERIES]:
+    for query, text in list(zip(queries, texts))[:TIMED_QUERIES]:
         started = time.perf_counter()
-        index.search_vectors(query[None, :], k=10, rerank=rerank)
+        index.search_vectors(query[None, :], k=10, rerank=rerank, texts=[text], **how)
         timings.append(time.perf_counter() - started)
     return 1000 * float(np.median(timings))

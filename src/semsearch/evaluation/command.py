@@ -50,6 +50,29 @@ import click
     show_default=True,
     help="Candidates re-scored with the raw vectors, comma separated (0: none).",
 )
+@click.option(
+    "--modes",
+    default="dense",
+    show_default=True,
+    help="Search modes, comma separated: dense, keyword, hybrid.",
+)
+@click.option(
+    "--alphas",
+    default="0.5",
+    show_default=True,
+    help="hybrid: dense weights to sweep, comma separated (0: keyword only, 1: dense only).",
+)
+@click.option(
+    "--fusions", default="convex", show_default=True, help="hybrid: fusions, comma separated: convex, rrf."
+)
+@click.option(
+    "--chunk-tokens",
+    "chunk_tokens_text",
+    default="default",
+    show_default=True,
+    help="Passage lengths to encode the corpus with, comma separated ('default': the model's max_length; 0: a "
+    "vector per document).",
+)
 @click.option("--peers", is_flag=True, help="Also measure sentence-transformers and txtai on the same data.")
 @click.option(
     "--out",
@@ -75,6 +98,10 @@ def bench(
     backends,
     model,
     rerank,
+    modes,
+    alphas,
+    fusions,
+    chunk_tokens_text,
     peers,
     out,
     work,
@@ -85,6 +112,7 @@ def bench(
     Examples:
         semsearch bench --beir ../shared/data/scifact --dims 64,128,256,all --rerank 0,100
         semsearch bench --sts ../shared/data/stsb/sts-dev.csv --pooling mean,cls
+        semsearch bench --beir ../shared/data/scifact --modes dense,keyword,hybrid --alphas 0.3,0.5,0.7
     """
     from . import bench as benchmark
     from . import report
@@ -100,6 +128,10 @@ def bench(
         backends=_split(backends),
         model=str(model) if model else None,
         rerank=[int(r) for r in _split(rerank)],
+        modes=_split(modes),
+        alphas=[float(a) for a in _split(alphas)],
+        fusions=_split(fusions),
+        chunk_tokens=[None if c == "default" else int(c) for c in _split(chunk_tokens_text)],
         split=split,
         work=work,
         peers=peers,

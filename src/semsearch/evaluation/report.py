@@ -21,9 +21,19 @@ ROW_KEY = (
     "power",
     "dims_requested",
     "rerank",
+    "chunk_tokens",
+    "mode",
+    "alpha",
+    "fusion",
 )
-# Rows written before these columns existed (encoded by torch then).
-KEY_DEFAULTS = {"system": "semsearch", "quantize": "none", "backend": "torch"}
+# Rows written before these columns existed (encoded by torch then, a vector per document, dense search).
+KEY_DEFAULTS = {
+    "system": "semsearch",
+    "quantize": "none",
+    "backend": "torch",
+    "chunk_tokens": 0,
+    "mode": "dense",
+}
 
 
 def write_outputs(rows: list[dict[str, Any]], out: Path, command: str) -> list[Path]:
@@ -60,12 +70,19 @@ def markdown_table(rows: list[dict[str, Any]], command: str | None = None) -> st
     backends = (
         len({r.get("backend", KEY_DEFAULTS["backend"]) for r in rows if r.get("system") == "semsearch"}) > 1
     )
+    varied = [
+        name
+        for name in ("chunk_tokens", "mode", "alpha", "fusion")
+        if len({r.get(name, KEY_DEFAULTS.get(name)) for r in rows if r.get("system") == "semsearch"}) > 1
+    ]
     columns = [
         "dataset",
         "system",
         "pooling",
         *["quantize"] * quantized,
         *["backend"] * backends,
+        *[name for name in varied if name == "chunk_tokens"],
+        *[name for name in varied if name != "chunk_tokens"],
         "transform",
         "power",
         "dims",
@@ -111,9 +128,15 @@ def plot(rows: list[dict[str, Any]], out: Path) -> list[Path]:
             and r.get("system", "semsearch") == "semsearch"
             and r.get("quantize", "none") == "none"  # int8 rows are compared in the table
         ]
-        # One backend per plot (their vectors agree to 1e-6): the one most rows were measured with.
-        backends = [r.get("backend", KEY_DEFAULTS["backend"]) for r in subset]
-        subset = [r for r, b in zip(subset, backends) if b == max(set(backends), key=backends.count)]
+        # One backend and chunking per plot (backends' vectors agree to 1e-6): those most rows were measured
+        # with; dense search alone (hybrid has its own plot, against alpha).
+        for name in ("backend", "chunk_tokens"):
+            values = [r.get(name, KEY_DEFAULTS[name]) for r in subset]
+            subset = [r for r, v in zip(subset, values) if v == max(set(values), key=values.count)]
+        hybrid = [r for r in subset if r.get("mode") == "hybrid" or r.get("mode") == "keyword"]
+        subset = [r for r in subset if r.get("mode", "dense") == "dense"]
+        if hybrid:
+            paths.append(_plot_alpha(subset, hybrid, metric, out, f"{dataset}-{pooling}", rows[0]["model"]))
         figure, axes = plt.subplots(figsize=(7, 4.5))
         raw = [r for r in subset if r["transform"] == "none" and r["rerank"] == 0]
         if raw:
@@ -145,3 +168,40 @@ def plot(rows: list[dict[str, Any]], out: Path) -> list[Path]:
         plt.close(figure)
         paths.append(path)
     return paths
+
+
+def _plot_alpha(
+    dense: list[dict[str, Any]], hybrid: list[dict[str, Any]], metric: str, out: Path, name: str, model: str
+) -> Path:
+    """Hybrid quality against alpha (0: keyword only, 1: dense only), a line per dense setting, with the keyword
+    and dense figures as reference lines."""
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(7, 4.5))
+    for row in [r for r in hybrid if r["mode"] == "keyword"][:1]:
+        axes.axhline(row[metric], color="gray", linestyle=":", label="keyword (bm25)")
+    convex = [r for r in hybrid if r["mode"] == "hybrid" and r.get("fusion", "convex") == "convex"]
+    for setting in dict.fromkeys((r["transform"], r["power"], r["dims"], r["rerank"]) for r in convex):
+        label = (
+            f"{setting[0]}" + (f" P={setting[1]:g}" if setting[0] == "whiten" else "") + f" {setting[2]} dims"
+        )
+        label += f" + rerank {setting[3]}" if setting[3] else ""
+        points = sorted(
+            (r["alpha"], r[metric])
+            for r in convex
+            if (r["transform"], r["power"], r["dims"], r["rerank"]) == setting
+        )
+        line = axes.plot(*zip(*points), marker="o", label="hybrid, " + label)[0]
+        same = [r for r in dense if (r["transform"], r["power"], r["dims"], r["rerank"]) == setting]
+        if same:
+            axes.axhline(same[0][metric], color=line.get_color(), linestyle="--", label="dense, " + label)
+    axes.set_xlabel("alpha (dense weight)")
+    axes.set_ylabel(metric)
+    axes.set_title(f"{name.split('-')[0]}, {model}: hybrid fusion")
+    axes.grid(alpha=0.3)
+    axes.legend(fontsize=7)
+    path = out / f"{name}-hybrid-{metric.replace('@', '_at_')}.png"
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return path

@@ -1,0 +1,131 @@
+"""Long documents as passages: a document longer than a passage's token budget becomes passages of at most that
+many word pieces of the model's own tokenizer, overlapping, cut at a sentence end where one falls in a passage's
+second half, else at a word's end, else (one word longer than half a passage) anywhere. Each passage is encoded
+with the document's title before it, and within `chunk_tokens` with the special tokens, so the encoder
+truncates nothing. A passage is a character span of the document's text (its text is never copied)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .documents import Document
+from .encoding import Tokenizer
+
+Span = tuple[int, int]  # character offsets [start, end) in a document's text
+SENTENCE_ENDS = ".!?;:"
+PIECE_CHARS = 100_000  # a long text is tokenized in pieces this long, cut at whitespace: bounded memory
+TITLE_SHARE = 4  # a title takes at most 1 / TITLE_SHARE of a passage's tokens (the rest of it is left out)
+
+
+@dataclass(frozen=True)
+class Passage:
+    """One vector's worth of a document: what encode_partition takes (a text to embed, or a given vector)."""
+
+    document: int  # the document's position in the list split
+    span: Span
+    embedding_text: str
+    vector: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class Chunker:
+    tokenizer: Tokenizer
+    chunk_tokens: int  # a passage's tokens, title and special tokens included
+    overlap: int
+
+    def split(self, docs: Sequence[Document]) -> list[list[Passage]]:
+        """Each document's passages, in order: one (the whole document) unless it is longer than a passage,
+        or brings its own vector."""
+        out: list[list[Passage]] = [[] for _ in docs]
+        long: list[int] = []
+        for i, doc in enumerate(docs):
+            # A word piece covers at least one character: a text shorter than the budget in characters fits.
+            if doc.vector is not None or len(doc.embedding_text) + self.specials <= self.chunk_tokens:
+                out[i] = [Passage(i, (0, len(doc.text)), doc.embedding_text, doc.vector)]
+            else:
+                long.append(i)
+        if not long:
+            return out
+        titles = self._titles([docs[i].title or "" for i in long])
+        for i, title, offsets in zip(long, titles, self._offsets([docs[i].text for i in long])):
+            budget = self.chunk_tokens - self.specials - title[1]
+            spans = cut(docs[i].text, offsets, budget, min(self.overlap, budget // 2))
+            prefix = f"{title[0]} " if title[0] else ""
+            out[i] = [Passage(i, span, prefix + docs[i].text[span[0] : span[1]]) for span in spans]
+        return out
+
+    @property
+    def specials(self) -> int:
+        return self.tokenizer.special_tokens
+
+    def _titles(self, titles: list[str]) -> list[tuple[str, int]]:
+        """Each title as it precedes its passages (cut to its share of the tokens) and its length in tokens."""
+        limit = self.chunk_tokens // TITLE_SHARE
+        out = []
+        for title, offsets in zip(titles, self.tokenizer.spans(titles)):
+            if len(offsets) > limit:
+                title, offsets = title[: offsets[limit - 1][1]], offsets[:limit]
+            out.append((title, len(offsets)))
+        return out
+
+    def _offsets(self, texts: list[str]) -> list[np.ndarray]:
+        """Word-piece offsets of each whole text, tokenized in pieces cut at whitespace (a 16 MB line at once
+        would hold gigabytes)."""
+        pieces, owners = [], []
+        for n, text in enumerate(texts):
+            for begin, end in _pieces(text):
+                pieces.append((begin, text[begin:end]))
+                owners.append(n)
+        found = self.tokenizer.spans([piece for _, piece in pieces])
+        out: list[list[np.ndarray]] = [[] for _ in texts]
+        for owner, (begin, _), offsets in zip(owners, pieces, found):
+            out[owner].append(np.asarray(offsets, dtype=np.int64).reshape(-1, 2) + begin)
+        return [np.concatenate(parts) if parts else np.zeros((0, 2), np.int64) for parts in out]
+
+
+def _pieces(text: str) -> list[Span]:
+    spans, begin = [], 0
+    while begin < len(text):
+        end = len(text) if len(text) - begin <= PIECE_CHARS else text.rfind(" ", begin, begin + PIECE_CHARS)
+        if end <= begin:
+            end = min(len(text), begin + PIECE_CHARS)
+        spans.append((begin, end))
+        begin = end
+    return spans
+
+
+def cut(text: str, offsets: np.ndarray, budget: int, overlap: int) -> list[Span]:
+    """The passages of a text whose word pieces are at `offsets` (n x 2 character spans): at most `budget`
+    pieces each, the next starting `overlap` pieces before the previous one's end, at a word's start."""
+    n = len(offsets)
+    if n <= budget:
+        return [(0, len(text))]
+    budget = max(budget, 1)
+    # Piece t starts a word when whitespace (or nothing) separates it from piece t-1; a sentence when that
+    # whitespace follows a sentence's end.
+    gap = np.ones(n, dtype=bool)
+    gap[1:] = offsets[1:, 0] > offsets[:-1, 1]
+    ends_sentence = np.zeros(n, dtype=bool)
+    ends_sentence[1:] = [text[end - 1] in SENTENCE_ENDS if end else False for end in offsets[:-1, 1]]
+    sentence = gap & ends_sentence
+    spans: list[Span] = []
+    start = 0
+    while start < n:
+        stop = min(start + budget, n)
+        if stop < n:  # the last sentence start, else word start, in the passage's second half
+            half = start + max(1, budget // 2)
+            for starts in (sentence, gap):
+                found = np.flatnonzero(starts[half : stop + 1])
+                if len(found):
+                    stop = half + int(found[-1])
+                    break
+        spans.append((int(offsets[start, 0]), int(offsets[stop - 1, 1])))
+        if stop >= n:
+            break
+        following = stop - overlap
+        words = np.flatnonzero(gap[max(following, start + 1) : stop + 1])
+        start = max(following, start + 1) + int(words[0]) if len(words) else stop
+    return spans

@@ -1,0 +1,122 @@
+"""Keyword retrieval: BM25 over the documents' title and text, by SQLite FTS5 (the `keywords` table, schema.py),
+in the store's own file and transactions.
+
+A query's text never reaches FTS5's query syntax: it is cut into words here (Unicode letters and digits), each
+word quoted as a string, and the words ORed, so `state-of-the-art`, `C++`, quotes, `NEAR` and `AND` are plain
+words. English stopwords (Lucene's list, which BM25 baselines such as Anserini and Elasticsearch's english
+analyzer drop) are dropped from queries unless nothing else is left: FTS5's bm25 weights a word in half the
+rows or more at almost zero anyway (its IDF is floored there), and a query ORing `the` scores every document
+that has it (2.5x slower on SciFact for the same nDCG@10, benchmarks/results/keyword_index.md)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .store import DocumentStore
+
+WORD = re.compile(r"\w+")
+STOPWORDS = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "but",
+        "by",
+        "for",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "no",
+        "not",
+        "of",
+        "on",
+        "or",
+        "such",
+        "that",
+        "the",
+        "their",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "to",
+        "was",
+        "will",
+        "with",
+    ]
+)
+LISTED_ROWS = 2_000  # a filter allowing at most this many documents is listed in the query; more: read deeper
+Scored = list[tuple[int, float]]  # (document pk, bm25 score, higher better), best first
+
+
+def query_words(text: str) -> list[str]:
+    """The words of a query, lower-cased, unique, in order; stopwords left out unless they are all."""
+    words = list(dict.fromkeys(word.lower() for word in WORD.findall(text)))
+    kept = [word for word in words if word not in STOPWORDS]
+    return kept or words
+
+
+def match_expression(text: str) -> str | None:
+    """An FTS5 query matching documents with any of the words, every word a quoted string (None: no words)."""
+    words = query_words(text)
+    return " OR ".join('"' + word.replace('"', '""') + '"' for word in words) if words else None
+
+
+@dataclass
+class KeywordRetriever:
+    store: DocumentStore
+
+    @property
+    def available(self) -> bool:
+        return self.store.has_keywords
+
+    def top(self, texts: Sequence[str], n: int, allowed: np.ndarray | None) -> list[Scored]:
+        """The n best documents of each text by bm25, among the `allowed` pks (sorted) if given."""
+        return [self._top(text, n, allowed) for text in texts]
+
+    def _top(self, text: str, n: int, allowed: np.ndarray | None) -> Scored:
+        expression = match_expression(text)
+        if expression is None or (allowed is not None and not len(allowed)):
+            return []
+        select = "SELECT rowid, -rank FROM keywords WHERE keywords MATCH ?"
+        if allowed is None:
+            return self._rows(select + " ORDER BY rank LIMIT ?", [expression, n])
+        if len(allowed) <= LISTED_ROWS:
+            listed = " AND rowid IN (SELECT value FROM json_each(?)) ORDER BY rank LIMIT ?"
+            return self._rows(select + listed, [expression, json.dumps(allowed.tolist()), n])
+        # Many allowed: read the ranking deeper until n of them are found or it ends (exact either way).
+        depth = max(n, int(n * 2 * self.store.count() / len(allowed)))
+        while True:
+            rows = self._rows(select + " ORDER BY rank LIMIT ?", [expression, depth])
+            kept = [row for row in rows if _member(allowed, row[0])]
+            if len(kept) >= n or len(rows) < depth:
+                return kept[:n]
+            depth *= 4
+
+    def _rows(self, sql: str, params: list) -> Scored:
+        with self.store.guarded():
+            return [(int(pk), float(score)) for pk, score in self.store.db.execute(sql, params)]
+
+
+def _member(sorted_pks: np.ndarray, pk: int) -> bool:
+    at = np.searchsorted(sorted_pks, pk)
+    return bool(at < len(sorted_pks) and sorted_pks[at] == pk)
+
+
+def best_span(text: str, spans: Sequence[tuple[int, int]], query: str) -> tuple[int, int]:
+    """Of a document's passages, the one holding most of the query's words (the first, on a tie)."""
+    words = set(query_words(query))
+    counts = [len(words & {w.lower() for w in WORD.findall(text[start:end])}) for start, end in spans]
+    return spans[int(np.argmax(counts))]
