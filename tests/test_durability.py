@@ -203,3 +203,27 @@ def test_a_second_writer_fails_with_a_clear_message(docs, tmp_path):
         lock.release()
     with Index.open(target) as index:
         assert len(index) == 599
+
+
+def test_a_file_sqlite_holds_open_is_never_opened_by_other_code(tmp_path, monkeypatch):
+    """POSIX locks belong to the process: closing any descriptor of a file drops SQLite's locks on it, after which
+    another process's last close can delete the write-ahead log under the live connections (SQLite's "How to
+    corrupt", 2.2). So the store reads its file's header itself (damage.sqlite_problem: open, read, close) only
+    while no store of this process has the file open; the real check, watched."""
+    from semsearch import store
+
+    opened: list[str] = []
+    real = store.sqlite_problem
+    monkeypatch.setattr(store, "sqlite_problem", lambda path: opened.append(str(path)) or real(path))
+    documents = write_jsonl(tmp_path / "docs.jsonl", corpus(40, seed=2))
+    path = tmp_path / "index"
+    with Index.create(path, transform="none") as first:
+        first.ingest(documents)
+        with Index.open(path) as second, Index.open(path) as third:
+            assert len(second) == len(third) == 40 and opened == []
+            first.add([{"id": "late", "text": "written after the others opened"}])
+            assert second.search("written after the others opened", k=1, mode="keyword")[0].id == "late"
+    with Index.open(
+        path
+    ) as reopened:  # alone in the process again: the header is read before SQLite opens it
+        assert len(opened) == 1 and reopened.store.integrity() is None and len(reopened) == 41

@@ -224,6 +224,18 @@ def main() -> None:
     show_default=True,
     help="Refit the transform after adding: auto refits when the corpus has drifted from the fitted one.",
 )
+@click.option(
+    "--cluster",
+    metavar="ADDRESS",
+    help="Encode on the Dask cluster whose scheduler is at ADDRESS (tcp://host:8786; workers need semsearch "
+    "and the model, not the files); the index is the same as without. One that does not answer within --wait "
+    "seconds is an error. Needs the dask extra.",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    help="Encode on a local Dask cluster of N worker processes (one core each). Needs the dask extra.",
+)
 @wait_option
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar or summary.")
 def ingest(
@@ -250,6 +262,8 @@ def ingest(
     vectors,
     vector_field,
     refit,
+    cluster,
+    workers,
     wait,
     quiet,
 ):
@@ -263,7 +277,9 @@ def ingest(
     Examples:
         semsearch ingest corpus.jsonl --index indexes/papers --transform whiten --dims 256
         zcat dump.jsonl.gz | semsearch ingest - --index indexes/papers
+        semsearch ingest corpus.jsonl --index indexes/papers --cluster tcp://10.0.0.5:8786
     """
+    from .distributed import executor_for
     from .documents import Corpus, FieldNames
     from .index import Index
     from .settings import IndexOptions
@@ -288,13 +304,18 @@ def ingest(
     )
     corpus = Corpus(corpus, fields, vectors)
     total = corpus.check().count  # the whole file, before an index is created or touched
+    if cluster and workers:
+        raise click.UsageError("give --cluster or --workers, not both")
     made_here = not index_path.exists()
     try:
-        with (
-            Index.open_or_create(index_path, options, corpus=corpus, wait=wait) as index,
-            _progress(total, quiet, "encoding") as bar,
-        ):
-            report = index.ingest(corpus, progress=bar.update, refit=refit)
+        with executor_for(cluster or workers, wait) as executor:  # reached before anything is written
+            if not quiet and (cluster or workers):
+                click.echo(f"encoding on {executor.describe()}", err=True)
+            with (
+                Index.open_or_create(index_path, options, corpus=corpus, wait=wait) as index,
+                _progress(total, quiet, "encoding") as bar,
+            ):
+                report = index.ingest(corpus, progress=bar.update, refit=refit, cluster=executor)
     except SemsearchError:
         if (
             made_here
@@ -563,9 +584,11 @@ def check(index_path, repair, drop_missing, wait, as_json):
 @click.option("--search-key", envvar="SEMSEARCH_SEARCH_KEY", help="Searches need it or the api key.")
 @click.option("--wait", type=click.FloatRange(min=0), default=2.0, show_default=True, help="Seconds a "
               "write waits for another writer before answering 503.")  # fmt: skip
+@click.option("--threads", type=click.IntRange(min=1), default=2, show_default=True, help="Searches run "
+              "at once in each process, a thread each with the index open.")  # fmt: skip
 @click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True, help="Processes "
               "searching in parallel, each with the index open (its memory once per process).")  # fmt: skip
-def serve(index_path, host, port, api_key, search_key, wait, workers):
+def serve(index_path, host, port, api_key, search_key, wait, threads, workers):
     """Serve the index over HTTP: a JSON API and a search page at /.
 
     \b
@@ -578,7 +601,7 @@ def serve(index_path, host, port, api_key, search_key, wait, workers):
     from .server import ServerSettings
     from .server import serve as run
 
-    settings = ServerSettings(api_key=api_key, search_key=search_key, write_wait=wait)
+    settings = ServerSettings(api_key=api_key, search_key=search_key, write_wait=wait, threads=threads)
     run(partial(Index.open, index_path), host, port, settings, workers)
 
 

@@ -57,3 +57,7 @@ class IndexStateError(SemsearchError):
 
 class SettingsError(SemsearchError):
     """Settings that contradict each other or the model (dims larger than the model's, k < 1, ...)."""
+
+
+class WriterBusy(IndexStateError):
+    """Another process held the index's writer lock for longer than a write would wait."""

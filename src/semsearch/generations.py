@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .damage import derived, json_problem, safetensors_problem, size_problem
-from .errors import IndexStateError
+from .errors import IndexStateError, WriterBusy
 from .faults import fault_point
 from .manifest import FILE, PENDING, Manifest
 from .rawvectors import Segment, unreferenced
@@ -75,7 +75,7 @@ class WriterLock:
         self.handle = None
 
     def acquire(self, timeout: float) -> None:
-        """Wait up to `timeout` seconds; raise IndexStateError naming the other writer after that."""
+        """Wait up to `timeout` seconds; raise WriterBusy naming the other writer after that."""
         handle = open(self.path, "a+")  # noqa: SIM115 (held until release)
         deadline = time.monotonic() + timeout
         while True:
@@ -87,7 +87,7 @@ class WriterLock:
                     handle.seek(0)
                     holder = handle.read().strip() or "another process"
                     handle.close()
-                    raise IndexStateError(
+                    raise WriterBusy(
                         f"{self.path.parent} is being written by {holder}; waited {timeout:g} s. "
                         "Try again when it has finished, or wait longer",
                     ) from None

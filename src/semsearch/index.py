@@ -23,6 +23,7 @@ import numpy as np
 
 from . import build, writes
 from .creation import check_compatible, check_new_directory, make_encoder, new_settings
+from .distributed import Executor, executor_for
 from .documents import Corpus, Document, FieldNames, parse_document, validate_documents
 from .encoding import Encoder
 from .errors import DataError, IndexStateError
@@ -245,19 +246,22 @@ class Index:
         progress: Progress | None = None,
         refit: RefitPolicy | str = RefitPolicy.NEVER,
         vectors: str | Path | None = None,
+        cluster: Executor | str | int | None = None,
     ) -> AddReport:
         """Add the documents of a JSONL file (a path, or a Corpus already checked). The whole file is validated
         before anything is written. `refit`: after adding, refit the transform "never", "always", or "auto"
         (when the drift is above DRIFT_LIMIT; with "never" the report's `drift` tells whether a refit is
         advised). `vectors`: an .npy file of vectors made elsewhere, row i for the i-th document, used instead
-        of encoding (as is a vector field named in `fields`)."""
+        of encoding (as is a vector field named in `fields`). `cluster`: where to encode (distributed.py): a
+        Dask scheduler's address, a number of local worker processes or an Executor; the result is the same."""
         if not isinstance(corpus, Corpus):
             corpus = Corpus(corpus, fields or FieldNames(), vectors)
         width, dim = corpus.check().vector_width, self.settings.encoder_dim
         if width is not None and width != dim:
             where = dict(path=corpus.vectors) if corpus.vectors else dict(path=corpus.path, line=1)
             raise DataError(f"vectors of width {width}, expected {dim}", field=corpus.fields.vector, **where)
-        return self._add(corpus.documents, progress, refit)
+        with executor_for(cluster, self.wait) as executor:  # a scheduler that does not answer: after `wait`
+            return self._add(corpus.documents, progress, refit, executor)
 
     def add(
         self,
@@ -272,12 +276,10 @@ class Index:
         validate_documents(docs, dim=self.settings.encoder_dim)
         return self._add(lambda: iter(docs), progress, refit)
 
-    def _add(
-        self, documents: Callable[[], Iterable[Document]], progress: Progress | None, refit: RefitPolicy | str
-    ) -> AddReport:
+    def _add(self, documents: Callable[[], Iterable[Document]], progress, refit, executor=None) -> AddReport:
         refit = RefitPolicy.parse(refit, "refit")
         with self._writing():
-            done, published = writes.add(self, documents(), progress)
+            done, published = writes.add(self, documents(), progress, executor)
             if published is not None:
                 self._take_up(published)
             report, drift = done.report(), self.state.drift

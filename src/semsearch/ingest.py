@@ -1,20 +1,23 @@
 """Ingest: documents -> raw vectors (encoded, or given) -> statistics -> raw segments and stored rows.
 
-`encode_partition` is the unit of work: one partition of documents in, its raw vectors and partial statistics
-out. It touches no index, lock or global state, so a process that has only the encoder (a remote worker) can
-run it; `add_documents` runs partitions in order into an index being written."""
+`encode_documents` is the unit of work: one partition of documents in, cut into passages, their raw vectors
+(`encode_partition`), partial statistics and spans out. It touches no index, lock or global state, so a process
+that has only the encoder (a remote worker) can run it; `add_documents` cuts the documents into partitions of a
+fixed size, has a `PartitionRunner` encode them (in this process, or on a cluster: distributed.py) and stores
+the results in partition order, so where they were encoded changes nothing."""
 
 from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 
-from .chunking import Chunker, Passage
+from .chunking import Chunker, Passage, Span
 from .documents import Document
 from .faults import fault_point
 from .rawvectors import RawVectors, ResumeCache, SegmentWriter
@@ -22,7 +25,12 @@ from .settings import DRIFT_LIMIT
 from .stats import RunningStats
 from .store import DocumentStore
 
-CHUNK_DOCS = 4096  # documents encoded, stored and counted together: length-sorted across the whole chunk
+# Documents encoded, stored and counted together (a partition): length-sorted across the whole partition, so a
+# vector's last bits depend on its partition's composition, and partitions are cut at this size wherever they run.
+# Small enough that a cluster's workers share a corpus evenly (20,000 documents: 10 tasks, not 5 for 2 workers),
+# large enough that sorting leaves little padding and that each task's statistics sent back (a 384 x 384 float64
+# comoment, 1.2 MB) stay under half its vectors' bytes.
+CHUNK_DOCS = 2048
 RESUME_EVERY = 512  # documents encoded between two fsyncs of the resume cache
 FIDELITY_SAMPLE = 64  # documents of its first chunk an int8 index also encodes in fp32 once (info shows it)
 
@@ -56,6 +64,13 @@ class EncodedPartition:
     vectors: np.ndarray  # (n, dim) float32 raw encoder vectors, in the partition's order
     stats: RunningStats  # of those vectors
     from_cache: int = 0  # how many came from the resume cache
+    keys: list[str | None] = field(default_factory=list)  # each row's resume-cache key (None: a given vector)
+    spans: list[list[Span]] = field(default_factory=list)  # each document's passages (encode_documents)
+
+
+# Encodes partitions (each the documents to encode of one partition), pulling them as it needs them, and yields
+# their results in the same order: in this process, or on a cluster (distributed.py).
+PartitionRunner = Callable[[Iterable[list[Document]]], Iterator[EncodedPartition]]
 
 
 def text_key(text: str) -> str:
@@ -89,14 +104,17 @@ def encode_partition(
         out[given] = np.stack([docs[i].vector for i in given])
     rest = np.array([i for i, doc in enumerate(docs) if doc.vector is None], dtype=np.int64)
     found = np.zeros(len(rest), dtype=bool)
+    row_keys: list[str | None] = [None] * len(docs)
     if len(rest):
-        if encode is None:
-            raise ValueError("documents without vectors need an encoder")
         keys = [text_key(docs[i].embedding_text) for i in rest]
+        for i, key in zip(rest.tolist(), keys):
+            row_keys[i] = key
         if cache is not None:
             found, cached = cache.lookup(keys)
             out[rest[found]] = cached
         todo = np.flatnonzero(~found)
+        if len(todo) and encode is None:
+            raise ValueError("documents without vectors need an encoder")
         if progress and len(docs) - len(todo):
             progress(len(docs) - len(todo))
         # Similar lengths together across the partition (the encoder sorts only within each call): less padding.
@@ -109,7 +127,36 @@ def encode_partition(
             out[rest[part]] = encoded
     elif progress and len(docs):
         progress(len(docs))  # all given
-    return EncodedPartition(out, RunningStats.of(out), int(found.sum()))
+    return EncodedPartition(out, RunningStats.of(out), int(found.sum()), row_keys)
+
+
+def encode_documents(
+    docs: Sequence[Document],
+    encode: Encode | None,
+    dim: int,
+    chunker: Chunker | None = None,
+    cache: ResumeCache | None = None,
+    progress: Progress | None = None,
+) -> EncodedPartition:
+    """One partition's documents cut into passages (the chunker's; without one, a passage per document), their
+    raw vectors (encode_partition, in passage order) and each document's spans. `progress` counts documents."""
+    passages = split(docs, chunker)
+    flat = [passage for parts in passages for passage in parts]
+    share = len(docs) / len(flat)
+    counted = (lambda n: progress(n * share)) if progress and share != 1 else progress
+    part = encode_partition(flat, encode, dim, cache, counted)
+    part.spans = [[passage.span for passage in parts] for parts in passages]
+    return part
+
+
+def cached_partition(
+    docs: Sequence[Document], dim: int, chunker: Chunker | None, cache: ResumeCache
+) -> EncodedPartition | None:
+    """The partition's result from the resume cache alone, or None where any of its passages is not there."""
+    keys = [text_key(p.embedding_text) for parts in split(docs, chunker) for p in parts if p.vector is None]
+    if not cache.lookup(keys)[0].all():
+        return None
+    return encode_documents(docs, None, dim, chunker, cache)
 
 
 def fidelity_sample(docs: Sequence[Document], size: int = FIDELITY_SAMPLE) -> list[str]:
@@ -167,45 +214,47 @@ def add_documents(
     raw: RawVectors,
     stats: RunningStats,
     writer: SegmentWriter,
-    cache: ResumeCache,
-    encode: Encode | None,
+    run: PartitionRunner,
     first_pk: int,
     progress: Progress | None = None,
-    chunker: Chunker | None = None,
+    partition_docs: int = CHUNK_DOCS,
 ) -> Added:
-    """Store the documents not already here unchanged, inside the caller's SQLite transaction: each new
-    partition's raw vectors (a vector per passage, the `chunker`'s; without one, per document) go to the segment
-    `writer` and into `stats`; an id already here with other content is replaced (upsert): its old vectors leave
-    `stats`, and their rows are listed for the vector index to drop."""
+    """Store the documents not already here unchanged, inside the caller's SQLite transaction, a partition of
+    `partition_docs` at a time: `run` encodes each partition's new documents (a vector per passage), and in
+    partition order their raw vectors go to the segment `writer` and into `stats`; an id already here with
+    other content is replaced (upsert): its old vectors leave `stats`, and their rows are listed for the vector
+    index to drop. Partitions are looked up in the store as `run` pulls them (ids are unique in a corpus)."""
     done = Added(next_pk=first_pk)
-    for chunk in _chunks(documents, CHUNK_DOCS):
-        known = store.existing_ids([doc.id for doc in chunk])
-        fresh = [doc for doc in chunk if known.get(doc.id, (None, None))[1] != doc.content_hash]
-        done.unchanged += len(chunk) - len(fresh)
-        old = sorted(known[doc.id][0] for doc in fresh if doc.id in known)
+    planned: deque[tuple[list[Document], list[int]]] = deque()  # pulled by `run`, not yet stored
+
+    def partitions() -> Iterator[list[Document]]:
+        for chunk in _chunks(documents, partition_docs):
+            known = store.existing_ids([doc.id for doc in chunk])
+            fresh = [doc for doc in chunk if known.get(doc.id, (None, None))[1] != doc.content_hash]
+            done.unchanged += len(chunk) - len(fresh)
+            if progress and len(chunk) > len(fresh):
+                progress(len(chunk) - len(fresh))  # unchanged: nothing to encode
+            if fresh:
+                planned.append((fresh, sorted(known[doc.id][0] for doc in fresh if doc.id in known)))
+                yield fresh
+
+    for part in run(partitions()):
+        fault_point("encoded")
+        fresh, old = planned.popleft()
         if old:
             old_rows = store.passage_pks(np.array(old, dtype=np.int64))
             stats.remove(raw.get(old_rows))
             store.delete(old)
             done.replaced += old_rows.tolist()
             done.replaced_documents += len(old)
-        if fresh:
-            passages = split(fresh, chunker)
-            flat = [passage for parts in passages for passage in parts]
-            share = len(fresh) / len(flat)  # the progress bar counts documents
-            counted = (lambda n, share=share: progress(n * share)) if progress and share != 1 else progress
-            part = encode_partition(flat, encode, stats.dim, cache, counted)
-            fault_point("encoded")
-            done.resumed += part.from_cache
-            writer.append(part.vectors)
-            stats.merge(part.stats)
-            firsts = done.next_pk + np.concatenate([[0], np.cumsum([len(p) for p in passages])[:-1]])
-            store.insert(fresh, firsts.tolist(), [[p.span for p in parts] for parts in passages])
-            done.next_pk += len(flat)
-            done.added += len(fresh)
-            done.passages += len(flat)
-        if progress and len(chunk) > len(fresh):
-            progress(len(chunk) - len(fresh))  # unchanged: nothing to encode
+        done.resumed += part.from_cache
+        writer.append(part.vectors)
+        stats.merge(part.stats)
+        firsts = done.next_pk + np.concatenate([[0], np.cumsum([len(s) for s in part.spans])[:-1]])
+        store.insert(fresh, firsts.tolist(), part.spans)
+        done.next_pk += len(part.vectors)
+        done.added += len(fresh)
+        done.passages += len(part.vectors)
     return done
 
 

@@ -20,6 +20,7 @@ from . import strategy
 from .errors import DataError, IndexStateError, SettingsError
 from .filters import Condition
 from .keywords import KeywordRetriever, best_span
+from .passages import PassageMap
 from .rawvectors import RawVectors
 from .settings import (
     DEFAULT_ALPHA,
@@ -31,7 +32,7 @@ from .settings import (
     check_alpha,
     check_k,
 )
-from .store import DocumentStore, PassageMap
+from .store import DocumentStore
 from .transforms import Transform, normalize_rows
 from .vectorindex import VectorIndex
 

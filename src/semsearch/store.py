@@ -8,8 +8,8 @@ import functools
 import json
 import os
 import sqlite3
+import threading
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,11 +20,19 @@ from .damage import RESTORE, DamagedFile, brief, size_problem, sqlite_problem
 from .documents import Document
 from .errors import IndexStateError
 from .filters import Condition, RowCache, check_fields, condition_sql, where_sql
+from .passages import PassageMap
 from .schema import META_ROWS, MIGRATIONS, NEW_ROWS, SCHEMA_VERSION
 
 TABLES = ("documents", "fields", "state")
 # A writable open failing so (the file or its directory cannot be written) opens read-only instead.
 UNWRITABLE = (sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN)
+
+
+# The stores open in this process, by file. A file SQLite has open is never opened by other code here: POSIX
+# locks belong to the process, and closing any descriptor of the file drops SQLite's, after which another
+# process's last close deletes the write-ahead log under the live connections (SQLite's "How to corrupt", 2.2).
+_OPEN: dict[str, int] = {}
+_OPEN_LOCK = threading.Lock()
 
 
 class DocumentStore:
@@ -37,10 +45,27 @@ class DocumentStore:
     def __init__(self, path: str | Path, *, read_only: bool = False, create: bool = True):
         self.path = Path(path)
         self.read_only = read_only
-        if not create or read_only:
-            self._check_whole()
+        with _OPEN_LOCK:
+            if (not create or read_only) and not _OPEN.get(self._key):
+                self._check_whole()
+            _OPEN[self._key] = _OPEN.get(self._key, 0) + 1
+        try:
+            self._connect()
+        except BaseException:
+            self._forget()
+            raise
+
+    @property
+    def _key(self) -> str:
+        return os.path.realpath(self.path)
+
+    def _forget(self) -> None:
+        with _OPEN_LOCK:
+            _OPEN[self._key] -= 1
+
+    def _connect(self) -> None:
         with self.guarded():
-            if not read_only:
+            if not self.read_only:
                 try:
                     self.db = sqlite_utils.Database(self.path)
                     self.db.execute("PRAGMA busy_timeout = 30000")
@@ -170,7 +195,10 @@ class DocumentStore:
         )
 
     def close(self) -> None:
-        self.db.close()
+        if "db" in self.__dict__ and not getattr(self, "_closed", False):
+            self._closed = True
+            self.db.close()
+            self._forget()
 
     def count(self) -> int:
         return self.db.execute("SELECT count(*) FROM documents").fetchone()[0]
@@ -357,25 +385,3 @@ class DocumentStore:
         if "_row_cache" not in self.__dict__:
             self._row_cache = RowCache()
         return self._row_cache
-
-
-@dataclass(frozen=True)
-class PassageMap:
-    """Documents of more than one passage: pks (their first rows, sorted), passage counts."""
-
-    long: np.ndarray
-    counts: np.ndarray
-
-    def owners(self, rows: np.ndarray) -> np.ndarray:
-        """The document pk of each vector row."""
-        rows = np.asarray(rows, dtype=np.int64)
-        if not len(self.long):
-            return rows
-        at = np.searchsorted(self.long, rows, side="right") - 1
-        inside = (at >= 0) & (rows < self.long[np.maximum(at, 0)] + self.counts[np.maximum(at, 0)])
-        return np.where(inside, self.long[np.maximum(at, 0)], rows)
-
-    @property
-    def most(self) -> int:
-        """The most passages any document has."""
-        return int(self.counts.max()) if len(self.counts) else 1

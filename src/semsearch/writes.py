@@ -13,6 +13,7 @@ import numpy as np
 
 from . import build
 from .creation import make_chunker, make_encoder
+from .distributed import Executor, InProcess, Job
 from .documents import Document
 from .errors import IndexStateError
 from .generations import NextGeneration
@@ -38,14 +39,26 @@ class Published:
 
 
 def add(
-    index: Index, documents: Iterable[Document], progress: Progress | None
+    index: Index,
+    documents: Iterable[Document],
+    progress: Progress | None,
+    executor: Executor | None = None,
 ) -> tuple[Added, Published | None]:
-    """Encode, count and store the documents not already here unchanged (ingest.add_documents), then publish
-    a generation (None when nothing was added). Vectors also go to a resume cache as they are encoded: if the
-    process dies, the same ingest run again takes them from there instead of encoding them again."""
+    """Encode, count and store the documents not already here unchanged (ingest.add_documents; the `executor`
+    encodes: this process by default, or a cluster), then publish a generation (None when nothing was added).
+    Vectors also go to a resume cache as they are encoded: if the process dies, the same ingest run again takes
+    them from there instead of encoding them again."""
     settings, state = index.settings, index.state
     stats = index.stats()
     cache = ResumeCache(index.path, settings.encoder_dim)
+    executor = executor or InProcess()
+    job = Job(
+        settings,
+        encode=None if settings.model == NO_MODEL else index.encoder.encode,
+        chunker=make_chunker(settings, lambda: index.encoder),
+        cache=cache,
+        progress=progress,
+    )
     writer = SegmentWriter(index.path, state.next_pk, settings.encoder_dim)
     try:
         with index.generations.next(index.manifest) as building:
@@ -55,11 +68,10 @@ def add(
                 raw=index.raw,
                 stats=stats,
                 writer=writer,
-                cache=cache,
-                encode=None if settings.model == NO_MODEL else index.encoder.encode,
+                run=lambda partitions: executor.run(partitions, job),
                 first_pk=state.next_pk,
                 progress=progress,
-                chunker=make_chunker(settings, lambda: index.encoder),
+                partition_docs=executor.partition_docs,
             )
             if done.added == 0:
                 writer.discard()

@@ -58,6 +58,7 @@ class Encoder:
         self.normalize = defaults.normalize if normalize is None else normalize
         self.dim = defaults.dim
         self.batch_size = batch_size
+        self.threads = 0  # the backend's threads for a batch (0: one per core); a cluster's task sets 1
         spec = EncodingSpec(
             self.path, self.pooling, self.normalize, self.quantize, self.max_length, self.int8_method
         )
@@ -101,7 +102,7 @@ class Encoder:
         # A query's few tokens give the threads nothing to share; they only wait on each other, and far
         # longer when other work has the cores (measured on a busy 2-core machine: 18-23 ms a query on one
         # thread, 62 ms on two).
-        threads = 1 if len(texts) <= FEW_TEXTS else 0
+        threads = 1 if len(texts) <= FEW_TEXTS else self.threads
         token_ids = self.tokenize(texts)
         order = np.argsort([len(ids) for ids in token_ids], kind="stable")
         out = np.empty((len(texts), self.dim), dtype=np.float32)

@@ -126,13 +126,14 @@ def plot(rows: list[dict[str, Any]], out: Path) -> list[Path]:
             and r["pooling"] == pooling
             and r.get(metric) is not None
             and r.get("system", "semsearch") == "semsearch"
-            and r.get("quantize", "none") == "none"  # int8 rows are compared in the table
         ]
-        # One backend and chunking per plot (backends' vectors agree to 1e-6): those most rows were measured
-        # with; dense search alone (hybrid has its own plot, against alpha).
-        for name in ("backend", "chunk_tokens"):
-            values = [r.get(name, KEY_DEFAULTS[name]) for r in subset]
-            subset = [r for r, v in zip(subset, values) if v == max(set(values), key=values.count)]
+        # One encoder and chunking per plot (backends' vectors agree to 1e-6; int8 and fp32 are compared in the
+        # table): those most rows were measured with; dense search alone (hybrid has its own plot, against alpha).
+        for name in ("quantize", "backend", "chunk_tokens"):
+            values = [str(r.get(name, KEY_DEFAULTS[name])) for r in subset]
+            # the most rows; on a tie the last value measured (the default chunking follows 0)
+            chosen = max(reversed(dict.fromkeys(values)), key=values.count) if values else None
+            subset = [r for r, v in zip(subset, values) if v == chosen]
         hybrid = [r for r in subset if r.get("mode") == "hybrid" or r.get("mode") == "keyword"]
         subset = [r for r in subset if r.get("mode", "dense") == "dense"]
         if hybrid:

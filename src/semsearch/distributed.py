@@ -1,0 +1,332 @@
+"""Where an ingest's partitions are encoded: in this process, or on a Dask cluster, with the same result.
+
+An `Executor` runs the unit of work (ingest.encode_documents) on each partition and yields the results in
+partition order; the driver (ingest.add_documents) cuts the partitions at a fixed size (ingest.CHUNK_DOCS)
+whatever runs them, and merges the statistics, writes the raw vectors and the documents in that order. So an
+index ingested on any cluster holds the same documents, pks and raw vectors, bit for bit, as one ingested
+here: a vector depends only on its partition's composition, never on which process or how many threads made
+it. Another engine (Ray) would be one more Executor.
+
+On Dask, each task gets the documents themselves (no shared filesystem) and the index's settings; a worker
+loads the encoder once and encodes on one core per task (`dask worker --nthreads N` runs N at once). The
+driver keeps a few partitions in flight per worker thread and appends each result to the resume cache as it
+arrives, so a driver killed and run again skips the partitions it had received; a worker killed mid-task has
+its task run again elsewhere by Dask. Dask is an optional extra (`pip install 'semsearch[dask]'`), imported
+only here and only when a cluster is asked for."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import threading
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from .chunking import Chunker
+from .creation import make_chunker, make_encoder
+from .documents import Document
+from .encoding import Encoder
+from .errors import SemsearchError
+from .ingest import CHUNK_DOCS, Encode, EncodedPartition, Progress, cached_partition, encode_documents
+from .manifest import IndexSettings
+from .rawvectors import ResumeCache
+
+log = logging.getLogger(__name__)
+
+INSTALL = "pip install 'semsearch[dask]'"
+IN_FLIGHT = 2  # partitions submitted per worker thread: one running, one queued behind it
+POLL_SECONDS = 0.25  # how often the driver passes the workers' progress on while it waits
+
+
+class ClusterError(SemsearchError):
+    """A cluster that cannot be used: Dask missing, a scheduler that does not answer, no workers."""
+
+
+@dataclass(frozen=True)
+class Job:
+    """What one ingest asks of an executor: the index's settings (all a remote worker needs), and this
+    process's own encoder, chunker, resume cache and progress callback."""
+
+    settings: IndexSettings
+    encode: Encode | None  # None: an index of vectors made elsewhere
+    chunker: Chunker | None
+    cache: ResumeCache
+    progress: Progress | None = None
+
+
+class Executor(ABC):
+    """Encodes an ingest's partitions somewhere, yielding the results in partition order."""
+
+    partition_docs: int = CHUNK_DOCS  # the same wherever partitions run: the vectors' bits depend on it
+
+    @abstractmethod
+    def run(self, partitions: Iterable[list[Document]], job: Job) -> Iterator[EncodedPartition]:
+        """Each partition's result, in order, pulling partitions only as it needs them."""
+
+    def describe(self) -> str:
+        return "this process"
+
+    def close(self) -> None:  # noqa: B027 (nothing to release by default)
+        """Release what the executor started (a local cluster) or connected to."""
+
+    def __enter__(self) -> Executor:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class InProcess(Executor):
+    """Partitions encoded one after the other in this process, its vectors going to the resume cache as they
+    are encoded (every ingest.RESUME_EVERY documents)."""
+
+    def __init__(self, partition_docs: int = CHUNK_DOCS):
+        self.partition_docs = partition_docs
+
+    def run(self, partitions: Iterable[list[Document]], job: Job) -> Iterator[EncodedPartition]:
+        dim = job.settings.encoder_dim
+        for docs in partitions:
+            yield encode_documents(docs, job.encode, dim, job.chunker, job.cache, job.progress)
+
+
+class DaskExecutor(Executor):
+    """Partitions encoded as tasks on a Dask cluster: a running scheduler (`connect`) or a LocalCluster of
+    worker processes on this machine (`local`), or a `distributed.Client` of your own."""
+
+    def __init__(self, client: Any, partition_docs: int = CHUNK_DOCS, *, owned: tuple[Any, ...] = ()):
+        self.client = client
+        self.partition_docs = partition_docs
+        self._owned = owned  # closed with the executor: what `connect` or `local` made
+
+    @classmethod
+    def connect(cls, address: str, timeout: float, partition_docs: int = CHUNK_DOCS) -> DaskExecutor:
+        """A client of the scheduler at `address` (`tcp://host:8786`) with a worker; ClusterError after
+        `timeout` seconds without one."""
+        distributed = _dask()
+        try:
+            client = distributed.Client(address, timeout=f"{timeout}s", set_as_default=False)
+        except (OSError, TimeoutError) as error:
+            raise ClusterError(
+                f"no Dask scheduler answered at {address} within {timeout:g} s ({_brief(error)}): start one "
+                "(`dask scheduler`, then `dask worker ADDRESS` on each machine) or check the address"
+            ) from None
+        return cls(client, partition_docs, owned=(client,))._with_workers(timeout, address)
+
+    @classmethod
+    def local(cls, workers: int, timeout: float = 60.0, partition_docs: int = CHUNK_DOCS) -> DaskExecutor:
+        """A LocalCluster of `workers` worker processes (one thread each) on this machine, on loopback."""
+        distributed = _dask()
+        cluster = distributed.LocalCluster(
+            n_workers=workers,
+            threads_per_worker=1,
+            processes=True,
+            host="127.0.0.1",
+            dashboard_address=None,
+            silence_logs=logging.ERROR,
+        )
+        client = distributed.Client(cluster, set_as_default=False)
+        return cls(client, partition_docs, owned=(client, cluster))._with_workers(timeout, "a local cluster")
+
+    def _with_workers(self, timeout: float, where: str) -> DaskExecutor:
+        try:
+            self.client.wait_for_workers(1, timeout=timeout)
+        except (OSError, TimeoutError):
+            self.close()
+            raise ClusterError(f"the Dask scheduler at {where} has no workers after {timeout:g} s") from None
+        return self
+
+    def threads(self) -> int:
+        """The worker threads the cluster has now: as many tasks run at once."""
+        return sum(worker["nthreads"] for worker in self.client.scheduler_info()["workers"].values())
+
+    def describe(self) -> str:
+        workers = len(self.client.scheduler_info()["workers"])
+        return f"Dask at {self.client.scheduler.address} ({workers} workers, {self.threads()} threads)"
+
+    def close(self) -> None:
+        for part in self._owned:
+            with contextlib.suppress(Exception):
+                part.close()
+        self._owned = ()
+
+    def run(self, partitions: Iterable[list[Document]], job: Job) -> Iterator[EncodedPartition]:
+        if job.encode is None:  # vectors made elsewhere: nothing to encode, nothing worth sending
+            yield from InProcess(self.partition_docs).run(partitions, job)
+            return
+        distributed = _dask()
+        topic = f"semsearch-progress-{uuid.uuid4().hex}"
+        counter = _Counter(job.progress)
+        self.client.subscribe_topic(topic, counter.event)
+        source = enumerate(partitions)
+        pending: dict[int, Any] = {}  # partition number -> future
+        ready: dict[int, EncodedPartition] = {}  # received, waiting for the partitions before them
+        window, following, exhausted = IN_FLIGHT * max(1, self.threads()), 0, False
+        arrived = threading.Event()  # set by a task that ends (on the client's thread)
+        try:
+            while True:
+                while not exhausted and len(pending) + len(ready) < window:
+                    number, docs = next(source, (None, None))
+                    if number is None:
+                        exhausted = True
+                        break
+                    counter.expect(number, len(docs))
+                    if len(job.cache) and (cached := _cached(docs, job)) is not None:
+                        ready[number] = cached  # received by a run that was interrupted
+                        counter.finished(number)
+                        continue
+                    shipped = [_shipped(doc) for doc in docs]
+                    key = f"semsearch-encode-{topic[-32:]}-{number}"
+                    pending[number] = self.client.submit(
+                        encode_task, shipped, job.settings, topic, number, key=key, pure=False
+                    )
+                    pending[number].add_done_callback(lambda _: arrived.set())
+                if following in ready:
+                    yield ready.pop(following)
+                    following += 1
+                    continue
+                if not pending:
+                    return
+                arrived.wait(POLL_SECONDS)
+                arrived.clear()
+                counter.flush()
+                for number in [n for n, future in pending.items() if future.done()]:
+                    part = _result(pending.pop(number), number, distributed)
+                    rows = [i for i, key in enumerate(part.keys) if key is not None]
+                    job.cache.append([part.keys[i] for i in rows], part.vectors[rows])
+                    counter.finished(number)
+                    ready[number] = part
+        finally:
+            for future in pending.values():
+                future.cancel()
+            with contextlib.suppress(Exception):
+                self.client.unsubscribe_topic(topic)
+            counter.flush()
+
+
+@contextlib.contextmanager
+def executor_for(cluster: Executor | str | int | None, timeout: float) -> Iterator[Executor]:
+    """The executor asked for: None this process, an address a running Dask scheduler, a number of workers a
+    LocalCluster of that many processes, or an Executor as it is (not closed here). Ones made here are closed
+    on leaving."""
+    if isinstance(cluster, Executor):
+        yield cluster
+        return
+    if cluster is None:
+        made: Executor = InProcess()
+    elif isinstance(cluster, int) and not isinstance(cluster, bool):
+        if cluster < 1:
+            raise ClusterError(f"a local cluster needs at least 1 worker, not {cluster}", setting="workers")
+        made = DaskExecutor.local(cluster, max(timeout, 60.0))
+    else:
+        made = DaskExecutor.connect(str(cluster), timeout)
+    with made:
+        yield made
+
+
+# ---- on a worker ------------------------------------------------------------------------------------------
+
+_LOADED: dict[
+    IndexSettings, tuple[Encoder, Chunker | None]
+] = {}  # one encoder per index settings and process
+_LOADING = threading.Lock()
+
+
+def encode_task(docs: list[Document], settings: IndexSettings, topic: str, number: int) -> EncodedPartition:
+    """A Dask task: one partition encoded with the worker's encoder (loaded once), on one core; progress goes
+    to the driver as (partition, documents) events on `topic`."""
+    encoder, chunker = _worker_encoder(settings)
+    worker = _dask().get_worker()
+    report = lambda n: worker.log_event(topic, (number, n))  # noqa: E731
+    return encode_documents(docs, encoder.encode, settings.encoder_dim, chunker, None, report)
+
+
+def _worker_encoder(settings: IndexSettings) -> tuple[Encoder, Chunker | None]:
+    with _LOADING:
+        if settings not in _LOADED:
+            # As the CLI does: models are local directories, and no tokenizer threads behind Dask's own.
+            for name, value in (("HF_HUB_OFFLINE", "1"), ("TOKENIZERS_PARALLELISM", "false")):
+                os.environ.setdefault(name, value)
+            encoder = make_encoder(
+                Path(f"the index being ingested ({settings.model_name})"), settings, settings.quantize
+            )
+            encoder.threads = 1  # a task per core: the worker's threads run as many tasks
+            _LOADED[settings] = encoder.load(), make_chunker(settings, lambda: encoder)
+        return _LOADED[settings]
+
+
+# ---- helpers ----------------------------------------------------------------------------------------------
+
+
+class _Counter:
+    """The progress of tasks on other machines, passed on by the driver's thread: the documents each
+    partition's batches report (at most its size, so a task run again after its worker died counts once), and
+    the rest of the partition when its result arrives."""
+
+    def __init__(self, progress: Progress | None):
+        self.progress = progress
+        self.sizes: dict[int, int] = {}
+        self.counted: dict[int, float] = {}
+        self.owed = 0.0
+        self.lock = threading.Lock()  # events arrive on the client's thread
+
+    def expect(self, number: int, size: int) -> None:
+        with self.lock:
+            self.sizes[number] = size
+
+    def event(self, event: tuple[float, tuple[int, float]]) -> None:
+        number, n = event[1]
+        with self.lock:
+            self._count(number, n)
+
+    def finished(self, number: int) -> None:
+        with self.lock:
+            self._count(number, self.sizes[number])
+        self.flush()
+
+    def _count(self, number: int, n: float) -> None:
+        before = self.counted.get(number, 0.0)
+        after = min(before + n, self.sizes.get(number, 0))
+        self.owed += max(0.0, after - before)
+        self.counted[number] = after
+
+    def flush(self) -> None:
+        with self.lock:
+            owed, self.owed = self.owed, 0.0
+        if self.progress and owed:
+            self.progress(owed)
+
+
+def _shipped(doc: Document) -> Document:
+    """What a task needs of a document: its text, title and any vector, not its metadata."""
+    return replace(doc, metadata={}) if doc.metadata else doc
+
+
+def _cached(docs: list[Document], job: Job) -> EncodedPartition | None:
+    return cached_partition(docs, job.settings.encoder_dim, job.chunker, job.cache)
+
+
+def _result(future: Any, number: int, distributed: Any) -> EncodedPartition:
+    try:
+        return future.result()
+    except distributed.KilledWorker as error:
+        raise ClusterError(
+            f"partition {number} was lost with every worker that ran it ({error}): are the workers running "
+            "out of memory?"
+        ) from None
+
+
+def _brief(error: BaseException) -> str:
+    return str(error).splitlines()[0] if str(error) else type(error).__name__
+
+
+def _dask() -> Any:
+    try:
+        import distributed
+    except ImportError:
+        raise ClusterError(f"a cluster (--cluster, --workers) needs Dask: {INSTALL}") from None
+    return distributed

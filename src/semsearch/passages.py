@@ -1,0 +1,30 @@
+"""Which document each vector row belongs to: a document of n passages owns rows pk .. pk + n - 1 (chunking.py),
+every other row is a whole document, its own pk."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class PassageMap:
+    """Documents of more than one passage: pks (their first rows, sorted), passage counts."""
+
+    long: np.ndarray
+    counts: np.ndarray
+
+    def owners(self, rows: np.ndarray) -> np.ndarray:
+        """The document pk of each vector row."""
+        rows = np.asarray(rows, dtype=np.int64)
+        if not len(self.long):
+            return rows
+        at = np.searchsorted(self.long, rows, side="right") - 1
+        inside = (at >= 0) & (rows < self.long[np.maximum(at, 0)] + self.counts[np.maximum(at, 0)])
+        return np.where(inside, self.long[np.maximum(at, 0)], rows)
+
+    @property
+    def most(self) -> int:
+        """The most passages any document has."""
+        return int(self.counts.max()) if len(self.counts) else 1

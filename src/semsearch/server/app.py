@@ -1,0 +1,305 @@
+"""The Starlette application of `semsearch serve`: the JSON API's routes and the search page.
+
+Reads run on `settings.threads` threads, each owning an Index, writes in a child process with its own (workers.py), waiting
+`settings.write_wait` seconds for another writer (then 503); the event loop only parses, checks and answers.
+Keys, limits and errors: protocol.py."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import inspect
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import FileResponse
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from ..errors import SemsearchError
+from .protocol import (
+    ApiError,
+    ServerSettings,
+    bounded_int,
+    documents_of,
+    endpoint,
+    error_answer,
+    json_body,
+    read_body,
+    require_key,
+    string_list,
+)
+from .workers import IndexThreads, WriterProcess
+
+if TYPE_CHECKING:
+    from ..index import Index
+
+STATIC = Path(__file__).parent / "static"
+EXTRAS = ("mode", "alpha", "fusion")  # passed to Index.search only when the client sends them
+SEARCH_FIELDS = {"q", "k", "where", "rerank", *EXTRAS}
+# The page's scripts and styles come from this server only; nothing inline runs (a second wall behind the
+# page's textContent-only rendering).
+SECURITY_HEADERS = [
+    (
+        b"content-security-policy",
+        b"default-src 'self'; img-src 'self' data:; object-src 'none'; "
+        b"base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+    ),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"x-frame-options", b"DENY"),
+]
+
+
+class Service:
+    """The thread that reads the index, the process that writes it, and the settings, for the handlers."""
+
+    def __init__(self, open_index: Callable[[float], Index], settings: ServerSettings):
+        self.settings = settings
+        self.reader = IndexThreads(lambda: open_index(settings.write_wait), settings.threads, "reader")
+        self.writer = WriterProcess(open_index, settings.write_wait)
+
+    async def read(self, request: Request, fn: Callable[..., Any], *args: Any) -> Any:
+        require_key(request, self.settings, write=False)
+        return await self.reader.run(fn, *args)
+
+    async def write(self, request: Request, fn: Callable[..., dict], *args: Any) -> dict:
+        require_key(request, self.settings, write=True)
+        return await self.writer.run(fn, *args)
+
+    def warm(self, index: Index) -> None:
+        """Open the Index and load the encoder and vector index before the first query."""
+        with contextlib.suppress(SemsearchError):  # an empty index, or one without a model
+            index.search("warm up", k=1)
+
+    def close(self) -> None:
+        self.reader.close()
+        self.writer.close()
+
+
+# ---- searching -------------------------------------------------------------------------------------------
+
+
+def search_options(values: dict[str, Any], settings: ServerSettings) -> dict[str, Any]:
+    """Index.search's keyword arguments from a request's parameters (a query string's or a JSON body's)."""
+    where = values.get("where")
+    options = {
+        "k": bounded_int(values.get("k"), "k", 1, settings.max_k) or 10,
+        "where": where if isinstance(where, dict) else string_list(where, "where"),
+        "rerank": bounded_int(values.get("rerank"), "rerank", 0, settings.max_k),
+    }
+    for name in EXTRAS:
+        if values.get(name) not in (None, ""):
+            options[name] = values[name]
+    return options
+
+
+def takes(method: Callable, name: str) -> bool:
+    parameters = inspect.signature(method).parameters
+    return name in parameters or any(p.kind is p.VAR_KEYWORD for p in parameters.values())
+
+
+def supported(method: Callable, options: dict[str, Any]) -> dict[str, Any]:
+    """The options, refusing one this semsearch's Index does not take (a mode before modes exist)."""
+    if unknown := [name for name in options if not takes(method, name)]:
+        raise ApiError(400, "bad_parameter", f"{', '.join(unknown)}: not supported by this index's semsearch")
+    return options
+
+
+def query_text(value: Any, name: str = "q") -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ApiError(400, "bad_parameter", f"{name} must be a non-empty string")
+    return value
+
+
+def search_one(index: Index, q: str, options: dict[str, Any]) -> dict[str, Any]:
+    hits = index.search(q, **supported(index.search, options))
+    return {"q": q, "k": options["k"], "hits": [hit.to_json() for hit in hits]}
+
+
+def search_batch(index: Index, queries: list[str], options: dict[str, Any]) -> dict[str, Any]:
+    results = index.search_many(queries, **supported(index.search_many, options))
+    return {
+        "k": options["k"],
+        "results": [{"q": q, "hits": [h.to_json() for h in hits]} for q, hits in zip(queries, results)],
+    }
+
+
+def json_object(body: Any, allowed: set[str]) -> dict[str, Any]:
+    if not isinstance(body, dict):
+        raise ApiError(400, "bad_parameter", "the body must be a JSON object")
+    if unknown := sorted(set(body) - allowed):
+        raise ApiError(
+            400, "bad_parameter", f"unknown field {', '.join(unknown)}; known: {', '.join(sorted(allowed))}"
+        )
+    return body
+
+
+# ---- documents and the index ------------------------------------------------------------------------------
+
+
+def stored(index: Index, ids: list[str]) -> dict[str, int]:
+    """id -> row of the ids stored; 404 naming those that are not."""
+    found = {doc_id: pk for doc_id, (pk, _) in index.store.existing_ids(ids).items()}
+    if missing := [doc_id for doc_id in ids if doc_id not in found]:
+        raise ApiError(404, "not_found", f"no document with id {', '.join(map(repr, missing[:5]))}")
+    return found
+
+
+def get_document(index: Index, doc_id: str) -> dict[str, Any]:
+    pk = stored(index, [doc_id])[doc_id]
+    return {"document": index.store.get([pk])[pk]}
+
+
+def add_documents(index: Index, records: list[Any]) -> dict[str, Any]:
+    report = index.add(records)
+    return {**dataclasses.asdict(report), "refit_advised": report.refit_advised, "documents": len(index)}
+
+
+def delete_documents(index: Index, ids: list[str], where: list[str]) -> dict[str, Any]:
+    if ids:
+        stored(index, ids)
+    return {"deleted": index.delete(ids, where), "documents": len(index)}
+
+
+def describe(index: Index, settings: ServerSettings) -> dict[str, Any]:
+    index.refresh()
+    details = index.info()
+    details.setdefault("fields", index.store.fields())
+    details["server"] = {
+        "writes": settings.api_key is not None,
+        "search_key": settings.search_key is not None,
+        "max_k": settings.max_k,
+        "max_batch": settings.max_batch,
+        "max_body": settings.max_body,
+        "extras": [name for name in EXTRAS if takes(index.search, name)],
+    }
+    return details
+
+
+# ---- the application --------------------------------------------------------------------------------------
+
+
+def create_app(open_index: Callable[[float], Index], settings: ServerSettings | None = None) -> Starlette:
+    """The application. `open_index(wait)` opens the index (once per worker thread), for writes waiting up to
+    `wait` seconds for another writer."""
+    settings = settings or ServerSettings()
+    service: Service | None = None
+
+    def svc() -> Service:
+        if service is None:
+            raise ApiError(503, "starting", "the server is starting")
+        return service
+
+    async def get_search(request: Request) -> dict[str, Any]:
+        params = request.query_params
+        values = {name: params.get(name) for name in SEARCH_FIELDS} | {"where": params.getlist("where")}
+        q = query_text(values["q"])
+        return await svc().read(request, search_one, q, search_options(values, settings))
+
+    async def post_search(request: Request) -> dict[str, Any]:
+        body = json_object(await json_body(request, settings.max_body), SEARCH_FIELDS)
+        q = query_text(body.get("q"))
+        return await svc().read(request, search_one, q, search_options(body, settings))
+
+    async def post_batch(request: Request) -> dict[str, Any]:
+        body = json_object(await json_body(request, settings.max_body), SEARCH_FIELDS - {"q"} | {"queries"})
+        queries = body.get("queries")
+        if not isinstance(queries, list) or not queries:
+            raise ApiError(400, "bad_parameter", "queries must be a non-empty list of strings")
+        if len(queries) > settings.max_batch:
+            raise ApiError(400, "bad_parameter", f"queries: at most {settings.max_batch}, got {len(queries)}")
+        queries = [query_text(q, "each query") for q in queries]
+        return await svc().read(request, search_batch, queries, search_options(body, settings))
+
+    async def document(request: Request) -> dict[str, Any]:
+        doc_id = request.path_params["doc_id"]
+        if request.method == "DELETE":
+            return await svc().write(request, delete_documents, [doc_id], [])
+        return await svc().read(request, get_document, doc_id)
+
+    async def post_documents(request: Request) -> dict[str, Any]:
+        require_key(request, settings, write=True)  # before reading a body that may be large
+        records = documents_of(await read_body(request, settings.max_body))
+        if not isinstance(records, list) or not records:
+            raise ApiError(422, "invalid_document", "no documents: send a JSON array of them, or JSON lines")
+        return await svc().write(request, add_documents, records)
+
+    async def delete_where(request: Request) -> dict[str, Any]:
+        ids, where = request.query_params.getlist("id"), request.query_params.getlist("where")
+        if not ids and not where:
+            raise ApiError(400, "bad_parameter", "name the documents to delete: where=FIELD=VALUE or id=ID")
+        return await svc().write(request, delete_documents, ids, where)
+
+    async def info(request: Request) -> dict[str, Any]:
+        return await svc().read(request, describe, settings)
+
+    async def health(request: Request) -> dict[str, Any]:
+        return {"status": "ok" if service is not None else "starting"}
+
+    async def page(request: Request) -> FileResponse:
+        return FileResponse(STATIC / "index.html", headers={"cache-control": "no-cache"})
+
+    async def http_error(request: Request, error: HTTPException):
+        codes = {404: "not_found", 405: "method_not_allowed"}
+        message = {404: f"no route {request.url.path}", 405: f"{request.method} is not allowed here"}
+        return error_answer(
+            ApiError(
+                error.status_code,
+                codes.get(error.status_code, "http_error"),
+                message.get(error.status_code, str(error.detail)),
+                error.headers,
+            ),
+            time.perf_counter(),
+        )
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette):
+        nonlocal service
+        service = Service(open_index, settings)
+        for _ in service.reader.threads:  # queued first: the first searches wait for them, not start them
+            service.reader.submit(service.warm)
+        try:
+            yield
+        finally:
+            service.close()
+            service = None
+
+    routes = [
+        Route("/", page),
+        Route("/health", endpoint(health)),
+        Route("/info", endpoint(info)),
+        Route("/search", endpoint(get_search), methods=["GET"]),
+        Route("/search", endpoint(post_search), methods=["POST"]),
+        Route("/search/batch", endpoint(post_batch), methods=["POST"]),
+        Route("/documents", endpoint(post_documents, invalid_documents=True), methods=["POST"]),
+        Route("/documents", endpoint(delete_where), methods=["DELETE"]),
+        Route("/documents/{doc_id:path}", endpoint(document), methods=["GET", "DELETE"]),
+        Mount("/static", StaticFiles(directory=STATIC), name="static"),
+    ]
+    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: http_error})
+    app.add_middleware(SecurityHeaders)
+    return app
+
+
+class SecurityHeaders:
+    """Adds SECURITY_HEADERS to every response (a plain ASGI middleware: no per-request task)."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+
+        async def sending(message):
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), *SECURITY_HEADERS]
+            await send(message)
+
+        return await self.app(scope, receive, sending)

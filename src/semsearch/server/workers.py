@@ -1,0 +1,129 @@
+"""Where the server's index work runs: never on the event loop.
+
+Reads run on a few threads, each owning an open Index (an Index's SQLite connection belongs to the thread that
+opened it); the encoder, FAISS and SQLite release the GIL, so searches overlap on the cores. Writes run in a
+child process with an Index of its own, so a long write never holds up a search, and readers follow it as they
+follow any other process's writes (`Index.refresh`). (Several Index objects on one path in one process are safe:
+the store never opens a file SQLite holds open, store.py.)"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import multiprocessing
+import queue
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from .protocol import ApiError, error_of
+
+if TYPE_CHECKING:
+    from ..index import Index
+
+T = TypeVar("T")
+
+
+class IndexThreads:
+    """Threads taking jobs from one queue; a job is `fn(index, *args)` on the Index of the thread that takes it,
+    opened by `open_index` on that thread's first job and closed by `close`."""
+
+    def __init__(self, open_index: Callable[[], Index], count: int = 1, name: str = "index"):
+        self.open_index = open_index
+        self.jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self.threads = [
+            threading.Thread(target=self._work, name=f"{name}-{n}", daemon=True) for n in range(count)
+        ]
+        for thread in self.threads:
+            thread.start()
+
+    def submit(self, fn: Callable[..., T], *args: Any) -> concurrent.futures.Future[T]:
+        future: concurrent.futures.Future[T] = concurrent.futures.Future()
+        self.jobs.put((fn, args, future))
+        return future
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run a job on the thread and wait for it without blocking the event loop."""
+        return await asyncio.wrap_future(self.submit(fn, *args))
+
+    def close(self) -> None:
+        for _ in self.threads:
+            self.jobs.put(None)
+        for thread in self.threads:
+            thread.join()
+
+    def _work(self) -> None:
+        index: Index | None = None
+        while (job := self.jobs.get()) is not None:
+            fn, args, future = job
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                if index is None:
+                    index = self.open_index()
+                future.set_result(fn(index, *args))
+            except BaseException as error:  # handed to the waiting request, which answers with it
+                future.set_exception(error)
+        if index is not None:
+            with contextlib.suppress(Exception):
+                index.close()
+
+
+class WriterProcess:
+    """Writes, one at a time, in a child process (started at the first write) holding its own Index, opened
+    with `open_index(wait)`: a write waits `wait` seconds for another process's write, or for this server's
+    write before it, then answers 503."""
+
+    def __init__(self, open_index: Callable[[float], Index], wait: float):
+        self.open_index, self.wait = open_index, wait
+        self.pool: concurrent.futures.ProcessPoolExecutor | None = None
+        self.turn: asyncio.Lock | None = None  # made on the event loop, at the first write
+
+    async def run(self, fn: Callable[..., dict], *args: Any) -> dict:
+        self.turn = self.turn or asyncio.Lock()
+        try:
+            await asyncio.wait_for(self.turn.acquire(), self.wait)
+        except TimeoutError:
+            message = f"this server's write before this one took over {self.wait:g} s; try again"
+            raise ApiError(503, "busy", message, {"Retry-After": "1"}) from None
+        try:
+            if self.pool is None:
+                context = multiprocessing.get_context("spawn")  # no fork of a threaded process
+                self.pool = concurrent.futures.ProcessPoolExecutor(1, mp_context=context)
+            outcome = await asyncio.wrap_future(
+                self.pool.submit(write, self.open_index, self.wait, fn, *args)
+            )
+        except concurrent.futures.process.BrokenProcessPool:
+            self.pool = None  # the next write starts another
+            message = "the writing process ended; the write may be incomplete"
+            raise ApiError(500, "writer_lost", message) from None
+        finally:
+            self.turn.release()
+        if "error" in outcome:
+            raise ApiError(**outcome["error"])
+        return outcome["result"]
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+            self.pool = None
+
+
+_WRITER_INDEX: Index | None = None  # the writer process's Index, opened at its first write
+
+
+def write(open_index: Callable[[float], Index], wait: float, fn: Callable, *args: Any) -> dict:
+    """In the writer process: `fn(index, *args)`, its error as the API's (a document's DataError: 422)."""
+    global _WRITER_INDEX
+    try:
+        if _WRITER_INDEX is None:
+            _WRITER_INDEX = open_index(wait)
+        if _WRITER_INDEX.read_only:
+            raise ApiError(403, "read_only", f"the index is read-only: {_WRITER_INDEX.read_only}")
+        return {"result": fn(_WRITER_INDEX, *args)}
+    except Exception as error:
+        api = error_of(error, invalid_documents=True)
+        return {
+            "error": {"status": api.status, "code": api.code, "message": api.message, "headers": api.headers}
+        }
