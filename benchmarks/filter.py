@@ -1,6 +1,7 @@
 """Filtered and unfiltered search at scale (issue 12): semsearch beside chromadb (where installed) on the same
 vectors in the same run, written to benchmarks/results/filter.md and filter.json (sizes merge, so one can be
-re-run alone).
+re-run alone), each size with the machine's 5-minute load average at its start and end (timings, not recall,
+rise with other work).
 
     .venv/bin/python benchmarks/filter.py [--sizes 200000,1000000] [--queries 100] [--peer-max 200000]
                                           [--types auto] [--work DIR]
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import shutil
 import sys
@@ -51,7 +53,7 @@ def encoded_scifact(work: Path) -> tuple[np.ndarray, np.ndarray]:
         from semsearch import Index
 
         shutil.rmtree(work / "scifact-index", ignore_errors=True)
-        with Index.create(work / "scifact-index", transform="none") as index:
+        with Index.create(work / "scifact-index", transform="none", chunk_tokens=0) as index:
             index.ingest(SCIFACT / "corpus.jsonl")
             np.save(docs_path, index.raw.get(index.store.all_pks()))
             texts = [
@@ -280,7 +282,8 @@ def write_report(results: dict, out: Path) -> None:
         lines += [
             f"## {int(size):,} documents, {section['space']}",
             "",
-            f"`{section['command']}` ({section['when']})",
+            f"`{section['command']}` ({section['when']}; load average {section.get('load', 'not recorded')}: "
+            "other work on the machine raises the timings, not the recall)",
             "",
         ]
         columns = list(dict.fromkeys(key for row in section["rows"] for key in row))
@@ -309,7 +312,9 @@ def main() -> None:
     for n in map(int, args.sizes.split(",")):
         print(f"== {n}", file=sys.stderr)
         section = {"command": command, "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+        before = os.getloadavg()[1]
         results[str(n)] = {**section, **run_size(args, n)}
+        results[str(n)]["load"] = f"{before:.1f} at the start, {os.getloadavg()[1]:.1f} at the end (5 min)"
         write_report(results, args.out)
 
 

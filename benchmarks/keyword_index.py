@@ -189,6 +189,7 @@ def ingest_cost(work: Path, docs: int, rounds: int) -> list[dict]:
             seconds[label].append(time.perf_counter() - started)
             index.close()
     shutil.rmtree(work / "ingest-cost", ignore_errors=True)
+    stored = store_seconds(corpus, work)
     base = np.median(seconds["without (triggers dropped)"])
     return [
         {
@@ -197,9 +198,39 @@ def ingest_cost(work: Path, docs: int, rounds: int) -> list[dict]:
             "seconds_each": " / ".join(f"{s:.1f}" for s in runs),
             "docs_per_s": round(docs / float(np.median(runs)), 1),
             "cost_vs_without": f"{100 * (np.median(runs) / base - 1):+.1f}%",
+            "store_insert_s": stored[label],
         }
         for label, runs in seconds.items()
     ]
+
+
+def store_seconds(corpus: Path, work: Path) -> dict[str, float]:
+    """The documents' SQLite insert alone (no encoding), with and without the keyword index's triggers: the
+    keyword index's own cost, free of the encoder's noise (median of 3)."""
+    from semsearch.documents import Corpus, FieldNames
+    from semsearch.store import DocumentStore
+
+    docs = list(Corpus(corpus, FieldNames()).documents())
+    out = {}
+    for label in ("with keyword index", "without (triggers dropped)"):
+        runs = []
+        for _ in range(3):
+            path = work / "store-cost.db"
+            for leftover in work.glob("store-cost.db*"):
+                leftover.unlink()
+            store = DocumentStore(path)
+            if label.startswith("without"):
+                for trigger in ("keywords_insert", "keywords_delete", "keywords_update"):
+                    store.db.execute(f"DROP TRIGGER {trigger}")
+            started = time.perf_counter()
+            with store.transaction():
+                store.insert(docs, range(len(docs)))
+            runs.append(time.perf_counter() - started)
+            store.close()
+        out[label] = round(float(np.median(runs)), 2)
+    for leftover in work.glob("store-cost.db*"):
+        leftover.unlink()
+    return out
 
 
 def table(rows: list[dict]) -> list[str]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import shutil
 import sys
@@ -117,7 +118,8 @@ def write(rows: list[dict], command: str, source: Path, long_set: Path) -> None:
     lines = [
         "# Long documents: truncated against chunked",
         "",
-        f"`{command}` ({stamp}). Machine: 2 cores, no GPU.",
+        f"`{command}` ({stamp}; load average at the end {' '.join(f'{x:.1f}' for x in os.getloadavg())}). "
+        "Machine: 2 cores, no GPU; timings are of whole ingests on a machine shared with other work.",
         "",
         f"Data: {source.name}'s documents concatenated into {len(words)} long documents of {min(words)}-{max(words)}"
         f" words (mean {np.mean(words):.0f}); queries and judgements carried over (benchmarks/longdocs.py). "

@@ -9,6 +9,12 @@ from pathlib import Path
 import click
 
 
+def listed(flag: str, default: str, help: str, name: str | None = None):
+    """An option taking a comma-separated list, its default shown."""
+    names = [flag] if name is None else [flag, name]
+    return click.option(*names, default=default, show_default=True, help=help)
+
+
 @click.command()
 @click.option(
     "--beir",
@@ -36,42 +42,20 @@ import click
 @click.option(
     "--quantize", default="none", show_default=True, help="Encoder weights, comma separated: none, int8."
 )
-@click.option(
-    "--backend",
-    "backends",
-    default="onnx",
-    show_default=True,
-    help="What runs the encoder, comma separated: onnx, torch.",
-)
+@listed("--backend", "onnx", "What runs the encoder, comma separated: onnx, torch.", name="backends")
 @click.option("--model", type=click.Path(path_type=Path), help="A local model directory (default: bundled).")
-@click.option(
-    "--rerank",
-    default="0",
-    show_default=True,
-    help="Candidates re-scored with the raw vectors, comma separated (0: none).",
+@listed("--rerank", "0", "Candidates re-scored with the raw vectors, comma separated (0: none).")
+@listed("--modes", "dense", "Search modes, comma separated: dense, keyword, hybrid.")
+@listed(
+    "--alphas", "0.5", "hybrid: dense weights to sweep, comma separated (0: keyword only, 1: dense only)."
 )
-@click.option(
-    "--modes",
-    default="dense",
-    show_default=True,
-    help="Search modes, comma separated: dense, keyword, hybrid.",
-)
-@click.option(
-    "--alphas",
-    default="0.5",
-    show_default=True,
-    help="hybrid: dense weights to sweep, comma separated (0: keyword only, 1: dense only).",
-)
-@click.option(
-    "--fusions", default="convex", show_default=True, help="hybrid: fusions, comma separated: convex, rrf."
-)
-@click.option(
+@listed("--fusions", "convex", "hybrid: fusions, comma separated: convex, rrf.")
+@listed(
     "--chunk-tokens",
-    "chunk_tokens_text",
-    default="default",
-    show_default=True,
-    help="Passage lengths to encode the corpus with, comma separated ('default': the model's max_length; 0: a "
+    "default",
+    "Passage lengths to encode the corpus with, comma separated ('default': the model's max_length; 0: a "
     "vector per document).",
+    name="chunk_tokens_text",
 )
 @click.option("--peers", is_flag=True, help="Also measure sentence-transformers and txtai on the same data.")
 @click.option(

@@ -151,24 +151,37 @@ def plot(rows: list[dict[str, Any]], out: Path) -> list[Path]:
                 for r in subset
                 if (r["transform"], r["power"], r["rerank"]) == (transform, power, rerank)
             )
-            label = (
-                transform
-                + (f" P={power:g}" if transform == "whiten" else "")
-                + (f" + rerank {rerank}" if rerank else "")
-            )
+            label = _label(transform, power, None, rerank)
             axes.plot(*zip(*points), marker="o", linestyle="--" if rerank else "-", label=label)
         axes.set_xscale("log", base=2)
-        axes.set_xlabel("dimensions kept")
-        axes.set_ylabel(metric)
-        axes.set_title(f"{dataset}, {rows[0]['model']}, {pooling} pooling")
-        axes.grid(alpha=0.3)
-        axes.legend(fontsize=8)
+        title = f"{dataset}, {rows[0]['model']}, {pooling} pooling"
         path = out / f"{dataset}-{pooling}-{metric.replace('@', '_at_')}.png"
-        figure.tight_layout()
-        figure.savefig(path, dpi=110)
-        plt.close(figure)
-        paths.append(path)
+        paths.append(_finish(figure, axes, ("dimensions kept", metric), title, path))
     return paths
+
+
+def _label(transform: str, power: float | None, dims: int | None, rerank: int) -> str:
+    return (
+        transform
+        + (f" P={power:g}" if transform == "whiten" else "")
+        + (f" {dims} dims" if dims else "")
+        + (f" + rerank {rerank}" if rerank else "")
+    )
+
+
+def _finish(figure, axes, labels: tuple[str, str], title: str, path: Path, fontsize: int = 8) -> Path:
+    """Axis labels, title, grid and legend; saved to `path` and closed."""
+    import matplotlib.pyplot as plt
+
+    axes.set_xlabel(labels[0])
+    axes.set_ylabel(labels[1])
+    axes.set_title(title)
+    axes.grid(alpha=0.3)
+    axes.legend(fontsize=fontsize)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return path
 
 
 def _plot_alpha(
@@ -196,13 +209,6 @@ def _plot_alpha(
         same = [r for r in dense if (r["transform"], r["power"], r["dims"], r["rerank"]) == setting]
         if same:
             axes.axhline(same[0][metric], color=line.get_color(), linestyle="--", label="dense, " + label)
-    axes.set_xlabel("alpha (dense weight)")
-    axes.set_ylabel(metric)
-    axes.set_title(f"{name.split('-')[0]}, {model}: hybrid fusion")
-    axes.grid(alpha=0.3)
-    axes.legend(fontsize=7)
+    title = f"{name.split('-')[0]}, {model}: hybrid fusion"
     path = out / f"{name}-hybrid-{metric.replace('@', '_at_')}.png"
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
-    return path
+    return _finish(figure, axes, ("alpha (dense weight)", metric), title, path, fontsize=7)
