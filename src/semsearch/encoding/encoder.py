@@ -36,6 +36,8 @@ class Encoder:
     given, else as many as fit TOKEN_BUDGET padded tokens: short texts go in large batches, long ones in
     small, which is faster on CPU either way and bounds the activations' memory."""
 
+    threads = 0  # the backend's threads for a batch of many texts (0: one per core); a cluster's task sets 1
+
     def __init__(
         self,
         model: str | Path | None = None,
@@ -58,7 +60,6 @@ class Encoder:
         self.normalize = defaults.normalize if normalize is None else normalize
         self.dim = defaults.dim
         self.batch_size = batch_size
-        self.threads = 0  # the backend's threads for a batch (0: one per core); a cluster's task sets 1
         spec = EncodingSpec(
             self.path, self.pooling, self.normalize, self.quantize, self.max_length, self.int8_method
         )

@@ -1,0 +1,260 @@
+"""Ingest on a Dask cluster (distributed.py) against ingest in this process: the same documents, pks, raw vectors
+bit for bit, statistics and search results. Real worker processes: a LocalCluster of two, and a scheduler with
+two `dask worker` processes reached by address on loopback; a worker killed mid-task, a driver killed after a
+partition arrived, an address where no scheduler answers, and Dask missing."""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import SAMPLE
+
+from semsearch import Index
+from semsearch.faults import FAULT_ENV, FAULT_EXIT
+
+distributed = pytest.importorskip("distributed", reason="the dask extra is not installed (make install)")
+
+from semsearch.distributed import ClusterError, DaskExecutor, InProcess  # noqa: E402
+
+PARTITION = 100  # the sample's 300 documents in 3 partitions: both workers get some
+QUERIES = ["parse a date from a string", "read a file line by line", "sort a list", "random numbers"]
+
+
+def semsearch(*args, env=None, timeout=300) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "semsearch", *map(str, args)],
+        capture_output=True,
+        text=True,
+        env={k: v for k, v in os.environ.items() if k != FAULT_ENV} | (env or {}),
+        timeout=timeout,
+    )
+
+
+def ok(result: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
+    assert result.returncode == 0, result.stderr
+    return result
+
+
+def contents(path: Path) -> dict:
+    """Everything that must not depend on where an index was encoded."""
+    with Index.open(path) as index:
+        raw = np.concatenate([block for _, block in index.raw.blocks()])
+        rows = index.store.get(list(range(index.state.next_pk)))
+        stats = index.stats()
+        return {
+            "documents": {pk: (row["id"], row["text"]) for pk, row in rows.items()},
+            "raw": raw,
+            "stats": (stats.count, stats.mean, stats.comoment),
+            "hits": [[(h.id, h.score, h.passage) for h in index.search(q, k=8)] for q in QUERIES],
+            "passages": index.state.passages,
+        }
+
+
+def assert_same(path: Path, reference: Path) -> None:
+    got, want = contents(path), contents(reference)
+    assert got["documents"] == want["documents"]  # same ids at the same pks, each once
+    assert got["passages"] == want["passages"]
+    assert got["raw"].tobytes() == want["raw"].tobytes()  # bit for bit
+    assert got["stats"][0] == want["stats"][0]
+    np.testing.assert_array_equal(got["stats"][1], want["stats"][1])
+    np.testing.assert_array_equal(got["stats"][2], want["stats"][2])
+    assert got["hits"] == want["hits"]
+
+
+@pytest.fixture(scope="module")
+def in_process(tmp_path_factory):
+    """The sample ingested here, in partitions of PARTITION documents."""
+    path = tmp_path_factory.mktemp("in-process") / "index"
+    with Index.create(path) as index:
+        index.ingest(SAMPLE, cluster=InProcess(PARTITION))
+    return path
+
+
+@pytest.fixture(scope="module")
+def local_cluster():
+    with DaskExecutor.local(2, partition_docs=PARTITION) as executor:
+        yield executor
+
+
+def test_a_local_cluster_gives_the_in_process_index(local_cluster, in_process, tmp_path):
+    counted = []
+    with Index.create(tmp_path / "index") as index:
+        report = index.ingest(SAMPLE, cluster=local_cluster, progress=counted.append)
+    assert report.added == 300 and report.resumed == 0
+    assert sum(counted) == pytest.approx(300)  # the progress bar counts documents across workers
+    assert_same(tmp_path / "index", in_process)
+
+
+@pytest.mark.slow
+def test_an_upsert_on_a_cluster_replaces_as_here(local_cluster, in_process, tmp_path):
+    docs = [json.loads(line) for line in SAMPLE.read_text().splitlines()]
+    changed = tmp_path / "changed.jsonl"
+    changed.write_text(
+        "".join(json.dumps({**d, "text": d["text"] + " (revised)"}) + "\n" for d in docs[::40])
+    )
+    for name, cluster in (("here", InProcess(PARTITION)), ("cluster", local_cluster)):
+        with Index.create(tmp_path / name) as index:
+            index.ingest(SAMPLE, cluster=cluster)
+            report = index.ingest(changed, cluster=cluster)
+            assert (report.added, report.replaced) == (8, 8)
+    assert_same(tmp_path / "cluster", tmp_path / "here")
+
+
+def test_a_worker_killed_mid_task_is_replaced_and_every_document_lands_once(
+    local_cluster, in_process, tmp_path
+):
+    client = local_cluster.client
+    killed = []
+
+    def kill_a_busy_worker(n):
+        if killed:
+            return
+        busy = [address for address, keys in client.processing().items() if keys]
+        if busy:
+            pid = client.run(os.getpid, workers=[busy[0]])[busy[0]]
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+
+    with Index.create(tmp_path / "index") as index:
+        report = index.ingest(SAMPLE, cluster=local_cluster, progress=kill_a_busy_worker)
+    assert killed, "no worker was busy when the first progress arrived"
+    assert report.added == 300
+    assert_same(tmp_path / "index", in_process)
+    client.wait_for_workers(2, timeout=60)  # the nanny restarted it
+
+
+def test_an_unreachable_scheduler_is_a_clear_error_within_wait(tmp_path):
+    port = free_port()
+    started = time.perf_counter()
+    result = semsearch(
+        "ingest", SAMPLE, "--index", tmp_path / "index", "--cluster", f"tcp://127.0.0.1:{port}", "--wait", "2"
+    )
+    took = time.perf_counter() - started
+    assert result.returncode != 0
+    assert f"no Dask scheduler answered at tcp://127.0.0.1:{port} within 2 s" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "index").exists()  # nothing written
+    assert took < 2 + 20, took  # the wait, plus starting Python and importing Dask on a busy machine
+    with (
+        Index.create(tmp_path / "api", wait=2) as index,
+        pytest.raises(ClusterError, match="no Dask scheduler answered"),
+    ):
+        index.ingest(SAMPLE, cluster=f"tcp://127.0.0.1:{port}")
+
+
+def test_without_dask_the_options_say_how_to_install_it(tmp_path):
+    blocked = "import sys; sys.modules['distributed'] = None; from semsearch.cli import main; main()"
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            blocked,
+            "ingest",
+            str(SAMPLE),
+            "--index",
+            str(tmp_path / "i"),
+            "--workers",
+            "2",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode != 0
+    assert "needs Dask: pip install 'semsearch[dask]'" in result.stderr
+    assert "Traceback" not in result.stderr and not (tmp_path / "i").exists()
+
+
+def test_both_cluster_options_are_refused(tmp_path):
+    result = semsearch(
+        "ingest", SAMPLE, "--index", tmp_path / "i", "--workers", "1", "--cluster", "tcp://x:1"
+    )
+    assert result.returncode == 2 and "--cluster or --workers, not both" in result.stderr
+
+
+# ---- a scheduler and two workers reached by address ----------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def scheduler():
+    """`dask scheduler` and two `dask worker` processes (one thread each) on loopback; stopped after."""
+    port = free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    dask = [sys.executable, "-m", "dask"]
+    common = ["--no-dashboard"]
+    processes = [
+        subprocess.Popen(
+            [*dask, "scheduler", "--host", "127.0.0.1", "--port", str(port), *common],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+    ]
+    try:
+        for _ in range(2):
+            processes.append(
+                subprocess.Popen(
+                    [*dask, "worker", address, "--host", "127.0.0.1", "--nthreads", "1", *common],
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+            )
+        with distributed.Client(address, timeout="60s") as client:
+            client.wait_for_workers(2, timeout=120)
+        yield address
+    finally:
+        for process in reversed(processes):
+            process.terminate()
+        for process in processes:
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+@pytest.fixture(scope="module")
+def cli_reference(tmp_path_factory):
+    """`semsearch ingest` of the sample without a cluster."""
+    path = tmp_path_factory.mktemp("cli-reference") / "index"
+    ok(semsearch("ingest", SAMPLE, "--index", path, "--quiet"))
+    return path
+
+
+@pytest.mark.slow
+def test_workers_reached_by_address_give_the_cli_index(scheduler, cli_reference, tmp_path):
+    result = ok(semsearch("ingest", SAMPLE, "--index", tmp_path / "index", "--cluster", scheduler))
+    assert f"encoding on Dask at {scheduler} (2 workers, 2 threads)" in result.stderr
+    assert "300 documents added" in result.stderr
+    assert_same(tmp_path / "index", cli_reference)
+
+
+@pytest.mark.slow
+def test_the_workers_at_an_address_share_partitions(scheduler, in_process, tmp_path):
+    with DaskExecutor.connect(scheduler, 10, partition_docs=PARTITION) as executor:
+        ran = executor.client.run(os.getpid)
+        with Index.create(tmp_path / "index") as index:
+            index.ingest(SAMPLE, cluster=executor)
+        assert len(ran) == 2
+    assert_same(tmp_path / "index", in_process)
+
+
+@pytest.mark.slow
+def test_a_killed_driver_resumes_without_encoding_what_it_had_received(scheduler, cli_reference, tmp_path):
+    path = tmp_path / "index"
+    killed = semsearch("ingest", SAMPLE, "--index", path, "--cluster", scheduler, env={FAULT_ENV: "encoded"})
+    assert killed.returncode == FAULT_EXIT, killed.stderr
+    again = ok(semsearch("ingest", SAMPLE, "--index", path, "--cluster", scheduler))
+    assert "resumed: 320 vectors from an interrupted ingest were reused" in again.stderr  # every passage
+    assert_same(path, cli_reference)
