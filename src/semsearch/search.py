@@ -11,7 +11,7 @@ mode uses -> fuse -> join with the stored documents.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Protocol
 
 import numpy as np
@@ -53,7 +53,11 @@ class Hit:
     scores: dict[str, float | None] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        """The hit as JSON-ready fields (shallow: dataclasses.asdict deep-copies, 0.1 ms a page of hits)."""
+        return {name: getattr(self, name) for name in HIT_FIELDS}
+
+
+HIT_FIELDS = tuple(f.name for f in fields(Hit))
 
 
 @dataclass
