@@ -408,7 +408,9 @@ def test_the_readme_serving_examples_run_as_written(sample_encoded, tmp_path):
 
     text = (REPO / "README.md").read_text()
     [block] = re.findall(
-        r"```sh\n(.*?)```", text[text.index("## Serving") : text.index("## Durability")], re.S
+        r"```sh\n(.*?)```",
+        text[text.index("## Serving") : text.index("\n## ", text.index("## Serving") + 1)],
+        re.S,
     )
     with socket.socket() as probe:  # a port free now (the block names its port, as a person would)
         probe.bind(("127.0.0.1", 0))
