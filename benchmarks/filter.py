@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from scale import PYTHON, SEMSEARCH, disk_mib, measure
+from scale import PYTHON, SEMSEARCH, disk_mib, markdown_table, measure
 
 REPO = Path(__file__).resolve().parents[1]
 SCIFACT = REPO.parent / "shared" / "data" / "scifact"
@@ -286,10 +286,7 @@ def write_report(results: dict, out: Path) -> None:
             "other work on the machine raises the timings, not the recall)",
             "",
         ]
-        columns = list(dict.fromkeys(key for row in section["rows"] for key in row))
-        lines += ["| " + " | ".join(columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]
-        lines += ["| " + " | ".join(str(row.get(c, "")) for c in columns) + " |" for row in section["rows"]]
-        lines.append("")
+        lines += markdown_table(section["rows"])
     atomic_write_text(out / "filter.md", "\n".join(lines))
 
 

@@ -28,6 +28,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
+from scale import markdown_table
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data"
@@ -233,16 +234,6 @@ def store_seconds(corpus: Path, work: Path) -> dict[str, float]:
     return out
 
 
-def table(rows: list[dict]) -> list[str]:
-    columns = list(rows[0])
-    return [
-        "| " + " | ".join(columns) + " |",
-        "|" + "---|" * len(columns),
-        *("| " + " | ".join(str(r[c]) for c in columns) + " |" for r in rows),
-        "",
-    ]
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -293,7 +284,7 @@ def main() -> None:
                 f"`{done['command']}` ({done['at']}; load average {done['load']})",
                 "",
             ]
-            lines += table(done["rows"])
+            lines += markdown_table(done["rows"])
     (OUT / "keyword_index.md").write_text("\n".join(lines))
     (OUT / "keyword_index.json").write_text(json.dumps(results, indent=1) + "\n")
     print("\n".join(lines))

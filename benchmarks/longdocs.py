@@ -27,6 +27,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
+from scale import markdown_table
 
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "benchmarks" / "results"
@@ -111,7 +112,6 @@ def measure(directory: Path, work: Path, chunk_tokens: int, overlap: int) -> lis
 
 def write(rows: list[dict], command: str, source: Path, long_set: Path) -> None:
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    columns = list(rows[0])
     words = [
         len(json.loads(line)["text"].split()) for line in (long_set / "corpus.jsonl").read_text().splitlines()
     ]
@@ -127,10 +127,7 @@ def write(rows: list[dict], command: str, source: Path, long_set: Path) -> None:
         "that many tokens (title and special tokens included) overlapping by chunk_overlap, a document scored by "
         "its best passage. Defaults otherwise (int8, whiten P=0.5 to 128 dims, rerank 100; hybrid alpha 0.5).",
         "",
-        "| " + " | ".join(columns) + " |",
-        "|" + "---|" * len(columns),
-        *("| " + " | ".join(str(row[c]) for c in columns) + " |" for row in rows),
-        "",
+        *markdown_table(rows),
     ]
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "longdocs.md").write_text("\n".join(lines))

@@ -513,6 +513,17 @@ SECTIONS = {
 }
 
 
+def markdown_table(rows: list[dict]) -> list[str]:
+    """A markdown table of rows (the union of their keys as columns, in order), then a blank line."""
+    columns = list(dict.fromkeys(key for row in rows for key in row))
+    return [
+        "| " + " | ".join(columns) + " |",
+        "|" + "|".join("---" for _ in columns) + "|",
+        *("| " + " | ".join(str(row.get(c, "")) for c in columns) + " |" for row in rows),
+        "",
+    ]
+
+
 def write_report(results: dict, out: Path) -> None:
     from semsearch.storage import atomic_write_text
 
@@ -531,10 +542,7 @@ def write_report(results: dict, out: Path) -> None:
         lines += [f"## {name}", "", f"`{section['command']}` ({section['when']})", ""]
         table = section.get("rows") or section.get("table")
         if table:
-            columns = list(dict.fromkeys(k for row in table for k in row))
-            lines += ["| " + " | ".join(columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]
-            lines += ["| " + " | ".join(str(row.get(c, "")) for c in columns) + " |" for row in table]
-            lines.append("")
+            lines += markdown_table(table)
         for key, value in section.items():
             if key not in ("rows", "table", "runs", "command", "when"):
                 lines.append(f"- {key}: {json.dumps(value) if isinstance(value, dict) else value}")

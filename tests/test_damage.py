@@ -86,6 +86,16 @@ def second_segment(built) -> str:
     return json.loads((built[0] / "manifest.json").read_text())["segments"][1]["name"]
 
 
+def repaired_as_before(index: Path, name: str, built) -> None:
+    """`check --repair` says it repaired `name`, the index then checks healthy and answers as before the damage."""
+    repaired = ok(run("check", "--index", index, "--repair"))
+    assert any(line.startswith("repaired") and name in line for line in repaired.stdout.splitlines()), (
+        repaired.stdout
+    )
+    ok(run("check", "--index", index))
+    assert answers(index) == built[2]
+
+
 def copy(built, target: Path) -> Path:
     shutil.copytree(built[0], target, ignore=shutil.ignore_patterns("writer.lock"))
     return target
@@ -121,12 +131,7 @@ def test_a_damaged_derived_file_is_named_and_rebuilt(built, tmp_path, name, how)
     damage(generation_dir(index) / name, how)
     message = every_reader_fails(index, name, "semsearch check --repair")
     assert "damaged" in message
-    repaired = ok(run("check", "--index", index, "--repair"))
-    assert any(line.startswith("repaired") and name in line for line in repaired.stdout.splitlines()), (
-        repaired.stdout
-    )
-    ok(run("check", "--index", index))
-    assert answers(index) == built[2]
+    repaired_as_before(index, name, built)
 
 
 @pytest.mark.parametrize("how", DAMAGES)
@@ -134,12 +139,7 @@ def test_a_damaged_manifest_is_restored_from_its_generation(built, tmp_path, how
     index = copy(built, tmp_path / "index")
     damage(index / "manifest.json", how)
     every_reader_fails(index, "manifest.json", "semsearch check --repair")
-    repaired = ok(run("check", "--index", index, "--repair"))
-    assert any(
-        line.startswith("repaired") and "manifest.json" in line for line in repaired.stdout.splitlines()
-    )
-    ok(run("check", "--index", index))
-    assert answers(index) == built[2]
+    repaired_as_before(index, "manifest.json", built)
 
 
 @pytest.mark.parametrize("how", DAMAGES)

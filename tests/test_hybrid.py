@@ -230,6 +230,14 @@ def test_cli_modes_and_chunking(corpus, tmp_path):
     assert bad.exit_code != 0 and "--alpha" in bad.output
     changed = run("ingest", corpus, "--index", path, "--chunk-tokens", "64")
     assert changed.exit_code != 0 and "chunk_tokens 128 (asked 64)" in changed.output
+    overlapping = run(
+        "ingest", corpus, "--index", tmp_path / "other", "--chunk-tokens", "64", "--chunk-overlap", "32"
+    )
+    assert (
+        overlapping.exit_code != 0
+        and "--chunk-overlap must be less than half the passage" in overlapping.output
+    )
+    assert not (tmp_path / "other").exists()  # refused before anything is written
     too_long = run("ingest", corpus, "--index", tmp_path / "other", "--chunk-tokens", "1000")
     assert (
         too_long.exit_code != 0

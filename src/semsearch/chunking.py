@@ -24,7 +24,6 @@ TITLE_SHARE = 4  # a title takes at most 1 / TITLE_SHARE of a passage's tokens (
 class Passage:
     """One vector's worth of a document: what encode_partition takes (a text to embed, or a given vector)."""
 
-    document: int  # the document's position in the list split
     span: Span
     embedding_text: str
     vector: np.ndarray | None = None
@@ -44,7 +43,7 @@ class Chunker:
         for i, doc in enumerate(docs):
             # A word piece covers at least one character: a text shorter than the budget in characters fits.
             if doc.vector is not None or len(doc.embedding_text) + self.specials <= self.chunk_tokens:
-                out[i] = [Passage(i, (0, len(doc.text)), doc.embedding_text, doc.vector)]
+                out[i] = [Passage((0, len(doc.text)), doc.embedding_text, doc.vector)]
             else:
                 long.append(i)
         if not long:
@@ -54,7 +53,7 @@ class Chunker:
             budget = self.chunk_tokens - self.specials - title[1]
             spans = cut(docs[i].text, offsets, budget, min(self.overlap, budget // 2))
             prefix = f"{title[0]} " if title[0] else ""
-            out[i] = [Passage(i, span, prefix + docs[i].text[span[0] : span[1]]) for span in spans]
+            out[i] = [Passage(span, prefix + docs[i].text[span[0] : span[1]]) for span in spans]
         return out
 
     @property

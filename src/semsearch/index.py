@@ -376,12 +376,10 @@ class Index:
         self.refresh()
         if self.state.count == 0:
             return [[] for _ in range(request.count)]
-        dense = (
-            None
-            if request.mode is SearchMode.KEYWORD
-            else DenseRetriever(self.transform, self.vectors, self.raw)
-        )
-        return run_search(request, store=self.store, dense=dense, keyword=KeywordRetriever(self.store))
+        keywords_only = request.mode is SearchMode.KEYWORD
+        dense = None if keywords_only else DenseRetriever(self.transform, self.vectors, self.raw)
+        keyword = KeywordRetriever(self.store, self.state.count)
+        return run_search(request, store=self.store, dense=dense, keyword=keyword)
 
     def info(self) -> dict[str, Any]:
         """What the index is and holds; a damaged file found by the cheap checks (check.health) is an error."""

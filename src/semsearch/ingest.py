@@ -262,7 +262,7 @@ def split(docs: Sequence[Document], chunker: Chunker | None) -> list[list[Passag
     """Each document's passages: the chunker's, or without one the whole document."""
     if chunker is not None:
         return chunker.split(docs)
-    return [[Passage(i, (0, len(doc.text)), doc.embedding_text, doc.vector)] for i, doc in enumerate(docs)]
+    return [[Passage((0, len(doc.text)), doc.embedding_text, doc.vector)] for doc in docs]
 
 
 def _chunks(items: Iterable[Document], size: int) -> Iterable[list[Document]]:

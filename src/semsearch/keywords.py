@@ -77,10 +77,7 @@ def match_expression(text: str) -> str | None:
 @dataclass
 class KeywordRetriever:
     store: DocumentStore
-
-    @property
-    def available(self) -> bool:
-        return self.store.has_keywords
+    documents: int  # in the store: how deep a filter allowing some of them reads
 
     def top(self, texts: Sequence[str], n: int, allowed: np.ndarray | None) -> list[Scored]:
         """The n best documents of each text by bm25, among the `allowed` pks (sorted) if given."""
@@ -97,10 +94,10 @@ class KeywordRetriever:
             listed = " AND rowid IN (SELECT value FROM json_each(?)) ORDER BY rank LIMIT ?"
             return self._rows(select + listed, [expression, json.dumps(allowed.tolist()), n])
         # Many allowed: read the ranking deeper until n of them are found or it ends (exact either way).
-        depth = max(n, int(n * 2 * self.store.count() / len(allowed)))
+        depth = max(n, int(n * 2 * self.documents / len(allowed)))
         while True:
             rows = self._rows(select + " ORDER BY rank LIMIT ?", [expression, depth])
-            kept = [row for row in rows if _member(allowed, row[0])]
+            kept = [row for row, inside in zip(rows, np.isin([pk for pk, _ in rows], allowed)) if inside]
             if len(kept) >= n or len(rows) < depth:
                 return kept[:n]
             depth *= 4
@@ -108,11 +105,6 @@ class KeywordRetriever:
     def _rows(self, sql: str, params: list) -> Scored:
         with self.store.guarded():
             return [(int(pk), float(score)) for pk, score in self.store.db.execute(sql, params)]
-
-
-def _member(sorted_pks: np.ndarray, pk: int) -> bool:
-    at = np.searchsorted(sorted_pks, pk)
-    return bool(at < len(sorted_pks) and sorted_pks[at] == pk)
 
 
 def best_span(text: str, spans: Sequence[tuple[int, int]], query: str) -> tuple[int, int]:

@@ -24,7 +24,10 @@ class PassageMap:
         inside = (at >= 0) & (rows < self.long[np.maximum(at, 0)] + self.counts[np.maximum(at, 0)])
         return np.where(inside, self.long[np.maximum(at, 0)], rows)
 
-    @property
-    def most(self) -> int:
-        """The most passages any document has."""
-        return int(self.counts.max()) if len(self.counts) else 1
+    def counts_of(self, pks: np.ndarray) -> np.ndarray:
+        """How many passages each of these documents has."""
+        pks = np.asarray(pks, dtype=np.int64)
+        if not len(self.long):
+            return np.ones(len(pks), dtype=np.int64)
+        at = np.minimum(np.searchsorted(self.long, pks), len(self.long) - 1)
+        return np.where(self.long[at] == pks, self.counts[at], 1)

@@ -246,9 +246,10 @@ def join(store: DocumentStore, found: list[Found], texts: Sequence[str] | None) 
     """Hits with their documents, fetched in one query, and the best passage of a document cut into several
     (for a keyword-only match, the passage with most of the query's words); rows deleted meanwhile are left
     out."""
-    docs = store.get([match.pk for matches in found for match in matches])
-    passages = store.passages()
-    long = {int(pk): int(n) for pk, n in zip(passages.long, passages.counts)}
+    pks = [match.pk for matches in found for match in matches]
+    docs = store.get(pks)
+    # the documents found that have several passages, with their counts (not every long one: per query)
+    long = {pk: int(n) for pk, n in zip(pks, store.passages().counts_of(pks)) if n > 1}
     wanted = [
         row
         for matches in found

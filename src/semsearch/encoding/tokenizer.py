@@ -58,7 +58,7 @@ class Tokenizer:
         found = self._slow(texts, add_special_tokens=False, return_offsets_mapping=True, truncation=False)
         return [list(map(tuple, offsets)) for offsets in found["offset_mapping"]]
 
-    @property
+    @functools.cached_property
     def special_tokens(self) -> int:
         """How many special tokens the model adds to a text ([CLS] and [SEP] for BERT)."""
         if self._fast is not None:
