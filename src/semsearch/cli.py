@@ -381,12 +381,13 @@ def ingest(
     "--mode",
     SearchMode,
     help="dense (the vectors), keyword (bm25 over the words) or hybrid (both, fused). Default: the index's "
-    f"({DEFAULT_MODE} where it has a keyword index; `info` shows it).",
+    f"(the one its calibration chose, else {DEFAULT_MODE} where it has a keyword index; `info` shows it).",
 )
 @click.option(
     "--alpha",
     type=click.FloatRange(0, 1),
-    help=f"hybrid: the dense side's weight, 0 to 1 (default {DEFAULT_ALPHA}).",
+    help="hybrid: the dense side's weight, 0 to 1, overriding the index's calibrated one (default: that, else "
+    f"{DEFAULT_ALPHA}; `info` shows it). Given alone, it asks for hybrid search.",
 )
 @choice_option(
     "--fusion",
@@ -447,8 +448,17 @@ def query(text, index_path, vector, k, where, rerank, mode, alpha, fusion, as_js
 @flow_options
 @index_type_option
 @recall_target_option
+@click.option(
+    "--calibrate/--no-calibrate",
+    default=True,
+    show_default=True,
+    help="Choose hybrid search's keyword/vector weight (and whether to fuse) again, from pseudo-queries drawn "
+    "from the documents (an index of 800 documents or more); --no-calibrate keeps the recorded one.",
+)
 @wait_option
-def refit(index_path, transform, dims, power, rerank, flow_epochs, seed, index_type, recall_target, wait):
+def refit(
+    index_path, transform, dims, power, rerank, flow_epochs, seed, index_type, recall_target, calibrate, wait
+):
     """Fit a new transform from the stored statistics and rebuild the vector index from the kept raw vectors,
     without encoding anything again.
 
@@ -468,6 +478,7 @@ def refit(index_path, transform, dims, power, rerank, flow_epochs, seed, index_t
             index_type=index_type,
             rerank=rerank,
             recall_target=recall_target,
+            calibrate=calibrate,
         )
         details = index.info()
     power = f", power {details['power']}" if details["transform"] == "whiten" else ""
@@ -476,6 +487,8 @@ def refit(index_path, transform, dims, power, rerank, flow_epochs, seed, index_t
         f"{details['documents']} documents in {seconds:.2f} s",
         err=True,
     )
+    if calibrate:
+        click.echo(f"calibration: {_calibration_line(details['calibration'])}", err=True)
 
 
 @main.command()
@@ -522,7 +535,25 @@ def info(index_path, as_json):
     for key, value in details.items():
         if key == "bytes":
             value = ", ".join(f"{name} {_human(size)}" for name, size in value.items())
+        elif key == "calibration":
+            value = _calibration_line(value)
         click.echo(f"{key:>15}: {value}")
+
+
+def _calibration_line(calibration: dict | None) -> str:
+    from .calibration import MIN_DOCUMENTS, MIN_SENTENCES
+
+    if not calibration:
+        return (
+            f"none (an index of fewer than {MIN_DOCUMENTS:,} documents, or too few with {MIN_SENTENCES} "
+            "sentences, keeps the default weight; `semsearch refit --calibrate` tries again)"
+        )
+    sides = ", ".join(f"{side} {value:.3f}" for side, value in calibration["sides"].items())
+    return (
+        f"{calibration['mode']}, alpha {calibration['alpha']:g}, chosen by {calibration['queries']} "
+        f"pseudo-queries (seed {calibration['seed']}; {calibration['metric']} {sides}) over "
+        f"{calibration['documents']:,} documents in {calibration['seconds']:.1f} s"
+    )
 
 
 def _progress(total: int, quiet: bool, label: str):

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .manifest import FORMAT_VERSION
-from .settings import DRIFT_LIMIT
+from .settings import DEFAULT_ALPHA, DRIFT_LIMIT
 from .store import DocumentStore
 from .vectorindex import VectorIndex
 
@@ -35,6 +35,9 @@ def describe(index: Index) -> dict[str, Any]:
         "chunk_overlap": s.chunk_overlap,
         "keyword_index": index.store.has_keywords,
         "default_mode": index.default_mode.value,
+        # hybrid's default dense weight, and how the corpus chose it (calibration.py; None: not calibrated)
+        "default_alpha": (state.calibration or {}).get("alpha", DEFAULT_ALPHA),
+        "calibration": state.calibration,
         "model": s.model,
         "model_name": s.model_name,
         "pooling": s.pooling,

@@ -8,8 +8,8 @@ Layout of an index directory:
     gen-NNNNNN/                one generation of derived files: stats.safetensors, transform files, vectors.faiss,
                                and a copy of its manifest (`semsearch check --repair` restores from it)
 
-Writes take turns and publish whole generations (generations.py); adding runs ingest.py, the derived files
-come from build.py, and queries run the steps of search.py."""
+Writes take turns and publish whole generations (generations.py): ingest.py adds, build.py derives, search.py
+and calibration.py read."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from typing import Any, Literal
 import numpy as np
 
 from . import build, writes
+from .calibration import query_defaults
 from .creation import check_compatible, check_new_directory, make_encoder, new_settings
 from .distributed import Executor, executor_for
 from .documents import Corpus, Document, FieldNames, parse_document, validate_documents
@@ -248,12 +249,11 @@ class Index:
         vectors: str | Path | None = None,
         cluster: Executor | str | int | None = None,
     ) -> AddReport:
-        """Add the documents of a JSONL file (a path, or a Corpus already checked). The whole file is validated
-        before anything is written. `refit`: after adding, refit the transform "never", "always", or "auto"
-        (when the drift is above DRIFT_LIMIT; with "never" the report's `drift` tells whether a refit is
-        advised). `vectors`: an .npy file of vectors made elsewhere, row i for the i-th document, used instead
-        of encoding (as is a vector field named in `fields`). `cluster`: where to encode (distributed.py): a
-        Dask scheduler's address, a number of local worker processes or an Executor; the result is the same."""
+        """Add the documents of a JSONL file (a path, or a checked Corpus), validated whole before anything is
+        written. `refit` after adding: "never", "always" or "auto" (drift above DRIFT_LIMIT; the report's `drift`
+        says if one is advised). `vectors`: an .npy of vectors made elsewhere, row i for the i-th document (as a
+        vector field in `fields`). `cluster`: where to encode (distributed.py): a Dask scheduler's address, a
+        number of local worker processes or an Executor; the result is the same."""
         if not isinstance(corpus, Corpus):
             corpus = Corpus(corpus, fields or FieldNames(), vectors)
         width, dim = corpus.check().vector_width, self.settings.encoder_dim
@@ -289,8 +289,7 @@ class Index:
             return replace(report, drift=drift)
 
     def delete(self, ids: Sequence[str] = (), where: Where = None) -> int:
-        """Delete documents by id and/or filter; their vectors leave the statistics (downdated exactly) and the
-        vector index. Returns how many were deleted."""
+        """Delete documents by id and/or filter (from the statistics, exactly, and the vector index); how many."""
         with self._writing():
             self._require_fitted()
             pks = writes.chosen(self, ids, allowed_rows(self.store, where))
@@ -309,16 +308,17 @@ class Index:
         index_type: str | None = None,
         rerank: int | None = None,
         recall_target: float | None = None,
+        calibrate: bool = True,
     ) -> float:
         """Derive a new transform from the stored statistics and rebuild the vector index from the kept raw
         vectors: no encoding. Unnamed settings (None) keep their current values, except that a new transform
         kind starts from its own defaults for dims and power; `dims="all"` keeps every dimension; `index_type`
         changes the FAISS index (flat, hnsw, ivf, pq, auto); `rerank` the queries' default; `recall_target`
-        the recall@10 its search is tuned for. Returns seconds."""
+        the recall@10 it is tuned for; `calibrate` False keeps the fusion weight (calibration.py). Returns s."""
         at_least(rerank, 0, "rerank")
         with self._writing():
             spec = build.refit_spec(self.settings, transform, dims, power, flow_epochs, seed)
-            return self._refit_locked(spec, index_type, rerank, recall_target)
+            return self._refit_locked(spec, index_type, rerank, recall_target, calibrate)
 
     def _refit_locked(self, spec: TransformSpec, index_type: str | None, *tuning: Any) -> float:
         self._require_fitted()
@@ -336,10 +336,9 @@ class Index:
     def search(
         self, text: str, k: int = 10, where: Where = None, rerank: int | None = None, **how: Any
     ) -> list[Hit]:
-        """The k documents that best match `text`. `where` filters first, so k come back whenever k match;
-        `rerank=N` takes N candidates from the vector index and re-scores them by cosine of the kept raw vectors
-        (None: the index's own setting, 0: off). `mode` dense, keyword or hybrid (None: the index's default),
-        `alpha` hybrid's dense weight, `fusion` convex or rrf (search.py)."""
+        """The k documents that best match `text`; `where` filters first (k come back whenever k match). `rerank=N`
+        re-scores N candidates by cosine of the kept raw vectors (None: the index's setting, 0: off). `mode` dense,
+        keyword or hybrid, `alpha` hybrid's dense weight (None: as calibrated), `fusion` convex or rrf."""
         return self.search_many([text], k, where, rerank, **how)[0]
 
     def search_many(
@@ -347,15 +346,17 @@ class Index:
     ) -> list[list[Hit]]:
         if any(not text.strip() for text in texts):
             raise DataError("the query text is empty")
+        how = query_defaults(self.state.calibration, how)  # mode and alpha not given: as calibrated
         keywords_only = SearchMode.parse(how.get("mode") or self.default_mode, "mode") is SearchMode.KEYWORD
         vectors = None if keywords_only else self.encoder.encode(list(texts))
         return self.search_vectors(vectors, k, where, rerank, texts=texts, **how)
 
     @property
     def default_mode(self) -> SearchMode:
-        """Hybrid (settings.DEFAULT_MODE) where the index has keywords and a model, else dense."""
-        keywords = self.store.has_keywords and self.settings.model != NO_MODEL
-        return DEFAULT_MODE if keywords else SearchMode.DENSE
+        """The calibrated mode (hybrid if none) where the index has keywords and a model, else dense."""
+        fusible = self.store.has_keywords and self.settings.model != NO_MODEL
+        calibrated = query_defaults(self.state.calibration, {}).get("mode")
+        return SearchMode(calibrated or DEFAULT_MODE) if fusible else SearchMode.DENSE
 
     def search_vectors(
         self,
@@ -372,6 +373,7 @@ class Index:
         (mode None: dense without texts, else the index's default)."""
         rerank = at_least(self.settings.rerank if rerank is None else rerank, 0, "rerank")
         default = self.default_mode if texts is not None else SearchMode.DENSE
+        how = query_defaults(self.state.calibration, how) if texts is not None else how
         request = Request.checked(k, queries, texts, where, rerank, self.settings.encoder_dim, default, **how)
         self.refresh()
         if self.state.count == 0:

@@ -84,6 +84,9 @@ class IndexState:
     # nprobe, exact_rows, filtered levels) and the recall@10 against flat measured with them; None: untuned.
     search_params: dict | None = None
     measured_recall: float | None = None
+    # The fusion weight and default mode the corpus chose for itself (calibration.Calibration as JSON); None:
+    # not calibrated (too few documents, or too few with sentences to spare), hybrid at settings.DEFAULT_ALPHA.
+    calibration: dict | None = None
     created: str = field(default_factory=now)
     updated: str = field(default_factory=now)
 

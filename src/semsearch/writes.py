@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import build
+from .calibration import calibrate
+from .chunking import Chunker
 from .creation import make_chunker, make_encoder
 from .distributed import Executor, InProcess, Job
 from .documents import Document
@@ -20,6 +22,7 @@ from .generations import NextGeneration
 from .ingest import CHUNK_DOCS, Added, Progress, add_documents, fidelity, fidelity_sample
 from .manifest import IndexSettings, Manifest
 from .rawvectors import RawVectors, ResumeCache, Segment, SegmentWriter, compact, worth_compacting
+from .search import DenseRetriever
 from .settings import NO_MODEL, Quantize, TransformSpec, check_recall_target
 from .stats import RunningStats
 from .transforms import Transform
@@ -99,6 +102,8 @@ def add(
             changes: dict[str, Any] = dict(
                 segments=tuple(s.to_json() for s in segments), next_pk=done.next_pk
             )
+            if state.count == 0 or done.refitted or state.calibration is None:
+                changes["calibration"] = _calibrated(index, settings, transform, vectors, raw, job.chunker)
             if settings.quantize != Quantize.NONE and state.quantize_fidelity is None:
                 changes["quantize_fidelity"] = _fidelity(index, range(state.next_pk, done.next_pk))
             published = _write(index, building, stats, transform, vectors, settings, **changes)
@@ -160,8 +165,10 @@ def refit(
     index_type: str | None,
     rerank: int | None = None,
     recall_target: float | None = None,
+    calibrate: bool = True,
 ) -> tuple[float, Published]:
-    """A new transform from the stored statistics and a vector index rebuilt from the kept raw vectors."""
+    """A new transform from the stored statistics and a vector index rebuilt from the kept raw vectors, and
+    the fusion weight calibrated again for them (unless `calibrate` is False: the recorded one is kept)."""
     started = time.perf_counter()
     index_type = index_type or index.settings.index_type
     recall_target = check_recall_target(recall_target) or index.settings.recall_target
@@ -179,9 +186,34 @@ def refit(
         rerank=index.settings.rerank if rerank is None else rerank,
         recall_target=recall_target,
     )
+    changes = {}
+    if calibrate:
+        chunker = make_chunker(settings, lambda: index.encoder)
+        changes["calibration"] = _calibrated(index, settings, fitted, vectors, index.raw, chunker)
     with index.generations.next(index.manifest) as building:
-        published = _write(index, building, stats, fitted, vectors, settings)
+        published = _write(index, building, stats, fitted, vectors, settings, **changes)
     return time.perf_counter() - started, published
+
+
+def _calibrated(
+    index: Index,
+    settings: IndexSettings,
+    transform: Transform,
+    vectors: VectorIndex,
+    raw: RawVectors,
+    chunker: Chunker | None,
+) -> dict[str, Any] | None:
+    """The fusion weight this generation's documents choose (calibration.py), as the manifest keeps it."""
+    if settings.model == NO_MODEL:
+        return None
+    chosen = calibrate(
+        store=index.store,
+        dense=DenseRetriever(transform, vectors, raw),
+        encode=index.encoder.encode,
+        chunker=chunker,
+        rerank=settings.rerank,
+    )
+    return None if chosen is None else chosen.to_json()
 
 
 def _loaded(index: Index) -> VectorIndex:

@@ -59,6 +59,7 @@ class BenchConfig:
     )  # dense, keyword, hybrid (keyword once per encoding: no transform in it)
     alphas: Sequence[float] = (0.5,)  # hybrid's dense weight
     fusions: Sequence[str] = ("convex",)
+    calibrate: bool = True  # with hybrid among the modes: also the weight the corpus calibrates for itself
     chunk_tokens: Sequence[int | None] = (None,)  # None: the model's max_length (the default); 0: no chunking
     split: str = "test"
     work: Path = Path("indexes") / "bench"
@@ -120,12 +121,15 @@ def run_beir(directory: Path, config: BenchConfig) -> list[dict[str, Any]]:
         keyword_done = False
         for setting in settings_grid(config, index.settings.encoder_dim):
             config.progress(f"{data.name} {pooling}: {setting.label} dims={setting.dims or 'all'}")
-            refit_seconds = index.refit(setting.transform, setting.dims or "all", _whiten_power(setting))
+            refit_seconds = index.refit(
+                setting.transform, setting.dims or "all", _whiten_power(setting), calibrate=False
+            )
             for rerank in config.rerank:
                 if rerank and setting.transform == "none" and setting.dims is None:
                     continue  # re-scoring the full raw vectors with themselves changes nothing
-                for how in _modes(config, keyword_done):
-                    keyword_done |= how["mode"] == "keyword"
+                swept = [(how, {}) for how in _modes(config, keyword_done)]
+                for how, measured in swept + _calibrated(index, config, rerank):
+                    keyword_done |= how["mode"] == "keyword" and not measured
                     results = index.search_vectors(queries, k=100, rerank=rerank, texts=texts, **how)
                     run = {q: {hit.id: hit.score for hit in hits} for q, hits in zip(query_ids, results)}
                     metrics = evaluate_run(data.qrels, run, RETRIEVAL_METRICS)
@@ -147,6 +151,7 @@ def run_beir(directory: Path, config: BenchConfig) -> list[dict[str, Any]]:
                             "rerank": 0 if keyword else rerank,
                             "chunk_tokens": settings.chunk_tokens,
                             **how,
+                            **measured,
                             **{name: round(float(value), 5) for name, value in metrics.items()},
                             "query_ms": round(search_ms + (0 if keyword else encode_ms), 3),
                             "search_ms": round(search_ms, 3),
@@ -241,6 +246,38 @@ def _modes(config: BenchConfig, keyword_done: bool) -> list[dict[str, Any]]:
                 alphas = config.alphas if fusion == "convex" else [0.5]
                 out += [{"mode": "hybrid", "alpha": alpha, "fusion": fusion} for alpha in alphas]
     return out
+
+
+def _calibrated(index, config: BenchConfig, rerank: int) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """The search the corpus's own calibration (calibration.py) chooses for these settings, and what its row
+    records beside the metrics (`calibrated`, the weight, the pseudo-queries' sweep); none unless hybrid is
+    among the modes and the corpus can be calibrated."""
+    from ..calibration import calibrate
+    from ..creation import make_chunker
+    from ..search import DenseRetriever
+
+    if not config.calibrate or "hybrid" not in config.modes:
+        return []
+    chosen = calibrate(
+        store=index.store,
+        dense=DenseRetriever(index.transform, index.vectors, index.raw),
+        encode=index.encoder.encode,
+        chunker=make_chunker(index.settings, lambda: index.encoder),
+        rerank=rerank,
+    )
+    if chosen is None:
+        return []
+    search: dict[str, Any] = {"mode": chosen.mode}
+    if chosen.mode == "hybrid":
+        search.update(alpha=chosen.alpha, fusion="convex")
+    measured = {
+        "calibrated": True,
+        "alpha": chosen.alpha,
+        "pseudo_queries": chosen.queries,
+        "pseudo_sweep": chosen.sweep,
+        "calibration_s": chosen.seconds,
+    }
+    return [(search, measured)]
 
 
 def _whiten_power(setting: Setting) -> float | None:

@@ -50,6 +50,13 @@ def listed(flag: str, default: str, help: str, name: str | None = None):
     "--alphas", "0.5", "hybrid: dense weights to sweep, comma separated (0: keyword only, 1: dense only)."
 )
 @listed("--fusions", "convex", "hybrid: fusions, comma separated: convex, rrf.")
+@click.option(
+    "--calibrate/--no-calibrate",
+    default=True,
+    show_default=True,
+    help="With hybrid among --modes: also the weight the corpus calibrates for itself (pseudo-queries), "
+    "measured on the real queries beside the sweep and its best weight.",
+)
 @listed(
     "--chunk-tokens",
     "default",
@@ -85,6 +92,7 @@ def bench(
     modes,
     alphas,
     fusions,
+    calibrate,
     chunk_tokens_text,
     peers,
     out,
@@ -115,6 +123,7 @@ def bench(
         modes=_split(modes),
         alphas=[float(a) for a in _split(alphas)],
         fusions=_split(fusions),
+        calibrate=calibrate,
         chunk_tokens=[None if c == "default" else int(c) for c in _split(chunk_tokens_text)],
         split=split,
         work=work,

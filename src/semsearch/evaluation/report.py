@@ -25,6 +25,7 @@ ROW_KEY = (
     "mode",
     "alpha",
     "fusion",
+    "calibrated",
 )
 # Rows written before these columns existed (encoded by torch then, a vector per document, dense search).
 KEY_DEFAULTS = {
@@ -33,6 +34,7 @@ KEY_DEFAULTS = {
     "backend": "torch",
     "chunk_tokens": 0,
     "mode": "dense",
+    "calibrated": False,
 }
 
 
@@ -72,7 +74,7 @@ def markdown_table(rows: list[dict[str, Any]], command: str | None = None) -> st
     )
     varied = [
         name
-        for name in ("chunk_tokens", "mode", "alpha", "fusion")
+        for name in ("chunk_tokens", "mode", "alpha", "fusion", "calibrated")
         if len({r.get(name, KEY_DEFAULTS.get(name)) for r in rows if r.get("system") == "semsearch"}) > 1
     ]
     columns = [
@@ -106,7 +108,62 @@ def markdown_table(rows: list[dict[str, Any]], command: str | None = None) -> st
         ]
         cells = ["" if v is None else f"{v:.4g}" if isinstance(v, float) else str(v) for v in values]
         lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + calibration_summary(rows, metrics[0])) + "\n"
+
+
+def calibration_summary(rows: list[dict[str, Any]], metric: str) -> list[str]:
+    """Per dense setting: the calibrated choice and its real figure beside the swept weights' best (the oracle,
+    which knows the real queries' labels) and each side alone."""
+    lines = []
+    for row in [r for r in rows if r.get("calibrated")]:
+        same = [r for r in rows if not r.get("calibrated") and _setting(r) == _setting(row)]
+        swept = [r for r in same if r.get("mode") == "hybrid" and r.get("fusion", "convex") == "convex"]
+        dense = [r[metric] for r in same if r.get("mode", "dense") == "dense"]
+        keyword = [r[metric] for r in rows if r.get("mode") == "keyword" and r["dataset"] == row["dataset"]]
+        oracle = max(swept, key=lambda r: r[metric], default=None)
+        better_side = max(dense + keyword, default=None)
+        best = max([v for v in (better_side, oracle and oracle[metric]) if v is not None], default=None)
+        if not lines:
+            lines = [
+                "",
+                f"Calibrated fusion ({metric}; the oracle is the best swept weight for the real queries):",
+                "",
+                "| dataset | setting | calibrated | its "
+                + metric
+                + " | oracle alpha | oracle "
+                + metric
+                + " | dense | keyword | to the best of these |",
+                "|---|---|---|---|---|---|---|---|---|",
+            ]
+        choice = row["mode"] if row["mode"] != "hybrid" else f"hybrid alpha {row['alpha']:g}"
+        cells = [
+            row["dataset"],
+            _label(row["transform"], row.get("power"), row.get("dims"), row["rerank"]),
+            choice,
+            f"{row[metric]:.4f}",
+            f"{oracle['alpha']:g}" if oracle else "",
+            f"{oracle[metric]:.4f}" if oracle else "",
+            f"{dense[0]:.4f}" if dense else "",
+            f"{keyword[0]:.4f}" if keyword else "",
+            f"{row[metric] - best:+.4f}" if best is not None else "",
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def _setting(row: dict[str, Any]) -> tuple:
+    names = (
+        "dataset",
+        "pooling",
+        "quantize",
+        "backend",
+        "chunk_tokens",
+        "transform",
+        "power",
+        "dims",
+        "rerank",
+    )
+    return tuple(row.get(name, KEY_DEFAULTS.get(name)) for name in names)
 
 
 def plot(rows: list[dict[str, Any]], out: Path) -> list[Path]:
@@ -134,8 +191,8 @@ def plot(rows: list[dict[str, Any]], out: Path) -> list[Path]:
             # the most rows; on a tie the last value measured (the default chunking follows 0)
             chosen = max(reversed(dict.fromkeys(values)), key=values.count) if values else None
             subset = [r for r, v in zip(subset, values) if v == chosen]
-        hybrid = [r for r in subset if r.get("mode") == "hybrid" or r.get("mode") == "keyword"]
-        subset = [r for r in subset if r.get("mode", "dense") == "dense"]
+        hybrid = [r for r in subset if r.get("mode") in ("hybrid", "keyword") or r.get("calibrated")]
+        subset = [r for r in subset if r.get("mode", "dense") == "dense" and not r.get("calibrated")]
         if hybrid:
             paths.append(_plot_alpha(subset, hybrid, metric, out, f"{dataset}-{pooling}", rows[0]["model"]))
         figure, axes = plt.subplots(figsize=(7, 4.5))
@@ -188,12 +245,15 @@ def _plot_alpha(
     dense: list[dict[str, Any]], hybrid: list[dict[str, Any]], metric: str, out: Path, name: str, model: str
 ) -> Path:
     """Hybrid quality against alpha (0: keyword only, 1: dense only), a line per dense setting, with the keyword
-    and dense figures as reference lines."""
+    and dense figures as reference lines; where calibrated, the pseudo-queries' own curve (dotted, their
+    nDCG@10) and the weight they chose (a star, at its real figure)."""
     import matplotlib.pyplot as plt
 
     figure, axes = plt.subplots(figsize=(7, 4.5))
     for row in [r for r in hybrid if r["mode"] == "keyword"][:1]:
         axes.axhline(row[metric], color="gray", linestyle=":", label="keyword (bm25)")
+    calibrated = [r for r in hybrid if r.get("calibrated")]
+    hybrid = [r for r in hybrid if not r.get("calibrated")]
     convex = [r for r in hybrid if r["mode"] == "hybrid" and r.get("fusion", "convex") == "convex"]
     for setting in dict.fromkeys((r["transform"], r["power"], r["dims"], r["rerank"]) for r in convex):
         label = (
@@ -209,6 +269,19 @@ def _plot_alpha(
         same = [r for r in dense if (r["transform"], r["power"], r["dims"], r["rerank"]) == setting]
         if same:
             axes.axhline(same[0][metric], color=line.get_color(), linestyle="--", label="dense, " + label)
+        for row in [r for r in calibrated if (r["transform"], r["power"], r["dims"], r["rerank"]) == setting]:
+            pseudo = sorted((float(a), v) for a, v in row["pseudo_sweep"].items())
+            axes.plot(*zip(*pseudo), linestyle=":", color=line.get_color(), label="pseudo-queries, " + label)
+            chosen = row["alpha"] if row["mode"] == "hybrid" else {"dense": 1.0, "keyword": 0.0}[row["mode"]]
+            axes.plot(
+                [chosen],
+                [row[metric]],
+                marker="*",
+                markersize=14,
+                color=line.get_color(),
+                linestyle="none",
+                label=f"calibrated ({row['mode']}, alpha {row['alpha']:g})",
+            )
     title = f"{name.split('-')[0]}, {model}: hybrid fusion"
     path = out / f"{name}-hybrid-{metric.replace('@', '_at_')}.png"
     return _finish(figure, axes, ("alpha (dense weight)", metric), title, path, fontsize=7)

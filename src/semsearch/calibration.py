@@ -1,0 +1,300 @@
+"""Calibration: the keyword/vector balance a corpus chooses for itself, without labelled queries.
+
+Inverse-cloze pseudo-queries (Lee et al., ACL 2019): a sentence taken out of a document is a query, and the rest
+of that document its one relevant answer. Documents are drawn with a fixed seed; their sentence is removed from
+them in a scratch copy of the index (the targets re-encoded and overlaid on the vector index's rows, their text
+changed in the keyword index inside a SQLite savepoint that is rolled back), so neither side can find the
+sentence's own words or vector. Each query is searched as a real one is (dense: the vector index, rerank, MaxP;
+keyword: bm25; each side FUSION_DEPTH deep), and every fusion weight of a grid scored by nDCG@10 of the target.
+
+The choice, with a tie rule favouring dense (the model's own ranking, the safer side where keyword matching is
+weak): dense alone if it is within TIE of the best weight; else hybrid at the largest weight within TIE of the
+best fused one; keyword alone only if it beats every fused weight by more than TIE. The cost is the encoding of
+at most QUERIES sentences and their documents and 2 x QUERIES searches, whatever the corpus's size."""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from .chunking import Chunker
+from .documents import Document
+from .ingest import split
+from .keywords import KeywordRetriever
+from .rawvectors import RawVectors
+from .search import DenseRetriever, Found, Match, dense_documents, fuse
+from .settings import DEFAULT_ALPHA, FUSION_DEPTH, Fusion, SearchMode
+from .store import DocumentStore
+from .strategy import Ranked
+
+QUERIES = 256  # pseudo-queries at most
+# ... and at most one per QUERY_SHARE documents: re-encoding their targets then costs about 1/16 of the ingest's
+# encoding, so a calibration stays under 10% of the ingest it follows (benchmarks/results/calibration.md).
+QUERY_SHARE = 16
+MIN_QUERIES = 50  # fewer than this: too little to judge, not calibrated
+MIN_DOCUMENTS = MIN_QUERIES * QUERY_SHARE  # 800: a smaller index keeps the default weight
+SCANNED = 8  # documents read at most per pseudo-query wanted: a corpus of one-sentence texts stops early
+SEED = 16
+MIN_SENTENCES = 3  # in a document that gives a query: the rest keeps at least two
+QUERY_WORDS = (4, 64)  # a pseudo-query's words, at least and at most
+WEIGHTS = tuple(round(0.1 * step, 1) for step in range(11))  # dense weights tried: 0 keyword alone, 1 dense
+TIE = 0.005  # nDCG@10 within this of the best counts as a tie
+CUTOFF = 10
+METRIC = "ndcg@10"
+SENTENCE_END = re.compile(r"[.!?]+[\"')\]]*\s+")
+ABBREVIATION = 3  # a word this short before a full stop ("al.", "Fig.", "e.g.") does not end a sentence
+Encode = Callable[[Sequence[str]], np.ndarray]
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """What a calibration chose and saw; the manifest keeps it (`info` shows it)."""
+
+    mode: str  # the default search mode it chose: dense, hybrid or keyword
+    alpha: float  # hybrid's default dense weight
+    queries: int
+    seed: int
+    documents: int  # in the index when calibrated
+    sides: dict[str, float]  # nDCG@10 of the pseudo-queries: dense, keyword, hybrid (at alpha)
+    sweep: dict[str, float]  # nDCG@10 at each dense weight ("0.0" keyword alone ... "1.0" dense alone)
+    seconds: float
+    metric: str = METRIC
+    tie: float = TIE
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any] | None) -> Calibration | None:
+        return None if not data else cls(**data)
+
+
+def query_defaults(calibration: dict[str, Any] | None, how: dict[str, Any]) -> dict[str, Any]:
+    """A query's `mode` and `alpha`, those not given taken from the calibration: its mode (hybrid whenever an
+    alpha is given) and its weight."""
+    chosen = Calibration.from_json(calibration)
+    if chosen is None:
+        return how
+    mode = how.get("mode") or (SearchMode.HYBRID.value if how.get("alpha") is not None else chosen.mode)
+    alpha = how.get("alpha") if how.get("alpha") is not None else chosen.alpha
+    return {**how, "mode": mode, "alpha": alpha}
+
+
+@dataclass(frozen=True)
+class PseudoQuery:
+    pk: int  # the target document
+    query: str  # the sentence taken out
+    rest: str  # the document's text without it
+
+
+def pseudo_queries(store: DocumentStore, count: int, seed: int = SEED) -> list[PseudoQuery]:
+    """Up to `count` pseudo-queries from documents drawn with `seed`, reading at most SCANNED x count of them."""
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(store.all_pks())[: SCANNED * count]
+    out: list[PseudoQuery] = []
+    for start in range(0, len(order), count):
+        batch = [int(pk) for pk in order[start : start + count]]
+        rows = store.get(batch)
+        for pk in batch:
+            if pk in rows and (found := _cloze(rows[pk]["text"], rng)) is not None:
+                out.append(PseudoQuery(pk, *found))
+                if len(out) == count:
+                    return out
+    return out
+
+
+def _cloze(text: str, rng: np.random.Generator) -> tuple[str, str] | None:
+    """A sentence of the text (of QUERY_WORDS words) and the text without it; None for too few sentences."""
+    spans = sentences(text)
+    if len(spans) < MIN_SENTENCES:
+        return None
+    fitting = [(s, e) for s, e in spans if QUERY_WORDS[0] <= len(text[s:e].split()) <= QUERY_WORDS[1]]
+    if not fitting:
+        return None
+    start, end = fitting[int(rng.integers(len(fitting)))]
+    return text[start:end], (text[:start] + text[end:]).strip()
+
+
+def sentences(text: str) -> list[tuple[int, int]]:
+    """Character spans of the text's sentences: cut after a full stop, question or exclamation mark and the
+    space after it, unless the word before it is an abbreviation's length or dotted ("e.g."); a stop with a
+    space before it (tokenized text, as Cranfield's " .") always ends one. Lower-case text is cut alike."""
+    spans, begin = [], 0
+    for end in SENTENCE_END.finditer(text):
+        before = text[begin : end.start()]
+        word = "" if not before or before[-1].isspace() else before.split()[-1]
+        if word and (len(word) <= ABBREVIATION or "." in word):
+            continue
+        spans.append((begin, end.start() + 1))
+        begin = end.end()
+    if begin < len(text):
+        spans.append((begin, len(text)))
+    return spans
+
+
+@dataclass
+class OverlaidRaw:
+    """Raw vectors with some rows replaced (the scratch copy's targets)."""
+
+    base: RawVectors
+    rows: np.ndarray  # sorted
+    vectors: np.ndarray
+
+    def get(self, pks: np.ndarray) -> np.ndarray:
+        out = self.base.get(pks)
+        at = np.minimum(np.searchsorted(self.rows, pks), len(self.rows) - 1)
+        replaced = self.rows[at] == pks
+        out[replaced] = self.vectors[at[replaced]]
+        return out
+
+
+@dataclass
+class ScratchDense:
+    """The dense retriever of the index with the targets' rows replaced by their new vectors: the index is read
+    deeper by as many rows as the targets had, theirs dropped and the new ones scored in (the same ranking a
+    vector index holding the new rows would give, up to its approximation)."""
+
+    base: DenseRetriever
+    dropped: np.ndarray  # every row the targets had, sorted
+    raw: OverlaidRaw
+
+    @property
+    def vectors(self):
+        return self.base.vectors
+
+    def candidates(self, queries: np.ndarray, n: int, allowed: np.ndarray | None) -> Ranked:
+        ranked = self.base.candidates(queries, n + len(self.dropped), allowed)
+        projected = self.base.transform.project(queries)
+        scores = projected @ self.base.transform.project(self.raw.vectors).T
+        out: Ranked = []
+        for result, new in zip(ranked, scores):
+            kept = [(pk, score) for pk, score in result if not _inside(self.dropped, pk)]
+            kept += [(int(row), float(score)) for row, score in zip(self.raw.rows, new)]
+            out.append(sorted(kept, key=lambda pair: -pair[1])[:n])
+        return out
+
+
+def _inside(sorted_rows: np.ndarray, row: int) -> bool:
+    at = int(np.searchsorted(sorted_rows, row))
+    return at < len(sorted_rows) and int(sorted_rows[at]) == row
+
+
+def calibrate(
+    *,
+    store: DocumentStore,
+    dense: DenseRetriever,
+    encode: Encode,
+    chunker: Chunker | None,
+    rerank: int,
+    queries: int | None = None,
+    seed: int = SEED,
+) -> Calibration | None:
+    """The fusion weight and default mode this index's own documents choose (see the module's docstring), from
+    `queries` pseudo-queries (None: one per QUERY_SHARE documents, at most QUERIES), or None where it cannot
+    judge: fewer than MIN_DOCUMENTS documents, or fewer than MIN_QUERIES with MIN_SENTENCES sentences."""
+    started = time.perf_counter()
+    documents = store.count()
+    if documents < MIN_DOCUMENTS or not store.has_keywords:
+        return None
+    drawn = pseudo_queries(store, queries or min(QUERIES, documents // QUERY_SHARE), seed)
+    targets = Targets.of(drawn, store, encode, chunker)
+    if len(targets.queries) < MIN_QUERIES:
+        return None
+    sweep = sweep_weights(targets.queries, *rankings(targets, store, dense, encode, rerank))
+    mode, alpha = choose(sweep)
+    return Calibration(
+        mode=mode,
+        alpha=alpha,
+        queries=len(targets.queries),
+        seed=seed,
+        documents=documents,
+        sides={"dense": sweep["1.0"], "keyword": sweep["0.0"], "hybrid": sweep[f"{alpha:.1f}"]},
+        sweep=sweep,
+        seconds=round(time.perf_counter() - started, 3),
+    )
+
+
+@dataclass(frozen=True)
+class Targets:
+    """The pseudo-queries' documents as the scratch copy holds them: each re-cut and re-encoded without its
+    sentence, its new passages taking its first rows (a document the removal would give more passages than
+    it had is left out: rare, and its extra rows would belong to the next document)."""
+
+    queries: list[PseudoQuery]
+    rows: np.ndarray  # the new passages' vector rows, sorted
+    vectors: np.ndarray  # their raw vectors
+    dropped: np.ndarray  # every row the targets had, sorted
+
+    @classmethod
+    def of(
+        cls, drawn: list[PseudoQuery], store: DocumentStore, encode: Encode, chunker: Chunker | None
+    ) -> Targets:
+        titles = {pk: row["title"] for pk, row in store.get([q.pk for q in drawn]).items()}
+        cut = split([Document(str(q.pk), q.rest, titles.get(q.pk)) for q in drawn], chunker)
+        had = store.passages().counts_of(np.array([q.pk for q in drawn], dtype=np.int64))
+        kept = [(q, parts, int(n)) for q, parts, n in zip(drawn, cut, had) if len(parts) <= n]
+        rows = [q.pk + i for q, parts, _ in kept for i in range(len(parts))]
+        texts = [part.embedding_text for _, parts, _ in kept for part in parts]
+        dropped = [q.pk + i for q, _, n in kept for i in range(n)]
+        order = np.argsort(rows, kind="stable")
+        return cls(
+            [q for q, _, _ in kept],
+            np.asarray(rows, dtype=np.int64)[order],
+            encode(texts)[order] if texts else np.zeros((0, 0), np.float32),
+            np.sort(np.asarray(dropped, dtype=np.int64)),
+        )
+
+
+def rankings(
+    targets: Targets, store: DocumentStore, dense: DenseRetriever, encode: Encode, rerank: int
+) -> tuple[list[Found], list[Found]]:
+    """Each pseudo-query's dense and keyword documents (FUSION_DEPTH of each) in the scratch copy."""
+    queries = [q.query for q in targets.queries]
+    scratch = ScratchDense(dense, targets.dropped, OverlaidRaw(dense.raw, targets.rows, targets.vectors))
+    dense_found = dense_documents(scratch, store, encode(queries), FUSION_DEPTH, None, rerank)
+    with store.scratch({q.pk: q.rest for q in targets.queries}):
+        scored = KeywordRetriever(store, store.count()).top(queries, FUSION_DEPTH, None)
+    return dense_found, [[Match(pk, score) for pk, score in result] for result in scored]
+
+
+def sweep_weights(queries: list[PseudoQuery], dense: list[Found], keyword: list[Found]) -> dict[str, float]:
+    """Mean nDCG@10 of the targets at each dense weight ("0.0" keyword alone, "1.0" dense alone)."""
+    return {f"{w:.1f}": _mean_ndcg(queries, _ranking(dense, keyword, w)) for w in WEIGHTS}
+
+
+def choose(sweep: dict[str, float]) -> tuple[str, float]:
+    """The default mode and hybrid weight from the scores of each weight, ties going to dense (module doc)."""
+    fused = {float(w): score for w, score in sweep.items() if 0 < float(w) < 1}
+    best_fused = max(fused.values()) if fused else -math.inf
+    alpha = max((w for w, s in fused.items() if s >= best_fused - TIE), default=DEFAULT_ALPHA)
+    best = max(sweep.values())
+    if sweep["1.0"] >= best - TIE:
+        return SearchMode.DENSE.value, alpha
+    if best_fused >= best - TIE:
+        return SearchMode.HYBRID.value, alpha
+    return SearchMode.KEYWORD.value, alpha
+
+
+def _ranking(dense: list[Found], keyword: list[Found], weight: float) -> list[Found]:
+    if weight == 1.0:
+        return dense
+    if weight == 0.0:
+        return keyword
+    return [fuse(d, k, weight, Fusion.CONVEX, CUTOFF) for d, k in zip(dense, keyword)]
+
+
+def _mean_ndcg(drawn: Sequence[PseudoQuery], found: list[Found]) -> float:
+    """nDCG@10 with one relevant document: 1 / log2(1 + its rank), 0 beyond rank 10."""
+    total = 0.0
+    for query, matches in zip(drawn, found):
+        for rank, match in enumerate(matches[:CUTOFF], 1):
+            if match.pk == query.pk:
+                total += 1 / math.log2(1 + rank)
+                break
+    return round(total / len(drawn), 5)

@@ -1,0 +1,188 @@
+"""The fusion weight a corpus calibrates for itself (calibration.py), on the real model, FAISS and SQLite: the
+scratch copy ranks exactly as a second, real index holding the changed documents does; the store is untouched
+afterwards; an ingest records the calibration, queries use it, --alpha overrides it, refit keeps or redoes it;
+small indexes are left uncalibrated and say so."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from conftest import SAMPLE, shared_data, write_jsonl
+
+from semsearch import Index
+from semsearch.calibration import (
+    MIN_DOCUMENTS,
+    TIE,
+    WEIGHTS,
+    Targets,
+    choose,
+    pseudo_queries,
+    rankings,
+    sentences,
+    sweep_weights,
+)
+from semsearch.cli import main
+from semsearch.creation import make_chunker
+from semsearch.evaluation.datasets import ensure_beir
+from semsearch.search import DenseRetriever
+from semsearch.settings import DEFAULT_ALPHA, FUSION_DEPTH
+
+DOCUMENTS = 850  # just over MIN_DOCUMENTS: calibrated, with 53 pseudo-queries
+OPTIONS = dict(transform="none", chunk_tokens=64)  # raw vectors: the same scores in both indexes; passages
+
+
+@pytest.fixture(scope="module")
+def cranfield(tmp_path_factory):
+    directory = ensure_beir(shared_data("cranfield"), tmp_path_factory.mktemp("converted"))
+    lines = (directory / "corpus.jsonl").read_text().splitlines()[:DOCUMENTS]
+    return [json.loads(line) for line in lines]
+
+
+@pytest.fixture(scope="module")
+def index(cranfield, tmp_path_factory):
+    root = tmp_path_factory.mktemp("calibrated")
+    corpus = write_jsonl(root / "corpus.jsonl", cranfield)
+    index = Index.create(root / "index", **OPTIONS)
+    index.ingest(corpus)
+    yield index
+    index.close()
+
+
+def test_sentences_are_cut_in_cased_and_tokenized_lower_case_text():
+    text = "Cells grow fast. We show e.g. that it works. Smith et al. found 3 things! Why not?"
+    assert [text[s:e] for s, e in sentences(text)] == [
+        "Cells grow fast.",
+        "We show e.g. that it works.",
+        "Smith et al. found 3 things!",
+        "Why not?",
+    ]
+    cranfield = "an experimental study of a wing was made . the lift was measured . it rose"
+    assert [cranfield[s:e] for s, e in sentences(cranfield)] == [
+        "an experimental study of a wing was made .",
+        "the lift was measured .",
+        "it rose",
+    ]
+
+
+def test_the_tie_rule_favours_dense_then_fusion():
+    flat = {f"{w:.1f}": 0.5 for w in WEIGHTS}
+    assert choose(flat) == ("dense", 0.9)  # all tied: dense alone; hybrid's weight the largest tied one
+    peaked = {**flat, "0.4": 0.6, "0.6": 0.6 - TIE / 2}
+    assert choose(peaked) == ("hybrid", 0.6)  # within TIE of the best fused weight: the larger
+    assert choose({**peaked, "1.0": 0.6 - TIE / 2}) == ("dense", 0.6)
+    assert choose({**peaked, "0.0": 0.6 + 2 * TIE})[0] == "keyword"
+    assert choose({**peaked, "0.0": 0.6 + TIE / 2})[0] == "hybrid"
+
+
+@pytest.mark.slow
+def test_the_scratch_copy_ranks_as_a_real_index_of_the_changed_documents(index, cranfield, tmp_path):
+    """The pseudo-queries' rankings, taken from the index with their sentences removed in a scratch copy, equal
+    those of a second index ingested from a corpus in which those documents really lack them."""
+    store = index.store
+    drawn = pseudo_queries(store, 60, seed=7)
+    chunker = make_chunker(index.settings, lambda: index.encoder)
+    targets = Targets.of(drawn, store, index.encoder.encode, chunker)
+    assert len(targets.queries) >= 55  # few are left out (more passages without the sentence than with it)
+    assert (np.diff(targets.dropped) > 0).all() and len(targets.dropped) > len(targets.queries)  # passages
+    dense = DenseRetriever(index.transform, index.vectors, index.raw)
+    before = {pk: row["text"] for pk, row in store.get([q.pk for q in targets.queries]).items()}
+    dense_found, keyword_found = rankings(targets, store, dense, index.encoder.encode, rerank=0)
+
+    # the store is as it was: texts, keyword index (FTS5's own check), and a removed sentence is found again
+    after = store.get(list(before))
+    assert {pk: row["text"] for pk, row in after.items()} == before
+    store.db.execute("INSERT INTO keywords (keywords) VALUES ('integrity-check')")
+    ids_of = {pk: row["id"] for pk, row in after.items()}
+    first = targets.queries[0]
+    assert ids_of[first.pk] in [hit.id for hit in index.search(first.query, k=10, mode="keyword")]
+
+    changed = {ids_of[q.pk]: q.rest for q in targets.queries}
+    real = Index.create(tmp_path / "changed", **OPTIONS)
+    real.ingest(
+        write_jsonl(
+            tmp_path / "changed.jsonl", [{**d, "text": changed.get(d["_id"], d["text"])} for d in cranfield]
+        )
+    )
+    texts = [q.query for q in targets.queries]
+    vectors = index.encoder.encode(texts)
+    every_id = {
+        pk: row["id"] for pk, row in store.get([m.pk for f in dense_found + keyword_found for m in f]).items()
+    }
+    for mode, found in (("dense", dense_found), ("keyword", keyword_found)):
+        expected = real.search_vectors(vectors, k=FUSION_DEPTH, rerank=0, texts=texts, mode=mode)
+        for ours, theirs in zip(found, expected):
+            assert [every_id[m.pk] for m in ours][:20] == [hit.id for hit in theirs][:20]
+            np.testing.assert_allclose(
+                [m.score for m in ours], [hit.score for hit in theirs], rtol=1e-5, atol=1e-6
+            )
+
+    sweep = sweep_weights(targets.queries, dense_found, keyword_found)
+    targets_ids = [ids_of[q.pk] for q in targets.queries]
+    for weight in WEIGHTS:
+        how = (
+            {"mode": "dense"}
+            if weight == 1
+            else {"mode": "keyword"}
+            if weight == 0
+            else {"mode": "hybrid", "alpha": weight}
+        )
+        results = real.search_vectors(vectors, k=10, rerank=0, texts=texts, **how)
+        gains = [
+            next((1 / math.log2(1 + r) for r, hit in enumerate(hits, 1) if hit.id == target), 0.0)
+            for target, hits in zip(targets_ids, results)
+        ]
+        assert sweep[f"{weight:.1f}"] == pytest.approx(np.mean(gains), abs=1e-4), weight
+    real.close()
+
+
+@pytest.mark.slow
+def test_an_ingest_records_its_calibration_and_queries_use_it(index, tmp_path):
+    calibration = index.state.calibration
+    assert calibration is not None and calibration["documents"] == DOCUMENTS
+    assert calibration["queries"] == DOCUMENTS // 16 and calibration["seed"] == 16
+    assert set(calibration["sweep"]) == {f"{w:.1f}" for w in WEIGHTS}
+    assert choose(calibration["sweep"]) == (calibration["mode"], calibration["alpha"])
+    on_disk = json.loads((index.path / "manifest.json").read_text())["calibration"]
+    assert on_disk == calibration
+    assert index.info()["default_alpha"] == calibration["alpha"]
+    assert index.default_mode.value == calibration["mode"]
+
+    text = "boundary layer transition on a flat plate"
+    chosen = dict(mode=calibration["mode"], alpha=calibration["alpha"])
+    assert _ids(index.search(text)) == _ids(index.search(text, **chosen))
+    other = 0.9 if calibration["alpha"] < 0.5 else 0.1
+    given = index.search(text, alpha=other)  # --alpha alone: hybrid at that weight, whatever was chosen
+    assert _ids(given) == _ids(index.search(text, mode="hybrid", alpha=other))
+    assert given[0].scores is not None
+
+    index.refit(calibrate=False)
+    assert index.state.calibration == calibration  # kept as it was
+    runner = CliRunner()
+    result = runner.invoke(main, ["refit", "--index", str(index.path), "--calibrate"])
+    assert result.exit_code == 0, result.output
+    assert "calibration: " + calibration["mode"] in result.output
+    index.refresh()
+    again = index.state.calibration
+    assert again["sweep"] == calibration["sweep"] and again["seconds"] != calibration["seconds"]  # redone
+    info = runner.invoke(main, ["info", "--index", str(index.path)])
+    assert f"pseudo-queries (seed 16; ndcg@10 dense {calibration['sides']['dense']:.3f}" in info.output
+
+
+def test_a_small_index_is_not_calibrated_and_says_so(tmp_path):
+    docs = [json.loads(line) for line in SAMPLE.read_text().splitlines()][:40]
+    with Index.create(tmp_path / "small") as index:
+        index.ingest(write_jsonl(tmp_path / "small.jsonl", docs))
+        assert index.state.calibration is None and index.info()["default_alpha"] == DEFAULT_ALPHA
+        assert index.default_mode.value == "hybrid"
+    info = CliRunner().invoke(main, ["info", "--index", str(tmp_path / "small")])
+    assert f"none (an index of fewer than {MIN_DOCUMENTS:,} documents" in info.output
+    refit_help = " ".join(CliRunner().invoke(main, ["refit", "--help"]).output.split())
+    assert f"an index of {MIN_DOCUMENTS} documents or more" in refit_help
+
+
+def _ids(hits) -> list[str]:
+    return [hit.id for hit in hits]
