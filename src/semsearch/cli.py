@@ -315,6 +315,7 @@ def ingest(
                 Index.open_or_create(index_path, options, corpus=corpus, wait=wait) as index,
                 _progress(total, quiet, "encoding") as bar,
             ):
+                calibrated = index.state.calibration
                 report = index.ingest(corpus, progress=bar.update, refit=refit, cluster=executor)
     except SemsearchError:
         if (
@@ -332,6 +333,8 @@ def ingest(
             f"{report.seconds:.1f} s ({report.docs_per_second:.1f} docs/s); {len(index)} in the index",
             err=True,
         )
+    if not quiet and index.state.calibration not in (None, calibrated):
+        click.echo(f"calibrated the fusion weight: {_calibration_line(index.state.calibration)}", err=True)
     if report.young:
         click.echo(
             f"fitted the transform again on all {len(index)} documents: a young index (fewer than "
