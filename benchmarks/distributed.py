@@ -4,6 +4,13 @@ corpus sizes; and, from the measured rates, what 10M and 100M documents cost on 
 benchmarks/results/distributed.md and distributed.json.
 
     .venv/bin/python benchmarks/distributed.py [--wordnet DIR] [--docs 20000] [--large 60000] [--rounds 3]
+    .venv/bin/python benchmarks/distributed.py --shard-add [--shard-docs 500000] [--shard-source 20000]
+                                               [--shard-types ivf] [--rounds 2]
+
+--shard-add measures only the ivf / pq index filled on the workers (a section of its own in the results, which
+the other runs keep): --shard-source WordNet glosses encoded once, resampled with noise to --shard-docs vectors,
+ingested with `--vectors --index-type T` in this process and on `--workers 2`, alternated rounds; the build's
+phases timed inside the ingest process (its functions wrapped), the driver's peak RSS, the index files compared.
 
 Needs ../shared/data/wordnet/corpus.jsonl (skips with a message where it is absent) and the dask extra. Timing
 needs a quiet machine: the 1-minute load average is recorded before and after each run.
@@ -40,6 +47,52 @@ ONE_THREAD = [
     "import sys; from semsearch.encoding import Encoder; Encoder.threads = 1; "
     "from semsearch.cli import main; sys.argv[0] = 'semsearch'; main()",
 ]
+# `semsearch ingest` with the build's phases timed: seconds inside build.build_vectors and the functions it calls,
+# summed over the run, printed as a `phases:` JSON line on stderr as the process ends.
+TIMED_PHASES = [
+    sys.executable,
+    "-c",
+    """
+import json, sys, time
+from semsearch import build, distributed, tuning, vectorindex
+from semsearch.cli import main
+
+spent = {}
+
+def timed(owner, name, phase):
+    inner = getattr(owner, name)
+    def wrapper(*args, **kwargs):
+        started = time.perf_counter()
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            spent[phase] = spent.get(phase, 0.0) + time.perf_counter() - started
+    setattr(owner, name, wrapper)
+
+timed(build, "build_vectors", "build")
+timed(vectorindex.VectorIndex, "train", "train")
+timed(distributed.Executor, "add_blocks", "fill")  # here: project, add, truth block by block
+timed(distributed.DaskExecutor, "add_blocks", "fill")  # cluster: project, truth, send, merge
+timed(vectorindex.VectorIndex, "add", "add on the driver")
+merger = vectorindex.VectorIndex.merger
+def timed_merger(self):  # the merge of each shard's lists, a function the merger returns
+    merge = merger(self)
+    def timed_merge(lists):
+        started = time.perf_counter()
+        merge(lists)
+        spent["merge"] = spent.get("merge", 0.0) + time.perf_counter() - started
+    return timed_merge
+vectorindex.VectorIndex.merger = timed_merger
+timed(tuning.Truth, "add", "truth")
+timed(tuning, "tune", "tune")
+sys.argv[0] = "semsearch"
+try:
+    main()
+finally:
+    print("phases: " + json.dumps(spent), file=sys.stderr)
+""",
+]
+SHARD_SECTION = "## IVF and PQ filled on the workers"
 VARIANTS = {  # name: (the command, extra arguments)
     "in-process": (SEMSEARCH, []),
     "in-process, one encoder thread": (ONE_THREAD, []),
@@ -80,11 +133,13 @@ def ingest(corpus: Path, index: Path, extra: list[str], env: dict, program: list
     if process.returncode != 0:
         raise SystemExit(f"{shlex.join(command)} failed:\n{stderr}")
     reported = re.search(r"in ([\d.]+) s \(([\d.]+) docs/s\)", stderr)
+    phases = re.search(r"^phases: (.*)$", stderr, re.MULTILINE)  # TIMED_PHASES
     return {
         "seconds": round(seconds, 2),
         "ingest_seconds": float(reported.group(1)) if reported else None,
         "driver_peak_rss_mib": round(peak, 1),
         "load": [round(before, 2), round(load(), 2)],
+        **({"phases": json.loads(phases.group(1))} if phases else {}),
     }
 
 
@@ -101,6 +156,10 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=20_000)
     parser.add_argument("--large", type=int, default=60_000, help="the second size for the driver's RSS")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--shard-add", action="store_true", help="only the ivf / pq fill on the workers")
+    parser.add_argument("--shard-docs", type=int, default=500_000, help="vectors ingested with --shard-add")
+    parser.add_argument("--shard-source", type=int, default=20_000, help="glosses encoded, then resampled")
+    parser.add_argument("--shard-types", default="ivf", help="index types measured, comma-separated")
     args = parser.parse_args()
     source = args.wordnet / "corpus.jsonl"
     if not source.is_file():
@@ -116,6 +175,9 @@ def main() -> None:
     scratch = Path(tempfile.mkdtemp(prefix="semsearch-distributed-"))
     env = {**os.environ, "SEMSEARCH_CACHE": str(scratch / "cache")}
     lines = source.read_text().splitlines(keepends=True)
+    if args.shard_add:
+        shard_add(args, lines, scratch, env)
+        return
     corpus, large = scratch / "corpus.jsonl", scratch / "large.jsonl"
     corpus.write_text("".join(lines[: args.docs]))
     large.write_text("".join(lines[: args.large]))
@@ -166,8 +228,9 @@ def main() -> None:
     text_bytes = sum(len(d["text"].encode()) + len((d.get("title") or "").encode()) for d in records)
     result = summarise(args, runs, driver, rss, identical, text_bytes / len(records))
     OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / "distributed.json").write_text(json.dumps(result, indent=2) + "\n")
-    (OUT / "distributed.md").write_text(report(result))
+    kept = {k: v for k, v in previous_json().items() if k == "shard_add"}  # --shard-add's section stays
+    (OUT / "distributed.json").write_text(json.dumps({**result, **kept}, indent=2) + "\n")
+    (OUT / "distributed.md").write_text(report(result) + shard_section_kept())
     print((OUT / "distributed.md").read_text())
 
 
@@ -296,10 +359,218 @@ def report(r: dict) -> str:
         "What this says: the encoding scales with the machines until the single driver's rate is the limit; "
         "past that, more workers only wait. At 100M documents the driver also keeps 150 GB of raw vectors and "
         "builds one HNSW index in memory (about 79 GB at 792 bytes a document): beyond one machine's RAM, which "
-        "calls for IVF-PQ trained on the driver and filled per shard on the workers (faiss merge_into), not "
-        "built here.",
+        "calls for IVF-PQ trained on the driver and filled per shard on the workers (faiss merge_into): "
+        "`--index-type ivf` or `pq` on a cluster does that (measured in the last section).",
         "",
     ]
+    return "\n".join(lines)
+
+
+# ---- --shard-add: an ivf / pq index filled on the workers ---------------------------------------------------
+
+SHARD_VARIANTS = {"in-process": [], "2 workers": ["--workers", "2"]}
+# Resampling: a source vector plus noise shaped like the corpus, this wide (as benchmarks/filter.py does).
+NOISE = 0.7
+
+
+def shard_add(args, lines: list[str], scratch: Path, env: dict) -> None:
+    """The ivf / pq fill on the workers against this process (see the top); writes its section and JSON key."""
+    source = scratch / "source.jsonl"
+    source.write_text("".join(lines[: args.shard_source]))
+    ingest(source, scratch / "source", ["--workers", "2", "--quiet"], env)  # encoded once, by the cluster
+    from semsearch import Index
+
+    with Index.open(scratch / "source") as index:
+        every = np.concatenate([b for _, b in index.raw.blocks()])
+    vectors, corpus = resampled(every, args.shard_docs, scratch)
+    runs: dict[str, dict[str, list[dict]]] = {
+        kind: {name: [] for name in SHARD_VARIANTS} for kind in args.shard_types.split(",")
+    }
+    identical: dict[str, bool] = {}
+    for kind, found in runs.items():
+        for round_ in range(args.rounds):  # alternated: each round runs both variants
+            for name, extra in SHARD_VARIANTS.items():
+                index = scratch / f"{kind}-{name.replace(' ', '-')}-{round_}"
+                command = ["--vectors", str(vectors), "--index-type", kind, *extra]
+                found[name].append(ingest(corpus, index, command, env, TIMED_PHASES))
+                print(kind, name, found[name][-1], file=sys.stderr, flush=True)
+        built = {
+            f"{name}, round {r + 1}": index_contents(scratch / f"{kind}-{name.replace(' ', '-')}-{r}")
+            for name in SHARD_VARIANTS
+            for r in range(args.rounds)
+        }
+        reference = built["in-process, round 1"]
+        identical[kind] = {
+            "lists_and_centroids": all(b["lists"] == reference["lists"] for b in built.values()),
+            "files": {name: b["file"] == reference["file"] for name, b in built.items()},
+            "direct_map": {name: b["direct_map"] for name, b in built.items()},
+        }
+    result = {
+        "command": "python benchmarks/distributed.py " + shlex.join(sys.argv[1:]),
+        "docs": args.shard_docs,
+        "source_docs": args.shard_source,
+        "rounds": args.rounds,
+        "cores": os.cpu_count(),
+        "runs": runs,
+        "same_index": identical,
+        "wire": {kind: wire_bytes(scratch / f"{kind}-in-process-0", args.shard_docs) for kind in runs},
+    }
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / "distributed.json").write_text(
+        json.dumps({**previous_json(), "shard_add": result}, indent=2) + "\n"
+    )
+    existing = (OUT / "distributed.md").read_text() if (OUT / "distributed.md").is_file() else ""
+    kept = existing.split(SHARD_SECTION)[0].rstrip("\n") + "\n\n" if existing else ""
+    (OUT / "distributed.md").write_text(kept + shard_report(result))
+    print(shard_report(result))
+
+
+def resampled(every: np.ndarray, n: int, scratch: Path) -> tuple[Path, Path]:
+    """n vectors: each a random one of `every` plus Gaussian noise with their covariance (x NOISE),
+    normalised, and a corpus of n short documents to go with them."""
+    rng = np.random.default_rng(n)
+    factor = np.linalg.cholesky(np.cov(every.T) + 1e-6 * np.eye(every.shape[1])).astype(np.float32)
+    path, corpus = scratch / f"resampled-{n}.npy", scratch / f"resampled-{n}.jsonl"
+    array = np.lib.format.open_memmap(path, mode="w+", dtype="<f4", shape=(n, every.shape[1]))
+    for begin in range(0, n, 100_000):
+        rows = min(100_000, n - begin)
+        noise = rng.standard_normal((rows, every.shape[1]), dtype=np.float32) @ factor.T
+        picked = every[rng.integers(0, len(every), rows)] + NOISE * noise
+        array[begin : begin + rows] = picked / np.linalg.norm(picked, axis=1, keepdims=True)  # as encoded
+    array.flush()
+    del array
+    with open(corpus, "w") as handle:
+        for i in range(n):
+            handle.write(f'{{"id": "r{i}", "text": "resampled document {i}"}}\n')
+    return path, corpus
+
+
+def index_contents(path: Path) -> dict:
+    """Digests of an ivf / pq index: its file, and its centroids and lists (each list's ids and codes, in
+    order); and its direct map (0 none, 2 a hash table: tuning makes one when it scores few rows from the
+    lists, which it does or not by timing, and it is saved with the index)."""
+    import hashlib
+
+    import faiss
+
+    from semsearch import Index
+    from semsearch.vectorindex import VectorIndex
+
+    with Index.open(path) as index:
+        file = hashlib.sha256((index.generation_dir / VectorIndex.FILE).read_bytes()).hexdigest()
+        ivf = faiss.downcast_index(index.vectors.index)
+        quantizer = faiss.downcast_index(ivf.quantizer)
+        lists = hashlib.sha256(
+            faiss.rev_swig_ptr(quantizer.get_xb(), quantizer.ntotal * quantizer.d).tobytes()
+        )
+        for n in range(ivf.nlist):
+            size = ivf.invlists.list_size(n)
+            lists.update(faiss.rev_swig_ptr(ivf.invlists.get_ids(n), size).tobytes())
+            lists.update(faiss.rev_swig_ptr(ivf.invlists.get_codes(n), size * ivf.code_size).tobytes())
+        return {"file": file, "lists": lists.hexdigest(), "direct_map": int(ivf.direct_map.type)}
+
+
+def wire_bytes(path: Path, docs: int, workers: int = 2) -> dict:
+    """What a cluster's fill sends: the trained, empty index once to each worker, each block's projected
+    vectors and pks out, and back each shard's inverted lists (VectorIndex.lists_bytes: codes, ids, and the
+    size of each list, 8 bytes a list)."""
+    import faiss
+
+    from semsearch import Index
+    from semsearch.rawvectors import BLOCK_ROWS
+    from semsearch.vectorindex import VectorIndex
+
+    with Index.open(path) as index:
+        ivf = faiss.downcast_index(index.vectors.index)
+        empty = VectorIndex(faiss.clone_index(ivf))
+        empty.index.reset()
+        empty_bytes = len(empty.to_bytes())
+    shards = -(-docs // BLOCK_ROWS)
+    return {
+        "shards": shards,
+        "structure": f"IVF{ivf.nlist}, {ivf.code_size} bytes a code, {ivf.d} dims",
+        "to_workers_mb": round((docs * (ivf.d * 4 + 8) + workers * empty_bytes) / 1e6, 1),
+        "from_workers_mb": round((docs * (ivf.code_size + 8) + shards * ivf.nlist * 8) / 1e6, 1),
+        "empty_index_mb": round(empty_bytes / 1e6, 2),
+    }
+
+
+def previous_json() -> dict:
+    path = OUT / "distributed.json"
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def shard_section_kept() -> str:
+    """The --shard-add section of the results file as it stands, for a run that rewrites the rest."""
+    path = OUT / "distributed.md"
+    text = path.read_text() if path.is_file() else ""
+    return "\n" + SHARD_SECTION + text.split(SHARD_SECTION, 1)[1] if SHARD_SECTION in text else ""
+
+
+def shard_report(r: dict) -> str:
+    def median(found: list[dict], phase: str | None) -> float:  # None: the whole process
+        return statistics.median(run["seconds"] if phase is None else run["phases"][phase] for run in found)
+
+    lines = [
+        SHARD_SECTION,
+        "",
+        f"Command: `{r['command']}`. {r['docs']:,} vectors resampled from the first {r['source_docs']:,} "
+        "WordNet glosses (int8 encoder; each a gloss's vector plus noise shaped like theirs), ingested with "
+        "`--vectors --index-type T` (whiten P=0.5 to 128 dims) in this process and on a local cluster of 2 "
+        f"worker processes, {r['rounds']} alternated rounds, medians; {r['cores']} cores shared with another "
+        "engineer's work, so the 1-minute load average is given by run. Phases are seconds inside the ingest "
+        "process (build: all of build_vectors; fill: the blocks projected, fed to tuning's exact answers and "
+        "added, here or sent and merged; truth: of it, the exact answers).",
+        "",
+    ]
+    for kind, found in r["runs"].items():
+        lines += [
+            f"### {kind}: {r['wire'][kind]['structure']}",
+            "",
+            "| variant | round | whole s | ingest s | build s | train s | fill s | truth s | merge s | tune s "
+            "| driver peak RSS MiB | load before / after |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        for name, runs in found.items():
+            for number, run in enumerate(runs):
+                p = run.get("phases", {})
+                lines.append(
+                    f"| {name} | {number + 1} | {run['seconds']:.1f} | {run['ingest_seconds']:.1f} "
+                    f"| {p.get('build', 0):.1f} | {p.get('train', 0):.1f} | {p.get('fill', 0):.1f} "
+                    f"| {p.get('truth', 0):.1f} | {p.get('merge', 0):.2f} | {p.get('tune', 0):.1f} "
+                    f"| {run['driver_peak_rss_mib']:.0f} | {run['load'][0]:.1f} / {run['load'][1]:.1f} |"
+                )
+        here, there = found["in-process"], found["2 workers"]
+        ratios = [
+            f"{phase or 'whole process'} {median(there, phase) / max(median(here, phase), 1e-9):.2f}x"
+            for phase in ("fill", "build", None)
+        ]
+        wire = r["wire"][kind]
+        same = r["same_index"][kind]
+        if all(same["files"].values()):
+            files = "Their files are identical byte for byte."
+        else:
+            files = (
+                "Their files byte for byte that of in-process round 1: "
+                + ", ".join(f"{name} {'yes' if equal else 'no'}" for name, equal in same["files"].items())
+                + "; the direct map saved with each: "
+                + ", ".join(
+                    f"{name} {'a hash table' if m else 'none'}" for name, m in same["direct_map"].items()
+                )
+                + ". They differ by it alone: tuning makes it when it times scoring few rows exactly from the "
+                "lists, which it reaches or not by timing, in two builds in this process as well."
+            )
+        lines += [
+            "",
+            f"- Seconds on 2 workers / in-process (medians): {', '.join(ratios)}.",
+            "- The same centroids and lists (each list's ids and codes, in order) in every build: "
+            f"{same['lists_and_centroids']}. {files}",
+            f"- On the wire: {wire['shards']} shards (a raw block of 8,192 rows each); "
+            f"{wire['to_workers_mb']:,} MB out (the projected vectors and ids, and the trained index, "
+            f"{wire['empty_index_mb']} MB, once to each worker), {wire['from_workers_mb']:,} MB of shards back "
+            "(their lists' codes, ids and sizes).",
+            "",
+        ]
     return "\n".join(lines)
 
 

@@ -267,3 +267,27 @@ def test_a_vector_file_larger_than_a_read_block_keeps_every_row_in_place(tmp_pat
         rows = [0, 4095, 4096, 4999]
         np.testing.assert_array_equal(index.raw.get(np.array(rows)), vectors[rows])
         assert [hits[0].id for hits in index.search_vectors(vectors[rows], k=1)] == [f"d{i}" for i in rows]
+
+
+def test_raw_vectors_read_without_a_map_as_through_one(tmp_path):
+    """A write's reads (positioned reads, nearby rows merged, at most READ_SPAN rows a read) give the rows the
+    kept map gives, across segments, in any order, repeated, and at the read span's edges."""
+    from semsearch.rawvectors import READ_SPAN, RawVectors
+
+    rng = np.random.default_rng(5)
+    vectors = rng.standard_normal((3000, 8)).astype(np.float32)
+    with Index.create(tmp_path / "index", model="none", dim=8, transform="none") as index:
+        for part in (slice(0, 2500), slice(2500, 3000)):  # two ingests: two segments
+            docs = [{"id": f"d{i}", "text": f"t{i}"} for i in range(3000)][part]
+            np.save(tmp_path / "v.npy", vectors[part])
+            index.ingest(write_jsonl(tmp_path / "c.jsonl", docs), vectors=tmp_path / "v.npy")
+        unmapped = RawVectors(index.path, index.raw.segments, 8, mapped=False)
+        assert len(index.raw.segments) == 2
+        for pks in (
+            rng.permutation(3000),
+            rng.integers(0, 3000, 700),  # repeats, scattered
+            np.array([READ_SPAN - 1, READ_SPAN, 2 * READ_SPAN - 1, 2499, 2500, 2999, 0]),
+        ):
+            np.testing.assert_array_equal(unmapped.get(pks), vectors[pks])
+            np.testing.assert_array_equal(index.raw.read(pks), index.raw.get(pks))
+        assert not unmapped._maps  # nothing mapped

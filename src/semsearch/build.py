@@ -1,10 +1,11 @@
 """Build: a generation's derived files from the kept raw vectors and the statistics. Fit the transform, build
-the vector index (trained on a sample where its type needs one), bring it up to date after an add or a
-removal, and resolve what a refit asks for. Raw vectors are read a block at a time, never held whole."""
+the vector index (trained on a sample where its type needs one; filled here, or an ivf or pq one on a cluster's
+workers, a shard per block, merged in order), bring it up to date after an add or a removal, and resolve what a
+refit asks for. Raw vectors are read a block at a time, never held whole."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -17,6 +18,12 @@ from .transforms import LinearTransform, Progress, Transform, VectorBatches, fit
 from .vectorindex import VectorIndex, resolve_index_type
 
 Blocks = Iterable[tuple[np.ndarray, np.ndarray]]
+# Adds (pks, projected vectors) blocks to a trained vector index, in their order, and returns when all are in:
+# here (`add_here`), or on a cluster's workers, a shard per block, merged in block order (distributed.py).
+BlockAdder = Callable[[VectorIndex, Blocks], None]
+# Kinds whose shards FAISS merges (an IndexIVF appends each list of a copy filled elsewhere): so the lists hold
+# their rows in the order adding them here would (flat and hnsw are filled here).
+MERGEABLE = ("ivf", "pq")
 
 
 def live_blocks(raw: RawVectors, live: np.ndarray) -> Blocks:
@@ -60,9 +67,11 @@ def build_vectors(
     live: np.ndarray,
     index_type: str,
     recall_target: float = DEFAULT_RECALL_TARGET,
+    adder: BlockAdder | None = None,
 ) -> VectorIndex:
     """A new vector index of every live row, of the type `index_type` resolves to for their number, its search
-    parameters tuned for `recall_target` (tuning.py) on a sample of its own rows as queries."""
+    parameters tuned for `recall_target` (tuning.py) on a sample of its own rows as queries. Trained here;
+    `adder` fills it with the projected blocks (default: here; a cluster's executor: on its workers)."""
     count = len(live)
     vectors = VectorIndex.create(
         transform.out_dim, resolve_index_type(index_type, count, transform.out_dim), count
@@ -70,17 +79,36 @@ def build_vectors(
     if vectors.training_rows:
         vectors.train(training_sample(transform, raw, live, vectors.training_rows))
     approximate = vectors.kind != "flat"
-    exact = strategy.Exact(vectors, lambda pks: transform.project(raw.get(pks)))
+    exact = strategy.Exact(vectors, lambda pks: transform.project(raw.read(pks)))  # read: no map kept
     if approximate:
         truth = tuning.Truth(tuning.sample_queries(live, exact.project_rows), tuning.levels_for(count))
-    for pks, block in live_blocks(raw, live):
-        projected = transform.project(block)
-        vectors.add(projected, pks)
-        if approximate:
-            truth.add(pks, projected)
+
+    def projected_blocks() -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        for pks, block in live_blocks(raw, live):
+            projected = transform.project(block)
+            yield pks, projected
+            if approximate:  # once the block is added, or sent to a worker, which adds it meanwhile
+                truth.add(pks, projected)
+
+    (adder or add_here)(vectors, projected_blocks())
     tuned = tuning.tune(vectors, truth, exact, recall_target) if approximate else tuning.Tuning({}, 1.0)
     vectors.params, vectors.recall = tuned.params, tuned.recall
     return vectors
+
+
+def add_here(vectors: VectorIndex, blocks: Blocks) -> None:
+    """The BlockAdder of this process: each block added in turn."""
+    for pks, projected in blocks:
+        vectors.add(projected, pks)
+
+
+def fill_shard(empty: np.ndarray, pks: np.ndarray, projected: np.ndarray) -> np.ndarray:
+    """A shard: the trained, empty index (VectorIndex.to_bytes) with one block added, its lists serialized
+    (VectorIndex.lists_bytes, for `merge`). What a cluster's worker runs for a BlockAdder: it needs no index
+    directory, file or transform."""
+    shard = VectorIndex.from_bytes(empty)
+    shard.add(projected, pks)
+    return shard.lists_bytes()
 
 
 def training_sample(transform: Transform, raw: RawVectors, live: np.ndarray, rows: int) -> np.ndarray:

@@ -32,6 +32,7 @@ from .search import DenseRetriever, Found, Match, dense_documents, fuse
 from .settings import DEFAULT_ALPHA, FUSION_DEPTH, Fusion, SearchMode
 from .store import DocumentStore
 from .strategy import Ranked
+from .vectorindex import VectorIndex
 
 QUERIES = 256  # pseudo-queries at most
 # ... and at most one per QUERY_SHARE documents: re-encoding their targets then costs about 1/16 of the ingest's
@@ -165,24 +166,22 @@ class ScratchDense:
     raw: OverlaidRaw
 
     @property
-    def vectors(self):
+    def vectors(self) -> VectorIndex:
         return self.base.vectors
 
     def candidates(self, queries: np.ndarray, n: int, allowed: np.ndarray | None) -> Ranked:
         ranked = self.base.candidates(queries, n + len(self.dropped), allowed)
         projected = self.base.transform.project(queries)
-        scores = projected @ self.base.transform.project(self.raw.vectors).T
+        new_scores = projected @ self.base.transform.project(self.raw.vectors).T
         out: Ranked = []
-        for result, new in zip(ranked, scores):
-            kept = [(pk, score) for pk, score in result if not _inside(self.dropped, pk)]
-            kept += [(int(row), float(score)) for row, score in zip(self.raw.rows, new)]
-            out.append(sorted(kept, key=lambda pair: -pair[1])[:n])
+        for result, new in zip(ranked, new_scores):
+            rows = np.array([row for row, _ in result] + self.raw.rows.tolist(), dtype=np.int64)
+            scores = np.array([score for _, score in result] + new.tolist())
+            keep = np.flatnonzero(~np.isin(rows[: len(result)], self.dropped))
+            keep = np.concatenate([keep, np.arange(len(result), len(rows))])
+            best = keep[np.argsort(-scores[keep], kind="stable")[:n]]
+            out.append([(int(rows[i]), float(scores[i])) for i in best])
         return out
-
-
-def _inside(sorted_rows: np.ndarray, row: int) -> bool:
-    at = int(np.searchsorted(sorted_rows, row))
-    return at < len(sorted_rows) and int(sorted_rows[at]) == row
 
 
 def calibrate(

@@ -11,8 +11,10 @@ On Dask, each task gets the documents themselves (no shared filesystem) and the 
 loads the encoder once and encodes on one core per task (`dask worker --nthreads N` runs N at once). The
 driver keeps a few partitions in flight per worker thread and appends each result to the resume cache as it
 arrives, so a driver killed and run again skips the partitions it had received; a worker killed mid-task has
-its task run again elsewhere by Dask. Dask is an optional extra (`pip install 'semsearch[dask]'`), imported
-only here and only when a cluster is asked for."""
+its task run again elsewhere by Dask. An ivf or pq index is trained on the driver and filled on the workers
+(`add_blocks`): each block of projected vectors, in a task, is added to a copy of the trained index, and the
+shards are merged in block order, byte for byte the index filled here. Dask is an optional extra
+(`pip install 'semsearch[dask]'`), imported only here and only when a cluster is asked for."""
 
 from __future__ import annotations
 
@@ -22,11 +24,13 @@ import os
 import threading
 import uuid
 from abc import ABC, abstractmethod
+from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from . import build
 from .chunking import Chunker
 from .creation import make_chunker, make_encoder
 from .documents import Document
@@ -35,6 +39,7 @@ from .errors import SemsearchError
 from .ingest import CHUNK_DOCS, Encode, EncodedPartition, Progress, cached_partition, encode_documents
 from .manifest import IndexSettings
 from .rawvectors import ResumeCache
+from .vectorindex import VectorIndex
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +72,10 @@ class Executor(ABC):
     @abstractmethod
     def run(self, partitions: Iterable[list[Document]], job: Job) -> Iterator[EncodedPartition]:
         """Each partition's result, in order, pulling partitions only as it needs them."""
+
+    def add_blocks(self, vectors: VectorIndex, blocks: build.Blocks) -> None:
+        """Fill a trained vector index with (pks, projected) blocks in order (a build.BlockAdder): here."""
+        build.add_here(vectors, blocks)
 
     def describe(self) -> str:
         return "this process"
@@ -195,7 +204,7 @@ class DaskExecutor(Executor):
                 arrived.clear()
                 counter.flush()
                 for number in [n for n, future in pending.items() if future.done()]:
-                    part = _result(pending.pop(number), number, distributed)
+                    part = _result(pending.pop(number), f"partition {number}", distributed)
                     rows = [i for i, key in enumerate(part.keys) if key is not None]
                     job.cache.append([part.keys[i] for i in rows], part.vectors[rows])
                     counter.finished(number)
@@ -206,6 +215,45 @@ class DaskExecutor(Executor):
             with contextlib.suppress(Exception):
                 self.client.unsubscribe_topic(topic)
             counter.flush()
+
+    def add_blocks(self, vectors: VectorIndex, blocks: build.Blocks) -> None:
+        """An ivf or pq index filled on the workers: each block a task (build.fill_shard) adding it to a copy of
+        the trained, empty index, sent once to every worker; the shards' lists merged into `vectors` in block
+        order as they come back, a few in flight per worker thread. Each list then holds its rows in the order
+        adding the blocks here gives: the same index. Other kinds are filled here (FAISS cannot merge them)."""
+        if vectors.kind not in build.MERGEABLE:
+            build.add_here(vectors, blocks)
+            return
+        import dask
+
+        distributed = _dask()
+        empty = self.client.scatter(vectors.to_bytes(), broadcast=True, hash=False)
+        tag, window = uuid.uuid4().hex, IN_FLIGHT * max(1, self.threads())
+        in_order: deque[tuple[int, Any]] = deque()  # (block number, future), merged from the left
+        merge = vectors.merger()
+
+        def merge_first() -> None:
+            number, future = in_order.popleft()
+            merge(_result(future, f"shard {number}", distributed))
+
+        try:
+            for number, (pks, projected) in enumerate(blocks):
+                # The block travels in its task, not scattered to one worker: a worker lost mid-task has the
+                # task run again elsewhere. At 384 dims that is 12.6 MB, above Dask's warning for a graph.
+                size = f"{pks.nbytes + projected.nbytes + (1 << 20)}B"
+                with dask.config.set({"distributed.admin.large-graph-warning-threshold": size}):
+                    future = self.client.submit(
+                        build.fill_shard, empty, pks, projected, key=f"semsearch-shard-{tag}-{number}"
+                    )
+                in_order.append((number, future))
+                while in_order and (len(in_order) >= window or in_order[0][1].done()):
+                    merge_first()
+            while in_order:
+                merge_first()
+        finally:
+            for _, future in in_order:
+                future.cancel()
+            empty.release()
 
 
 @contextlib.contextmanager
@@ -310,13 +358,12 @@ def _cached(docs: list[Document], job: Job) -> EncodedPartition | None:
     return cached_partition(docs, job.settings.encoder_dim, job.chunker, job.cache)
 
 
-def _result(future: Any, number: int, distributed: Any) -> EncodedPartition:
+def _result(future: Any, task: str, distributed: Any) -> Any:
     try:
         return future.result()
     except distributed.KilledWorker as error:
         raise ClusterError(
-            f"partition {number} was lost with every worker that ran it ({error}): are the workers running "
-            "out of memory?"
+            f"{task} was lost with every worker that ran it ({error}): are the workers running out of memory?"
         ) from None
 
 

@@ -243,7 +243,7 @@ def add_documents(
         fresh, old = planned.popleft()
         if old:
             old_rows = store.passage_pks(np.array(old, dtype=np.int64))
-            stats.remove(raw.get(old_rows))
+            stats.remove(raw.read(old_rows))
             store.delete(old)
             done.replaced += old_rows.tolist()
             done.replaced_documents += len(old)

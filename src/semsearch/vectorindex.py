@@ -1,5 +1,8 @@
 """The vector index: FAISS inner product over L2-normalised vectors (so scores are cosines), keyed by the
-document store's integer row ids."""
+document store's integer row ids.
+
+Size: one class over the four FAISS kinds, with the exact scoring filtered search needs (strategy.py) and the
+bytes an index filled on a cluster travels as (distributed.py)."""
 
 from __future__ import annotations
 
@@ -358,6 +361,39 @@ class VectorIndex:
     def save(self, directory: Path) -> None:
         with atomic_path(Path(directory) / self.FILE) as tmp:
             faiss.write_index(self.index, str(tmp))
+
+    # ---- bytes for a cluster's workers (distributed.py): the trained index out, a shard's lists back ---------
+
+    def to_bytes(self) -> np.ndarray:
+        return faiss.serialize_index(self.index)  # uint8, as `save` writes it
+
+    @classmethod
+    def from_bytes(cls, data: np.ndarray) -> VectorIndex:
+        return cls(faiss.deserialize_index(np.ascontiguousarray(data, dtype=np.uint8)))
+
+    def lists_bytes(self) -> np.ndarray:
+        """ivf, pq: the inverted lists alone (codes and ids, as FAISS writes them), without the centroids that
+        every shard shares (20 MB at 40,000 lists, where a shard's codes can be 0.3 MB)."""
+        writer = faiss.VectorIOWriter()
+        faiss.write_InvertedLists(faiss.downcast_index(self.index).invlists, writer)
+        return faiss.vector_to_array(writer.data)
+
+    def merger(self) -> Callable[[np.ndarray], None]:
+        """ivf, pq: a function appending each list of a shard (`lists_bytes` of a copy of this index) to this
+        one's, by FAISS's merge_from. Each shard is read into an empty copy of this index, which owns it until
+        the next (the lists FAISS reads are freed only by an index holding them)."""
+        index, carrier = faiss.downcast_index(self.index), faiss.clone_index(self.index)
+        carrier.reset()
+
+        def merge(lists: np.ndarray) -> None:
+            reader = faiss.VectorIOReader()
+            faiss.copy_array_to_vector(np.ascontiguousarray(lists, dtype=np.uint8), reader.data)
+            shard = faiss.read_InvertedLists(reader)
+            carrier.replace_invlists(shard, True)  # frees the previous shard's, emptied by the merge
+            carrier.ntotal = shard.compute_ntotal()
+            index.merge_from(carrier, 0)
+
+        return merge
 
     def ids(self) -> np.ndarray:
         """Every id the index holds, sorted (to check them against the store's)."""

@@ -48,7 +48,8 @@ def add(
     executor: Executor | None = None,
 ) -> tuple[Added, Published | None]:
     """Encode, count and store the documents not already here unchanged (ingest.add_documents; the `executor`
-    encodes: this process by default, or a cluster), then publish a generation (None when nothing was added).
+    encodes, and fills an ivf or pq index built anew: this process by default, or a cluster), then publish a
+    generation (None when nothing was added).
     Vectors also go to a resume cache as they are encoded: if the process dies, the same ingest run again takes
     them from there instead of encoding them again."""
     settings, state = index.settings, index.state
@@ -80,12 +81,18 @@ def add(
                 writer.discard()
                 return done, None
             done.refitted = state.count > 0 and build.young(settings, state.rows)
+            changes: dict[str, Any] = {}
+            if settings.quantize != Quantize.NONE and state.quantize_fidelity is None:
+                # before the vector index is built: the fp32 encoder loaded for it does not come on top
+                changes["quantize_fidelity"] = _fidelity(index, range(state.next_pk, done.next_pk))
             segments = Segment.all_of(state.segments) + [writer.finish()]
-            raw, live = RawVectors(index.path, segments, settings.encoder_dim), index.store.vector_pks()
+            # not mapped: the build's and calibration's scattered reads would keep whole segments in the RSS
+            raw = RawVectors(index.path, segments, settings.encoder_dim, mapped=False)
+            live = index.store.vector_pks()
             if state.count == 0 or done.refitted:  # first or young: fit on all documents, index all
                 transform = build.fit(settings.spec, stats, raw, live)
-                vectors = build.build_vectors(
-                    transform, raw, live, settings.index_type, settings.recall_target
+                vectors = build.build_vectors(  # ivf, pq: trained here, filled where the executor encodes
+                    transform, raw, live, settings.index_type, settings.recall_target, executor.add_blocks
                 )
             else:  # keep the transform so the stored vectors stay valid
                 transform = index.transform
@@ -99,13 +106,9 @@ def add(
                     index_type=settings.index_type,
                     recall_target=settings.recall_target,
                 )
-            changes: dict[str, Any] = dict(
-                segments=tuple(s.to_json() for s in segments), next_pk=done.next_pk
-            )
+            changes.update(segments=tuple(s.to_json() for s in segments), next_pk=done.next_pk)
             if state.count == 0 or done.refitted or state.calibration is None:
                 changes["calibration"] = _calibrated(index, settings, transform, vectors, raw, job.chunker)
-            if settings.quantize != Quantize.NONE and state.quantize_fidelity is None:
-                changes["quantize_fidelity"] = _fidelity(index, range(state.next_pk, done.next_pk))
             published = _write(index, building, stats, transform, vectors, settings, **changes)
     except BaseException:
         writer.discard()
