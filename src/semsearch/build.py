@@ -104,7 +104,7 @@ def add_here(vectors: VectorIndex, blocks: Blocks) -> None:
 
 def fill_shard(empty: np.ndarray, pks: np.ndarray, projected: np.ndarray) -> np.ndarray:
     """A shard: the trained, empty index (VectorIndex.to_bytes) with one block added, its lists serialized
-    (VectorIndex.lists_bytes, for `merge`). What a cluster's worker runs for a BlockAdder: it needs no index
+    (VectorIndex.lists_bytes, for its `merger`). What a cluster's worker runs for a BlockAdder: it needs no index
     directory, file or transform."""
     shard = VectorIndex.from_bytes(empty)
     shard.add(projected, pks)

@@ -380,8 +380,8 @@ class VectorIndex:
 
     def merger(self) -> Callable[[np.ndarray], None]:
         """ivf, pq: a function appending each list of a shard (`lists_bytes` of a copy of this index) to this
-        one's, by FAISS's merge_from. Each shard is read into an empty copy of this index, which owns it until
-        the next (the lists FAISS reads are freed only by an index holding them)."""
+        one's, by FAISS's merge_from. Each shard is read into an empty copy of this index (made here: ask while
+        this one is empty), which owns it until the next (lists FAISS reads are freed only by an index)."""
         index, carrier = faiss.downcast_index(self.index), faiss.clone_index(self.index)
         carrier.reset()
 
