@@ -129,7 +129,7 @@ def sentences(text: str) -> list[tuple[int, int]]:
     spans, begin = [], 0
     for end in SENTENCE_END.finditer(text):
         before = text[begin : end.start()]
-        word = "" if not before or before[-1].isspace() else before.split()[-1]
+        word = "" if not before or before[-1].isspace() else before.rsplit(None, 1)[-1]
         if word and (len(word) <= ABBREVIATION or "." in word):
             continue
         spans.append((begin, end.start() + 1))
@@ -202,6 +202,8 @@ def calibrate(
     if documents < MIN_DOCUMENTS or not store.has_keywords:
         return None
     drawn = pseudo_queries(store, queries or min(QUERIES, documents // QUERY_SHARE), seed)
+    if len(drawn) < MIN_QUERIES:  # before encoding anything: a corpus of one-sentence texts stops here
+        return None
     targets = Targets.of(drawn, store, encode, chunker)
     if len(targets.queries) < MIN_QUERIES:
         return None
