@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 from conftest import SAMPLE
 
-from semsearch import Index
+from semsearch import Index, calibration
+from semsearch.encoding import onnx_backend
 from semsearch.faults import FAULT_ENV, FAULT_EXIT
 
 distributed = pytest.importorskip("distributed", reason="the dask extra is not installed (make install)")
@@ -56,6 +57,7 @@ def contents(path: Path) -> dict:
             "stats": (stats.count, stats.mean, stats.comoment),
             "hits": [[(h.id, h.score, h.passage) for h in index.search(q, k=8)] for q in QUERIES],
             "passages": index.state.passages,
+            "fidelity": index.state.quantize_fidelity,  # measured on a worker, on a cluster
         }
 
 
@@ -68,6 +70,7 @@ def assert_same(path: Path, reference: Path) -> None:
     np.testing.assert_array_equal(got["stats"][1], want["stats"][1])
     np.testing.assert_array_equal(got["stats"][2], want["stats"][2])
     assert got["hits"] == want["hits"]
+    assert got["fidelity"] == want["fidelity"] and got["fidelity"]["documents"] > 0
 
 
 @pytest.fixture(scope="module")
@@ -92,6 +95,27 @@ def test_a_local_cluster_gives_the_in_process_index(local_cluster, in_process, t
     assert report.added == 300 and report.resumed == 0
     assert sum(counted) == pytest.approx(300)  # the progress bar counts documents across workers
     assert_same(tmp_path / "index", in_process)
+
+
+def test_the_driver_loads_no_model_and_calibrates_as_here(local_cluster, tmp_path, monkeypatch):
+    """Calibration's pseudo-queries and targets and the int8 fidelity check are encoded on the workers: the
+    driver (this process) opens no ONNX session, and the figures are the ones measured here."""
+    monkeypatch.setattr(calibration, "MIN_DOCUMENTS", 100)  # the sample's 300 documents are calibrated
+    monkeypatch.setattr(calibration, "MIN_QUERIES", 20)
+    monkeypatch.setattr(calibration, "QUERY_SHARE", 4)
+    manifests = {}
+    for where, executor in (("here", InProcess(PARTITION)), ("cluster", local_cluster)):
+        onnx_backend._SESSIONS.clear()  # the sessions other tests left in this process
+        with Index.create(tmp_path / where) as index:
+            index.ingest(SAMPLE, cluster=executor)
+            manifests[where] = index.state
+        loaded = len(onnx_backend._SESSIONS)
+    assert loaded == 0, "the cluster's driver loaded a model"
+    here, cluster = manifests["here"], manifests["cluster"]
+    assert here.calibration is not None and here.calibration["queries"] >= 20
+    drop_time = lambda calibrated: {k: v for k, v in calibrated.items() if k != "seconds"}  # noqa: E731
+    assert drop_time(cluster.calibration) == drop_time(here.calibration)
+    assert cluster.quantize_fidelity == here.quantize_fidelity
 
 
 @pytest.mark.slow

@@ -15,6 +15,7 @@ from pathlib import Path
 import click
 
 from .errors import SemsearchError, SettingsError
+from .memory import release_large_blocks
 from .settings import (
     DEFAULT_ALPHA,
     DEFAULT_CHUNK_OVERLAP,
@@ -141,6 +142,7 @@ def main() -> None:
         ("TOKENIZERS_PARALLELISM", "false"),
     ):
         os.environ.setdefault(name, value)
+    release_large_blocks()  # freed blocks of vectors leave the RSS: an ingest's memory follows its index
 
 
 @main.command()

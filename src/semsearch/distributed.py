@@ -7,44 +7,54 @@ index ingested on any cluster holds the same documents, pks and raw vectors, bit
 here: a vector depends only on its partition's composition, never on which process or how many threads made
 it. Another engine (Ray) would be one more Executor.
 
-On Dask, each task gets the documents themselves (no shared filesystem) and the index's settings; a worker
-loads the encoder once and encodes on one core per task (`dask worker --nthreads N` runs N at once). The
-driver keeps a few partitions in flight per worker thread and appends each result to the resume cache as it
-arrives, so a driver killed and run again skips the partitions it had received; a worker killed mid-task has
-its task run again elsewhere by Dask. An ivf or pq index is trained on the driver and filled on the workers
-(`add_blocks`): each block of projected vectors, in a task, is added to a copy of the trained index, and the
-shards are merged in block order, byte for byte the index filled here. Dask is an optional extra
-(`pip install 'semsearch[dask]'`), imported only here and only when a cluster is asked for."""
+On Dask, each task gets the documents themselves (no shared filesystem) and the index's settings, and runs
+on a worker (worker.py), which also encodes the texts of the fidelity check and calibration: the driver loads
+no model. The driver keeps a few partitions in flight per worker thread and appends each result to the resume
+cache as it arrives, so a driver killed and run again skips the partitions it had received; a worker killed
+mid-task has its task run again elsewhere by Dask. An ivf or pq index is trained on the driver and filled on
+the workers (`add_blocks`), its shards merged in block order: byte for byte the index filled here. Dask is an
+optional extra (`pip install 'semsearch[dask]'`), imported only here and only when a cluster is asked for."""
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import threading
 import uuid
 from abc import ABC, abstractmethod
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from . import build
 from .chunking import Chunker
-from .creation import make_chunker, make_encoder
 from .documents import Document
-from .encoding import Encoder
 from .errors import SemsearchError
-from .ingest import CHUNK_DOCS, Encode, EncodedPartition, Progress, cached_partition, encode_documents
+from .ingest import (
+    CHUNK_DOCS,
+    Encode,
+    EncodedPartition,
+    Progress,
+    cached_partition,
+    encode_documents,
+    quantize_fidelity,
+)
 from .manifest import IndexSettings
 from .rawvectors import ResumeCache
 from .vectorindex import VectorIndex
+from .worker import encode_partition_task, encode_texts_task, fidelity_task
 
 log = logging.getLogger(__name__)
 
 INSTALL = "pip install 'semsearch[dask]'"
 IN_FLIGHT = 2  # partitions submitted per worker thread: one running, one queued behind it
+RECENT_MESSAGES = (
+    0  # kept by Dask's logs of messages, transitions and events, for its own debugging (_short_logs)
+)
 POLL_SECONDS = 0.25  # how often the driver passes the workers' progress on while it waits
 
 
@@ -62,6 +72,7 @@ class Job:
     chunker: Chunker | None
     cache: ResumeCache
     progress: Progress | None = None
+    path: Path = Path()  # the index's, which errors name
 
 
 class Executor(ABC):
@@ -76,6 +87,17 @@ class Executor(ABC):
     def add_blocks(self, vectors: VectorIndex, blocks: build.Blocks) -> None:
         """Fill a trained vector index with (pks, projected) blocks in order (a build.BlockAdder): here."""
         build.add_here(vectors, blocks)
+
+    def encoder(self, job: Job) -> Encode:
+        """What encodes texts outside the partitions (calibration's pseudo-queries): the index's encoder."""
+        return job.encode  # type: ignore[return-value] (an index of vectors made elsewhere calibrates nothing)
+
+    def fidelity(self, texts: list[str], job: Job) -> Callable[[], dict[str, Any]]:
+        """The quantized encoder against fp32 on `texts` (ingest.quantize_fidelity), begun now; the call
+        returned gives it. Here it is measured at once, so its fp32 model is freed before the vector index is
+        built rather than held on top of it."""
+        measured = quantize_fidelity(texts, job.settings, job.encode, job.path)  # type: ignore[arg-type]
+        return lambda: measured
 
     def describe(self) -> str:
         return "this process"
@@ -118,7 +140,8 @@ class DaskExecutor(Executor):
         `timeout` seconds without one."""
         distributed = _dask()
         try:
-            client = distributed.Client(address, timeout=f"{timeout}s", set_as_default=False)
+            with _short_logs():
+                client = distributed.Client(address, timeout=f"{timeout}s", set_as_default=False)
         except (OSError, TimeoutError) as error:
             raise ClusterError(
                 f"no Dask scheduler answered at {address} within {timeout:g} s ({_brief(error)}): start one "
@@ -130,15 +153,16 @@ class DaskExecutor(Executor):
     def local(cls, workers: int, timeout: float = 60.0, partition_docs: int = CHUNK_DOCS) -> DaskExecutor:
         """A LocalCluster of `workers` worker processes (one thread each) on this machine, on loopback."""
         distributed = _dask()
-        cluster = distributed.LocalCluster(
-            n_workers=workers,
-            threads_per_worker=1,
-            processes=True,
-            host="127.0.0.1",
-            dashboard_address=None,
-            silence_logs=logging.ERROR,
-        )
-        client = distributed.Client(cluster, set_as_default=False)
+        with _short_logs():
+            cluster = distributed.LocalCluster(
+                n_workers=workers,
+                threads_per_worker=1,
+                processes=True,
+                host="127.0.0.1",
+                dashboard_address=None,
+                silence_logs=logging.ERROR,
+            )
+            client = distributed.Client(cluster, set_as_default=False)
         return cls(client, partition_docs, owned=(client, cluster))._with_workers(timeout, "a local cluster")
 
     def _with_workers(self, timeout: float, where: str) -> DaskExecutor:
@@ -191,7 +215,7 @@ class DaskExecutor(Executor):
                     shipped = [_shipped(doc) for doc in docs]
                     key = f"semsearch-encode-{topic[-32:]}-{number}"
                     pending[number] = self.client.submit(
-                        encode_task, shipped, job.settings, topic, number, key=key, pure=False
+                        encode_partition_task, shipped, job.settings, topic, number, key=key, pure=False
                     )
                     pending[number].add_done_callback(lambda _: arrived.set())
                 if following in ready:
@@ -255,6 +279,23 @@ class DaskExecutor(Executor):
                 future.cancel()
             empty.release()
 
+    def encoder(self, job: Job) -> Encode:
+        """Texts encoded on a worker, a task per call: the driver loads no model, and the vectors are the
+        ones the index's encoder gives here (worker.py)."""
+        distributed = _dask()
+
+        def encode(texts: list[str], progress: Progress | None = None) -> np.ndarray:  # no progress: one task
+            future = self.client.submit(encode_texts_task, list(texts), job.settings, pure=False)
+            return _result(future, "encoding texts", distributed)
+
+        return encode
+
+    def fidelity(self, texts: list[str], job: Job) -> Callable[[], dict[str, Any]]:
+        """Measured on a worker while the driver goes on (builds the vector index)."""
+        distributed = _dask()
+        future = self.client.submit(fidelity_task, texts, job.settings, pure=False)
+        return lambda: _result(future, "the quantized encoder's fidelity check", distributed)
+
 
 @contextlib.contextmanager
 def executor_for(cluster: Executor | str | int | None, timeout: float) -> Iterator[Executor]:
@@ -274,37 +315,6 @@ def executor_for(cluster: Executor | str | int | None, timeout: float) -> Iterat
         made = DaskExecutor.connect(str(cluster), timeout)
     with made:
         yield made
-
-
-# ---- on a worker ------------------------------------------------------------------------------------------
-
-_LOADED: dict[
-    IndexSettings, tuple[Encoder, Chunker | None]
-] = {}  # one encoder per index settings and process
-_LOADING = threading.Lock()
-
-
-def encode_task(docs: list[Document], settings: IndexSettings, topic: str, number: int) -> EncodedPartition:
-    """A Dask task: one partition encoded with the worker's encoder (loaded once), on one core; progress goes
-    to the driver as (partition, documents) events on `topic`."""
-    encoder, chunker = _worker_encoder(settings)
-    worker = _dask().get_worker()
-    report = lambda n: worker.log_event(topic, (number, n))  # noqa: E731
-    return encode_documents(docs, encoder.encode, settings.encoder_dim, chunker, None, report)
-
-
-def _worker_encoder(settings: IndexSettings) -> tuple[Encoder, Chunker | None]:
-    with _LOADING:
-        if settings not in _LOADED:
-            # As the CLI does: models are local directories, and no tokenizer threads behind Dask's own.
-            for name, value in (("HF_HUB_OFFLINE", "1"), ("TOKENIZERS_PARALLELISM", "false")):
-                os.environ.setdefault(name, value)
-            encoder = make_encoder(
-                Path(f"the index being ingested ({settings.model_name})"), settings, settings.quantize
-            )
-            encoder.threads = 1  # a task per core: the worker's threads run as many tasks
-            _LOADED[settings] = encoder.load(), make_chunker(settings, lambda: encoder)
-        return _LOADED[settings]
 
 
 # ---- helpers ----------------------------------------------------------------------------------------------
@@ -369,6 +379,17 @@ def _result(future: Any, task: str, distributed: Any) -> Any:
 
 def _brief(error: BaseException) -> str:
     return str(error).splitlines()[0] if str(error) else type(error).__name__
+
+
+@contextlib.contextmanager
+def _short_logs() -> Iterator[None]:
+    """Dask's logs of recent messages kept short for the connections made inside: each keeps the last 1,000
+    messages under 1 MB by default, and a task's message holds its partition's documents, so a driver held
+    every partition it had sent, up to 1,000 of them (its RSS grew 0.5 KB a document)."""
+    import dask
+
+    with dask.config.set({"distributed.admin.low-level-log-length": RECENT_MESSAGES}):
+        yield
 
 
 def _dask() -> Any:

@@ -13,15 +13,18 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
 from .chunking import Chunker, Passage, Span
+from .creation import make_encoder
 from .documents import Document
 from .faults import fault_point
+from .manifest import IndexSettings
 from .rawvectors import RawVectors, ResumeCache, SegmentWriter
-from .settings import DRIFT_LIMIT
+from .settings import DRIFT_LIMIT, Quantize
 from .stats import RunningStats
 from .store import DocumentStore
 
@@ -165,6 +168,20 @@ def fidelity_sample(docs: Sequence[Document], size: int = FIDELITY_SAMPLE) -> li
     if not texts:
         return []
     return [texts[i] for i in np.linspace(0, len(texts) - 1, min(size, len(texts))).astype(int)]
+
+
+def quantize_fidelity(
+    texts: list[str], settings: IndexSettings, encode: Encode, where: Path, threads: int = 0
+) -> dict[str, Any]:
+    """The quantized encoder (`encode`) against the same model in fp32 on these texts (`fidelity`); the fp32
+    model is loaded for this, on `threads` (0: every core), and freed. `where`: the index, for errors."""
+    exact_encoder = make_encoder(where, settings, Quantize.NONE.value)
+    exact_encoder.threads = threads
+    try:
+        exact = exact_encoder.encode(texts)
+    finally:
+        exact_encoder.release()
+    return fidelity(encode(texts), exact)
 
 
 def fidelity(quantized: np.ndarray, exact: np.ndarray) -> dict[str, Any]:

@@ -14,12 +14,12 @@ import numpy as np
 from . import build
 from .calibration import calibrate
 from .chunking import Chunker
-from .creation import make_chunker, make_encoder
+from .creation import make_chunker
 from .distributed import Executor, InProcess, Job
 from .documents import Document
 from .errors import IndexStateError
 from .generations import NextGeneration
-from .ingest import CHUNK_DOCS, Added, Progress, add_documents, fidelity, fidelity_sample
+from .ingest import CHUNK_DOCS, Added, Encode, Progress, add_documents, fidelity_sample
 from .manifest import IndexSettings, Manifest
 from .rawvectors import RawVectors, ResumeCache, Segment, SegmentWriter, compact, worth_compacting
 from .search import DenseRetriever
@@ -62,6 +62,7 @@ def add(
         chunker=make_chunker(settings, lambda: index.encoder),
         cache=cache,
         progress=progress,
+        path=index.path,
     )
     writer = SegmentWriter(index.path, state.next_pk, settings.encoder_dim)
     try:
@@ -82,9 +83,12 @@ def add(
                 return done, None
             done.refitted = state.count > 0 and build.young(settings, state.rows)
             changes: dict[str, Any] = {}
+            fidelity = None
             if settings.quantize != Quantize.NONE and state.quantize_fidelity is None:
-                # before the vector index is built: the fp32 encoder loaded for it does not come on top
-                changes["quantize_fidelity"] = _fidelity(index, range(state.next_pk, done.next_pk))
+                # begun before the vector index is built: here, its fp32 encoder does not come on top of it;
+                # on a cluster, a worker measures it meanwhile
+                sample = _fidelity_sample(index, range(state.next_pk, done.next_pk))
+                fidelity = executor.fidelity(sample, job)
             segments = Segment.all_of(state.segments) + [writer.finish()]
             # not mapped: the build's and calibration's scattered reads would keep whole segments in the RSS
             raw = RawVectors(index.path, segments, settings.encoder_dim, mapped=False)
@@ -107,8 +111,12 @@ def add(
                     recall_target=settings.recall_target,
                 )
             changes.update(segments=tuple(s.to_json() for s in segments), next_pk=done.next_pk)
-            if state.count == 0 or done.refitted or state.calibration is None:
-                changes["calibration"] = _calibrated(index, settings, transform, vectors, raw, job.chunker)
+            if fidelity is not None:
+                changes["quantize_fidelity"] = fidelity()
+            if job.encode is not None and (state.count == 0 or done.refitted or state.calibration is None):
+                changes["calibration"] = _calibrated(
+                    index, settings, transform, vectors, raw, job.chunker, executor.encoder(job)
+                )
             published = _write(index, building, stats, transform, vectors, settings, **changes)
     except BaseException:
         writer.discard()
@@ -117,15 +125,11 @@ def add(
     return done, published
 
 
-def _fidelity(index: Index, new_pks: range) -> dict[str, Any]:
-    """int8 against fp32 on a sample of the first documents this index encoded, spread over their lengths
-    (`info` shows it): what quantization changed on this corpus. The fp32 encoder is used once."""
+def _fidelity_sample(index: Index, new_pks: range) -> list[str]:
+    """Texts to compare the quantized encoder with fp32 on: of the first documents this index encoded, spread
+    over their lengths (ingest.fidelity_sample)."""
     rows = index.store.get(list(new_pks[:CHUNK_DOCS]))
-    sample = fidelity_sample([Document(r["id"], r["text"], r["title"]) for r in rows.values()])
-    exact_encoder = make_encoder(index.path, index.settings, Quantize.NONE.value)
-    exact = exact_encoder.encode(sample)
-    exact_encoder.release()
-    return fidelity(index.encoder.encode(sample), exact)
+    return fidelity_sample([Document(r["id"], r["text"], r["title"]) for r in rows.values()])
 
 
 def chosen(index: Index, ids: Sequence[str], allowed: np.ndarray | None) -> list[int]:
@@ -190,9 +194,11 @@ def refit(
         recall_target=recall_target,
     )
     changes = {}
-    if calibrate:
+    if calibrate and settings.model != NO_MODEL:
         chunker = make_chunker(settings, lambda: index.encoder)
-        changes["calibration"] = _calibrated(index, settings, fitted, vectors, index.raw, chunker)
+        changes["calibration"] = _calibrated(
+            index, settings, fitted, vectors, index.raw, chunker, index.encoder.encode
+        )
     with index.generations.next(index.manifest) as building:
         published = _write(index, building, stats, fitted, vectors, settings, **changes)
     return time.perf_counter() - started, published
@@ -205,14 +211,13 @@ def _calibrated(
     vectors: VectorIndex,
     raw: RawVectors,
     chunker: Chunker | None,
+    encode: Encode,
 ) -> dict[str, Any] | None:
     """The fusion weight this generation's documents choose (calibration.py), as the manifest keeps it."""
-    if settings.model == NO_MODEL:
-        return None
     chosen = calibrate(
         store=index.store,
         dense=DenseRetriever(transform, vectors, raw),
-        encode=index.encoder.encode,
+        encode=encode,
         chunker=chunker,
         rerank=settings.rerank,
     )
