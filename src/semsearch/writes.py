@@ -5,7 +5,7 @@ Index then takes up."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +19,7 @@ from .distributed import Executor, InProcess, Job
 from .documents import Document
 from .errors import IndexStateError
 from .generations import NextGeneration
-from .ingest import CHUNK_DOCS, Added, Encode, Progress, add_documents, fidelity_sample
+from .ingest import Added, Encode, Progress, add_documents, fidelity_sample
 from .manifest import IndexSettings, Manifest
 from .rawvectors import RawVectors, ResumeCache, Segment, SegmentWriter, compact, worth_compacting
 from .search import DenseRetriever
@@ -65,6 +65,21 @@ def add(
         path=index.path,
     )
     writer = SegmentWriter(index.path, state.next_pk, settings.encoder_dim)
+    fidelity: list[Callable[[], dict[str, Any]]] = []
+    measure_fidelity = job.encode is not None and settings.quantize != Quantize.NONE
+    measure_fidelity = measure_fidelity and state.quantize_fidelity is None
+
+    def handed_out(partitions: Iterable[list[Document]]) -> Iterator[list[Document]]:
+        """The partitions; once the last is handed to the executor, the int8 fidelity check on the first one's
+        texts is: here it runs after the encoding, before the index is built (its fp32 encoder does not come on
+        top of the index); a cluster queues it behind the partitions, for the first worker left idle."""
+        first: list[Document] = []
+        for docs in partitions:
+            first = first or docs
+            yield docs
+        if measure_fidelity and (sample := fidelity_sample(first)):
+            fidelity.append(executor.fidelity(sample, job))
+
     try:
         with index.generations.next(index.manifest) as building:
             done = add_documents(
@@ -73,7 +88,7 @@ def add(
                 raw=index.raw,
                 stats=stats,
                 writer=writer,
-                run=lambda partitions: executor.run(partitions, job),
+                run=lambda partitions: executor.run(handed_out(partitions), job),
                 first_pk=state.next_pk,
                 progress=progress,
                 partition_docs=executor.partition_docs,
@@ -83,12 +98,6 @@ def add(
                 return done, None
             done.refitted = state.count > 0 and build.young(settings, state.rows)
             changes: dict[str, Any] = {}
-            fidelity = None
-            if settings.quantize != Quantize.NONE and state.quantize_fidelity is None:
-                # begun before the vector index is built: here, its fp32 encoder does not come on top of it;
-                # on a cluster, a worker measures it meanwhile
-                sample = _fidelity_sample(index, range(state.next_pk, done.next_pk))
-                fidelity = executor.fidelity(sample, job)
             segments = Segment.all_of(state.segments) + [writer.finish()]
             # not mapped: the build's and calibration's scattered reads would keep whole segments in the RSS
             raw = RawVectors(index.path, segments, settings.encoder_dim, mapped=False)
@@ -111,8 +120,8 @@ def add(
                     recall_target=settings.recall_target,
                 )
             changes.update(segments=tuple(s.to_json() for s in segments), next_pk=done.next_pk)
-            if fidelity is not None:
-                changes["quantize_fidelity"] = fidelity()
+            if fidelity:
+                changes["quantize_fidelity"] = fidelity[0]()
             if job.encode is not None and (state.count == 0 or done.refitted or state.calibration is None):
                 changes["calibration"] = _calibrated(
                     index, settings, transform, vectors, raw, job.chunker, executor.encoder(job)
@@ -123,13 +132,6 @@ def add(
         raise
     cache.clear()
     return done, published
-
-
-def _fidelity_sample(index: Index, new_pks: range) -> list[str]:
-    """Texts to compare the quantized encoder with fp32 on: of the first documents this index encoded, spread
-    over their lengths (ingest.fidelity_sample)."""
-    rows = index.store.get(list(new_pks[:CHUNK_DOCS]))
-    return fidelity_sample([Document(r["id"], r["text"], r["title"]) for r in rows.values()])
 
 
 def chosen(index: Index, ids: Sequence[str], allowed: np.ndarray | None) -> list[int]:
