@@ -11,7 +11,7 @@ import math
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from .errors import DataError
+from .idcheck import RepeatedIds
 
 RESERVED = ("id", "_id", "text", "title", "metadata")
 # The longest line read: memory stays bounded whatever the file holds (a 50 MB line once took 7 GB to encode).
@@ -308,37 +309,37 @@ def _lines(handle, path: Path) -> Iterator[bytes]:
 
 @dataclass(frozen=True)
 class CorpusSummary:
-    """What a full read of a corpus found: how many documents, and the width of the vectors they bring
-    (None where they bring none)."""
+    """What a full read of a corpus found: how many documents, the width of their vectors (None: none)."""
 
     count: int
     vector_width: int | None = None
 
 
 def validate_documents(
-    documents: Iterable[Document],
+    documents: Sequence[Document] | Callable[[], Iterable[Document]],
     *,
     path: str | Path | None = None,
     dim: int | None = None,
     vector_field: str = "vector",
 ) -> CorpusSummary:
-    """Consume a document stream, checking what one record cannot show alone: duplicate ids, an empty
-    corpus, and vectors made elsewhere of differing widths (`dim`: the width they must have, if known;
-    `vector_field`: where they came from, for the message)."""
-    seen: dict[str, int] = {}
-    count = 0
-    for count, doc in enumerate(documents, start=1):
-        if doc.id in seen:
-            first = f"line {_line_of(path, seen[doc.id])}" if path is not None else f"document {seen[doc.id]}"
-            raise _error_at(path, count, f"id {doc.id!r} appears twice (first at {first})", "id")
-        seen[doc.id] = count
+    """Read the documents (a sequence, or what streams them, read again only to confirm a repeated id) for what
+    one record cannot show alone: repeated ids, no documents, vectors made elsewhere of differing widths (`dim`:
+    the width they must have, if known; `vector_field`: where they came from)."""
+    read, ids, count = (documents if callable(documents) else lambda: documents), RepeatedIds(), 0
+    for count, doc in enumerate(read(), start=1):
+        ids.add(doc.id)
         if doc.vector is not None:
             dim = dim or len(doc.vector)
             if len(doc.vector) != dim:
-                message = f"a vector of width {len(doc.vector)}, expected {dim}"
-                raise _error_at(path, count, message, vector_field)
+                raise _error_at(
+                    path, count, f"a vector of width {len(doc.vector)}, expected {dim}", vector_field
+                )
     if count == 0:
         raise DataError("no documents", path=path)
+    if repeat := ids.first_repeat(lambda: (doc.id for doc in read())):
+        again, first, doc_id = repeat
+        where = f"line {_line_of(path, first)}" if path is not None else f"document {first}"
+        raise _error_at(path, again, f"id {doc_id!r} appears twice (first at {where})", "id")
     return CorpusSummary(count, dim)
 
 
@@ -366,7 +367,7 @@ class Corpus:
         file, line and field of the first problem."""
         if self._summary is None:
             self._summary = validate_documents(
-                self.documents(), path=self.path, vector_field=self.fields.vector or "vector"
+                self.documents, path=self.path, vector_field=self.fields.vector or "vector"
             )
         return self._summary
 
