@@ -327,7 +327,8 @@ def report(r: dict) -> str:
         "",
         f"Command: `{r['command']}`. First {r['docs']:,} WordNet glosses, whole `semsearch ingest` processes "
         f"(defaults: int8 ONNX encoder, whiten P=0.5 to 128 dims, flat index), {r['rounds']} alternated rounds, "
-        f"medians; {r['cores']} cores; 1-minute load average during the runs "
+        f"medians, each run begun {SETTLE_SECONDS} s after the last one's writes were synced to disk; "
+        f"{r['cores']} cores; 1-minute load average during the runs "
         f"{r['load_average_1min']['min']}-{r['load_average_1min']['max']} (others share this machine).",
         "",
         "| variant | median s, whole process | docs/s | docs/s as the ingest reports it (no process or cluster start) |",
