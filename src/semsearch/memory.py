@@ -12,8 +12,9 @@ LARGE_BLOCK = 1 << 20  # bytes: numpy's blocks of vectors are 1-25 MB, an index'
 def release_large_blocks() -> bool:
     """Map every block of LARGE_BLOCK bytes or more on its own, so that freeing it returns it to the system.
     glibc's default threshold rises to the size of the largest block freed (up to 32 MB), after which blocks of
-    vectors come from the heap and their freed pages stay in the RSS: an ingest's index build grew 2.7 KB a
-    document where its index holds 0.5. True where set (glibc); elsewhere nothing changes."""
+    vectors come from the heap and their freed pages stay in the RSS: a cluster ingest's driver peaked 1.2 KB a
+    document higher from 60,000 to 117,791 WordNet documents, and 0.86 with this choice (its HNSW index: 0.79).
+    True where set (glibc); elsewhere nothing changes."""
     try:
         mallopt = ctypes.CDLL(None).mallopt
     except (OSError, AttributeError):  # not glibc (macOS, musl): its own policy stays
