@@ -52,9 +52,8 @@ log = logging.getLogger(__name__)
 
 INSTALL = "pip install 'semsearch[dask]'"
 IN_FLIGHT = 2  # partitions submitted per worker thread: one running, one queued behind it
-RECENT_MESSAGES = (
-    0  # kept by Dask's logs of messages, transitions and events, for its own debugging (_short_logs)
-)
+# Kept by Dask's logs of messages, transitions and events, for its own debugging (see _short_logs).
+RECENT_MESSAGES = 0
 POLL_SECONDS = 0.25  # how often the driver passes the workers' progress on while it waits
 
 

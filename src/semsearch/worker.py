@@ -21,9 +21,8 @@ from .encoding import Encoder
 from .ingest import EncodedPartition, encode_documents, quantize_fidelity
 from .manifest import IndexSettings
 
-_LOADED: dict[
-    IndexSettings, tuple[Encoder, Chunker | None]
-] = {}  # one encoder per index settings and process
+# One encoder per index settings and process.
+_LOADED: dict[IndexSettings, tuple[Encoder, Chunker | None]] = {}
 _LOADING = threading.Lock()
 
 

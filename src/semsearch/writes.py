@@ -66,8 +66,9 @@ def add(
     )
     writer = SegmentWriter(index.path, state.next_pk, settings.encoder_dim)
     fidelity: list[Callable[[], dict[str, Any]]] = []
-    measure_fidelity = job.encode is not None and settings.quantize != Quantize.NONE
-    measure_fidelity = measure_fidelity and state.quantize_fidelity is None
+    measure_fidelity = (
+        job.encode is not None and settings.quantize != Quantize.NONE and state.quantize_fidelity is None
+    )
 
     def handed_out(partitions: Iterable[list[Document]]) -> Iterator[list[Document]]:
         """The partitions; once the last is handed to the executor, the int8 fidelity check on the first one's
@@ -97,7 +98,6 @@ def add(
                 writer.discard()
                 return done, None
             done.refitted = state.count > 0 and build.young(settings, state.rows)
-            changes: dict[str, Any] = {}
             segments = Segment.all_of(state.segments) + [writer.finish()]
             # not mapped: the build's and calibration's scattered reads would keep whole segments in the RSS
             raw = RawVectors(index.path, segments, settings.encoder_dim, mapped=False)
@@ -119,7 +119,9 @@ def add(
                     index_type=settings.index_type,
                     recall_target=settings.recall_target,
                 )
-            changes.update(segments=tuple(s.to_json() for s in segments), next_pk=done.next_pk)
+            changes: dict[str, Any] = dict(
+                segments=tuple(s.to_json() for s in segments), next_pk=done.next_pk
+            )
             if fidelity:
                 changes["quantize_fidelity"] = fidelity[0]()
             if job.encode is not None and (state.count == 0 or done.refitted or state.calibration is None):
