@@ -32,7 +32,7 @@ def one_run(corpus: Path, index: Path, workers: int) -> dict:
     import distributed
 
     from semsearch import Index
-    from semsearch.distributed import DaskExecutor
+    from semsearch.ingest.distributed import DaskExecutor
 
     with DaskExecutor.local(workers) as executor:
         cpu_before = resource.getrusage(resource.RUSAGE_SELF)

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from semsearch.ingest import CHUNK_DOCS
+from semsearch.ingest.pipeline import CHUNK_DOCS
 
 REPO = Path(__file__).resolve().parents[1]
 WORDNET = REPO.parent / "shared" / "data" / "wordnet"
@@ -492,7 +492,7 @@ def index_contents(path: Path) -> dict:
     import faiss
 
     from semsearch import Index
-    from semsearch.vectorindex import VectorIndex
+    from semsearch.retrieval.vectorindex import VectorIndex
 
     with Index.open(path) as index:
         file = hashlib.sha256((index.generation_dir / VectorIndex.FILE).read_bytes()).hexdigest()
@@ -515,8 +515,8 @@ def wire_bytes(path: Path, docs: int, workers: int = 2) -> dict:
     import faiss
 
     from semsearch import Index
-    from semsearch.rawvectors import BLOCK_ROWS
-    from semsearch.vectorindex import VectorIndex
+    from semsearch.retrieval.vectorindex import VectorIndex
+    from semsearch.storage.rawvectors import BLOCK_ROWS
 
     with Index.open(path) as index:
         ivf = faiss.downcast_index(index.vectors.index)

@@ -112,7 +112,7 @@ def percentiles(seconds: list[float]) -> tuple[float, float]:
 def semsearch_rows(target: Path, queries: np.ndarray, b: np.ndarray, kind: str, build: dict) -> list[dict]:
     """One row per filter: p50 / p99, recall@10 against brute force in the index's space, the path taken."""
     from semsearch import Index, strategy
-    from semsearch.search import allowed_rows
+    from semsearch.retrieval.search import allowed_rows
 
     with Index.open(target) as index:
         space = np.empty((index.vectors.count, index.vectors.dim), dtype=np.float32)
@@ -268,7 +268,7 @@ def run_size(args, n: int) -> dict:
 
 
 def write_report(results: dict, out: Path) -> None:
-    from semsearch.storage import atomic_write_text
+    from semsearch.storage.files import atomic_write_text
 
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out / "filter.json", json.dumps(results, indent=1) + "\n")

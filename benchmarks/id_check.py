@@ -17,7 +17,7 @@ import tracemalloc
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from semsearch.idcheck import RepeatedIds
+from semsearch.ingest.idcheck import RepeatedIds
 
 OUT = Path(__file__).resolve().parent / "results" / "id-check.md"
 

@@ -57,9 +57,9 @@ def quality_of(name: str, work: Path) -> list[dict]:
     import Stemmer
 
     from semsearch import keywords
-    from semsearch.documents import Document
     from semsearch.evaluation.metrics import evaluate_run
-    from semsearch.store import DocumentStore
+    from semsearch.ingest.documents import Document
+    from semsearch.storage.store import DocumentStore
 
     rows = []
     data = beir(name, work)
@@ -208,8 +208,8 @@ def ingest_cost(work: Path, docs: int, rounds: int) -> list[dict]:
 def store_seconds(corpus: Path, work: Path) -> dict[str, float]:
     """The documents' SQLite insert alone (no encoding), with and without the keyword index's triggers: the
     keyword index's own cost, free of the encoder's noise (median of 3)."""
-    from semsearch.documents import Corpus, FieldNames
-    from semsearch.store import DocumentStore
+    from semsearch.ingest.documents import Corpus, FieldNames
+    from semsearch.storage.store import DocumentStore
 
     docs = list(Corpus(corpus, FieldNames()).documents())
     out = {}

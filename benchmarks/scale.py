@@ -525,7 +525,7 @@ def markdown_table(rows: list[dict]) -> list[str]:
 
 
 def write_report(results: dict, out: Path) -> None:
-    from semsearch.storage import atomic_write_text
+    from semsearch.storage.files import atomic_write_text
 
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out / "scale.json", json.dumps(results, indent=1) + "\n")

@@ -14,7 +14,10 @@ from click.testing import CliRunner
 from conftest import SAMPLE, shared_data, write_jsonl
 
 from semsearch import Index
-from semsearch.calibration import (
+from semsearch.cli import main
+from semsearch.evaluation.datasets import ensure_beir
+from semsearch.ingest.creation import make_chunker
+from semsearch.retrieval.calibration import (
     MIN_DOCUMENTS,
     TIE,
     WEIGHTS,
@@ -25,10 +28,7 @@ from semsearch.calibration import (
     sentences,
     sweep_weights,
 )
-from semsearch.cli import main
-from semsearch.creation import make_chunker
-from semsearch.evaluation.datasets import ensure_beir
-from semsearch.search import DenseRetriever
+from semsearch.retrieval.search import DenseRetriever
 from semsearch.settings import DEFAULT_ALPHA, FUSION_DEPTH
 
 DOCUMENTS = 850  # just over MIN_DOCUMENTS: calibrated, with 53 pseudo-queries

@@ -19,12 +19,12 @@ from conftest import SAMPLE
 
 from semsearch import Index, calibration
 from semsearch.encoding import onnx_backend
-from semsearch.faults import FAULT_ENV, FAULT_EXIT
+from semsearch.storage.faults import FAULT_ENV, FAULT_EXIT
 
 distributed = pytest.importorskip("distributed", reason="the dask extra is not installed (make install)")
 
-from semsearch.distributed import ClusterError, DaskExecutor, InProcess  # noqa: E402
-from semsearch.vectorindex import VectorIndex  # noqa: E402
+from semsearch.ingest.distributed import ClusterError, DaskExecutor, InProcess  # noqa: E402
+from semsearch.retrieval.vectorindex import VectorIndex  # noqa: E402
 
 PARTITION = 100  # the sample's 300 documents in 3 partitions: both workers get some
 QUERIES = ["parse a date from a string", "read a file line by line", "sort a list", "random numbers"]

@@ -14,7 +14,7 @@ import pytest
 from conftest import write_jsonl
 
 from semsearch import Index
-from semsearch.generations import WriterLock
+from semsearch.storage.generations import WriterLock
 
 SUBJECTS = [
     "the river",

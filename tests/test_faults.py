@@ -15,8 +15,8 @@ from conftest import REPO, write_jsonl
 
 from semsearch import Index
 from semsearch.errors import IndexStateError
-from semsearch.faults import FAULT_ENV, FAULT_EXIT
-from semsearch.manifest import PENDING
+from semsearch.storage.faults import FAULT_ENV, FAULT_EXIT
+from semsearch.storage.manifest import PENDING
 
 SAMPLE = REPO / "examples" / "sample.jsonl"
 QUERIES = ["parse a date from a string", "read a file line by line", "sort a list", "random numbers"]

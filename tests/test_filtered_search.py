@@ -19,8 +19,8 @@ from test_legacy import LEGACY
 from semsearch import Index, strategy, tuning
 from semsearch.cli import main
 from semsearch.errors import SettingsError
-from semsearch.filters import Condition, condition_sql, where_sql
-from semsearch.store import SCHEMA_VERSION, DocumentStore
+from semsearch.retrieval.filters import Condition, condition_sql, where_sql
+from semsearch.storage.store import SCHEMA_VERSION, DocumentStore
 
 DOCS, DIM, QUERIES, K = 30_000, 48, 20, 10
 TYPES = ["flat", "hnsw", "ivf", "pq"]

@@ -176,7 +176,7 @@ def test_standard_input_and_gzip_corpora(tmp_path):
 
 
 def test_a_line_over_the_limit_is_refused_with_its_number(tmp_path):
-    from semsearch.documents import MAX_LINE_BYTES
+    from semsearch.ingest.documents import MAX_LINE_BYTES
 
     path = tmp_path / "long.jsonl"
     with open(path, "w") as handle:

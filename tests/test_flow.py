@@ -11,10 +11,10 @@ import torch
 
 from semsearch.errors import IndexStateError, SettingsError
 from semsearch.settings import TransformKind, TransformSpec
-from semsearch.stats import RunningStats
 from semsearch.transforms import fit_transform, load_transform
 from semsearch.transforms.flow import FlowTransform
 from semsearch.transforms.flow_layers import AdditiveCoupling, Flow
+from semsearch.transforms.stats import RunningStats
 
 
 def anisotropic(n: int, d: int = 16, rank: int | None = None, seed: int = 0) -> np.ndarray:

@@ -14,7 +14,7 @@ from conftest import SAMPLE, write_jsonl
 
 from semsearch import Index, keywords
 from semsearch.cli import main
-from semsearch.keywords import match_expression, query_words
+from semsearch.retrieval.keywords import match_expression, query_words
 from semsearch.transforms import normalize_rows
 
 NEEDLE = "The lighthouse keeper fed seventeen hungry cats with sardines every morning."

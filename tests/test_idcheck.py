@@ -6,8 +6,8 @@ import json
 import pytest
 
 from semsearch import idcheck
-from semsearch.documents import Corpus
 from semsearch.errors import DataError
+from semsearch.ingest.documents import Corpus
 
 DOCUMENTS = 70_000  # beyond a block of anything, and the repeat far from its first place
 

@@ -9,7 +9,7 @@ from conftest import copy_index, refitted_copy
 
 from semsearch import Index
 from semsearch.errors import SettingsError
-from semsearch.vectorindex import AUTO_FLAT_LIMIT, resolve_index_type
+from semsearch.retrieval.vectorindex import AUTO_FLAT_LIMIT, resolve_index_type
 
 QUERIES = [
     "stem cells differentiate into neurons",

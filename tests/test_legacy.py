@@ -8,7 +8,7 @@ import pytest
 from conftest import REPO
 
 from semsearch import Index
-from semsearch.store import SCHEMA_VERSION
+from semsearch.storage.store import SCHEMA_VERSION
 
 LEGACY = REPO / "tests" / "data" / "legacy-v1"
 

@@ -22,7 +22,7 @@ import pytest
 from conftest import SAMPLE, write_jsonl
 
 from semsearch import Index
-from semsearch.faults import FAULT_ENV
+from semsearch.storage.faults import FAULT_ENV
 
 QUERIES = ["parse a date from a string", "read a file line by line", "sort a list"]
 MOUNT = 'mount --bind "$0" "$0" && mount -o remount,ro,bind "$0" "$0" && exec "$@"'
@@ -224,7 +224,7 @@ def test_a_store_that_fails_to_open_for_writing_opens_to_read(built, read_only, 
     refuses here, and falls back to reading."""
     index = read_only.prepare(copy(built, tmp_path / "index"))
     probe = (
-        "import sys; from semsearch.store import DocumentStore; "
+        "import sys; from semsearch.storage.store import DocumentStore; "
         "store = DocumentStore(sys.argv[1] + '/documents.db', create=False); "
         "print(store.read_only, store.count())"
     )

@@ -267,7 +267,7 @@ def test_invalid_documents_answer_422_with_ingest_messages(server):
 
 def _validate(records):
     """What `Index.add` (and so ingest) says of these records, without an index."""
-    from semsearch.documents import parse_document, validate_documents
+    from semsearch.ingest.documents import parse_document, validate_documents
 
     validate_documents([parse_document(r, line=n) for n, r in enumerate(records, 1)])
 
@@ -287,7 +287,7 @@ def test_bodies_over_the_limit_answer_413(index_copy):
 
 
 def test_a_busy_writer_answers_503(index_copy):
-    from semsearch.generations import WriterLock
+    from semsearch.storage.generations import WriterLock
 
     holder = WriterLock(
         index_copy

@@ -7,7 +7,7 @@ import json
 from conftest import SAMPLE
 
 from semsearch import Index
-from semsearch.rawvectors import COMPACT_MIN_ROWS
+from semsearch.storage.rawvectors import COMPACT_MIN_ROWS
 
 
 def size(path) -> int:

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from semsearch.stats import RunningStats
+from semsearch.transforms.stats import RunningStats
 
 
 def anisotropic(rng, n=500, d=24):

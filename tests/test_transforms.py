@@ -3,8 +3,8 @@ import pytest
 
 from semsearch.errors import SettingsError
 from semsearch.settings import TransformKind, TransformSpec
-from semsearch.stats import RunningStats
 from semsearch.transforms import fit_transform, load_transform
+from semsearch.transforms.stats import RunningStats
 
 D = 32
 
@@ -142,7 +142,7 @@ def test_kinds_load_lazily_and_only_flow_imports_torch():
         "import sys\n"
         "import numpy as np\n"
         "from semsearch.settings import TransformSpec\n"
-        "from semsearch.stats import RunningStats\n"
+        "from semsearch.transforms.stats import RunningStats\n"
         "from semsearch.transforms import fit_transform, implementation\n"
         "x = np.random.default_rng(0).normal(size=(50, 4))\n"
         "fit_transform(TransformSpec('whiten'), RunningStats.of(x))\n"

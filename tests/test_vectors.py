@@ -272,7 +272,7 @@ def test_a_vector_file_larger_than_a_read_block_keeps_every_row_in_place(tmp_pat
 def test_raw_vectors_read_without_a_map_as_through_one(tmp_path):
     """A write's reads (positioned reads, nearby rows merged, at most READ_SPAN rows a read) give the rows the
     kept map gives, across segments, in any order, repeated, and at the read span's edges."""
-    from semsearch.rawvectors import READ_SPAN, RawVectors
+    from semsearch.storage.rawvectors import READ_SPAN, RawVectors
 
     rng = np.random.default_rng(5)
     vectors = rng.standard_normal((3000, 8)).astype(np.float32)

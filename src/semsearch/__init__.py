@@ -8,16 +8,16 @@ from typing import TYPE_CHECKING
 from .errors import DataError, IndexStateError, ModelError, SemsearchError, SettingsError
 
 if TYPE_CHECKING:
-    from .documents import Document, FieldNames
     from .index import AddReport, Hit, Index
+    from .ingest.documents import Document, FieldNames
 
 # Imported on first use: `semsearch --help` and argument errors then answer without loading numpy or FAISS.
 _LAZY = {
     "AddReport": "index",
     "Hit": "index",
     "Index": "index",
-    "Document": "documents",
-    "FieldNames": "documents",
+    "Document": "ingest.documents",
+    "FieldNames": "ingest.documents",
 }
 
 

@@ -281,9 +281,9 @@ def ingest(
         zcat dump.jsonl.gz | semsearch ingest - --index indexes/papers
         semsearch ingest corpus.jsonl --index indexes/papers --cluster tcp://10.0.0.5:8786
     """
-    from .distributed import executor_for
-    from .documents import Corpus, FieldNames
     from .index import Index
+    from .ingest.distributed import executor_for
+    from .ingest.documents import Corpus, FieldNames
     from .settings import IndexOptions
 
     fields = FieldNames(id=id_field, text=text_field, title=title_field, vector=vector_field)
@@ -417,7 +417,7 @@ def query(text, index_path, vector, k, where, rerank, mode, alpha, fusion, as_js
         if vector is None:
             hits = index.search(text, k=k, where=list(where), rerank=rerank, **how)
         else:
-            from .documents import read_query_vector
+            from .ingest.documents import read_query_vector
 
             query_vector = read_query_vector(vector)[None]
             hits = index.search_vectors(query_vector, k=k, where=list(where), rerank=rerank, **how)[0]
@@ -546,7 +546,7 @@ def info(index_path, as_json):
 
 
 def _calibration_line(calibration: dict | None) -> str:
-    from .calibration import MIN_DOCUMENTS, MIN_SENTENCES
+    from .retrieval.calibration import MIN_DOCUMENTS, MIN_SENTENCES
 
     if not calibration:
         return (
@@ -604,7 +604,7 @@ def check(index_path, repair, drop_missing, wait, as_json):
     """
     if drop_missing and not repair:
         raise click.UsageError("--drop-missing goes with --repair")
-    from .check import check_index
+    from .operations.check import check_index
 
     report = check_index(index_path, repair=repair, drop_missing=drop_missing, wait=wait)
     click.echo(json.dumps(report.to_json(), indent=2) if as_json else "\n".join(report.lines()))

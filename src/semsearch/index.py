@@ -21,21 +21,19 @@ from typing import Any, Literal
 
 import numpy as np
 
-from . import build, writes
-from .calibration import query_defaults
-from .creation import check_compatible, check_new_directory, make_encoder, new_settings
-from .distributed import Executor, executor_for
-from .documents import Corpus, Document, FieldNames, parse_document, validate_documents
 from .encoding import Encoder
 from .errors import DataError, IndexStateError
-from .faults import fault_point
-from .generations import Generations, WriterLock, cannot_write
-from .ingest import AddReport, Progress
-from .keywords import KeywordRetriever
-from .manifest import FILE, PENDING, IndexSettings, IndexState, Manifest
-from .rawvectors import RawVectors, Segment
-from .search import DenseRetriever, Hit, Request, Where, allowed_rows
-from .search import search as run_search
+from .ingest import build
+from .ingest.creation import check_compatible, check_new_directory, make_encoder, new_settings
+from .ingest.distributed import Executor, executor_for
+from .ingest.documents import Corpus, Document, FieldNames, parse_document, validate_documents
+from .ingest.pipeline import AddReport, Progress
+from .operations import writes
+from .retrieval.calibration import query_defaults
+from .retrieval.keywords import KeywordRetriever
+from .retrieval.search import DenseRetriever, Hit, Request, Where, allowed_rows
+from .retrieval.search import search as run_search
+from .retrieval.vectorindex import VectorIndex
 from .settings import (
     DEFAULT_MODE,
     DEFAULT_WAIT,
@@ -46,10 +44,13 @@ from .settings import (
     TransformSpec,
     at_least,
 )
-from .stats import RunningStats
-from .store import DocumentStore
+from .storage.faults import fault_point
+from .storage.generations import Generations, WriterLock, cannot_write
+from .storage.manifest import FILE, PENDING, IndexSettings, IndexState, Manifest
+from .storage.rawvectors import RawVectors, Segment
+from .storage.store import DocumentStore
 from .transforms import Transform, load_transform
-from .vectorindex import VectorIndex
+from .transforms.stats import RunningStats
 
 __all__ = ["AddReport", "Hit", "Index"]
 
@@ -385,8 +386,8 @@ class Index:
 
     def info(self) -> dict[str, Any]:
         """What the index is and holds; a damaged file found by the cheap checks (check.health) is an error."""
-        from .check import health
-        from .describe import describe
+        from .operations.check import health
+        from .operations.describe import describe
 
         return {**describe(self), "read_only": self.read_only is not None, "health": health(self)}
 

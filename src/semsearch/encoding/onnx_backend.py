@@ -27,7 +27,7 @@ import numpy as np
 
 from ..errors import ModelError
 from ..settings import Pooling, Quantize
-from ..storage import atomic_path
+from ..storage.files import atomic_path
 from .backend import EncoderBackend, Int8Method
 from .model import weights_file
 from .tokenizer import load_tokenizer, padded

@@ -171,8 +171,8 @@ def run_sts(path: Path, config: BenchConfig) -> list[dict[str, Any]]:
     """Spearman x100 of cosine against the gold scores; the transform is fitted on the file's own
     sentences (the BERT-whitening papers' "target" setting)."""
     from ..encoding import Encoder, model_name
-    from ..stats import RunningStats
     from ..transforms import fit_transform
+    from ..transforms.stats import RunningStats
     from .datasets import load_sts
     from .metrics import spearman
 
@@ -252,9 +252,9 @@ def _calibrated(index, config: BenchConfig, rerank: int) -> list[tuple[dict[str,
     """The search the corpus's own calibration (calibration.py) chooses for these settings, and what its row
     records beside the metrics (`calibrated`, the weight, the pseudo-queries' sweep); none unless hybrid is
     among the modes and the corpus can be calibrated."""
-    from ..calibration import calibrate
-    from ..creation import make_chunker
-    from ..search import DenseRetriever
+    from ..ingest.creation import make_chunker
+    from ..retrieval.calibration import calibrate
+    from ..retrieval.search import DenseRetriever
 
     if not config.calibrate or "hybrid" not in config.modes:
         return []
@@ -355,7 +355,7 @@ def _read_record(path: Path) -> dict[str, Any] | None:
 
 
 def _write_record(path: Path, record: dict[str, Any]) -> None:
-    from ..storage import atomic_write_text
+    from ..storage.files import atomic_write_text
 
     atomic_write_text(path, json.dumps(record, indent=2) + "\n")
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import DataError
-from ..storage import atomic_write_text
+from ..storage.files import atomic_write_text
 
 CRANFIELD_FILES = ("cran.all.1400", "cran.qry", "cranqrel")
 

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..storage import atomic_write_text
+from ..storage.files import atomic_write_text
 from .metrics import RETRIEVAL_METRICS
 
 ROW_KEY = (

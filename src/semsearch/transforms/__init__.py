@@ -13,9 +13,9 @@ import importlib
 from pathlib import Path
 
 from ..settings import DRIFT_LIMIT, TransformKind, TransformSpec
-from ..stats import RunningStats
 from .base import FitData, Progress, Transform, VectorBatches, normalize_rows
 from .linear import RANK_TOLERANCE, IdentityTransform, LinearTransform
+from .stats import RunningStats
 
 __all__ = [
     "DRIFT_LIMIT",

@@ -14,7 +14,7 @@ from typing import ClassVar
 import numpy as np
 
 from ..settings import TransformKind, TransformSpec
-from ..stats import RunningStats
+from .stats import RunningStats
 
 # A fresh pass over the raw vectors each call: a transform that trains streams the corpus more than once.
 VectorBatches = Callable[[], Iterable[np.ndarray]]
@@ -84,7 +84,7 @@ def save_arrays(path: Path, arrays: Mapping[str, np.ndarray]) -> None:
     """Write named arrays to a safetensors file atomically."""
     from safetensors.numpy import save_file
 
-    from ..storage import atomic_path
+    from ..storage.files import atomic_path
 
     with atomic_path(path) as tmp:
         # safetensors writes the raw buffer: a Fortran-ordered array (eigh returns those) would transpose.

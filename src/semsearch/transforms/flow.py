@@ -23,14 +23,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..damage import brief, derived, json_problem, safetensors_problem
 from ..errors import IndexStateError, SettingsError
 from ..settings import TransformKind, TransformSpec
-from ..stats import RunningStats
+from ..storage.damage import brief, derived, json_problem, safetensors_problem
 from ..threads import one_torch_thread
 from .base import FitData, Progress, Transform, VectorBatches, load_arrays, save_arrays
 from .flow_layers import Flow
 from .linear import LinearTransform
+from .stats import RunningStats
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +116,7 @@ class FlowTransform(Transform):
         return self.standardise.drift(stats)
 
     def save(self, directory: Path) -> None:
-        from ..storage import atomic_write_text
+        from ..storage.files import atomic_write_text
 
         directory = Path(directory)
         arrays = {f"flow.{name}": t.detach().numpy() for name, t in self.flow.state_dict().items()}

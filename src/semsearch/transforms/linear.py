@@ -11,11 +11,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ..damage import brief, derived, safetensors_problem
 from ..errors import SettingsError
 from ..settings import TransformKind, TransformSpec
-from ..stats import RunningStats
+from ..storage.damage import brief, derived, safetensors_problem
 from .base import FitData, Transform, load_arrays, save_arrays
+from .stats import RunningStats
 
 log = logging.getLogger(__name__)
 

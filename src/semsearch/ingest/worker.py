@@ -14,12 +14,12 @@ from typing import Any
 
 import numpy as np
 
+from ..encoding import Encoder
+from ..storage.manifest import IndexSettings
 from .chunking import Chunker
 from .creation import make_chunker, make_encoder
 from .documents import Document
-from .encoding import Encoder
-from .ingest import EncodedPartition, encode_documents, quantize_fidelity
-from .manifest import IndexSettings
+from .pipeline import EncodedPartition, encode_documents, quantize_fidelity
 
 # One encoder per index settings and process.
 _LOADED: dict[IndexSettings, tuple[Encoder, Chunker | None]] = {}

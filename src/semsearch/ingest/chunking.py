@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..encoding import Tokenizer
 from .documents import Document
-from .encoding import Tokenizer
 
 Span = tuple[int, int]  # character offsets [start, end) in a document's text
 SENTENCE_ENDS = ".!?;:"

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .store import DocumentStore
+from ..storage.store import DocumentStore
 
 WORD = re.compile(r"\w+")
 STOPWORDS = frozenset(

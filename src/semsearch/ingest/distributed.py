@@ -30,11 +30,14 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import SemsearchError
+from ..retrieval.vectorindex import VectorIndex
+from ..storage.manifest import IndexSettings
+from ..storage.rawvectors import ResumeCache
 from . import build
 from .chunking import Chunker
 from .documents import Document
-from .errors import SemsearchError
-from .ingest import (
+from .pipeline import (
     CHUNK_DOCS,
     Encode,
     EncodedPartition,
@@ -43,9 +46,6 @@ from .ingest import (
     encode_documents,
     quantize_fidelity,
 )
-from .manifest import IndexSettings
-from .rawvectors import ResumeCache
-from .vectorindex import VectorIndex
 from .worker import encode_partition_task, encode_texts_task, fidelity_task
 
 log = logging.getLogger(__name__)

@@ -9,10 +9,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from ..errors import IndexStateError
+from ..settings import DEFAULT_RECALL_TARGET, TransformKind, TransformSpec
 from .damage import DamagedFile, brief
-from .errors import IndexStateError
-from .settings import DEFAULT_RECALL_TARGET, TransformKind, TransformSpec
-from .storage import atomic_write_text
+from .files import atomic_write_text
 
 FORMAT_VERSION = 1
 FILE = "manifest.json"

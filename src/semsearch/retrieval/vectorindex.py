@@ -13,9 +13,9 @@ from typing import Any, TypeVar
 import faiss
 import numpy as np
 
-from .damage import brief, derived, size_problem
-from .errors import SettingsError
-from .storage import atomic_path
+from ..errors import SettingsError
+from ..storage.damage import brief, derived, size_problem
+from ..storage.files import atomic_path
 
 INDEX_TYPES = ("flat", "hnsw", "ivf", "pq", "auto")
 # `auto`: exact search while documents x dims stay within a budget, HNSW above. The budget is 50,000 documents

@@ -8,8 +8,7 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 
-from .chunking import Chunker
-from .encoding import (
+from ..encoding import (
     Encoder,
     ExportError,
     model_fingerprint,
@@ -17,12 +16,9 @@ from .encoding import (
     read_model_defaults,
     resolve_model_path,
 )
-from .encoding.backend import Int8Method
-from .errors import DataError, IndexStateError, SettingsError
-from .generations import WriterLock
-from .manifest import FILE as MANIFEST_FILE
-from .manifest import IndexSettings
-from .settings import (
+from ..encoding.backend import Int8Method
+from ..errors import DataError, IndexStateError, SettingsError
+from ..settings import (
     DEFAULT_BACKEND,
     DEFAULT_CHUNK_OVERLAP,
     DEFAULT_DIMS,
@@ -40,7 +36,11 @@ from .settings import (
     Quantize,
     TransformSpec,
 )
-from .store import DocumentStore
+from ..storage.generations import WriterLock
+from ..storage.manifest import FILE as MANIFEST_FILE
+from ..storage.manifest import IndexSettings
+from ..storage.store import DocumentStore
+from .chunking import Chunker
 
 log = logging.getLogger(__name__)
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .damage import brief, derived, safetensors_problem
-from .errors import SemsearchError
+from ..errors import SemsearchError
+from ..storage.damage import brief, derived, safetensors_problem
 
 
 class RunningStats:
@@ -78,7 +78,7 @@ class RunningStats:
     def save(self, path: str | Path) -> None:
         from safetensors.numpy import save_file
 
-        from .storage import atomic_path
+        from ..storage.files import atomic_path
 
         with atomic_path(path) as tmp:
             save_file(

@@ -21,16 +21,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import IndexStateError, WriterBusy
+from ..retrieval.vectorindex import VectorIndex
+from ..transforms import implementation
+from ..transforms.stats import RunningStats
 from .damage import derived, json_problem, safetensors_problem, size_problem
-from .errors import IndexStateError, WriterBusy
 from .faults import fault_point
+from .files import atomic_write_text, fsync_directory
 from .manifest import FILE, PENDING, Manifest
 from .rawvectors import Segment, unreferenced
-from .stats import RunningStats
-from .storage import atomic_write_text, fsync_directory
 from .store import DocumentStore
-from .transforms import implementation
-from .vectorindex import VectorIndex
 
 
 def generation_name(generation: int) -> str:

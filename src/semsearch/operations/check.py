@@ -25,10 +25,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import build
-from .damage import RESTORE, DamagedFile, derived
-from .errors import IndexStateError, SemsearchError
-from .generations import (
+from ..errors import IndexStateError, SemsearchError
+from ..ingest import build
+from ..retrieval.vectorindex import VectorIndex
+from ..settings import DEFAULT_WAIT
+from ..storage.damage import RESTORE, DamagedFile, derived
+from ..storage.files import atomic_write_text
+from ..storage.generations import (
     Generations,
     WriterLock,
     cannot_write,
@@ -36,17 +39,14 @@ from .generations import (
     file_problem,
     generation_name,
 )
-from .manifest import FILE, Manifest
-from .rawvectors import DIRECTORY, RawVectors, Segment, lost
-from .settings import DEFAULT_WAIT
-from .stats import RunningStats
-from .storage import atomic_write_text
-from .store import DocumentStore
-from .transforms import Transform, load_transform
-from .vectorindex import VectorIndex
+from ..storage.manifest import FILE, Manifest
+from ..storage.rawvectors import DIRECTORY, RawVectors, Segment, lost
+from ..storage.store import DocumentStore
+from ..transforms import Transform, load_transform
+from ..transforms.stats import RunningStats
 
 if TYPE_CHECKING:
-    from .index import Index
+    from ..index import Index
 
 OK, DAMAGED, REPAIRED = "ok", "damaged", "repaired"
 VERIFY_ROWS = 32  # rows a transform from the previous generation must map onto their stored vectors

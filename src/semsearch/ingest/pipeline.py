@@ -18,15 +18,15 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from ..settings import DRIFT_LIMIT, Quantize
+from ..storage.faults import fault_point
+from ..storage.manifest import IndexSettings
+from ..storage.rawvectors import RawVectors, ResumeCache, SegmentWriter
+from ..storage.store import DocumentStore
+from ..transforms.stats import RunningStats
 from .chunking import Chunker, Passage, Span
 from .creation import make_encoder
 from .documents import Document
-from .faults import fault_point
-from .manifest import IndexSettings
-from .rawvectors import RawVectors, ResumeCache, SegmentWriter
-from .settings import DRIFT_LIMIT, Quantize
-from .stats import RunningStats
-from .store import DocumentStore
 
 # Documents encoded, stored and counted together (a partition): length-sorted across the whole partition, so a
 # vector's last bits depend on its partition's composition, and partitions are cut at this size wherever they run.
@@ -186,7 +186,7 @@ def quantize_fidelity(
 
 def fidelity(quantized: np.ndarray, exact: np.ndarray) -> dict[str, Any]:
     """Cosine of quantized vectors to the fp32 model's on the same texts (`info` shows it)."""
-    from .transforms import normalize_rows
+    from ..transforms import normalize_rows
 
     cosines = np.sum(normalize_rows(exact) * normalize_rows(quantized), axis=1)
     return {

@@ -9,13 +9,13 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from . import strategy, tuning
-from .manifest import IndexSettings
-from .rawvectors import RawVectors
-from .settings import DEFAULT_RECALL_TARGET, YOUNG_FACTOR, TransformKind, TransformSpec
-from .stats import RunningStats
-from .transforms import LinearTransform, Progress, Transform, VectorBatches, fit_transform
-from .vectorindex import VectorIndex, resolve_index_type
+from ..retrieval import strategy, tuning
+from ..retrieval.vectorindex import VectorIndex, resolve_index_type
+from ..settings import DEFAULT_RECALL_TARGET, YOUNG_FACTOR, TransformKind, TransformSpec
+from ..storage.manifest import IndexSettings
+from ..storage.rawvectors import RawVectors
+from ..transforms import LinearTransform, Progress, Transform, VectorBatches, fit_transform
+from ..transforms.stats import RunningStats
 
 Blocks = Iterable[tuple[np.ndarray, np.ndarray]]
 # Adds (pks, projected vectors) blocks to a trained vector index, in their order, and returns when all are in:

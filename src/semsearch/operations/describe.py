@@ -5,13 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .manifest import FORMAT_VERSION
-from .settings import DEFAULT_ALPHA, DRIFT_LIMIT
-from .store import DocumentStore
-from .vectorindex import VectorIndex
+from ..retrieval.vectorindex import VectorIndex
+from ..settings import DEFAULT_ALPHA, DRIFT_LIMIT
+from ..storage.manifest import FORMAT_VERSION
+from ..storage.store import DocumentStore
 
 if TYPE_CHECKING:
-    from .index import Index
+    from ..index import Index
 
 
 def describe(index: Index) -> dict[str, Any]:

@@ -11,25 +11,25 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import build
-from .calibration import calibrate
-from .chunking import Chunker
-from .creation import make_chunker
-from .distributed import Executor, InProcess, Job
-from .documents import Document
-from .errors import IndexStateError
-from .generations import NextGeneration
-from .ingest import Added, Encode, Progress, add_documents, fidelity_sample
-from .manifest import IndexSettings, Manifest
-from .rawvectors import RawVectors, ResumeCache, Segment, SegmentWriter, compact, worth_compacting
-from .search import DenseRetriever
-from .settings import NO_MODEL, Quantize, TransformSpec, check_recall_target
-from .stats import RunningStats
-from .transforms import Transform
-from .vectorindex import VectorIndex, resolve_index_type
+from ..errors import IndexStateError
+from ..ingest import build
+from ..ingest.chunking import Chunker
+from ..ingest.creation import make_chunker
+from ..ingest.distributed import Executor, InProcess, Job
+from ..ingest.documents import Document
+from ..ingest.pipeline import Added, Encode, Progress, add_documents, fidelity_sample
+from ..retrieval.calibration import calibrate
+from ..retrieval.search import DenseRetriever
+from ..retrieval.vectorindex import VectorIndex, resolve_index_type
+from ..settings import NO_MODEL, Quantize, TransformSpec, check_recall_target
+from ..storage.generations import NextGeneration
+from ..storage.manifest import IndexSettings, Manifest
+from ..storage.rawvectors import RawVectors, ResumeCache, Segment, SegmentWriter, compact, worth_compacting
+from ..transforms import Transform
+from ..transforms.stats import RunningStats
 
 if TYPE_CHECKING:
-    from .index import Index
+    from ..index import Index
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import json
 import struct
 from pathlib import Path
 
-from .errors import IndexStateError
+from ..errors import IndexStateError
 
 REBUILD = "it is derived from the raw vectors and the documents: run `semsearch check --repair` to rebuild it"
 RESTORE = (

@@ -16,13 +16,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from . import strategy
-from .errors import DataError, IndexStateError, SettingsError
-from .filters import Condition
-from .keywords import KeywordRetriever, best_span
-from .passages import PassageMap
-from .rawvectors import RawVectors
-from .settings import (
+from ..errors import DataError, IndexStateError, SettingsError
+from ..ingest.passages import PassageMap
+from ..settings import (
     DEFAULT_ALPHA,
     DEFAULT_FUSION,
     FUSION_DEPTH,
@@ -32,8 +28,12 @@ from .settings import (
     check_alpha,
     check_k,
 )
-from .store import DocumentStore
-from .transforms import Transform, normalize_rows
+from ..storage.rawvectors import RawVectors
+from ..storage.store import DocumentStore
+from ..transforms import Transform, normalize_rows
+from . import strategy
+from .filters import Condition
+from .keywords import KeywordRetriever, best_span
 from .vectorindex import VectorIndex
 
 Where = Sequence[str | Condition] | dict[str, Any] | None

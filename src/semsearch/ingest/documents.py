@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import DataError
+from ..errors import DataError
 from .idcheck import RepeatedIds
 
 RESERVED = ("id", "_id", "text", "title", "metadata")

@@ -23,14 +23,14 @@ from typing import Any
 
 import numpy as np
 
-from .chunking import Chunker
-from .documents import Document
-from .ingest import split
+from ..ingest.chunking import Chunker
+from ..ingest.documents import Document
+from ..ingest.pipeline import split
+from ..settings import DEFAULT_ALPHA, FUSION_DEPTH, Fusion, SearchMode
+from ..storage.rawvectors import RawVectors
+from ..storage.store import DocumentStore
 from .keywords import KeywordRetriever
-from .rawvectors import RawVectors
 from .search import DenseRetriever, Found, Match, dense_documents, fuse
-from .settings import DEFAULT_ALPHA, FUSION_DEPTH, Fusion, SearchMode
-from .store import DocumentStore
 from .strategy import Ranked
 from .vectorindex import VectorIndex
 

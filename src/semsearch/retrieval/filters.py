@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import SettingsError
+from ..errors import SettingsError
 
 OPERATORS = ("!=", "<=", ">=", "=", "<", ">")
 NUMERIC_OPERATORS = ("<", "<=", ">", ">=")

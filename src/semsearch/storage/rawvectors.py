@@ -13,9 +13,9 @@ from pathlib import Path
 
 import numpy as np
 
+from ..errors import IndexStateError
 from .damage import DamagedFile, brief, size_problem
-from .errors import IndexStateError
-from .storage import atomic_path
+from .files import atomic_path
 
 DIRECTORY = "raw"
 BLOCK_ROWS = 8192
