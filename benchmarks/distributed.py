@@ -57,7 +57,10 @@ TIMED_PHASES = [
     "-c",
     """
 import json, sys, time
-from semsearch import build, distributed, tuning, vectorindex
+from semsearch.ingest import build
+from semsearch.ingest import distributed
+from semsearch.retrieval import tuning
+from semsearch.retrieval import vectorindex
 from semsearch.cli import main
 
 spent = {}

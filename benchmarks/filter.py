@@ -111,7 +111,8 @@ def percentiles(seconds: list[float]) -> tuple[float, float]:
 
 def semsearch_rows(target: Path, queries: np.ndarray, b: np.ndarray, kind: str, build: dict) -> list[dict]:
     """One row per filter: p50 / p99, recall@10 against brute force in the index's space, the path taken."""
-    from semsearch import Index, strategy
+    from semsearch import Index
+    from semsearch.retrieval import strategy
     from semsearch.retrieval.search import allowed_rows
 
     with Index.open(target) as index:

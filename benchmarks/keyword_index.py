@@ -56,9 +56,9 @@ def quality_of(name: str, work: Path) -> list[dict]:
     import bm25s
     import Stemmer
 
-    from semsearch import keywords
     from semsearch.evaluation.metrics import evaluate_run
     from semsearch.ingest.documents import Document
+    from semsearch.retrieval import keywords
     from semsearch.storage.store import DocumentStore
 
     rows = []

@@ -17,8 +17,9 @@ import numpy as np
 import pytest
 from conftest import SAMPLE
 
-from semsearch import Index, calibration
+from semsearch import Index
 from semsearch.encoding import onnx_backend
+from semsearch.retrieval import calibration
 from semsearch.storage.faults import FAULT_ENV, FAULT_EXIT
 
 distributed = pytest.importorskip("distributed", reason="the dask extra is not installed (make install)")

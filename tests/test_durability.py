@@ -210,7 +210,7 @@ def test_a_file_sqlite_holds_open_is_never_opened_by_other_code(tmp_path, monkey
     another process's last close can delete the write-ahead log under the live connections (SQLite's "How to
     corrupt", 2.2). So the store reads its file's header itself (damage.sqlite_problem: open, read, close) only
     while no store of this process has the file open; the real check, watched."""
-    from semsearch import store
+    from semsearch.storage import store
 
     opened: list[str] = []
     real = store.sqlite_problem

@@ -16,9 +16,10 @@ from test_filters import corpus as filter_corpus
 from test_filters import expected
 from test_legacy import LEGACY
 
-from semsearch import Index, strategy, tuning
+from semsearch import Index
 from semsearch.cli import main
 from semsearch.errors import SettingsError
+from semsearch.retrieval import strategy, tuning
 from semsearch.retrieval.filters import Condition, condition_sql, where_sql
 from semsearch.storage.store import SCHEMA_VERSION, DocumentStore
 

@@ -12,8 +12,9 @@ import pytest
 from click.testing import CliRunner
 from conftest import SAMPLE, write_jsonl
 
-from semsearch import Index, keywords
+from semsearch import Index
 from semsearch.cli import main
+from semsearch.retrieval import keywords
 from semsearch.retrieval.keywords import match_expression, query_words
 from semsearch.transforms import normalize_rows
 

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from semsearch import idcheck
 from semsearch.errors import DataError
+from semsearch.ingest import idcheck
 from semsearch.ingest.documents import Corpus
 
 DOCUMENTS = 70_000  # beyond a block of anything, and the repeat far from its first place

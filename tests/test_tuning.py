@@ -9,7 +9,8 @@ import faiss
 import numpy as np
 import pytest
 
-from semsearch import Index, tuning
+from semsearch import Index
+from semsearch.retrieval import tuning
 
 DOCS, DIM, SOURCES, HELD_OUT, K = 30_000, 48, 1000, 400, 10
 TARGET = 0.95
