@@ -20,7 +20,8 @@ VENV_BIN = Path(sys.executable).parent
 
 def readme_blocks(language: str) -> list[str]:
     text = (REPO / "README.md").read_text()
-    use = text[text.index("## Use") : text.index("## Transforms")]
+    start = text.index("## Use")
+    use = text[start : text.index("\n## ", start + 1)]
     return re.findall(rf"```{language}\n(.*?)```", use, re.S)
 
 

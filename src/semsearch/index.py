@@ -21,23 +21,25 @@ from typing import Any, Literal
 
 import numpy as np
 
-from .encoding import Encoder
 from .errors import DataError, IndexStateError
 from .ingest import build
-from .ingest.creation import check_compatible, check_new_directory, make_encoder, new_settings
+from .ingest.creation import check_compatible, check_new_directory, new_settings
 from .ingest.distributed import Executor, executor_for
 from .ingest.documents import Corpus, Document, FieldNames, parse_document, validate_documents
 from .ingest.pipeline import AddReport, Progress
 from .operations import writes
-from .retrieval.calibration import query_defaults
+from .operations.check import health
+from .operations.describe import describe
+from .operations.directory import IndexDirectory
+from .retrieval.calibration import Calibration
 from .retrieval.keywords import KeywordRetriever
+from .retrieval.query import QueryDefaults, QueryOptions
 from .retrieval.search import DenseRetriever, Hit, Request, Where, allowed_rows
 from .retrieval.search import search as run_search
-from .retrieval.vectorindex import VectorIndex
 from .settings import (
-    DEFAULT_MODE,
     DEFAULT_WAIT,
     NO_MODEL,
+    Fusion,
     IndexOptions,
     RefitPolicy,
     SearchMode,
@@ -45,11 +47,8 @@ from .settings import (
     at_least,
 )
 from .storage.faults import fault_point
-from .storage.generations import Generations, WriterLock, cannot_write
-from .storage.manifest import FILE, PENDING, IndexSettings, IndexState, Manifest
-from .storage.rawvectors import RawVectors, Segment
-from .storage.store import DocumentStore
-from .transforms import Transform, load_transform
+from .storage.generations import cannot_write
+from .storage.manifest import FILE, PENDING, IndexState, Manifest
 from .transforms.stats import RunningStats
 
 __all__ = ["AddReport", "Hit", "Index"]
@@ -58,22 +57,8 @@ __all__ = ["AddReport", "Hit", "Index"]
 class Index:
     """A semsearch index directory. Open one with `Index.open`, make one with `Index.create`."""
 
-    def __init__(
-        self, path: Path, manifest: Manifest, wait: float = DEFAULT_WAIT, read_only: str | None = None
-    ):
-        self.path = Path(path)
-        self.manifest = manifest
-        self.wait = wait  # seconds a write waits for another process's write to finish
-        new = manifest.state.generation == 0  # a missing or empty store is new, not lost
-        self.store = DocumentStore(self.path / DocumentStore.FILE, read_only=bool(read_only), create=new)
-        # Why writes are refused (None: they are not): storage this process cannot write.
-        self.read_only = read_only or ("documents.db opens only to read" if self.store.read_only else None)
-        self.lock = WriterLock(self.path)
-        self.generations = Generations(self.path, self.store)
-        self._encoder: Encoder | None = None
-        self._transform: Transform | None = None
-        self._vectors: VectorIndex | None = None
-        self._raw: RawVectors | None = None
+    def __init__(self, directory: IndexDirectory):
+        self.directory = directory
 
     # ---- making and opening -------------------------------------------------------------------------
 
@@ -95,24 +80,28 @@ class Index:
         check_new_directory(path)
         settings = new_settings(options)  # loads the model first: nothing is written for one that fails
         path.mkdir(parents=True, exist_ok=True)
-        index = cls(path, Manifest(settings, IndexState()), wait)
-        with index._writing(refresh=False):
+        index = cls(IndexDirectory(path, Manifest(settings, IndexState()), wait))
+        directory = index.directory
+        with directory.writing(refresh=False):
             if (path / FILE).exists():
                 raise IndexStateError(f"{path} was just made an index by another process")
-            with index.store.transaction():
-                index.store.set_generation(0)
+            with directory.store.transaction():
+                directory.store.set_generation(0)
             fault_point("creating")
-            index.manifest = index.manifest.save(path)
+            directory.manifest = directory.manifest.save(path)
         return index
 
     @classmethod
     def open(cls, path: str | Path, wait: float = DEFAULT_WAIT) -> Index:
         """Open an index to search or write. Any number of processes may have it open; writes take turns."""
         path = Path(path)
-        index = cls(path, Manifest.load(path), wait, cannot_write(path))  # says plainly when not an index
-        with _closed_on_error(index), index.store.guarded():
-            index.manifest = index.generations.current(index.lock)
-            index.generations.check(index.manifest)
+        index = cls(
+            IndexDirectory(path, Manifest.load(path), wait, cannot_write(path))
+        )  # not an index: says so
+        directory = index.directory
+        with _closed_on_error(index), directory.store.guarded():
+            directory.manifest = directory.generations.current(directory.lock)
+            directory.generations.check(directory.manifest)
         return index
 
     @classmethod
@@ -138,7 +127,9 @@ class Index:
         with _closed_on_error(index):
             index.check_compatible(options)
         if options.batch_size:  # a setting of this run's encoding, not of the index
-            index.manifest = Manifest(index.settings.with_changes(batch_size=options.batch_size), index.state)
+            index.directory.manifest = Manifest(
+                index.settings.with_changes(batch_size=options.batch_size), index.state
+            )
         return index
 
     def check_compatible(self, options: IndexOptions | None = None, **asked: Any) -> None:
@@ -146,36 +137,11 @@ class Index:
         check_compatible(self.path, self.settings, options or IndexOptions(**asked))
 
     def close(self) -> None:
-        self.lock.release()
-        self.store.close()
+        self.directory.close()
 
     def refresh(self) -> bool:
         """Catch up with writes made by other processes since this index was opened; True if any."""
-        if self.store.generation() == self.state.generation:
-            return False
-        self._use(self.generations.current(self.lock))
-        return True
-
-    def _use(self, manifest: Manifest) -> None:
-        self.manifest = manifest
-        self._transform = self._vectors = None
-
-    @contextlib.contextmanager
-    def _writing(self, refresh: bool = True) -> Iterator[None]:
-        """Hold the writer lock and start from the latest committed state (another process may have written
-        since this index was opened, or crashed half-way: that is rolled forward or discarded here)."""
-        if self.read_only:
-            raise IndexStateError(f"{self.path} is read-only: {self.read_only}; writes need write access")
-        self.lock.acquire(self.wait)
-        try:
-            with self.store.guarded():
-                if refresh:
-                    self.generations.roll_forward()
-                    self._use(Manifest(self.settings, Manifest.load(self.path).state))
-                    self.generations.check(self.manifest)
-                yield
-        finally:
-            self.lock.release()
+        return self.directory.refresh()
 
     def __enter__(self) -> Index:
         return self
@@ -183,61 +149,26 @@ class Index:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    # ---- components -----------------------------------------------------------------------------------
+    # ---- what it holds (the open directory's parts) ----------------------------------------------------
 
-    @property
-    def settings(self) -> IndexSettings:
-        return self.manifest.settings
-
-    @property
-    def state(self) -> IndexState:
-        return self.manifest.state
-
-    @property
-    def generation_dir(self) -> Path:
-        return self.generations.directory(self.state.generation)
-
-    @property
-    def encoder(self) -> Encoder:
-        if self._encoder is None:
-            self._encoder = make_encoder(self.path, self.settings, self.settings.quantize)
-        return self._encoder
-
-    @property
-    def transform(self) -> Transform:
-        if self._transform is None:
-            self._require_fitted()
-            self._transform = load_transform(
-                self.generation_dir, self.settings.spec, self.settings.encoder_dim
-            )
-        return self._transform
-
-    @property
-    def vectors(self) -> VectorIndex:
-        if self._vectors is None:
-            self._require_fitted()
-            tuned = self.state.search_params, self.state.measured_recall
-            self._vectors = VectorIndex.load(self.generation_dir).with_tuning(*tuned)
-        return self._vectors
-
-    @property
-    def raw(self) -> RawVectors:
-        """The raw vectors of the current segments; kept while they stay the same (it keeps their maps)."""
-        segments = Segment.all_of(self.state.segments)
-        if self._raw is None or self._raw.segments != segments or self._raw.dim != self.settings.encoder_dim:
-            self._raw = RawVectors(self.path, segments, self.settings.encoder_dim)
-        return self._raw
+    path = property(lambda self: self.directory.path)
+    manifest = property(lambda self: self.directory.manifest)
+    settings = property(lambda self: self.directory.settings)
+    state = property(lambda self: self.directory.state)
+    store = property(lambda self: self.directory.store)
+    read_only = property(lambda self: self.directory.read_only)
+    wait = property(lambda self: self.directory.wait)
+    generation_dir = property(lambda self: self.directory.generation_dir)
+    encoder = property(lambda self: self.directory.encoder)
+    transform = property(lambda self: self.directory.transform)
+    vectors = property(lambda self: self.directory.vectors)
+    raw = property(lambda self: self.directory.raw)
 
     def stats(self) -> RunningStats:
-        path = self.generation_dir / RunningStats.FILE
-        return RunningStats.load(path) if path.is_file() else RunningStats(self.settings.encoder_dim)
+        return self.directory.stats()
 
     def __len__(self) -> int:
         return self.state.count
-
-    def _require_fitted(self) -> None:
-        if self.state.count == 0:
-            raise IndexStateError(f"{self.path} holds no documents yet: ingest some first")
 
     # ---- writing --------------------------------------------------------------------------------------
 
@@ -279,10 +210,10 @@ class Index:
 
     def _add(self, documents: Callable[[], Iterable[Document]], progress, refit, executor=None) -> AddReport:
         refit = RefitPolicy.parse(refit, "refit")
-        with self._writing():
-            done, published = writes.add(self, documents(), progress, executor)
+        with self.directory.writing():
+            done, published = writes.add(self.directory, documents(), progress, executor)
             if published is not None:
-                self._take_up(published)
+                self.directory.take_up(published)
             report, drift = done.report(), self.state.drift
             if report.added and refit.due(drift) and not report.young:
                 self._refit_locked(build.refit_spec(self.settings, None, None, None, None, None), None)
@@ -291,11 +222,11 @@ class Index:
 
     def delete(self, ids: Sequence[str] = (), where: Where = None) -> int:
         """Delete documents by id and/or filter (from the statistics, exactly, and the vector index); how many."""
-        with self._writing():
-            self._require_fitted()
-            pks = writes.chosen(self, ids, allowed_rows(self.store, where))
+        with self.directory.writing():
+            self.directory.require_fitted()
+            pks = writes.chosen(self.directory, ids, allowed_rows(self.store, where))
             if pks:
-                self._take_up(writes.delete(self, pks))
+                self.directory.take_up(writes.delete(self.directory, pks))
             return len(pks)
 
     def refit(
@@ -317,47 +248,62 @@ class Index:
         changes the FAISS index (flat, hnsw, ivf, pq, auto); `rerank` the queries' default; `recall_target`
         the recall@10 it is tuned for; `calibrate` False keeps the fusion weight (calibration.py). Returns s."""
         at_least(rerank, 0, "rerank")
-        with self._writing():
+        with self.directory.writing():
             spec = build.refit_spec(self.settings, transform, dims, power, flow_epochs, seed)
             return self._refit_locked(spec, index_type, rerank, recall_target, calibrate)
 
     def _refit_locked(self, spec: TransformSpec, index_type: str | None, *tuning: Any) -> float:
-        self._require_fitted()
-        seconds, published = writes.refit(self, spec, index_type, *tuning)
-        self._take_up(published)
+        self.directory.require_fitted()
+        seconds, published = writes.refit(self.directory, spec, index_type, *tuning)
+        self.directory.take_up(published)
         return seconds
-
-    def _take_up(self, published: writes.Published) -> None:
-        """Use the generation a write just published, with the parts it already has in memory."""
-        self.manifest = published.manifest
-        self._transform, self._vectors = published.transform, published.vectors
 
     # ---- reading --------------------------------------------------------------------------------------
 
     def search(
-        self, text: str, k: int = 10, where: Where = None, rerank: int | None = None, **how: Any
+        self, text: str, k: int = 10, where: Where = None, rerank: int | None = None, **options: Any
     ) -> list[Hit]:
         """The k documents that best match `text`; `where` filters first (k come back whenever k match). `rerank=N`
-        re-scores N candidates by cosine of the kept raw vectors (None: the index's setting, 0: off). `mode` dense,
-        keyword or hybrid, `alpha` hybrid's dense weight (None: as calibrated), `fusion` convex or rrf."""
-        return self.search_many([text], k, where, rerank, **how)[0]
+        re-scores N candidates by cosine of the kept raw vectors (None: the index's setting, 0: off). `options`
+        as `search_many` takes them: `mode` dense, keyword or hybrid, `alpha` hybrid's dense weight (None: as
+        calibrated), `fusion` convex or rrf."""
+        return self.search_many([text], k, where, rerank, **options)[0]
 
     def search_many(
-        self, texts: Sequence[str], k: int = 10, where: Where = None, rerank: int | None = None, **how: Any
+        self,
+        texts: Sequence[str],
+        k: int = 10,
+        where: Where = None,
+        rerank: int | None = None,
+        *,
+        mode: SearchMode | str | None = None,
+        alpha: float | None = None,
+        fusion: Fusion | str | None = None,
     ) -> list[list[Hit]]:
+        """`search` for several texts at once (encoded in one batch)."""
         if any(not text.strip() for text in texts):
             raise DataError("the query text is empty")
-        how = query_defaults(self.state.calibration, how)  # mode and alpha not given: as calibrated
-        keywords_only = SearchMode.parse(how.get("mode") or self.default_mode, "mode") is SearchMode.KEYWORD
-        vectors = None if keywords_only else self.encoder.encode(list(texts))
-        return self.search_vectors(vectors, k, where, rerank, texts=texts, **how)
+        options = QueryOptions.resolve(
+            self.query_defaults, mode=mode, alpha=alpha, fusion=fusion, rerank=rerank
+        )
+        vectors = None if options.mode is SearchMode.KEYWORD else self.encoder.encode(list(texts))
+        return self._search(options, vectors, texts, k, where)
+
+    @property
+    def query_defaults(self) -> QueryDefaults:
+        """The mode, weight and rerank depth a query takes when it does not say: the calibrated mode (hybrid if
+        none) where the index has keywords and a model, else dense."""
+        calibrated = Calibration.from_json(self.state.calibration)
+        return QueryDefaults.of(
+            fusible=self.store.has_keywords and self.settings.model != NO_MODEL,
+            rerank=self.settings.rerank,
+            calibrated_mode=calibrated.mode if calibrated else None,
+            calibrated_alpha=calibrated.alpha if calibrated else None,
+        )
 
     @property
     def default_mode(self) -> SearchMode:
-        """The calibrated mode (hybrid if none) where the index has keywords and a model, else dense."""
-        fusible = self.store.has_keywords and self.settings.model != NO_MODEL
-        calibrated = query_defaults(self.state.calibration, {}).get("mode")
-        return SearchMode(calibrated or DEFAULT_MODE) if fusible else SearchMode.DENSE
+        return self.query_defaults.mode
 
     def search_vectors(
         self,
@@ -367,29 +313,32 @@ class Index:
         rerank: int | None = None,
         *,
         texts: Sequence[str] | None = None,
-        **how: Any,
+        mode: SearchMode | str | None = None,
+        alpha: float | None = None,
+        fusion: Fusion | str | None = None,
     ) -> list[list[Hit]]:
         """Search with query vectors from this index's encoder, or made elsewhere as its documents' were
         (before the transform), one row per query; with `texts` (the queries' words), keyword and hybrid too
         (mode None: dense without texts, else the index's default)."""
-        rerank = at_least(self.settings.rerank if rerank is None else rerank, 0, "rerank")
-        default = self.default_mode if texts is not None else SearchMode.DENSE
-        how = query_defaults(self.state.calibration, how) if texts is not None else how
-        request = Request.checked(k, queries, texts, where, rerank, self.settings.encoder_dim, default, **how)
+        options = QueryOptions.resolve(
+            self.query_defaults, mode=mode, alpha=alpha, fusion=fusion, rerank=rerank, texts=texts is not None
+        )
+        return self._search(options, queries, texts, k, where)
+
+    def _search(self, options, vectors, texts, k, where) -> list[list[Hit]]:
+        request = Request.checked(k, options, vectors, texts, where, self.settings.encoder_dim)
         self.refresh()
         if self.state.count == 0:
             return [[] for _ in range(request.count)]
-        keywords_only = request.mode is SearchMode.KEYWORD
+        keywords_only = options.mode is SearchMode.KEYWORD
         dense = None if keywords_only else DenseRetriever(self.transform, self.vectors, self.raw)
         keyword = KeywordRetriever(self.store, self.state.count)
         return run_search(request, store=self.store, dense=dense, keyword=keyword)
 
     def info(self) -> dict[str, Any]:
         """What the index is and holds; a damaged file found by the cheap checks (check.health) is an error."""
-        from .operations.check import health
-        from .operations.describe import describe
-
-        return {**describe(self), "read_only": self.read_only is not None, "health": health(self)}
+        described = describe(self.directory, self.query_defaults)
+        return {**described, "read_only": self.read_only is not None, "health": health(self.directory)}
 
 
 @contextlib.contextmanager

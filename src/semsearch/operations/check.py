@@ -21,7 +21,7 @@ import contextlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -44,9 +44,8 @@ from ..storage.rawvectors import DIRECTORY, RawVectors, Segment, lost
 from ..storage.store import DocumentStore
 from ..transforms import Transform, load_transform
 from ..transforms.stats import RunningStats
-
-if TYPE_CHECKING:
-    from ..index import Index
+from .directory import IndexDirectory
+from .publish import publish
 
 OK, DAMAGED, REPAIRED = "ok", "damaged", "repaired"
 VERIFY_ROWS = 32  # rows a transform from the previous generation must map onto their stored vectors
@@ -118,16 +117,20 @@ def check_index(
         lock.release()
 
 
-def health(index: Index) -> str:
+def health(directory: IndexDirectory) -> str:
     """`info`'s check: what a query loads, loaded, agreeing with the manifest, and the raw segments' headers
     and sizes; the first damaged file is raised (DamagedFile). 'ok' otherwise."""
-    raw = index.raw
+    raw = directory.raw
     for segment in raw.segments:
         if problem := raw.problem(segment):
             raise lost(raw.directory / segment.name, problem)
-    if index.state.count:
+    if directory.state.count:
         for problem in disagreements(
-            index.manifest, index.generation_dir, index.stats(), index.transform, index.vectors
+            directory.manifest,
+            directory.generation_dir,
+            directory.stats(),
+            directory.transform,
+            directory.vectors,
         ):
             raise problem
     return OK
@@ -330,7 +333,8 @@ class Inspection:
         self.transform = load(
             names[1:-1], lambda: load_transform(directory, settings.spec, settings.encoder_dim)
         )
-        self.vectors = load(names[-1:], lambda: VectorIndex.load(directory))
+        tuning = manifest.state.search_params, manifest.state.measured_recall
+        self.vectors = load(names[-1:], lambda: VectorIndex.load(directory).with_tuning(*tuning))
         for error in disagreements(manifest, directory, self.stats, self.transform, self.vectors, self.live):
             errors.setdefault(error.path.name, error)
         for name in names:
@@ -400,25 +404,8 @@ class Inspection:
         with generations.next(manifest) as building:
             if len(dropped):
                 store.delete(np.unique(store.passages().owners(dropped)).tolist())
-            stats.save(building.directory / RunningStats.FILE)
-            changes: dict[str, Any] = {}
-            if transform is not None and vectors is not None:
-                transform.save(building.directory)
-                vectors.save(building.directory)
-                changes = dict(
-                    dims=transform.out_dim, drift=transform.drift(stats), index_structure=vectors.description
-                )
-                if (
-                    vectors.params is not None
-                ):  # rebuilt: its own tuning; else the intact index keeps the state's
-                    changes.update(search_params=vectors.params, measured_recall=vectors.recall)
-            state = state.with_changes(
-                count=store.count(),
-                passages=len(live),
-                segments=tuple(s.to_json() for s in segments),
-                **changes,
-            )
-            generations.write_manifest(building, Manifest(settings, state))
+            segments_now = tuple(s.to_json() for s in segments)
+            publish(generations, building, state, settings, stats, transform, vectors, segments=segments_now)
         for name, rows in self.lost.items():
             removed = f"removed {owners[name]} documents whose raw vectors were lost: ingest them again"
             done[f"{DIRECTORY}/{name}"] = (

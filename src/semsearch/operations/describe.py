@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from ..retrieval.query import QueryDefaults
 from ..retrieval.vectorindex import VectorIndex
-from ..settings import DEFAULT_ALPHA, DRIFT_LIMIT
+from ..settings import DRIFT_LIMIT
 from ..storage.manifest import FORMAT_VERSION
 from ..storage.store import DocumentStore
-
-if TYPE_CHECKING:
-    from ..index import Index
+from .directory import IndexDirectory
 
 
-def describe(index: Index) -> dict[str, Any]:
+def describe(index: IndexDirectory, defaults: QueryDefaults) -> dict[str, Any]:
+    """The index in `index` as `info` shows it; `defaults`: what its queries take when they do not say."""
     s, state = index.settings, index.state
     generation = index.generation_dir
     sizes = {
@@ -34,9 +34,9 @@ def describe(index: Index) -> dict[str, Any]:
         "chunk_tokens": s.chunk_tokens,
         "chunk_overlap": s.chunk_overlap,
         "keyword_index": index.store.has_keywords,
-        "default_mode": index.default_mode.value,
+        "default_mode": defaults.mode.value,
         # hybrid's default dense weight, and how the corpus chose it (calibration.py; None: not calibrated)
-        "default_alpha": (state.calibration or {}).get("alpha", DEFAULT_ALPHA),
+        "default_alpha": defaults.alpha,
         "calibration": state.calibration,
         "model": s.model,
         "model_name": s.model_name,

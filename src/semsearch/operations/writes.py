@@ -1,13 +1,12 @@
 """The writes of an index (add, delete, refit), run while its writer lock is held. Each builds the next
 generation (generations.py) from the stages (ingest.py, build.py) and returns what was published, which the
-Index then takes up."""
+facade then takes up (IndexDirectory.take_up)."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -23,26 +22,16 @@ from ..retrieval.search import DenseRetriever
 from ..retrieval.vectorindex import VectorIndex, resolve_index_type
 from ..settings import NO_MODEL, Quantize, TransformSpec, check_recall_target
 from ..storage.generations import NextGeneration
-from ..storage.manifest import IndexSettings, Manifest
-from ..storage.rawvectors import RawVectors, ResumeCache, Segment, SegmentWriter, compact, worth_compacting
+from ..storage.manifest import IndexSettings
+from ..storage.rawvectors import RawVectors, ResumeCache, Segment, SegmentWriter
 from ..transforms import Transform
 from ..transforms.stats import RunningStats
-
-if TYPE_CHECKING:
-    from ..index import Index
-
-
-@dataclass(frozen=True)
-class Published:
-    """A generation just published, with the parts already in memory."""
-
-    manifest: Manifest
-    transform: Transform
-    vectors: VectorIndex
+from .directory import IndexDirectory, Published
+from .publish import publish
 
 
 def add(
-    index: Index,
+    directory: IndexDirectory,
     documents: Iterable[Document],
     progress: Progress | None,
     executor: Executor | None = None,
@@ -52,19 +41,19 @@ def add(
     generation (None when nothing was added).
     Vectors also go to a resume cache as they are encoded: if the process dies, the same ingest run again takes
     them from there instead of encoding them again."""
-    settings, state = index.settings, index.state
-    stats = index.stats()
-    cache = ResumeCache(index.path, settings.encoder_dim)
+    settings, state = directory.settings, directory.state
+    stats = directory.stats()
+    cache = ResumeCache(directory.path, settings.encoder_dim)
     executor = executor or InProcess()
     job = Job(
         settings,
-        encode=None if settings.model == NO_MODEL else index.encoder.encode,
-        chunker=make_chunker(settings, lambda: index.encoder),
+        encode=None if settings.model == NO_MODEL else directory.encoder.encode,
+        chunker=make_chunker(settings, lambda: directory.encoder),
         cache=cache,
         progress=progress,
-        path=index.path,
+        path=directory.path,
     )
-    writer = SegmentWriter(index.path, state.next_pk, settings.encoder_dim)
+    writer = SegmentWriter(directory.path, state.next_pk, settings.encoder_dim)
     fidelity: list[Callable[[], dict[str, Any]]] = []
     measure_fidelity = (
         job.encode is not None and settings.quantize != Quantize.NONE and state.quantize_fidelity is None
@@ -82,11 +71,11 @@ def add(
             fidelity.append(executor.fidelity(sample, job))
 
     try:
-        with index.generations.next(index.manifest) as building:
+        with directory.generations.next(directory.manifest) as building:
             done = add_documents(
                 documents,
-                store=index.store,
-                raw=index.raw,
+                store=directory.store,
+                raw=directory.raw,
                 stats=stats,
                 writer=writer,
                 run=lambda partitions: executor.run(handed_out(partitions), job),
@@ -100,20 +89,20 @@ def add(
             done.refitted = state.count > 0 and build.young(settings, state.rows)
             segments = Segment.all_of(state.segments) + [writer.finish()]
             # not mapped: the build's and calibration's scattered reads would keep whole segments in the RSS
-            raw = RawVectors(index.path, segments, settings.encoder_dim, mapped=False)
-            live = index.store.vector_pks()
+            raw = RawVectors(directory.path, segments, settings.encoder_dim, mapped=False)
+            live = directory.store.vector_pks()
             if state.count == 0 or done.refitted:  # first or young: fit on all documents, index all
                 transform = build.fit(settings.spec, stats, raw, live)
                 vectors = build.build_vectors(  # ivf, pq: trained here, filled where the executor encodes
                     transform, raw, live, settings.index_type, settings.recall_target, executor.add_blocks
                 )
             else:  # keep the transform so the stored vectors stay valid
-                transform = index.transform
+                transform = directory.transform
                 vectors = build.after_add(
                     transform,
-                    _loaded(index),
+                    directory.loaded_vectors(),
                     raw=raw,
-                    new_rows=RawVectors(index.path, segments[-1:], settings.encoder_dim),
+                    new_rows=RawVectors(directory.path, segments[-1:], settings.encoder_dim),
                     live=live,
                     replaced=done.replaced,
                     index_type=settings.index_type,
@@ -126,9 +115,9 @@ def add(
                 changes["quantize_fidelity"] = fidelity[0]()
             if job.encode is not None and (state.count == 0 or done.refitted or state.calibration is None):
                 changes["calibration"] = _calibrated(
-                    index, settings, transform, vectors, raw, job.chunker, executor.encoder(job)
+                    directory, settings, transform, vectors, raw, job.chunker, executor.encoder(job)
                 )
-            published = _write(index, building, stats, transform, vectors, settings, **changes)
+            published = _publish(directory, building, stats, transform, vectors, settings, **changes)
     except BaseException:
         writer.discard()
         raise
@@ -136,42 +125,44 @@ def add(
     return done, published
 
 
-def chosen(index: Index, ids: Sequence[str], allowed: np.ndarray | None) -> list[int]:
+def chosen(directory: IndexDirectory, ids: Sequence[str], allowed: np.ndarray | None) -> list[int]:
     """The pks (sorted) of the documents named by id (each must exist) or allowed by a filter."""
     pks: list[int] = []
     if ids:
-        known = index.store.existing_ids(list(ids))
+        known = directory.store.existing_ids(list(ids))
         if unknown := [doc_id for doc_id in ids if doc_id not in known]:
-            raise IndexStateError(f"no document with id {', '.join(map(repr, unknown[:5]))} in {index.path}")
+            raise IndexStateError(
+                f"no document with id {', '.join(map(repr, unknown[:5]))} in {directory.path}"
+            )
         pks += [pk for pk, _ in known.values()]
     if allowed is not None:
         pks += allowed.tolist()
     return sorted(set(pks))
 
 
-def delete(index: Index, pks: Sequence[int]) -> Published:
+def delete(directory: IndexDirectory, pks: Sequence[int]) -> Published:
     """Delete these documents (sorted unique pks); the vectors of their passages leave the statistics
-    (downdated exactly) and the vector index."""
-    rows = index.store.passage_pks(np.asarray(pks, dtype=np.int64))
-    stats = index.stats()
-    stats.remove(index.raw.get(rows))
-    transform, vectors, settings = index.transform, _loaded(index), index.settings
-    with index.generations.next(index.manifest) as building:
-        index.store.delete(pks)
-        live = index.store.vector_pks()
+    (downdated exactly) and the vector directory."""
+    rows = directory.store.passage_pks(np.asarray(pks, dtype=np.int64))
+    stats = directory.stats()
+    stats.remove(directory.raw.get(rows))
+    transform, vectors, settings = directory.transform, directory.loaded_vectors(), directory.settings
+    with directory.generations.next(directory.manifest) as building:
+        directory.store.delete(pks)
+        live = directory.store.vector_pks()
         vectors = build.without(
             vectors,
             rows.tolist(),
             lambda: build.build_vectors(
-                transform, index.raw, live, settings.index_type, settings.recall_target
+                transform, directory.raw, live, settings.index_type, settings.recall_target
             ),
         )
-        published = _write(index, building, stats, transform, vectors, index.settings)
+        published = _publish(directory, building, stats, transform, vectors, directory.settings)
     return published
 
 
 def refit(
-    index: Index,
+    directory: IndexDirectory,
     spec: TransformSpec,
     index_type: str | None,
     rerank: int | None = None,
@@ -181,35 +172,35 @@ def refit(
     """A new transform from the stored statistics and a vector index rebuilt from the kept raw vectors, and
     the fusion weight calibrated again for them (unless `calibrate` is False: the recorded one is kept)."""
     started = time.perf_counter()
-    index_type = index_type or index.settings.index_type
-    recall_target = check_recall_target(recall_target) or index.settings.recall_target
+    index_type = index_type or directory.settings.index_type
+    recall_target = check_recall_target(recall_target) or directory.settings.recall_target
     resolve_index_type(index_type, 0)  # validates the name before the fit
-    live, stats = index.store.vector_pks(), index.stats()
-    fitted = build.fit(spec, stats, index.raw, live)
-    vectors = build.build_vectors(fitted, index.raw, live, index_type, recall_target)
-    settings = index.settings.with_changes(
+    live, stats = directory.store.vector_pks(), directory.stats()
+    fitted = build.fit(spec, stats, directory.raw, live)
+    vectors = build.build_vectors(fitted, directory.raw, live, index_type, recall_target)
+    settings = directory.settings.with_changes(
         transform=spec.kind.value,
         dims_requested=spec.dims,
         power=spec.effective_power,
         flow_epochs=spec.epochs,
         seed=spec.seed,
         index_type=index_type,
-        rerank=index.settings.rerank if rerank is None else rerank,
+        rerank=directory.settings.rerank if rerank is None else rerank,
         recall_target=recall_target,
     )
     changes = {}
     if calibrate and settings.model != NO_MODEL:
-        chunker = make_chunker(settings, lambda: index.encoder)
+        chunker = make_chunker(settings, lambda: directory.encoder)
         changes["calibration"] = _calibrated(
-            index, settings, fitted, vectors, index.raw, chunker, index.encoder.encode
+            directory, settings, fitted, vectors, directory.raw, chunker, directory.encoder.encode
         )
-    with index.generations.next(index.manifest) as building:
-        published = _write(index, building, stats, fitted, vectors, settings, **changes)
+    with directory.generations.next(directory.manifest) as building:
+        published = _publish(directory, building, stats, fitted, vectors, settings, **changes)
     return time.perf_counter() - started, published
 
 
 def _calibrated(
-    index: Index,
+    directory: IndexDirectory,
     settings: IndexSettings,
     transform: Transform,
     vectors: VectorIndex,
@@ -219,7 +210,7 @@ def _calibrated(
 ) -> dict[str, Any] | None:
     """The fusion weight this generation's documents choose (calibration.py), as the manifest keeps it."""
     chosen = calibrate(
-        store=index.store,
+        store=directory.store,
         dense=DenseRetriever(transform, vectors, raw),
         encode=encode,
         chunker=chunker,
@@ -228,15 +219,8 @@ def _calibrated(
     return None if chosen is None else chosen.to_json()
 
 
-def _loaded(index: Index) -> VectorIndex:
-    """The current generation's vector index as its manifest has it tuned, to change and publish again."""
-    return VectorIndex.load(index.generation_dir).with_tuning(
-        index.state.search_params, index.state.measured_recall
-    )
-
-
-def _write(
-    index: Index,
+def _publish(
+    directory: IndexDirectory,
     building: NextGeneration,
     stats: RunningStats,
     transform: Transform,
@@ -244,29 +228,7 @@ def _write(
     settings: IndexSettings,
     **changes: Any,
 ) -> Published:
-    """Write every file of the next generation and hand its manifest to the generation being built. When
-    deleted and replaced rows fill enough of the raw segments, the live rows are compacted into one."""
-    segments = Segment.all_of(changes.get("segments", index.state.segments))
-    live = index.store.vector_pks()
-    if worth_compacting(segments, len(live)):
-        compacted = compact(
-            RawVectors(index.path, segments, index.settings.encoder_dim), live, building.number
-        )
-        changes["segments"] = () if compacted is None else (compacted.to_json(),)
-    stats.save(building.directory / RunningStats.FILE)
-    transform.save(building.directory)
-    vectors.save(building.directory)
-    state = index.state.with_changes(
-        count=index.store.count(),
-        passages=len(live),
-        long_documents=len(index.store.long_documents()[0]),
-        dims=transform.out_dim,
-        drift=transform.drift(stats),
-        index_structure=vectors.description,
-        search_params=vectors.params,
-        measured_recall=vectors.recall,
-        **changes,
+    manifest = publish(
+        directory.generations, building, directory.state, settings, stats, transform, vectors, **changes
     )
-    return Published(
-        index.generations.write_manifest(building, Manifest(settings, state)), transform, vectors
-    )
+    return Published(manifest, transform, vectors)

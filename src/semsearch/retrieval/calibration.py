@@ -76,17 +76,6 @@ class Calibration:
         return None if not data else cls(**data)
 
 
-def query_defaults(calibration: dict[str, Any] | None, how: dict[str, Any]) -> dict[str, Any]:
-    """A query's `mode` and `alpha`, those not given taken from the calibration: its mode (hybrid whenever an
-    alpha is given) and its weight."""
-    chosen = Calibration.from_json(calibration)
-    if chosen is None:
-        return how
-    mode = how.get("mode") or (SearchMode.HYBRID.value if how.get("alpha") is not None else chosen.mode)
-    alpha = how.get("alpha") if how.get("alpha") is not None else chosen.alpha
-    return {**how, "mode": mode, "alpha": alpha}
-
-
 @dataclass(frozen=True)
 class PseudoQuery:
     pk: int  # the target document

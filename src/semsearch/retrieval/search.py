@@ -19,13 +19,10 @@ import numpy as np
 from ..errors import DataError, IndexStateError, SettingsError
 from ..ingest.passages import PassageMap
 from ..settings import (
-    DEFAULT_ALPHA,
-    DEFAULT_FUSION,
     FUSION_DEPTH,
     RRF_K,
     Fusion,
     SearchMode,
-    check_alpha,
     check_k,
 )
 from ..storage.rawvectors import RawVectors
@@ -34,6 +31,7 @@ from ..transforms import Transform, normalize_rows
 from . import strategy
 from .filters import Condition
 from .keywords import KeywordRetriever, best_span
+from .query import QueryOptions
 from .vectorindex import VectorIndex
 
 Where = Sequence[str | Condition] | dict[str, Any] | None
@@ -78,32 +76,24 @@ class Request:
     """What a search asks: raw query vectors (dense side) and/or texts (keyword side), one per query."""
 
     k: int
-    mode: SearchMode
+    options: QueryOptions
     vectors: np.ndarray | None = None
     texts: Sequence[str] | None = None
     where: Where = None
-    rerank: int = 0
-    alpha: float = DEFAULT_ALPHA
-    fusion: Fusion = DEFAULT_FUSION
 
     @classmethod
     def checked(
         cls,
         k: int,
+        options: QueryOptions,
         vectors: np.ndarray | None,
         texts: Sequence[str] | None,
         where: Where,
-        rerank: int,
         dim: int,
-        default_mode: SearchMode,
-        *,
-        mode: SearchMode | str | None = None,
-        alpha: float | None = None,
-        fusion: Fusion | str | None = None,
     ) -> Request:
-        """A request whose settings are valid and whose inputs are those its mode needs."""
+        """A request whose inputs are those its mode needs."""
         check_k(k)
-        mode = SearchMode.parse(mode or default_mode, "mode")
+        mode = options.mode
         if vectors is not None:
             vectors = np.asarray(vectors, dtype=np.float32)
             if vectors.ndim != 2 or vectors.shape[1] != dim:
@@ -114,9 +104,7 @@ class Request:
             raise SettingsError(f"{mode} search needs the queries' text", setting="mode")
         if mode is not SearchMode.KEYWORD and vectors is None:
             raise SettingsError(f"{mode} search needs query vectors", setting="mode")
-        alpha = DEFAULT_ALPHA if alpha is None else check_alpha(alpha)
-        fusion = Fusion.parse(fusion or DEFAULT_FUSION, "fusion")
-        return cls(k, mode, vectors, texts, where, rerank, alpha, fusion)
+        return cls(k, options, vectors, texts, where)
 
     @property
     def count(self) -> int:
@@ -288,7 +276,8 @@ def search(
     keyword: KeywordRetriever | None,
 ) -> list[list[Hit]]:
     """The steps in order (the caller has checked that the mode's inputs and retrievers are there)."""
-    mode, k = request.mode, request.k
+    options, k = request.options, request.k
+    mode = options.mode
     if mode is not SearchMode.DENSE and not store.has_keywords:
         raise IndexStateError(
             f"{store.path.parent} has no keyword index (made by an older semsearch and open read-only): open it "
@@ -299,7 +288,7 @@ def search(
     dense_found: list[Found] = [[] for _ in range(request.count)]
     keyword_found: list[Found] = [[] for _ in range(request.count)]
     if mode is not SearchMode.KEYWORD:
-        dense_found = dense_documents(dense, store, request.vectors, depth, allowed, request.rerank)
+        dense_found = dense_documents(dense, store, request.vectors, depth, allowed, options.rerank)
     if mode is not SearchMode.DENSE:
         keyword_found = [
             [Match(pk, score) for pk, score in scored]
@@ -310,5 +299,5 @@ def search(
     elif mode is SearchMode.KEYWORD:
         found = keyword_found
     else:
-        found = [fuse(d, kw, request.alpha, request.fusion, k) for d, kw in zip(dense_found, keyword_found)]
+        found = [fuse(d, kw, options.alpha, options.fusion, k) for d, kw in zip(dense_found, keyword_found)]
     return join(store, found, request.texts)

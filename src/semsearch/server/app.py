@@ -118,7 +118,7 @@ def query_text(value: Any, name: str = "q") -> str:
 
 
 def search_one(index: Index, q: str, options: dict[str, Any]) -> dict[str, Any]:
-    hits = index.search(q, **supported(index.search, options))
+    hits = index.search(q, **supported(index.search_many, options))
     return {"q": q, "k": options["k"], "hits": [hit.to_json() for hit in hits]}
 
 
@@ -177,7 +177,7 @@ def describe(index: Index, settings: ServerSettings) -> dict[str, Any]:
         "max_k": settings.max_k,
         "max_batch": settings.max_batch,
         "max_body": settings.max_body,
-        "extras": [name for name in EXTRAS if takes(index.search, name)],
+        "extras": [name for name in EXTRAS if takes(index.search_many, name)],
     }
     return details
 

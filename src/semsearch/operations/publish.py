@@ -1,0 +1,50 @@
+"""The one step that writes a generation's files and publishes its manifest: every write (add, delete, refit)
+and `check --repair`'s rebuild end here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..retrieval.vectorindex import VectorIndex
+from ..storage.generations import Generations, NextGeneration
+from ..storage.manifest import IndexSettings, IndexState, Manifest
+from ..storage.rawvectors import RawVectors, Segment, compact, worth_compacting
+from ..transforms import Transform
+from ..transforms.stats import RunningStats
+
+
+def publish(
+    generations: Generations,
+    building: NextGeneration,
+    state: IndexState,
+    settings: IndexSettings,
+    stats: RunningStats,
+    transform: Transform | None,
+    vectors: VectorIndex | None,
+    **changes: Any,
+) -> Manifest:
+    """Write the statistics, transform and vector index (the last two None: an index left with no document) of
+    the generation being built after `state`, and hand its manifest, counted from the store, to the generation.
+    When deleted and replaced rows fill enough of the raw segments, the live rows are compacted into one."""
+    store = generations.store
+    segments = Segment.all_of(changes.get("segments", state.segments))
+    live = store.vector_pks()
+    if worth_compacting(segments, len(live)):
+        compacted = compact(
+            RawVectors(generations.path, segments, settings.encoder_dim), live, building.number
+        )
+        changes["segments"] = () if compacted is None else (compacted.to_json(),)
+    stats.save(building.directory / RunningStats.FILE)
+    if transform is not None and vectors is not None:
+        transform.save(building.directory)
+        vectors.save(building.directory)
+        changes = dict(
+            dims=transform.out_dim,
+            drift=transform.drift(stats),
+            index_structure=vectors.description,
+            search_params=vectors.params,
+            measured_recall=vectors.recall,
+            **changes,
+        )
+    counted = dict(count=store.count(), passages=len(live), long_documents=len(store.long_documents()[0]))
+    return generations.write_manifest(building, Manifest(settings, state.with_changes(**counted, **changes)))

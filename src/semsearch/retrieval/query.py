@@ -1,0 +1,78 @@
+"""A query's options resolved once, into one typed object that search and keyword retrieval take: each option
+asked is checked; one not asked is the index's own (the mode and weight its corpus calibrated, its rerank
+depth), else the defaults of settings.py."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..settings import (
+    DEFAULT_ALPHA,
+    DEFAULT_FUSION,
+    DEFAULT_MODE,
+    Fusion,
+    SearchMode,
+    at_least,
+    check_alpha,
+)
+
+
+@dataclass(frozen=True)
+class QueryDefaults:
+    """What an index answers with when a query does not say: from its settings and its calibration."""
+
+    mode: SearchMode = DEFAULT_MODE
+    alpha: float = DEFAULT_ALPHA
+    rerank: int = 0
+    calibrated: bool = False  # the mode and alpha were chosen by the corpus (calibration.py)
+
+    @classmethod
+    def of(cls, fusible: bool, rerank: int, calibrated_mode: str | None, calibrated_alpha: float | None):
+        """`fusible`: the index has keywords and a model (else dense is all it can do)."""
+        if not fusible:
+            return cls(SearchMode.DENSE, DEFAULT_ALPHA, rerank)
+        if calibrated_mode is None:
+            return cls(DEFAULT_MODE, DEFAULT_ALPHA, rerank)
+        alpha = DEFAULT_ALPHA if calibrated_alpha is None else calibrated_alpha
+        return cls(SearchMode(calibrated_mode), alpha, rerank, calibrated=True)
+
+
+@dataclass(frozen=True)
+class QueryOptions:
+    """How the queries of one call are answered."""
+
+    mode: SearchMode
+    alpha: float  # hybrid's dense weight
+    fusion: Fusion
+    rerank: int  # candidates re-scored by the kept raw vectors (0: off)
+
+    @classmethod
+    def resolve(
+        cls,
+        defaults: QueryDefaults,
+        *,
+        mode: SearchMode | str | None = None,
+        alpha: float | None = None,
+        fusion: Fusion | str | None = None,
+        rerank: int | None = None,
+        texts: bool = True,
+    ) -> QueryOptions:
+        """The options asked, checked, the rest from `defaults`. A weight asked without a mode means hybrid
+        on a calibrated index (whose own mode may be dense); without `texts` (vectors only) the mode is dense
+        unless asked."""
+        if mode is None:
+            if not texts:
+                mode = SearchMode.DENSE
+            elif alpha is not None and defaults.calibrated:
+                mode = SearchMode.HYBRID
+            else:
+                mode = defaults.mode
+        alpha = check_alpha(alpha)
+        if alpha is None:
+            alpha = defaults.alpha if texts else DEFAULT_ALPHA
+        return cls(
+            mode=SearchMode.parse(mode, "mode"),
+            alpha=alpha,
+            fusion=Fusion.parse(fusion or DEFAULT_FUSION, "fusion"),
+            rerank=at_least(defaults.rerank if rerank is None else rerank, 0, "rerank"),
+        )
