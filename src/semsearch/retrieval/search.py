@@ -17,7 +17,6 @@ from typing import Any, Protocol
 import numpy as np
 
 from ..errors import DataError, IndexStateError, SettingsError
-from ..ingest.passages import PassageMap
 from ..settings import (
     FUSION_DEPTH,
     RRF_K,
@@ -25,6 +24,7 @@ from ..settings import (
     SearchMode,
     check_k,
 )
+from ..storage.passages import PassageMap
 from ..storage.rawvectors import RawVectors
 from ..storage.store import DocumentStore
 from ..transforms import Transform, normalize_rows

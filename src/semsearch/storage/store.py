@@ -18,9 +18,9 @@ import sqlite_utils
 
 from ..errors import IndexStateError
 from ..ingest.documents import Document
-from ..ingest.passages import PassageMap
 from ..retrieval.filters import Condition, RowCache, check_fields, condition_sql, where_sql
 from .damage import RESTORE, DamagedFile, brief, size_problem, sqlite_problem
+from .passages import PassageMap
 from .schema import META_ROWS, MIGRATIONS, NEW_ROWS, SCHEMA_VERSION
 
 TABLES = ("documents", "fields", "state")
