@@ -209,3 +209,16 @@ def test_a_very_long_text_encodes_at_once_and_as_its_beginning():
     start = "Whitening makes sentence embeddings isotropic. " * 30
     long, short = encoder.encode([start + "word " * 3_000_000, start])
     assert float(long @ short) > 0.999
+
+
+def test_progress_counts_whole_documents_when_they_are_cut_into_passages(tmp_path):
+    """Documents of several passages: the bar moves by whole documents (it read "70.3125/300") and ends at
+    the number of documents, not of passages."""
+    docs = [json.loads(line) for line in SAMPLE.read_text().splitlines()][:40]
+    docs = [{**doc, "text": (doc["text"] + " ") * 6} for doc in docs]
+    calls: list[int | float] = []
+    with Index.create(tmp_path / "index", batch_size=16, chunk_tokens=64, chunk_overlap=8) as index:
+        index.add(docs, progress=calls.append)
+        assert index.info()["passages"] > 2 * len(docs)
+    assert all(isinstance(n, int) and n > 0 for n in calls), calls
+    assert sum(calls) == len(docs) and len(calls) > 1

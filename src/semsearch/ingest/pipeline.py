@@ -145,11 +145,26 @@ def encode_documents(
     raw vectors (encode_partition, in passage order) and each document's spans. `progress` counts documents."""
     passages = split(docs, chunker)
     flat = [passage for parts in passages for passage in parts]
-    share = len(docs) / len(flat)
-    counted = (lambda n: progress(n * share)) if progress and share != 1 else progress
+    counted = whole_documents([len(parts) for parts in passages], progress) if progress else None
     part = encode_partition(flat, encode, dim, cache, counted)
     part.spans = [[passage.span for passage in parts] for parts in passages]
     return part
+
+
+def whole_documents(passage_counts: Sequence[int], progress: Progress) -> Progress:
+    """A progress that takes passages done (in order) and tells `progress` the documents they complete: a bar
+    counts whole documents, never a share of one."""
+    ends = np.cumsum(passage_counts)
+    done = [0, 0]  # passages, documents
+
+    def count(passages: int) -> None:
+        done[0] += passages
+        documents = int(np.searchsorted(ends, done[0], side="right"))
+        if documents > done[1]:
+            progress(documents - done[1])
+            done[1] = documents
+
+    return count
 
 
 def cached_partition(
