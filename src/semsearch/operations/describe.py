@@ -9,6 +9,7 @@ from ..retrieval.vectorindex import VectorIndex
 from ..settings import DEFAULT_ALPHA, DRIFT_LIMIT
 from ..storage.manifest import FORMAT_VERSION
 from ..storage.store import DocumentStore
+from .isotropy import current as current_isotropy
 
 if TYPE_CHECKING:
     from ..index import Index
@@ -49,6 +50,8 @@ def describe(index: Index) -> dict[str, Any]:
         "rerank": s.rerank,
         **({"flow_epochs": s.flow_epochs, "seed": s.seed} if s.transform == "flow" else {}),
         "drift": state.drift,
+        # how anisotropic the raw vectors are, what the transform made of them, and whether whitening helps
+        "isotropy": current_isotropy(index),
         "drift_limit": DRIFT_LIMIT,
         "encoder_dim": s.encoder_dim,
         "quantize": s.quantize,

@@ -26,6 +26,7 @@ from ..storage.generations import NextGeneration
 from ..storage.manifest import IndexSettings, Manifest
 from ..storage.rawvectors import RawVectors, ResumeCache, Segment, SegmentWriter, compact, worth_compacting
 from ..transforms import Transform
+from ..transforms.isotropy import measure as measure_isotropy
 from ..transforms.stats import RunningStats
 
 if TYPE_CHECKING:
@@ -253,6 +254,10 @@ def _write(
             RawVectors(index.path, segments, index.settings.encoder_dim), live, building.number
         )
         changes["segments"] = () if compacted is None else (compacted.to_json(),)
+    kept = RawVectors(
+        index.path, Segment.all_of(changes.get("segments", index.state.segments)), index.settings.encoder_dim
+    )
+    changes["isotropy"] = measure_isotropy(stats, transform, kept, live)
     stats.save(building.directory / RunningStats.FILE)
     transform.save(building.directory)
     vectors.save(building.directory)
