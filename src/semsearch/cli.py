@@ -542,7 +542,39 @@ def info(index_path, as_json):
             value = ", ".join(f"{name} {_human(size)}" for name, size in value.items())
         elif key == "calibration":
             value = _calibration_line(value)
+        elif key == "isotropy" and value:
+            value = _isotropy_line(value)
         click.echo(f"{key:>15}: {value}")
+
+
+def _isotropy_line(isotropy: dict) -> str:
+    sides = [
+        f"{side} mean cosine {figures['mean_cosine']:.3f}, mean norm {figures['mean_norm']:.3f}, effective rank "
+        f"{figures['effective_rank']:.1f}, top direction {figures['top1_variance']:.1%}"
+        for side in ("raw", "transformed")
+        if (figures := isotropy.get(side)) and figures.get("mean_cosine") is not None
+    ]
+    advice = isotropy["advice"]
+    return f"{'; '.join(sides)} (over {isotropy['rows']} {isotropy['over']}); whitening {advice['whitening']}: {advice['why']}"
+
+
+@main.command()
+@index_option
+@click.option(
+    "--out", type=click.Path(file_okay=False, path_type=Path), required=True, help="Where the figures go."
+)
+def inspect(index_path, out):
+    """Draw what the transform does to the index's vectors: spectrum.png, cosines.png, word-frequency.png,
+    and isotropy.md / isotropy.json with their numbers (an index without a transform: against full whitening)."""
+    from .evaluation.inspect import draw, from_index
+    from .index import Index
+
+    with Index.open(index_path) as index:
+        material = from_index(index)
+    draw(material, out)
+    for name in ("spectrum.png", "cosines.png", "word-frequency.png", "isotropy.md", "isotropy.json"):
+        if (out / name).is_file():
+            click.echo(str(out / name))
 
 
 def _calibration_line(calibration: dict | None) -> str:

@@ -11,6 +11,7 @@ from ..settings import DRIFT_LIMIT
 from ..storage.manifest import FORMAT_VERSION
 from ..storage.store import DocumentStore
 from .directory import IndexDirectory
+from .isotropy import current as current_isotropy
 
 
 def describe(index: IndexDirectory, defaults: QueryDefaults) -> dict[str, Any]:
@@ -49,6 +50,8 @@ def describe(index: IndexDirectory, defaults: QueryDefaults) -> dict[str, Any]:
         "rerank": s.rerank,
         **({"flow_epochs": s.flow_epochs, "seed": s.seed} if s.transform == "flow" else {}),
         "drift": state.drift,
+        # how anisotropic the raw vectors are, what the transform made of them, and whether whitening helps
+        "isotropy": current_isotropy(index),
         "drift_limit": DRIFT_LIMIT,
         "encoder_dim": s.encoder_dim,
         "quantize": s.quantize,

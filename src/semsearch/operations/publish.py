@@ -10,6 +10,7 @@ from ..storage.generations import Generations, NextGeneration
 from ..storage.manifest import IndexSettings, IndexState, Manifest
 from ..storage.rawvectors import RawVectors, Segment, compact, worth_compacting
 from ..transforms import Transform
+from ..transforms.isotropy import measure as measure_isotropy
 from ..transforms.stats import RunningStats
 
 
@@ -34,6 +35,11 @@ def publish(
             RawVectors(generations.path, segments, settings.encoder_dim), live, building.number
         )
         changes["segments"] = () if compacted is None else (compacted.to_json(),)
+    if transform is not None:  # figures of the vectors kept, raw and transformed (transforms/isotropy.py)
+        kept = RawVectors(
+            generations.path, Segment.all_of(changes.get("segments", state.segments)), settings.encoder_dim
+        )
+        changes["isotropy"] = measure_isotropy(stats, transform, kept, live)
     stats.save(building.directory / RunningStats.FILE)
     if transform is not None and vectors is not None:
         transform.save(building.directory)

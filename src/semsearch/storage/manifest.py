@@ -87,6 +87,9 @@ class IndexState:
     # The fusion weight and default mode the corpus chose for itself (calibration.Calibration as JSON); None:
     # not calibrated (too few documents, or too few with sentences to spare), hybrid at settings.DEFAULT_ALPHA.
     calibration: dict | None = None
+    # How anisotropic the raw vectors are and what the transform made of them (transforms/isotropy.py); None:
+    # written before the figures were kept (`info` computes them from the files).
+    isotropy: dict | None = None
     created: str = field(default_factory=now)
     updated: str = field(default_factory=now)
 

@@ -150,6 +150,56 @@ const INFO_FIELDS = [
   ["updated", "Updated"],
 ];
 
+const SVG = "http://www.w3.org/2000/svg";
+const SPECTRUM_SIDES = [["raw", "#c0392b"], ["transformed", "#2471a3"]];
+
+function svgNode(tag, attributes) {
+  const node = document.createElementNS(SVG, tag);
+  for (const [name, value] of Object.entries(attributes)) node.setAttribute(name, String(value));
+  return node;
+}
+
+// The eigenvalue spectrum (shares of the variance, log scale), raw against transformed, drawn from the numbers
+// the API returns: only Number() of them reaches the SVG.
+function spectrumSvg(isotropy) {
+  const width = 220, height = 110, pad = 4;
+  const svg = svgNode("svg", { id: "spectrum", viewBox: `0 0 ${width} ${height}`, role: "img" });
+  svg.append(svgNode("title", {}));
+  svg.firstChild.textContent = "Eigenvalue spectrum: raw (red) and transformed (blue), log scale";
+  const series = SPECTRUM_SIDES.map(([side, colour]) => [
+    ((isotropy[side] || {}).spectrum || []).map(Number).filter((v) => v > 0), colour]);
+  const all = series.flatMap(([values]) => values);
+  if (all.length === 0) return svg;
+  const top = Math.log10(Math.max(...all)), bottom = Math.log10(Math.min(...all));
+  const span = Math.max(top - bottom, 1e-9);
+  for (const [values, colour] of series) {
+    if (values.length < 2) continue;
+    const points = values.map((v, i) => {
+      const x = pad + (i / (values.length - 1)) * (width - 2 * pad);
+      const y = pad + ((top - Math.log10(v)) / span) * (height - 2 * pad);
+      return `${x.toFixed(1)},${y.toFixed(1)}`;
+    });
+    svg.append(svgNode("polyline", { points: points.join(" "), fill: "none", stroke: colour, "stroke-width": 1.5 }));
+  }
+  return svg;
+}
+
+function isotropyRows(isotropy) {
+  const rows = [];
+  for (const [side, label] of [["raw", "Raw vectors"], ["transformed", "Transformed"]]) {
+    const figures = isotropy[side];
+    if (!figures || figures.mean_cosine === null) continue;
+    rows.push(el("dt", null, label), el("dd", null,
+      `mean cosine ${Number(figures.mean_cosine).toFixed(3)}, effective rank ${Number(figures.effective_rank).toFixed(1)}, ` +
+      `top direction ${(100 * Number(figures.top1_variance)).toFixed(1)}%`));
+  }
+  if (isotropy.advice) rows.push(el("dt", null, "Whitening"), el("dd", null, `${isotropy.advice.whitening}: ${isotropy.advice.why}`));
+  const figure = el("dd");
+  figure.append(spectrumSvg(isotropy));
+  rows.push(el("dt", null, "Spectrum"), figure);
+  return rows;
+}
+
 async function loadInfo() {
   const answer = await api("/info");
   const list = $("info-list");
@@ -163,6 +213,7 @@ async function loadInfo() {
     if (info[key] === undefined || info[key] === null) continue;
     rows.push(el("dt", null, label), el("dd", null, typeof info[key] === "object" ? JSON.stringify(info[key]) : info[key]));
   }
+  if (info.isotropy) rows.push(...isotropyRows(info.isotropy));
   list.replaceChildren(...rows);
   const fields = info.fields || [];
   filterInputs.replaceChildren(...fields.map((field) => {

@@ -1,0 +1,215 @@
+"""Issue 29's benchmark: does the isotropy diagnostic predict whether whitening helps?
+
+For every data set here and encoder (the bundled model with mean and cls pooling, a small random-initialised
+BERT), the corpus is encoded once (the engine's Encoder, onnx int8 as an index's default; documents cut at the
+model's max_length, not chunked), the isotropy figures computed as an index computes them (transforms/isotropy.py:
+the raw side from RunningStats, the transformed side from the projected rows) and the quality measured with
+the raw vectors and whitened ones (full whitening P=1 with every dimension, and the index default P=0.5 with
+128), fitted on the corpus's own vectors as an index fits them. Retrieval is exact cosine (numpy); STS is the
+Spearman correlation of the pairs' cosines with the gold scores. The advice rule (transforms/advice.py) is then
+scored against the measured gain: hits and misses.
+
+    PYTHONPATH=src .venv/bin/python benchmarks/isotropy.py [--work indexes/isotropy]
+
+Writes benchmarks/results/isotropy.md and .json, and the inspect figures of SciFact and STS-B to
+benchmarks/results/isotropy/. Encodings are cached in the work directory (delete it to encode again).
+SICK is not in ../shared/data: it is not measured."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from semsearch.encoding import Encoder, resolve_model_path
+from semsearch.evaluation.datasets import cranfield_to_beir, load_beir, load_sts
+from semsearch.evaluation.metrics import evaluate_run, spearman
+from semsearch.settings import TransformKind, TransformSpec
+from semsearch.storage.files import atomic_write_text
+from semsearch.transforms import fit_transform
+from semsearch.transforms.isotropy import figures, sample_rows
+from semsearch.transforms.stats import RunningStats
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO.parent / "shared" / "data"
+RESULTS = REPO / "benchmarks" / "results"
+WORDNET_SAMPLE = 6000  # synsets (seed 0) of WordNet's 117,791; their first lemmas are the queries
+WORDNET_QUERIES = 600
+
+
+def whitening_specs(dim: int) -> dict[str, TransformSpec]:
+    return {
+        "whiten P=1 all": TransformSpec(TransformKind.WHITEN, None, 1.0),
+        "whiten P=0.5 128": TransformSpec(TransformKind.WHITEN, min(128, dim), 0.5),
+    }
+
+
+# ---- data sets: (corpus texts, queries, judge(projected corpus, projected queries) -> score) -----------------
+
+
+def sts_set():
+    pairs = load_sts(DATA / "stsb" / "sts-dev.csv")
+    sentences = list(dict.fromkeys([p.sentence1 for p in pairs] + [p.sentence2 for p in pairs]))
+    position = {s: i for i, s in enumerate(sentences)}
+    left = np.array([position[p.sentence1] for p in pairs])
+    right = np.array([position[p.sentence2] for p in pairs])
+    gold = np.array([p.score for p in pairs])
+
+    def judge(corpus: np.ndarray, _queries) -> float:
+        return 100 * spearman(np.sum(corpus[left] * corpus[right], axis=1), gold)
+
+    relevant = (left[gold >= 4], right[gold >= 4])  # pairs scored 4-5: "mostly" to "completely equivalent"
+    return sentences, [], judge, "spearman", relevant
+
+
+def beir_set(directory: Path):
+    data = load_beir(directory)
+    records = [json.loads(line) for line in data.corpus_path.read_text().splitlines() if line.strip()]
+    ids = [str(r.get("_id", r.get("id"))) for r in records]
+    texts = [f"{r['title']} {r['text']}" if r.get("title") else r["text"] for r in records]
+    query_ids = list(data.queries)
+    return (
+        texts,
+        [data.queries[q] for q in query_ids],
+        _retrieval_judge(ids, query_ids, data.qrels),
+        "ndcg@10",
+        (_relevant_pairs(ids, query_ids, data.qrels)),
+    )
+
+
+def wordnet_set():
+    lines = (DATA / "wordnet" / "corpus.jsonl").read_text().splitlines()
+    records = [json.loads(line) for line in random.Random(0).sample(lines, WORDNET_SAMPLE)]
+    ids = [r["id"] for r in records]
+    lemmas = [[w.strip() for w in r["title"].split(",")] for r in records]
+    holders: dict[str, dict[str, int]] = {}
+    for doc_id, words in zip(ids, lemmas):
+        for word in words:
+            holders.setdefault(word, {})[doc_id] = 1
+    # A reverse dictionary: the query is a synset's first lemma, the relevant glosses every sampled synset of it.
+    chosen = random.Random(1).sample(range(len(records)), WORDNET_QUERIES)
+    queries = {f"q{i}": lemmas[i][0] for i in chosen}
+    qrels = {q: holders[word] for q, word in queries.items()}
+    query_ids = list(queries)
+    return (
+        [r["text"] for r in records],
+        [queries[q] for q in query_ids],
+        _retrieval_judge(ids, query_ids, qrels),
+        "ndcg@10",
+        _relevant_pairs(ids, query_ids, qrels),
+    )
+
+
+def _retrieval_judge(ids, query_ids, qrels):
+    def judge(corpus: np.ndarray, queries: np.ndarray) -> float:
+        scores = queries @ corpus.T
+        top = np.argsort(-scores, axis=1)[:, :100]
+        run = {q: {ids[d]: float(scores[i, d]) for d in top[i]} for i, q in enumerate(query_ids)}
+        return evaluate_run(qrels, run, ["ndcg@10"])["ndcg@10"]
+
+    return judge
+
+
+def _relevant_pairs(ids, query_ids, qrels):
+    """(query row, document row) of every judged relevant pair: the query side indexes the queries."""
+    row = {doc_id: i for i, doc_id in enumerate(ids)}
+    pairs = [(i, row[d]) for i, q in enumerate(query_ids) for d, r in qrels[q].items() if r > 0 and d in row]
+    return tuple(np.array(side) for side in zip(*pairs)) if pairs else None
+
+
+def random_bert(work: Path) -> Path:
+    """The tests' small random BERT (tests/conftest.py tiny_bert): the bundled vocabulary, 32 dims, seed 0."""
+    directory = work / "random-bert"
+    if (directory / "config.json").is_file():
+        return directory
+    import torch
+    import transformers
+
+    tokenizer = transformers.AutoTokenizer.from_pretrained(
+        str(resolve_model_path(None)), local_files_only=True
+    )
+    config = transformers.BertConfig(
+        vocab_size=tokenizer.vocab_size,
+        hidden_size=32,
+        num_hidden_layers=3,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=128,
+    )
+    torch.manual_seed(0)
+    transformers.BertModel(config).save_pretrained(str(directory))
+    tokenizer.save_pretrained(str(directory))
+    return directory
+
+
+# ---- the measurement -------------------------------------------------------------------------------------
+
+
+def encoded(work: Path, key: str, encoder: Encoder, texts: list[str]) -> np.ndarray:
+    path = work / f"{key}.npy"
+    if path.is_file():
+        return np.load(path)
+    started = time.perf_counter()
+    vectors = encoder.encode(texts)
+    print(f"  encoded {key}: {len(texts)} texts in {time.perf_counter() - started:.0f} s", flush=True)
+    np.save(path, vectors)
+    return vectors
+
+
+def measure(name: str, data, model: str, model_path, pooling: str, work: Path) -> dict:
+    texts, queries, judge, metric, _relevant = data
+    encoder = Encoder(model_path, pooling=pooling, quantize="int8", backend="onnx")
+    key = f"{name}-{model}-{pooling}"
+    corpus = encoded(work, key, encoder, texts)
+    query_vectors = encoded(work, f"{key}-queries", encoder, queries) if queries else None
+    stats = RunningStats.of(corpus)
+    none = fit_transform(TransformSpec(TransformKind.NONE), stats)
+    row = {"dataset": name, "model": model, "pooling": pooling, "rows": len(corpus), "dim": corpus.shape[1]}
+    row[f"{metric} none"] = round(judge(none.project(corpus), _project(none, query_vectors)), 4)
+    isotropy = None
+    for label, spec in whitening_specs(corpus.shape[1]).items():
+        transform = fit_transform(spec, stats)
+        row[f"{metric} {label}"] = round(
+            judge(transform.project(corpus), _project(transform, query_vectors)), 4
+        )
+        if label == "whiten P=1 all":
+            isotropy = figures(stats, transform, corpus[sample_rows(np.arange(len(corpus)))])
+    row["metric"] = metric
+    row["isotropy"] = isotropy
+    print(f"  {key}: {json.dumps({k: v for k, v in row.items() if k != 'isotropy'})}", flush=True)
+    return row
+
+
+def _project(transform, vectors):
+    return None if vectors is None else transform.project(vectors)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--work", type=Path, default=REPO / "indexes" / "isotropy")
+    arguments = parser.parse_args()
+    work = arguments.work
+    work.mkdir(parents=True, exist_ok=True)
+    sets = {"sts-dev": sts_set, "scifact": lambda: beir_set(DATA / "scifact")}
+    sets["cranfield"] = lambda: beir_set(cranfield_to_beir(DATA / "cranfield", work / "cranfield-beir"))
+    sets["wordnet"] = wordnet_set
+    bundled, random_model = resolve_model_path(None), random_bert(work)
+    encoders = [("MiniLM", bundled, "mean"), ("MiniLM", bundled, "cls")]
+    encoders += [("random-BERT", random_model, "mean"), ("random-BERT", random_model, "cls")]
+    rows = []
+    for name, make in sets.items():
+        data = make()
+        for model, path, pooling in encoders:
+            rows.append(measure(name, data, model, path, pooling, work))
+    command = "PYTHONPATH=src .venv/bin/python benchmarks/isotropy.py " + " ".join(sys.argv[1:])
+    atomic_write_text(RESULTS / "isotropy.json", json.dumps(rows, indent=1) + "\n")
+    print(command)
+
+
+if __name__ == "__main__":
+    main()
