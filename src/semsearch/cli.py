@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from .errors import SemsearchError, SettingsError
+from .errors import SemsearchError, SettingsError, os_error_message
 from .memory import release_large_blocks
 from .settings import (
     DEFAULT_ALPHA,
@@ -127,6 +127,10 @@ class Group(click.Group):
             raise click.ClickException(message) from None
         except KeyboardInterrupt:
             raise click.ClickException("interrupted; the index is as it was before this command") from None
+        except OSError as error:  # a full disk, a file-size limit, a device error: one line, no traceback
+            raise click.ClickException(os_error_message(error)) from None
+        except RecursionError:
+            raise click.ClickException("input nested too deeply to read") from None
 
 
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -512,20 +516,46 @@ def refit(
 @click.argument("ids", nargs=-1)
 @index_option
 @click.option("--where", multiple=True, metavar="FIELD=VALUE", help="Delete the documents that match (AND).")
+@click.option(
+    "--dry-run", is_flag=True, help="Print how many documents would go, and the first ids; delete none."
+)
+@click.option(
+    "--yes",
+    "-y",
+    is_flag=True,
+    help="Confirm a large delete (every document, or more than half of an index over 100) without asking; "
+    "without a terminal such a delete is refused unless given.",
+)
 @wait_option
-def delete(ids, index_path, where, wait):
-    """Delete documents by id (and/or --where); their vectors leave the statistics and the index.
+def delete(ids, index_path, where, dry_run, yes, wait):
+    """Delete documents by id (and/or --where); their vectors leave the statistics and the index. A delete of
+    every document, or of more than half of an index over 100 documents, asks first.
 
     \b
     Example:
         semsearch delete doc-17 doc-42 --index indexes/papers
+        semsearch delete --where 'lang=de' --dry-run
     """
     if not ids and not where:
         raise click.UsageError("name at least one ID or a --where filter")
     from .index import Index
+    from .operations.deleting import preview
 
     with Index.open(index_path, wait) as index:
-        deleted = index.delete(list(ids), list(where))
+        plan = preview(index, list(ids), list(where))
+        if dry_run:
+            shown = ", ".join(plan.first_ids) + (", ..." if plan.count > len(plan.first_ids) else "")
+            click.echo(
+                f"would delete {plan.count} of {plan.total} documents" + (f": {shown}" if shown else "")
+            )
+            return
+        if plan.needs_confirmation and not yes:
+            if not sys.stdin.isatty():
+                raise click.ClickException(
+                    f"{plan.describe()}: give --yes to confirm it (--dry-run lists the first ids)"
+                )
+            click.confirm(f"{plan.describe()} ({index_path}). Delete?", abort=True, err=True)
+        deleted = index.delete(list(ids), list(where), expect=plan.count)
         click.echo(f"deleted {deleted} documents; {len(index)} left in {index_path}", err=True)
 
 

@@ -289,11 +289,14 @@ class Index:
                 return replace(report, refitted=True, drift=drift)
             return replace(report, drift=drift)
 
-    def delete(self, ids: Sequence[str] = (), where: Where = None) -> int:
-        """Delete documents by id and/or filter (from the statistics, exactly, and the vector index); how many."""
+    def delete(self, ids: Sequence[str] = (), where: Where = None, expect: int | None = None) -> int:
+        """Delete documents by id and/or filter (from the statistics, exactly, and the vector index); how many.
+        `expect`: the count a preview showed (operations/deleting.py); another is refused, nothing deleted."""
         with self._writing():
             self._require_fitted()
             pks = writes.chosen(self, ids, allowed_rows(self.store, where))
+            if expect is not None and len(pks) != expect:
+                raise IndexStateError(f"the index changed: this delete now removes {len(pks)}, not {expect}")
             if pks:
                 self._take_up(writes.delete(self, pks))
             return len(pks)
