@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
 from pathlib import Path
 
 import click
 
-from .errors import SemsearchError, SettingsError
+from .errors import SemsearchError, SettingsError, os_error_message
 from .memory import release_large_blocks
 from .settings import (
     DEFAULT_ALPHA,
@@ -128,6 +127,10 @@ class Group(click.Group):
             raise click.ClickException(message) from None
         except KeyboardInterrupt:
             raise click.ClickException("interrupted; the index is as it was before this command") from None
+        except OSError as error:  # a full disk, a file-size limit, a device error: one line, no traceback
+            raise click.ClickException(os_error_message(error)) from None
+        except RecursionError:
+            raise click.ClickException("input nested too deeply to read") from None
 
 
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -238,6 +241,12 @@ def main() -> None:
     type=click.IntRange(min=1),
     help="Encode on a local Dask cluster of N worker processes (one core each). Needs the dask extra.",
 )
+@click.option(
+    "--skip-invalid",
+    is_flag=True,
+    help="Leave out the lines that are not valid documents, each reported (file, line, field, reason), and "
+    "ingest the rest; without it one bad line refuses the whole file.",
+)
 @wait_option
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar or summary.")
 def ingest(
@@ -266,6 +275,7 @@ def ingest(
     refit,
     cluster,
     workers,
+    skip_invalid,
     wait,
     quiet,
 ):
@@ -273,7 +283,9 @@ def ingest(
 
     Each line is a JSON object with an id (`id` or `_id`), a `text` and optionally a `title`; every other
     field, and those of a nested `metadata` object, is kept as metadata for --where. CORPUS may be `-`
-    (standard input) or a .gz file; lines over 16 MiB are refused.
+    (standard input), a pipe, a FIFO, a socket or a .gz file; lines over 16 MiB are refused. A new index is
+    built beside its directory and moved into place when complete: an interrupted first ingest leaves none.
+    The last line counts the documents read, added, replaced, unchanged and refused.
 
     \b
     Examples:
@@ -284,6 +296,7 @@ def ingest(
     from .index import Index
     from .ingest.distributed import executor_for
     from .ingest.documents import Corpus, FieldNames
+    from .ingest.first import building
     from .settings import IndexOptions
 
     fields = FieldNames(id=id_field, text=text_field, title=title_field, vector=vector_field)
@@ -304,37 +317,26 @@ def ingest(
         chunk_tokens=chunk_tokens,
         chunk_overlap=chunk_overlap,
     )
-    corpus = Corpus(corpus, fields, vectors)
+    corpus = Corpus(corpus, fields, vectors, skip_invalid=skip_invalid)
     total = corpus.check().count  # the whole file, before an index is created or touched
+    for refused in corpus.refused:
+        click.echo(f"skipped: {refused}", err=True)
     if cluster and workers:
         raise click.UsageError("give --cluster or --workers, not both")
-    made_here = not index_path.exists()
-    try:
-        with executor_for(cluster or workers, wait) as executor:  # reached before anything is written
-            if not quiet and (cluster or workers):
-                click.echo(f"encoding on {executor.describe()}", err=True)
-            with (
-                Index.open_or_create(index_path, options, corpus=corpus, wait=wait) as index,
-                _progress(total, quiet, "encoding") as bar,
-            ):
-                calibrated = index.state.calibration
-                report = index.ingest(corpus, progress=bar.update, refit=refit, cluster=executor)
-    except SemsearchError:
-        if (
-            made_here
-        ):  # a first ingest that failed leaves no empty index behind (an interrupted one keeps its cache)
-            shutil.rmtree(index_path, ignore_errors=True)
-        raise
+    with (
+        building(index_path) as build_path,
+        executor_for(cluster or workers, wait) as executor,  # reached before anything is written
+    ):
+        if not quiet and (cluster or workers):
+            click.echo(f"encoding on {executor.describe()}", err=True)
+        with (
+            Index.open_or_create(build_path, options, corpus=corpus, wait=wait) as index,
+            _progress(total, quiet, "encoding") as bar,
+        ):
+            calibrated = index.state.calibration
+            report = index.ingest(corpus, progress=bar.update, refit=refit, cluster=executor)
     if report.resumed:
         click.echo(f"resumed: {report.resumed} vectors from an interrupted ingest were reused", err=True)
-    if not quiet:
-        click.echo(
-            f"{report.added} documents added ({report.replaced} replaced, {report.unchanged} unchanged"
-            + (f"; {report.passages} passages" if report.passages > report.added else "")
-            + f") to {index_path} in "
-            f"{report.seconds:.1f} s ({report.docs_per_second:.1f} docs/s); {len(index)} in the index",
-            err=True,
-        )
     if not quiet and index.state.calibration not in (None, calibrated):
         click.echo(f"calibrated the fusion weight: {_calibration_line(index.state.calibration)}", err=True)
     if report.young:
@@ -351,6 +353,20 @@ def ingest(
             f"{DRIFT_LIMIT}): run `semsearch refit --index {index_path}`, or ingest with --refit auto",
             err=True,
         )
+    if not quiet:
+        click.echo(_ingest_summary(report, len(corpus.refused), len(index), index_path), err=True)
+
+
+def _ingest_summary(report, refused: int, documents: int, index_path: Path) -> str:
+    """The last line of an ingest: read = added (replaced among them) + unchanged + refused, whatever the
+    source."""
+    read = report.added + report.unchanged + refused
+    passages = f"; {report.passages} passages" if report.passages > report.added else ""
+    return (
+        f"read {read} documents, {refused} refused: {report.added} documents added ({report.replaced} "
+        f"replaced, {report.unchanged} unchanged{passages}) to {index_path} in {report.seconds:.1f} s "
+        f"({report.docs_per_second:.1f} docs/s); {documents} in the index"
+    )
 
 
 @main.command()
@@ -500,20 +516,45 @@ def refit(
 @click.argument("ids", nargs=-1)
 @index_option
 @click.option("--where", multiple=True, metavar="FIELD=VALUE", help="Delete the documents that match (AND).")
+@click.option(
+    "--dry-run", is_flag=True, help="Print how many documents would go, and the first ids; delete none."
+)
+@click.option(
+    "--yes",
+    "-y",
+    is_flag=True,
+    help="Confirm a large delete (every document, or more than half of an index over 100) without asking; "
+    "without a terminal such a delete is refused unless given.",
+)
 @wait_option
-def delete(ids, index_path, where, wait):
-    """Delete documents by id (and/or --where); their vectors leave the statistics and the index.
+def delete(ids, index_path, where, dry_run, yes, wait):
+    """Delete documents by id (and/or --where); their vectors leave the statistics and the index. A delete of
+    every document, or of more than half of an index over 100 documents, asks first.
 
     \b
     Example:
         semsearch delete doc-17 doc-42 --index indexes/papers
+        semsearch delete --where 'lang=de' --dry-run
     """
     if not ids and not where:
         raise click.UsageError("name at least one ID or a --where filter")
     from .index import Index
 
     with Index.open(index_path, wait) as index:
-        deleted = index.delete(list(ids), list(where))
+        plan = index.preview_delete(list(ids), list(where))
+        if dry_run:
+            shown = ", ".join(plan.first_ids) + (", ..." if plan.count > len(plan.first_ids) else "")
+            click.echo(
+                f"would delete {plan.count} of {plan.total} documents" + (f": {shown}" if shown else "")
+            )
+            return
+        if plan.needs_confirmation and not yes:
+            if not sys.stdin.isatty():
+                raise click.ClickException(
+                    f"{plan.describe()}: give --yes to confirm it (--dry-run lists the first ids)"
+                )
+            click.confirm(f"{plan.describe()} ({index_path}). Delete?", abort=True, err=True)
+        deleted = index.delete(list(ids), list(where), expect=plan.count)
         click.echo(f"deleted {deleted} documents; {len(index)} left in {index_path}", err=True)
 
 

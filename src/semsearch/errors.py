@@ -5,6 +5,7 @@ more", and the CLI, which knows its flags, prints "--rerank must be 0 or more" (
 
 from __future__ import annotations
 
+import errno
 from pathlib import Path
 
 
@@ -61,3 +62,19 @@ class SettingsError(SemsearchError):
 
 class WriterBusy(IndexStateError):
     """Another process held the index's writer lock for longer than a write would wait."""
+
+
+DISK_FULL = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)
+
+
+def os_error_message(error: OSError) -> str:
+    """One line for an OSError reaching a command or a request: a full disk (or a file-size limit) says the
+    write was abandoned, which leaves the index as it was (writes publish whole generations)."""
+    where = f": {error.filename}" if error.filename else ""
+    reason = error.strerror or str(error)
+    if error.errno in DISK_FULL:
+        return (
+            f"no space left to write ({reason}{where}): nothing was changed; the index is as it was before this "
+            "command. Free some space and run it again"
+        )
+    return f"{reason}{where}"

@@ -29,6 +29,7 @@ from .ingest.documents import Corpus, Document, FieldNames, parse_document, vali
 from .ingest.pipeline import AddReport, Progress
 from .operations import writes
 from .operations.check import health
+from .operations.deleting import Preview, preview
 from .operations.describe import describe
 from .operations.directory import IndexDirectory
 from .retrieval.calibration import Calibration
@@ -220,14 +221,22 @@ class Index:
                 return replace(report, refitted=True, drift=drift)
             return replace(report, drift=drift)
 
-    def delete(self, ids: Sequence[str] = (), where: Where = None) -> int:
-        """Delete documents by id and/or filter (from the statistics, exactly, and the vector index); how many."""
+    def delete(self, ids: Sequence[str] = (), where: Where = None, expect: int | None = None) -> int:
+        """Delete documents by id and/or filter (from the statistics, exactly, and the vector index); how many.
+        `expect`: the count a preview showed (operations/deleting.py); another is refused, nothing deleted."""
         with self.directory.writing():
             self.directory.require_fitted()
             pks = writes.chosen(self.directory, ids, allowed_rows(self.store, where))
+            if expect is not None and len(pks) != expect:
+                raise IndexStateError(f"the index changed: this delete now removes {len(pks)}, not {expect}")
             if pks:
                 self.directory.take_up(writes.delete(self.directory, pks))
             return len(pks)
+
+    def preview_delete(self, ids: Sequence[str] = (), where: Where = None) -> Preview:
+        """What `delete(ids, where)` would remove now: the count and the first ids, and whether it is large
+        enough to be confirmed first (operations/deleting.py)."""
+        return preview(self.directory, ids, where)
 
     def refit(
         self,

@@ -158,8 +158,13 @@ def check_alpha(alpha: float | None) -> float | None:
     return alpha
 
 
+MAX_K = (1 << 31) - 1  # beyond any index; SQLite's LIMIT and FAISS take 64-bit counts
+
+
 def check_k(k: int) -> int:
-    """The number of results a search returns: at least 1."""
+    """The number of results a search returns: at least 1, at most MAX_K."""
+    if k is not None and k > MAX_K:
+        raise SettingsError(f"must be at most {MAX_K:,}, got {k}", setting="k")
     return at_least(k, 1, "k")
 
 

@@ -35,6 +35,7 @@ from ..retrieval.vectorindex import VectorIndex
 from ..storage.manifest import IndexSettings
 from ..storage.rawvectors import ResumeCache
 from . import build
+from .addresses import check_address
 from .chunking import Chunker
 from .documents import Document
 from .pipeline import (
@@ -135,8 +136,8 @@ class DaskExecutor(Executor):
 
     @classmethod
     def connect(cls, address: str, timeout: float, partition_docs: int = CHUNK_DOCS) -> DaskExecutor:
-        """A client of the scheduler at `address` (`tcp://host:8786`) with a worker; ClusterError after
-        `timeout` seconds without one."""
+        """A client of the scheduler at `address` (`tcp://host:8786`) with a worker, or a ClusterError."""
+        check_address(address)
         distributed = _dask()
         try:
             with _short_logs():

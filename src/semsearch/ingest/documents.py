@@ -3,14 +3,10 @@ when they come with them (a vector field in each line, or an .npy file whose row
 
 from __future__ import annotations
 
-import atexit
 import gzip
 import hashlib
 import json
 import math
-import shutil
-import sys
-import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -20,11 +16,22 @@ import numpy as np
 
 from ..errors import DataError
 from .idcheck import RepeatedIds
+from .jsonl import MAX_LINE_BYTES, STDIN, needs_spooling, records, spooled
+from .reachable import check_id, check_key
+from .vectorfiles import _first_bad, _rows, _vector, read_query_vector, read_vector_file
+
+__all__ = [
+    "MAX_LINE_BYTES",
+    "Corpus",
+    "Document",
+    "FieldNames",
+    "parse_document",
+    "read_corpus",
+    "read_query_vector",
+    "read_vector_file",
+]
 
 RESERVED = ("id", "_id", "text", "title", "metadata")
-# The longest line read: memory stays bounded whatever the file holds (a 50 MB line once took 7 GB to encode).
-# The encoder reads only a document's first max_length word pieces, so nothing searchable is lost below this.
-MAX_LINE_BYTES = 16 << 20
 
 
 @dataclass(frozen=True)
@@ -112,6 +119,7 @@ def parse_document(
     metadata = {**nested, **top}
     for name, value in (("id", doc_id), (fields.text, text), (fields.title, title), ("metadata", metadata)):
         _check_values(value, name, path=path, line=line)
+    check_id(str(doc_id), id_key, path=path, line=line)
     return Document(id=str(doc_id), text=text, title=title or None, metadata=metadata, vector=vector)
 
 
@@ -135,70 +143,11 @@ def _check_values(value: Any, field: str, **where: Any) -> None:
         for key, item in value.items():
             name = key if field == "metadata" else f"{field}.{key}"
             _check_values(key, name, **where)
+            check_key(key, name, **where)
             _check_values(item, name, **where)
     elif isinstance(value, list):
         for item in value:
             _check_values(item, field, **where)
-
-
-def _vector(value: Any, **where: Any) -> np.ndarray:
-    """A JSON list of finite numbers as a float32 vector."""
-    if not isinstance(value, list) or not value:
-        raise DataError("the vector must be a non-empty list of numbers", **where)
-    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in value):
-        raise DataError("the vector must hold only numbers", **where)
-    vector = np.asarray(value, dtype=np.float32)
-    if not np.isfinite(vector).all():
-        raise DataError(
-            f"the vector has a value that is not finite at position {_first_bad(vector)}", **where
-        )
-    return vector
-
-
-def _first_bad(vector: np.ndarray) -> int:
-    return int(np.flatnonzero(~np.isfinite(vector))[0])
-
-
-def read_vector_file(path: str | Path) -> np.ndarray:
-    """An .npy file of vectors, one row per document, memory-mapped (never unpickled)."""
-    path = Path(path)
-    try:
-        array = np.load(path, mmap_mode="r", allow_pickle=False)
-    except FileNotFoundError:
-        raise DataError("no such file", path=path) from None
-    except (OSError, ValueError) as error:
-        raise DataError(f"not a readable .npy array of numbers ({error})", path=path) from None
-    if array.ndim != 2 or array.shape[0] == 0 or array.shape[1] == 0:
-        raise DataError(f"expected a 2-D array with one row per document, got shape {array.shape}", path=path)
-    if array.dtype.kind not in "fiu":
-        raise DataError(f"expected numbers, got dtype {array.dtype}", path=path)
-    return array
-
-
-def read_query_vector(path: str | Path) -> np.ndarray:
-    """One query vector from an .npy file (1-D, or 2-D with one row) or a file holding a JSON list."""
-    path = Path(path)
-    if path.suffix == ".npy":
-        try:
-            array = np.load(path, allow_pickle=False)
-        except FileNotFoundError:
-            raise DataError("no such file", path=path) from None
-        except (OSError, ValueError) as error:
-            raise DataError(f"not a readable .npy array of numbers ({error})", path=path) from None
-        if array.ndim == 2 and len(array) == 1:
-            array = array[0]
-        if array.ndim != 1 or array.dtype.kind not in "fiu":
-            raise DataError(
-                f"expected one vector of numbers, got shape {array.shape}, {array.dtype}", path=path
-            )
-        return _vector(array.tolist(), path=path)
-    try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise DataError("no such file", path=path) from None
-    except (OSError, UnicodeDecodeError, ValueError) as error:
-        raise DataError(f"expected an .npy file or a JSON list of numbers ({error})", path=path) from None
-    return _vector(value, path=path)
 
 
 def read_corpus(
@@ -209,8 +158,23 @@ def read_corpus(
 ) -> Iterator[Document]:
     """The documents of a JSONL file, each with its row of the `vectors` .npy file when one is given (row i
     is the i-th document; blank lines do not count). The counts must match, and the width `dim` if given."""
+    for doc in corpus_lines(Path(path), fields, vectors, dim):
+        if isinstance(doc, DataError):
+            raise doc
+        yield doc
+
+
+def corpus_lines(
+    path: Path,
+    fields: FieldNames,
+    vectors: str | Path | None = None,
+    dim: int | None = None,
+    name: str | Path | None = None,
+) -> Iterator[Document | DataError]:
+    """As `read_corpus`, a line that is not a valid document as its DataError (its row of `vectors` passed)."""
+    name = path if name is None else name
     if vectors is None:
-        yield from read_jsonl(path, fields)
+        yield from read_documents(path, fields, name)
         return
     if fields.vector is not None:
         raise DataError(f"vectors come from {vectors} or from the field {fields.vector!r}, not both")
@@ -219,92 +183,50 @@ def read_corpus(
         raise DataError(f"vectors of width {array.shape[1]}, expected {dim}", path=vectors)
     row = 0
     rows = _rows(Path(vectors), array)
-    for row, doc in enumerate(read_jsonl(path, fields)):
+    for row, doc in enumerate(read_documents(path, fields, name)):
         if row >= len(array):
             raise DataError(
-                f"{len(array)} rows, but {path} has more documents (row i is the i-th document)", path=vectors
+                f"{len(array)} rows, but {name} has more documents (row i is the i-th document)", path=vectors
             )
         vector = np.asarray(next(rows), dtype=np.float32)
-        if not np.isfinite(vector).all():
-            raise DataError(
+        if isinstance(doc, DataError):
+            yield doc
+        elif not np.isfinite(vector).all():
+            yield DataError(
                 f"row {row} (document {doc.id!r}) has a value that is not finite at column {_first_bad(vector)}",
                 path=vectors,
             )
-        yield replace(doc, vector=vector)
+        else:
+            yield replace(doc, vector=vector)
     if row + 1 < len(array):
         raise DataError(
-            f"{len(array)} rows, but {path} has {row + 1} documents (row i is the i-th document)",
+            f"{len(array)} rows, but {name} has {row + 1} documents (row i is the i-th document)",
             path=vectors,
         )
-
-
-def _rows(path: Path, array: np.ndarray, block: int = 4096) -> Iterator[np.ndarray]:
-    """The rows of an .npy file in order, read a block at a time: a memory map read to the end would hold
-    the whole file in this process's RSS (1.5 GB for a million 384-dim vectors)."""
-    if not array.flags.c_contiguous or not isinstance(array, np.memmap):
-        yield from array  # Fortran order: rows are not contiguous on disk; read through the map
-        return
-    width = array.shape[1]
-    with open(path, "rb") as handle:
-        handle.seek(array.offset)
-        for begin in range(0, len(array), block):
-            count = min(block, len(array) - begin)
-            yield from np.fromfile(handle, dtype=array.dtype, count=count * width).reshape(count, width)
 
 
 def read_jsonl(path: str | Path, fields: FieldNames = FieldNames()) -> Iterator[Document]:
     """Stream documents from a JSONL file; blank lines are skipped, anything else malformed raises
     DataError naming the file, line and field."""
-    path = Path(path)
-    opener = (
-        gzip.open if path.suffix == ".gz" else open
-    )  # a .gz corpus is read as such, never unpacked to disk
-    try:
-        handle = opener(path, "rb")  # kept open across the generator
-    except OSError as error:
-        raise DataError(f"cannot read: {error.strerror}", path=path) from None
-    with handle:
-        for number, raw in enumerate(_lines(handle, path), start=1):
-            if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
-                raw = raw[3:]  # a UTF-8 byte-order mark, as some Windows editors write
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as error:
-                raise DataError(
-                    f"bytes that are not UTF-8 at column {error.start + 1}", path=path, line=number
-                ) from None
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line.rstrip("\r\n"))  # else an error at the line's end reads "column 1"
-            except json.JSONDecodeError as error:
-                raise DataError(
-                    f"not valid JSON ({error.msg} at column {error.colno})", path=path, line=number
-                ) from None
-            yield parse_document(record, fields, path=path, line=number)
+    for doc in read_documents(Path(path), fields):
+        if isinstance(doc, DataError):
+            raise doc
+        yield doc
 
 
-def _lines(handle, path: Path) -> Iterator[bytes]:
-    """The file's lines; a read that fails half-way (a disk error, a vanished network file) is a DataError
-    naming the line it stopped at."""
-    number = 0
-    while True:
+def read_documents(
+    path: Path, fields: FieldNames, name: str | Path | None = None
+) -> Iterator[Document | DataError]:
+    """Each non-blank line's Document, or the DataError that line is (`name`: the file as messages name it)."""
+    name = path if name is None else name
+    for number, record in records(path, name):
+        if isinstance(record, DataError):
+            yield record
+            continue
         try:
-            raw = handle.readline(MAX_LINE_BYTES + 1)
-        except (OSError, EOFError) as error:  # EOFError: a .gz cut short
-            reason = getattr(error, "strerror", None) or str(error) or "the file ends early"
-            raise DataError(f"cannot read: {reason}", path=path, line=number + 1) from None
-        if not raw:
-            return
-        number += 1
-        if len(raw) > MAX_LINE_BYTES:
-            raise DataError(
-                f"a line longer than {MAX_LINE_BYTES >> 20} MiB: split the document (a long document is "
-                "indexed by its first passage only)",
-                path=path,
-                line=number,
-            )
-        yield raw
+            yield parse_document(record, fields, path=name, line=number)
+        except DataError as error:
+            yield error
 
 
 @dataclass(frozen=True)
@@ -321,71 +243,93 @@ def validate_documents(
     path: str | Path | None = None,
     dim: int | None = None,
     vector_field: str = "vector",
+    lines: Path | None = None,
 ) -> CorpusSummary:
     """Read the documents (a sequence, or what streams them, read again only to confirm a repeated id) for what
     one record cannot show alone: repeated ids, no documents, vectors made elsewhere of differing widths (`dim`:
-    the width they must have, if known; `vector_field`: where they came from)."""
+    the width they must have, if known; `vector_field`: where they came from; `lines`: the file holding them,
+    when `path` is only its name)."""
     read, ids, count = (documents if callable(documents) else lambda: documents), RepeatedIds(), 0
     for count, doc in enumerate(read(), start=1):
         ids.add(doc.id)
         if doc.vector is not None:
             dim = dim or len(doc.vector)
             if len(doc.vector) != dim:
-                raise _error_at(
-                    path, count, f"a vector of width {len(doc.vector)}, expected {dim}", vector_field
-                )
+                message = f"a vector of width {len(doc.vector)}, expected {dim}"
+                raise _error_at(path, count, message, vector_field, lines)
     if count == 0:
         raise DataError("no documents", path=path)
     if repeat := ids.first_repeat(lambda: (doc.id for doc in read())):
         again, first, doc_id = repeat
-        where = f"line {_line_of(path, first)}" if path is not None else f"document {first}"
-        raise _error_at(path, again, f"id {doc_id!r} appears twice (first at {where})", "id")
+        where = f"line {_line_of(lines or path, first)}" if path is not None else f"document {first}"
+        raise _error_at(path, again, f"id {doc_id!r} appears twice (first at {where})", "id", lines)
     return CorpusSummary(count, dim)
 
 
 class Corpus:
     """A JSONL file to ingest (with its vectors made elsewhere, if any): read once in full by `check`, which
-    validates every line before anything is written, then streamed by `documents`."""
+    validates every line before anything is written, then streamed by `documents`. A source that is not a
+    regular file (`-`, a pipe, a FIFO, a socket) is copied to a temporary file first (jsonl.spooled), so both
+    reads see every line. `skip_invalid`: a line that is not a valid document is left out and listed in
+    `refused` (the whole file is refused otherwise)."""
 
-    STDIN = "-"
+    STDIN = STDIN
 
     def __init__(
-        self, path: str | Path, fields: FieldNames = FieldNames(), vectors: str | Path | None = None
+        self,
+        path: str | Path,
+        fields: FieldNames = FieldNames(),
+        vectors: str | Path | None = None,
+        skip_invalid: bool = False,
     ):
-        if str(path) == self.STDIN:
-            path = _spooled_stdin()
-        self.path = Path(path)
+        self.name = "<stdin>" if str(path) == STDIN else Path(path)  # as messages name it
+        self.path = spooled(path) if needs_spooling(path) else Path(path)
+        if str(path) == STDIN:
+            self.name = self.path  # `<stdin>.jsonl`, as before
         self.fields = fields
         self.vectors = None if vectors is None else Path(vectors)
+        self.skip_invalid = skip_invalid
+        self.refused: list[DataError] = []
         self._summary: CorpusSummary | None = None
 
     def documents(self) -> Iterator[Document]:
-        return read_corpus(self.path, self.fields, self.vectors)
+        for doc in corpus_lines(self.path, self.fields, self.vectors, name=self.name):
+            if isinstance(doc, DataError):
+                if not self.skip_invalid:
+                    raise doc
+                continue
+            yield doc
 
     def check(self) -> CorpusSummary:
         """Validate the whole file (once; later calls return the same summary). Raises DataError naming the
-        file, line and field of the first problem."""
+        file, line and field of the first problem (with `skip_invalid`, of a problem no line alone shows)."""
         if self._summary is None:
-            self._summary = validate_documents(
-                self.documents, path=self.path, vector_field=self.fields.vector or "vector"
-            )
+            self.refused, passes = [], 0
+
+            def read() -> Iterator[Document]:  # the first pass lists the lines refused
+                nonlocal passes
+                passes += 1
+                for doc in corpus_lines(self.path, self.fields, self.vectors, name=self.name):
+                    if isinstance(doc, DataError):
+                        if not self.skip_invalid:
+                            raise doc
+                        if passes == 1:
+                            self.refused.append(doc)
+                        continue
+                    yield doc
+
+            field = self.fields.vector or "vector"
+            self._summary = validate_documents(read, path=self.name, vector_field=field, lines=self.path)
         return self._summary
 
 
-def _spooled_stdin() -> Path:
-    """Standard input copied to a temporary file (removed at exit), so it can be read twice: once to check
-    every line before anything is written, once to ingest. Messages name it `<stdin>.jsonl`."""
-    directory = Path(tempfile.mkdtemp(prefix="semsearch-stdin-"))
-    atexit.register(shutil.rmtree, directory, ignore_errors=True)
-    target = directory / "<stdin>.jsonl"
-    with open(target, "wb") as out:
-        shutil.copyfileobj(sys.stdin.buffer, out, 1 << 20)
-    return target
-
-
-def _error_at(path: str | Path | None, ordinal: int, message: str, field: str) -> DataError:
-    """An error about the ordinal-th document, naming its file line when it came from a file."""
-    return DataError(message, path=path, line=None if path is None else _line_of(path, ordinal), field=field)
+def _error_at(
+    path: str | Path | None, ordinal: int, message: str, field: str, lines: Path | None = None
+) -> DataError:
+    """An error about the ordinal-th document, naming its file line when it came from a file (`lines`: the file
+    to count in, when `path` is only its name)."""
+    line = None if path is None else _line_of(lines or path, ordinal)
+    return DataError(message, path=path, line=line, field=field)
 
 
 def _line_of(path: str | Path, ordinal: int) -> int:

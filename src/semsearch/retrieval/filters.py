@@ -14,6 +14,7 @@ the JSON column, for a store of an earlier schema opened read-only (tests/test_f
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -58,13 +59,21 @@ class Condition:
         return "$" + "".join(f'."{part}"' for part in self.field.split("."))
 
 
+INT64 = (-(1 << 63), (1 << 63) - 1)  # SQLite's integers; a number beyond is compared as a float
+
+
 def number(text: str) -> int | float | None:
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return None
+    """The number `text` reads as (None: not a finite one)."""
+    try:
+        value = int(text)
+        return value if INT64[0] <= value <= INT64[1] else float(value)
+    except ValueError:
+        pass
+    try:
+        value = float(text)
+    except (ValueError, OverflowError):
+        return None
+    return value if math.isfinite(value) else None
 
 
 def where_sql(conditions: Iterable[Condition], known_fields: set[str]) -> tuple[str, dict[str, Any]]:

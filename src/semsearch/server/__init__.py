@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..errors import SemsearchError
 from .app import create_app
 from .protocol import ServerSettings
 
@@ -24,7 +25,11 @@ __all__ = ["ServerSettings", "create_app", "serve"]
 def listening_socket(host: str, port: int) -> socket.socket:
     """A socket bound to host:port (0: a free port), so the address printed is the one served."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    return socket.create_server((host, port), family=family, backlog=2048)
+    try:
+        return socket.create_server((host, port), family=family, backlog=2048)
+    except OSError as error:  # a busy port, an address not of this machine, a name that does not resolve
+        reason = error.strerror or str(error)
+        raise SemsearchError(f"cannot listen on {host}:{port}: {reason}") from None
 
 
 def is_loopback(host: str) -> bool:

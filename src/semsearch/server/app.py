@@ -25,16 +25,18 @@ from ..errors import SemsearchError
 from .protocol import (
     ApiError,
     ServerSettings,
+    bounded_float,
     bounded_int,
     documents_of,
     endpoint,
     error_answer,
+    flag,
     json_body,
     read_body,
     require_key,
     string_list,
 )
-from .workers import IndexThreads, WriterProcess
+from .workers import IndexThreads, WriterProcess, identity
 
 if TYPE_CHECKING:
     from ..index import Index
@@ -96,6 +98,11 @@ def search_options(values: dict[str, Any], settings: ServerSettings) -> dict[str
     for name in EXTRAS:
         if values.get(name) not in (None, ""):
             options[name] = values[name]
+    if "alpha" in options:  # a query string's is text
+        options["alpha"] = bounded_float(options["alpha"], "alpha", 0.0, 1.0)
+    for name in ("mode", "fusion"):
+        if name in options and not isinstance(options[name], str):
+            raise ApiError(400, "bad_parameter", f"{name} must be a string")
     return options
 
 
@@ -161,10 +168,15 @@ def add_documents(index: Index, records: list[Any]) -> dict[str, Any]:
     return {**dataclasses.asdict(report), "refit_advised": report.refit_advised, "documents": len(index)}
 
 
-def delete_documents(index: Index, ids: list[str], where: list[str]) -> dict[str, Any]:
+def delete_documents(index: Index, ids: list[str], where: list[str], confirm: bool = True) -> dict[str, Any]:
+    """Delete; a large delete (operations/deleting.py's rule) only with `confirm`."""
     if ids:
         stored(index, ids)
-    return {"deleted": index.delete(ids, where), "documents": len(index)}
+    plan = index.preview_delete(ids, where)
+    if plan.needs_confirmation and not confirm:
+        message = f"{plan.describe()}: send confirm=true to delete them"
+        raise ApiError(409, "confirm_required", message)
+    return {"deleted": index.delete(ids, where, expect=plan.count), "documents": len(index)}
 
 
 def describe(index: Index, settings: ServerSettings) -> dict[str, Any]:
@@ -234,12 +246,18 @@ def create_app(open_index: Callable[[float], Index], settings: ServerSettings | 
         ids, where = request.query_params.getlist("id"), request.query_params.getlist("where")
         if not ids and not where:
             raise ApiError(400, "bad_parameter", "name the documents to delete: where=FIELD=VALUE or id=ID")
-        return await svc().write(request, delete_documents, ids, where)
+        confirm = flag(request.query_params.get("confirm"), "confirm")
+        return await svc().write(request, delete_documents, ids, where, confirm)
 
     async def info(request: Request) -> dict[str, Any]:
         return await svc().read(request, describe, settings)
 
     async def health(request: Request) -> dict[str, Any]:
+        """Answered on the event loop (the readers may all be busy): the index directory is checked as it is
+        now; a replaced one is reopened by the next search (workers.current)."""
+        path = service.reader.path if service is not None else None
+        if path is not None and identity(path) is None:
+            raise ApiError(503, "index_unavailable", f"no index at {path} now", {"Retry-After": "1"})
         return {"status": "ok" if service is not None else "starting"}
 
     async def page(request: Request) -> FileResponse:

@@ -1,8 +1,9 @@
 """The HTTP side of the API: limits, keys, parameters and bodies read and checked, errors as JSON.
 
 Every answer is a JSON object with `took_ms`; an error is `{"error": {"code", "message"}, "took_ms"}` with its
-status: 400 a bad parameter, 401 no key, 403 a wrong key or writes not enabled, 404 nothing there, 405, 413 a
-body over the limit, 422 an invalid document, 503 another writer holds the index."""
+status: 400 a bad parameter, 401 no key, 403 a wrong key or writes not enabled, 404 nothing there, 405, 409 a large
+delete without confirm=true, 413 a body over the limit, 422 an invalid document, 503 another writer holds the
+index (or it is being replaced), 507 a full disk (nothing written)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from ..errors import DataError, SemsearchError, SettingsError, WriterBusy
+from ..errors import DISK_FULL, DataError, SemsearchError, SettingsError, WriterBusy, os_error_message
 
 MAX_LINE_BYTES = 16 << 20  # as ingest's longest line
 
@@ -57,6 +58,10 @@ def error_of(error: Exception, invalid_documents: bool = False) -> ApiError:
         if isinstance(error, WriterBusy):
             return ApiError(503, "busy", message, {"Retry-After": "1"})
         return ApiError(500, "index_error", message)
+    if isinstance(error, OSError) and error.errno in DISK_FULL:
+        return ApiError(507, "disk_full", os_error_message(error))
+    if isinstance(error, RecursionError):
+        return ApiError(400, "bad_parameter", "input nested too deeply to read")
     return ApiError(500, "internal_error", f"{type(error).__name__}: {error}")
 
 
@@ -204,3 +209,25 @@ def string_list(value: Any, name: str) -> list[str]:
     if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
         raise ApiError(400, "bad_parameter", f"{name} must be a string or a list of strings")
     return values
+
+
+def flag(value: Any, name: str) -> bool:
+    """A true/false query parameter (absent: false)."""
+    if value in (None, "", "false", "0"):
+        return False
+    if value in ("true", "1"):
+        return True
+    raise ApiError(400, "bad_parameter", f"{name} must be true or false, got {value!r}")
+
+
+def bounded_float(value: Any, name: str, low: float, high: float) -> float:
+    """A number parameter in [low, high] (a JSON number or its text), else 400 naming it."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise ApiError(400, "bad_parameter", f"{name} must be a number, got {json.dumps(value)}")
+    try:
+        number = float(value)
+    except (ValueError, OverflowError):
+        raise ApiError(400, "bad_parameter", f"{name} must be a number, got {value!r}") from None
+    if not low <= number <= high:  # NaN is in no range
+        raise ApiError(400, "bad_parameter", f"{name} must be from {low:g} to {high:g}, got {value!r}")
+    return number

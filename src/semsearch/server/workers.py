@@ -12,11 +12,14 @@ import asyncio
 import concurrent.futures
 import contextlib
 import multiprocessing
+import os
 import queue
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from ..errors import SemsearchError
 from .protocol import ApiError, error_of
 
 if TYPE_CHECKING:
@@ -25,12 +28,43 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
+def identity(path: Path) -> tuple[int, ...] | None:
+    """What changes when an index directory is replaced (a restore, a new index moved into place) rather than
+    written to: the directory's and its store's device and inode. None: no index there now."""
+    try:
+        directory, store = os.stat(path), os.stat(path / "documents.db")
+        os.stat(path / "manifest.json")
+    except OSError:
+        return None
+    return directory.st_dev, directory.st_ino, store.st_dev, store.st_ino
+
+
+def current(index: Index | None, open_index: Callable[[], Index]) -> Index:
+    """`index` while its directory is the one it opened, else the index now there (the old one closed), or a
+    503 while there is none: a server follows its index directory being replaced or removed."""
+    if index is not None and identity(index.path) == getattr(index, "opened_as", None):
+        return index
+    if index is not None:
+        with contextlib.suppress(Exception):
+            index.close()
+    try:
+        index = open_index()
+    except SemsearchError as error:
+        raise ApiError(
+            503, "index_unavailable", f"the index cannot be opened: {error}", {"Retry-After": "1"}
+        ) from None
+    index.opened_as = identity(index.path)
+    return index
+
+
 class IndexThreads:
     """Threads taking jobs from one queue; a job is `fn(index, *args)` on the Index of the thread that takes it,
-    opened by `open_index` on that thread's first job and closed by `close`."""
+    opened by `open_index` on that thread's first job (again when its directory is replaced: `current`) and
+    closed by `close`. `path`: the index's, once a thread has opened it."""
 
     def __init__(self, open_index: Callable[[], Index], count: int = 1, name: str = "index"):
         self.open_index = open_index
+        self.path: Path | None = None
         self.jobs: queue.SimpleQueue = queue.SimpleQueue()
         self.threads = [
             threading.Thread(target=self._work, name=f"{name}-{n}", daemon=True) for n in range(count)
@@ -60,8 +94,8 @@ class IndexThreads:
             if not future.set_running_or_notify_cancel():
                 continue
             try:
-                if index is None:
-                    index = self.open_index()
+                index = current(index, self.open_index)
+                self.path = index.path
                 future.set_result(fn(index, *args))
             except BaseException as error:  # handed to the waiting request, which answers with it
                 future.set_exception(error)
@@ -117,8 +151,7 @@ def write(open_index: Callable[[float], Index], wait: float, fn: Callable, *args
     """In the writer process: `fn(index, *args)`, its error as the API's (a document's DataError: 422)."""
     global _WRITER_INDEX
     try:
-        if _WRITER_INDEX is None:
-            _WRITER_INDEX = open_index(wait)
+        _WRITER_INDEX = current(_WRITER_INDEX, lambda: open_index(wait))
         if _WRITER_INDEX.read_only:
             raise ApiError(403, "read_only", f"the index is read-only: {_WRITER_INDEX.read_only}")
         return {"result": fn(_WRITER_INDEX, *args)}

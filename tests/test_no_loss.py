@@ -1,0 +1,208 @@
+"""Issue 30, nothing lost: every CORPUS read once whatever it is (a FIFO, a process substitution, a Unix socket),
+the last line of an ingest counting what was read, added, replaced and refused, `--skip-invalid`, ids and keys
+refused when no command could reach them again, a first ingest that leaves no index when interrupted, and a
+delete that counts, tries out and asks. Real processes where the source or the crash needs one."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from conftest import SAMPLE, copy_index, write_jsonl
+
+from semsearch.cli import main
+from semsearch.storage.faults import FAULT_ENV
+
+SEMSEARCH = [sys.executable, "-m", "semsearch"]
+DOCUMENTS = 60
+SUMMARY = re.compile(
+    r"read (\d+) documents, (\d+) refused: (\d+) documents added \((\d+) replaced, (\d+) unchanged"
+)
+
+
+def cli(*args, env=None, **options) -> subprocess.CompletedProcess:
+    environment = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "src"), **(env or {})}
+    return subprocess.run(
+        [*SEMSEARCH, *map(str, args)], capture_output=True, text=True, env=environment, timeout=300, **options
+    )
+
+
+def run(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def summary(stderr: str) -> tuple[int, ...]:
+    """(read, refused, added, replaced, unchanged) from the last line, which must be the summary."""
+    found = SUMMARY.match(stderr.strip().splitlines()[-1])
+    assert found, stderr
+    return tuple(map(int, found.groups()))
+
+
+def count(index: Path) -> int:
+    from semsearch import Index
+
+    with Index.open(index) as opened:
+        return len(opened)
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> Path:
+    lines = SAMPLE.read_text().splitlines()[:DOCUMENTS]
+    path = tmp_path_factory.mktemp("corpus") / "corpus.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+# ---- every source read once ---------------------------------------------------------------------------------
+
+
+def test_a_fifo_is_ingested_whole(corpus, tmp_path):
+    fifo = tmp_path / "corpus.fifo"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: fifo.write_bytes(corpus.read_bytes()))
+    writer.start()
+    result = cli("ingest", fifo, "--index", tmp_path / "index")
+    writer.join(10)
+    assert result.returncode == 0, result.stderr
+    assert summary(result.stderr) == (DOCUMENTS, 0, DOCUMENTS, 0, 0)
+    assert count(tmp_path / "index") == DOCUMENTS
+
+
+def test_a_process_substitution_is_ingested_whole(corpus, tmp_path):
+    """`ingest <(cat corpus)` in bash: a /dev/fd/N pipe, read twice before (0 of 400 ingested, exit 0)."""
+    environment = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "src")}
+    command = f'"{sys.executable}" -m semsearch ingest <(cat "{corpus}") --index "{tmp_path / "index"}"'
+    result = subprocess.run(
+        ["bash", "-c", command], capture_output=True, text=True, env=environment, timeout=300
+    )
+    assert result.returncode == 0, result.stderr
+    assert summary(result.stderr) == (DOCUMENTS, 0, DOCUMENTS, 0, 0)
+    assert count(tmp_path / "index") == DOCUMENTS
+
+
+def test_a_unix_socket_is_ingested_whole(corpus, tmp_path):
+    address = tmp_path / "corpus.sock"
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(address))
+    server.listen(1)
+
+    def send():
+        connection, _ = server.accept()
+        with connection:
+            connection.sendall(corpus.read_bytes())
+
+    sender = threading.Thread(target=send, daemon=True)
+    sender.start()
+    result = cli("ingest", address, "--index", tmp_path / "index")
+    server.close()
+    assert result.returncode == 0, result.stderr
+    assert summary(result.stderr)[:3] == (DOCUMENTS, 0, DOCUMENTS)
+    assert count(tmp_path / "index") == DOCUMENTS
+
+
+# ---- --skip-invalid and what is refused at ingest -----------------------------------------------------------
+
+
+BAD_LINES = [
+    ({"id": "dotted", "text": "a key with a dot", "a.b": 1}, "field 'a.b': the metadata key 'a.b'"),
+    ({"id": "nul\u0000id", "text": "an id with a NUL"}, "the id holds a control character (U+0000)"),
+    ({"id": "tab\tid", "text": "an id with a tab"}, "control character (U+0009)"),
+    ({"id": "no-text", "title": ""}, "field 'text': no text"),  # as Cranfield's two empty documents
+    ({"id": "deep", "text": "deep", "x": json.loads("[" * 150 + "]" * 150)}, "nested deeper than 100 levels"),
+    ({"id": "op", "text": "a key with an operator", "a<b": 1}, "'<' in a key cannot be written"),
+]
+
+
+def test_skip_invalid_reports_each_bad_line_and_ingests_the_rest(tmp_path):
+    good = [{"id": f"g{n}", "text": f"a good document number {n}"} for n in range(20)]
+    records = good[:10] + [record for record, _ in BAD_LINES] + good[10:]
+    path = write_jsonl(tmp_path / "mixed.jsonl", records)
+    with path.open("a") as handle:
+        handle.write('{"id": "broken", "text": \n')  # not JSON
+        handle.write("[" * 5000 + "]" * 5000 + "\n")  # deeper than Python's parser goes
+    index = tmp_path / "index"
+
+    refused = run("ingest", path, "--index", index)  # without the flag: the whole file, nothing made
+    assert refused.exit_code == 1 and "Traceback" not in refused.output
+    assert f"{path}, line 11, field 'a.b'" in refused.stderr
+    assert not index.exists() and not list(tmp_path.glob(".index*"))
+
+    result = run("ingest", path, "--index", index, "--skip-invalid")
+    assert result.exit_code == 0, result.output
+    skipped = [line for line in result.stderr.splitlines() if line.startswith("skipped: ")]
+    assert len(skipped) == len(BAD_LINES) + 2
+    for (_, reason), line, number in zip(BAD_LINES, skipped, range(11, 11 + len(BAD_LINES))):
+        assert f"{path}, line {number}" in line and reason in line, line
+    assert "not valid JSON" in skipped[-2] and "nested deeper" in skipped[-1]
+    assert summary(result.stderr) == (28, 8, 20, 0, 0)
+    assert count(index) == 20
+
+
+def test_a_dotted_key_nested_is_reachable_by_where(tmp_path):
+    path = write_jsonl(tmp_path / "c.jsonl", [{"id": "n", "text": "nested field", "a": {"b": 1}}])
+    ok = run("ingest", path, "--index", tmp_path / "index", "--transform", "none")
+    assert ok.exit_code == 0, ok.output
+    hits = run("query", "nested", "--where", "a.b=1", "--index", tmp_path / "index", "--json")
+    assert [json.loads(line)["id"] for line in hits.stdout.splitlines()] == ["n"]
+
+
+# ---- a first ingest is one step ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("step", ["creating", "encoded", "committed"])
+def test_an_interrupted_first_ingest_leaves_no_index_and_resumes(corpus, tmp_path, step):
+    index = tmp_path / "index"
+    crashed = cli("ingest", corpus, "--index", index, env={FAULT_ENV: step})
+    assert crashed.returncode == 86, crashed.stderr
+    assert not index.exists()
+    checked = run("check", "--index", index)
+    assert checked.exit_code != 0 and "Traceback" not in checked.output
+    again = cli("ingest", corpus, "--index", index)
+    assert again.returncode == 0, again.stderr
+    assert summary(again.stderr)[0] == DOCUMENTS and count(index) == DOCUMENTS
+    assert not (tmp_path / ".index.partial").exists()
+
+
+def test_a_dangling_symlink_as_index_is_one_line(corpus, tmp_path):
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path / "nowhere")
+    for args in (("ingest", corpus), ("query", "x"), ("info",), ("check",), ("delete", "x")):
+        result = run(*args, "--index", link)
+        assert result.exit_code in (1, 2) and isinstance(result.exception, SystemExit), (args, result.output)
+        assert "Traceback" not in result.output and str(link) in result.output, (args, result.output)
+
+
+# ---- delete counts, tries out and asks -----------------------------------------------------------------------
+
+
+@pytest.fixture
+def sample_copy(sample_encoded, tmp_path):
+    return copy_index(sample_encoded, tmp_path / "index")
+
+
+def test_delete_dry_run_counts_and_removes_nothing(sample_copy):
+    result = run("delete", "--where", "kind=odd", "--dry-run", "--index", sample_copy)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("would delete 150 of 300 documents: ")
+    assert count(sample_copy) == 300
+
+
+def test_a_delete_of_everything_is_refused_without_yes_off_a_terminal(sample_copy):
+    """`x=null` where no document has x matches all of them: refused, then done with --yes."""
+    refused = run("delete", "--where", "year!=-1", "--index", sample_copy)
+    assert refused.exit_code == 1 and "this delete removes every document" in refused.stderr
+    assert "--yes" in refused.stderr and count(sample_copy) == 300
+    large = run("delete", "--where", "year>2001", "--index", sample_copy)  # 270 of 300: over half and 100
+    assert large.exit_code == 1 and "270 of 300 documents" in large.stderr and count(sample_copy) == 300
+    small = run("delete", "--where", "year=2003", "--index", sample_copy)
+    assert small.exit_code == 0 and "deleted 15 documents; 285 left" in small.stderr
+    done = run("delete", "--where", "year!=-1", "--index", sample_copy, "--yes")
+    assert done.exit_code == 0 and "deleted 285 documents; 0 left" in done.stderr
