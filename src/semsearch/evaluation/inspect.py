@@ -75,6 +75,34 @@ def from_index(index: Index) -> Material:
     )
 
 
+def for_beir(
+    index: Index, qrels: dict[str, dict[str, int]], query_ids: list[str], queries: np.ndarray
+) -> Material:
+    """`bench`'s material for a BEIR set: its encoded index, and each judged relevant (query, document) pair,
+    the document by its first passage."""
+    material = from_index(index)
+    position = {q: i for i, q in enumerate(query_ids)}
+    judged = [(q, d) for q, docs in qrels.items() if q in position for d, grade in docs.items() if grade > 0]
+    found = index.store.existing_ids(sorted({d for _, d in judged}))
+    pairs = [(position[q], found[d][0]) for q, d in judged if d in found]
+    if pairs:
+        rows, pks = (np.array(side) for side in zip(*pairs))
+        material.relevant = (queries[rows], index.raw.read(pks))
+    return material
+
+
+def for_pairs(
+    encoder: Any, sentences: list[str], vectors: np.ndarray, related: tuple[np.ndarray, np.ndarray]
+) -> Material:
+    """`bench`'s material for an STS set: its sentences' raw vectors and the pairs `related` (row indices) as
+    the relevant ones."""
+    stats = RunningStats.of(vectors)
+    transform = whitening_if_none(fit_transform(TransformSpec(TransformKind.NONE), stats), stats)
+    sample = vectors[sample_rows(np.arange(len(vectors)))]
+    relevant = (vectors[related[0]], vectors[related[1]]) if len(related[0]) else None
+    return Material(stats, transform, sample, sentences, encoder.path, encoder.max_length, relevant)
+
+
 def draw(material: Material, out: Path) -> dict[str, Any]:
     """Write the PNGs and the table into `out`; returns the table's numbers."""
     import matplotlib
