@@ -24,7 +24,7 @@ import numpy as np
 
 from ..settings import TransformKind, TransformSpec
 from ..storage.files import atomic_write_text
-from ..transforms import Transform, fit_transform
+from ..transforms import RANK_TOLERANCE, Transform, fit_transform
 from ..transforms.isotropy import SAMPLE_SEED, figures, sample_rows, spectrum, unit_covariance
 from ..transforms.stats import RunningStats
 
@@ -167,7 +167,7 @@ def _spectrum(material: Material, path: Path, label: str) -> None:
     transformed = spectrum(unit_covariance(projected)) if len(projected) > 1 else np.zeros(0)
     figure, axes = plt.subplots(figsize=(6, 4))
     for shares, name in ((raw, "raw"), (transformed, f"transformed ({label})")):
-        positive = shares[shares > 0]
+        positive = shares[shares > RANK_TOLERANCE * shares.max()] if len(shares) else shares  # spanned only
         axes.plot(np.arange(1, len(positive) + 1), positive, label=name)
     axes.set_yscale("log")
     axes.set_xlabel("principal direction")
