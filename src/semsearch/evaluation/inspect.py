@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..settings import TransformKind, TransformSpec
+from ..settings import NO_MODEL, TransformKind, TransformSpec
 from ..storage.files import atomic_write_text
 from ..transforms import RANK_TOLERANCE, Transform, fit_transform
 from ..transforms.isotropy import SAMPLE_SEED, figures, sample_rows, spectrum, unit_covariance
@@ -64,7 +64,7 @@ def from_index(index: Index) -> Material:
     chosen = documents if len(documents) <= TOKEN_TEXTS else rng.choice(documents, TOKEN_TEXTS, replace=False)
     stored = index.store.get(chosen.tolist())
     texts = [" ".join(filter(None, (d["title"], d["text"]))) for d in stored.values()]
-    model = None if index.settings.model == "none" else index.encoder.path
+    model = None if index.settings.model == NO_MODEL else index.encoder.path
     return Material(
         stats,
         whitening_if_none(index.transform, stats),
