@@ -57,6 +57,11 @@ def test_sweep_writes_json_markdown_and_plot(sweep):
     assert "semsearch bench --beir" in markdown and "| whiten | 0.5 | 32 |" in markdown
     png = out / "scifact-mini-mean-ndcg_at_10.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    figures = out / "isotropy" / "scifact-mini-mean"  # inspect's figures, with the judged pairs
+    for name in ("spectrum.png", "cosines.png", "word-frequency.png"):
+        assert (figures / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
+    pairs = json.loads((figures / "isotropy.json").read_text())["pairs"]
+    assert pairs["relevant"]["raw"] > pairs["random"]["raw"]
 
 
 @pytest.mark.slow

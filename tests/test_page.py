@@ -76,6 +76,9 @@ def test_search_as_you_type_filter_and_keyboard(browser, index_copy):
         page.goto(url + "/")
         page.wait_for_selector("#filter-inputs input[data-field=kind]", timeout=TIMEOUT_MS)
         assert page.text_content("#info-list").count("300") >= 1  # the info panel: documents
+        # and the isotropy figures, the spectrum drawn raw against transformed from the API's numbers
+        assert "mean cosine" in page.text_content("#info-list")
+        assert page.eval_on_selector_all("#spectrum polyline", "lines => lines.length") == 2
         page.type("#q", QUERY, delay=20)  # as a person types: debounced, searched once typing stops
         wait_for_ids(page, expected_ids(index_copy, QUERY, k=10))
         assert "10 results in" in page.text_content("#status")

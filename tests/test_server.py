@@ -134,6 +134,11 @@ def test_documents_info_health_and_the_page(server, shared_copy):
     info = server.get("/info").json()
     assert info["documents"] == 300 and {"kind", "year"} <= set(info["fields"])
     assert info["server"]["writes"] is True and info["server"]["max_k"] == 1000
+    isotropy = info["isotropy"]  # the index panel's figures and the numbers its spectrum is drawn from
+    assert isotropy["rows"] == info["passages"] and isotropy["advice"]["whitening"]
+    assert (
+        all(0 < share <= 1 for share in isotropy["raw"]["spectrum"]) and isotropy["transformed"]["spectrum"]
+    )
     assert server.get("/health").json()["status"] == "ok"
 
     page = server.get("/")

@@ -610,6 +610,10 @@ def inspect(index_path, out):
     from .evaluation.inspect import draw, from_index
     from .index import Index
 
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise click.ClickException("inspect draws with matplotlib: pip install 'semsearch[bench]'") from None
     with Index.open(index_path) as index:
         material = from_index(index)
     draw(material, out)

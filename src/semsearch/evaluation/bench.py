@@ -64,6 +64,7 @@ class BenchConfig:
     split: str = "test"
     work: Path = Path("indexes") / "bench"
     peers: bool = False
+    figures: Path | None = None  # where `inspect`'s figures of each data set and pooling go (None: not drawn)
     progress: Callable[[str], None] = field(default=lambda message: None)
 
 
@@ -118,6 +119,10 @@ def run_beir(directory: Path, config: BenchConfig) -> list[dict[str, Any]]:
         started = time.perf_counter()
         queries = index.encoder.encode(texts)
         encode_ms = 1000 * (time.perf_counter() - started) / max(1, len(query_ids))
+        if config.figures is not None:
+            from .inspect import draw, for_beir
+
+            draw(for_beir(index, data.qrels, query_ids, queries), config.figures / f"{data.name}-{pooling}")
         keyword_done = False
         for setting in settings_grid(config, index.settings.encoder_dim):
             config.progress(f"{data.name} {pooling}: {setting.label} dims={setting.dims or 'all'}")
@@ -189,6 +194,12 @@ def run_sts(path: Path, config: BenchConfig) -> list[dict[str, Any]]:
         vectors = encoder.encode(sentences)
         rate = len(sentences) / (time.perf_counter() - started)
         stats = RunningStats.of(vectors)
+        if config.figures is not None:  # pairs scored 4-5 ("mostly" to "completely" equivalent) as relevant
+            from .inspect import draw, for_pairs
+
+            strong = np.array(gold) >= 4
+            material = for_pairs(encoder, sentences, vectors, (left[strong], right[strong]))
+            draw(material, config.figures / f"{Path(path).stem}-{pooling}")
 
         def batches(vectors=vectors):  # flow trains on these
             return iter([vectors])

@@ -128,6 +128,7 @@ def bench(
         split=split,
         work=work,
         peers=peers,
+        figures=(out or Path("benchmarks") / "results" / (beir or sts).stem) / "isotropy",
         progress=lambda message: click.echo(message, err=True),
     )
     if beir:

@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..settings import TransformKind, TransformSpec
+from ..settings import NO_MODEL, TransformKind, TransformSpec
 from ..storage.files import atomic_write_text
-from ..transforms import Transform, fit_transform
+from ..transforms import RANK_TOLERANCE, Transform, fit_transform
 from ..transforms.isotropy import SAMPLE_SEED, figures, sample_rows, spectrum, unit_covariance
 from ..transforms.stats import RunningStats
 
@@ -64,7 +64,7 @@ def from_index(index: Index) -> Material:
     chosen = documents if len(documents) <= TOKEN_TEXTS else rng.choice(documents, TOKEN_TEXTS, replace=False)
     stored = index.store.get(chosen.tolist())
     texts = [" ".join(filter(None, (d["title"], d["text"]))) for d in stored.values()]
-    model = None if index.settings.model == "none" else index.encoder.path
+    model = None if index.settings.model == NO_MODEL else index.encoder.path
     return Material(
         stats,
         whitening_if_none(index.transform, stats),
@@ -73,6 +73,34 @@ def from_index(index: Index) -> Material:
         model,
         index.settings.max_length,
     )
+
+
+def for_beir(
+    index: Index, qrels: dict[str, dict[str, int]], query_ids: list[str], queries: np.ndarray
+) -> Material:
+    """`bench`'s material for a BEIR set: its encoded index, and each judged relevant (query, document) pair,
+    the document by its first passage."""
+    material = from_index(index)
+    position = {q: i for i, q in enumerate(query_ids)}
+    judged = [(q, d) for q, docs in qrels.items() if q in position for d, grade in docs.items() if grade > 0]
+    found = index.store.existing_ids(sorted({d for _, d in judged}))
+    pairs = [(position[q], found[d][0]) for q, d in judged if d in found]
+    if pairs:
+        rows, pks = (np.array(side) for side in zip(*pairs))
+        material.relevant = (queries[rows], index.raw.read(pks))
+    return material
+
+
+def for_pairs(
+    encoder: Any, sentences: list[str], vectors: np.ndarray, related: tuple[np.ndarray, np.ndarray]
+) -> Material:
+    """`bench`'s material for an STS set: its sentences' raw vectors and the pairs `related` (row indices) as
+    the relevant ones."""
+    stats = RunningStats.of(vectors)
+    transform = whitening_if_none(fit_transform(TransformSpec(TransformKind.NONE), stats), stats)
+    sample = vectors[sample_rows(np.arange(len(vectors)))]
+    relevant = (vectors[related[0]], vectors[related[1]]) if len(related[0]) else None
+    return Material(stats, transform, sample, sentences, encoder.path, encoder.max_length, relevant)
 
 
 def draw(material: Material, out: Path) -> dict[str, Any]:
@@ -139,7 +167,7 @@ def _spectrum(material: Material, path: Path, label: str) -> None:
     transformed = spectrum(unit_covariance(projected)) if len(projected) > 1 else np.zeros(0)
     figure, axes = plt.subplots(figsize=(6, 4))
     for shares, name in ((raw, "raw"), (transformed, f"transformed ({label})")):
-        positive = shares[shares > 0]
+        positive = shares[shares > RANK_TOLERANCE * shares.max()] if len(shares) else shares  # spanned only
         axes.plot(np.arange(1, len(positive) + 1), positive, label=name)
     axes.set_yscale("log")
     axes.set_xlabel("principal direction")
