@@ -206,3 +206,54 @@ def test_a_delete_of_everything_is_refused_without_yes_off_a_terminal(sample_cop
     assert small.exit_code == 0 and "deleted 15 documents; 285 left" in small.stderr
     done = run("delete", "--where", "year!=-1", "--index", sample_copy, "--yes")
     assert done.exit_code == 0 and "deleted 285 documents; 0 left" in done.stderr
+
+
+# ---- a full disk --------------------------------------------------------------------------------------------
+
+
+def limited(size: int):
+    """For a child process: files can grow to `size` bytes, and a write past it fails with EFBIG (SIGXFSZ,
+    which would end the process, ignored), as on a disk that is full."""
+    import resource
+    import signal
+
+    def limit():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
+
+    return limit
+
+
+def answers(index: Path) -> tuple[int, list]:
+    from semsearch import Index
+
+    with Index.open(index) as opened:
+        hits = [
+            [(h.id, round(h.score, 4)) for h in opened.search(q, k=5)]
+            for q in ("parse a date", "sort a list")
+        ]
+        return len(opened), hits
+
+
+@pytest.mark.parametrize(
+    "size, args",
+    [
+        (20_000, ("ingest", "{more}")),  # SQLite's first write
+        (200_000, ("ingest", "{more}")),  # the generation's files
+        (200_000, ("refit", "--transform", "pca", "--dims", "64")),
+        (100_000, ("delete", "--where", "year=2003")),
+    ],
+    ids=["ingest-db", "ingest-generation", "refit", "delete"],
+)
+def test_a_full_disk_is_one_line_and_the_index_answers_as_before(sample_copy, tmp_path, size, args):
+    lines = [json.loads(line) for line in SAMPLE.read_text().splitlines()[:30]]
+    more = write_jsonl(tmp_path / "more.jsonl", [{**doc, "id": f"new-{doc['id']}"} for doc in lines])
+    before = answers(sample_copy)
+    args = [str(more) if arg == "{more}" else arg for arg in args]
+    full = cli(*args, "--index", sample_copy, preexec_fn=limited(size))
+    assert full.returncode == 1 and "Traceback" not in full.stderr, full.stderr
+    errors = [line for line in full.stderr.splitlines() if line.startswith("Error")]
+    assert len(errors) == 1 and re.search(r"no space left|disk I/O error", errors[0]), full.stderr
+    assert answers(sample_copy) == before
+    after = cli("ingest", more, "--index", sample_copy)
+    assert after.returncode == 0 and summary(after.stderr)[2] == 30, after.stderr

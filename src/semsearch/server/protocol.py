@@ -17,7 +17,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from ..errors import DISK_FULL, DataError, SemsearchError, SettingsError, WriterBusy, os_error_message
+from ..errors import DataError, SemsearchError, SettingsError, WriterBusy, disk_full, os_error_message
 
 MAX_LINE_BYTES = 16 << 20  # as ingest's longest line
 
@@ -58,7 +58,7 @@ def error_of(error: Exception, invalid_documents: bool = False) -> ApiError:
         if isinstance(error, WriterBusy):
             return ApiError(503, "busy", message, {"Retry-After": "1"})
         return ApiError(500, "index_error", message)
-    if isinstance(error, OSError) and error.errno in DISK_FULL:
+    if disk_full(error):
         return ApiError(507, "disk_full", os_error_message(error))
     if isinstance(error, RecursionError):
         return ApiError(400, "bad_parameter", "input nested too deeply to read")
