@@ -136,8 +136,11 @@ def add(
     return done, published
 
 
-def chosen(index: Index, ids: Sequence[str], allowed: np.ndarray | None) -> list[int]:
-    """The pks (sorted) of the documents named by id (each must exist) or allowed by a filter."""
+def chosen(
+    index: Index, ids: Sequence[str], allowed: np.ndarray | None, expect: int | None = None
+) -> list[int]:
+    """The pks (sorted) of the documents named by id (each must exist) or allowed by a filter; `expect`: how
+    many there must be (what a preview showed the user), else nothing is chosen but an error."""
     pks: list[int] = []
     if ids:
         known = index.store.existing_ids(list(ids))
@@ -146,6 +149,8 @@ def chosen(index: Index, ids: Sequence[str], allowed: np.ndarray | None) -> list
         pks += [pk for pk, _ in known.values()]
     if allowed is not None:
         pks += allowed.tolist()
+    if expect is not None and len(set(pks)) != expect:
+        raise IndexStateError(f"the index changed: this delete now removes {len(set(pks))}, not {expect}")
     return sorted(set(pks))
 
 
