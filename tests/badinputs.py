@@ -287,14 +287,14 @@ def vectors_corpus(path: Path, count: int = 20, dim: int = 8) -> Path:
 def shown(args: list[str], width: int = 70) -> str:
     """An argument list as a table cell: control and odd characters escaped, long ones cut."""
     text = " ".join(json.dumps(a) if not a or " " in a or '"' in a else json.dumps(a)[1:-1] for a in args)
-    text = text.encode("ascii", "backslashreplace").decode()
+    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def first_error(output: str) -> str:
     lines = [line for line in output.splitlines() if line.strip()]
     errors = [line for line in lines if line.startswith("Error")]
-    return (errors or lines or [""])[-1]
+    return (errors or lines or [""])[0]
 
 
 def traceback_in(text: str) -> bool:

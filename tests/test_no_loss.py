@@ -257,3 +257,41 @@ def test_a_full_disk_is_one_line_and_the_index_answers_as_before(sample_copy, tm
     assert answers(sample_copy) == before
     after = cli("ingest", more, "--index", sample_copy)
     assert after.returncode == 0 and summary(after.stderr)[2] == 30, after.stderr
+
+
+# ---- the server follows its index directory -----------------------------------------------------------------
+
+
+def test_the_server_reopens_a_replaced_index_and_answers_503_while_there_is_none(sample_encoded, tmp_path):
+    """A restore or a re-ingest moved into place replaces the directory: the server answers from the new one;
+    while none is there, /health and /search answer 503, then recover."""
+    httpx = pytest.importorskip("httpx")
+    from test_server import ADMIN, running_server
+
+    served = copy_index(sample_encoded, tmp_path / "index")
+    other = tmp_path / "other"
+    small = write_jsonl(
+        tmp_path / "small.jsonl", [{"id": f"s{n}", "text": f"small corpus {n}"} for n in range(5)]
+    )
+    assert cli("ingest", small, "--index", other, "-q").returncode == 0
+    with running_server(served, api_key=ADMIN) as url, httpx.Client(base_url=url, timeout=60) as client:
+        assert client.get("/search", params={"q": "parse a date"}).json()["hits"][0]["id"] != "s0"
+        served.rename(tmp_path / "old")
+        for path in ("/health", "/search?q=parse+a+date"):
+            gone = client.get(path)
+            assert gone.status_code == 503 and gone.json()["error"]["code"] == "index_unavailable", gone.text
+        other.rename(served)  # a new index moved into place
+        assert client.get("/health").status_code == 200
+        hits = client.get("/search", params={"q": "small corpus", "k": 10}).json()["hits"]
+        assert {hit["id"] for hit in hits} == {f"s{n}" for n in range(5)}
+        assert client.get("/info").json()["documents"] == 5
+        refused = client.delete(
+            "/documents", params={"where": "id!=x"}, headers={"Authorization": f"Bearer {ADMIN}"}
+        )
+        assert refused.status_code == 409 and refused.json()["error"]["code"] == "confirm_required"
+        confirmed = client.delete(
+            "/documents",
+            params={"where": "id!=x", "confirm": "true"},
+            headers={"Authorization": f"Bearer {ADMIN}"},
+        )
+        assert confirmed.status_code == 200 and confirmed.json()["deleted"] == 5, confirmed.text
