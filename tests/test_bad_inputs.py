@@ -90,6 +90,9 @@ def test_no_http_input_gives_a_500(fixtures, tmp_path):
                 failures.append((method, path, params, str(body)[:80], answer.status_code, answer.text[:300]))
         assert fingerprint(served) == before
     assert not failures, "\n".join(map(str, failures))
+    with running_server(fixtures.vectors_index) as url:  # a text query where there is no model: the client's
+        answer = httpx.get(f"{url}/search", params={"q": "text"}, timeout=60)
+        assert answer.status_code == 400 and answer.json()["error"]["code"] == "no_model", answer.text
 
 
 # ---- generated inputs ------------------------------------------------------------------------------------------
