@@ -295,3 +295,14 @@ def test_the_server_reopens_a_replaced_index_and_answers_503_while_there_is_none
             headers={"Authorization": f"Bearer {ADMIN}"},
         )
         assert confirmed.status_code == 200 and confirmed.json()["deleted"] == 5, confirmed.text
+
+
+def test_a_repeated_id_after_skipped_lines_names_its_own_line(tmp_path):
+    """--skip-invalid leaves a repeated id refusing the file (which of the two to keep is the user's call); its
+    line numbers count the lines skipped before it."""
+    from semsearch.errors import DataError
+    from semsearch.ingest.documents import Corpus
+
+    records = [{"id": "a", "text": "one"}, {"id": "b", "text": "two", "x.y": 1}, {"id": "a", "text": "again"}]
+    with pytest.raises(DataError, match=r"line 3, field 'id': id 'a' appears twice \(first at line 1\)"):
+        Corpus(write_jsonl(tmp_path / "c.jsonl", records), skip_invalid=True).check()
