@@ -306,3 +306,25 @@ def test_a_repeated_id_after_skipped_lines_names_its_own_line(tmp_path):
     records = [{"id": "a", "text": "one"}, {"id": "b", "text": "two", "x.y": 1}, {"id": "a", "text": "again"}]
     with pytest.raises(DataError, match=r"line 3, field 'id': id 'a' appears twice \(first at line 1\)"):
         Corpus(write_jsonl(tmp_path / "c.jsonl", records), skip_invalid=True).check()
+
+
+@pytest.mark.slow
+def test_the_beir_style_cranfield_corpus_ingests_with_its_two_empty_documents_skipped(tmp_path):
+    """Cranfield as BEIR exports it: two of its 1,400 documents have neither title nor text."""
+    from conftest import shared_data
+
+    from semsearch.evaluation.datasets import read_smart
+
+    source = shared_data("cranfield", "cran.all.1400")
+    records = [
+        {"_id": doc_id, "title": fields.get("T", ""), "text": fields.get("W", "")}
+        for doc_id, fields in read_smart(source)
+    ]
+    empty = [r["_id"] for r in records if not r["title"].strip() and not r["text"].strip()]
+    assert len(records) == 1400 and len(empty) == 2
+    corpus = write_jsonl(tmp_path / "cranfield.jsonl", records)
+    refused = cli("ingest", corpus, "--index", tmp_path / "index", "-q")
+    assert refused.returncode == 1 and "field 'text': empty text" in refused.stderr
+    result = cli("ingest", corpus, "--index", tmp_path / "index", "--skip-invalid")
+    assert result.returncode == 0, result.stderr
+    assert summary(result.stderr) == (1400, 2, 1398, 0, 0)
