@@ -165,6 +165,7 @@ def test_an_interrupted_first_ingest_leaves_no_index_and_resumes(corpus, tmp_pat
     assert not index.exists()
     checked = run("check", "--index", index)
     assert checked.exit_code != 0 and "Traceback" not in checked.output
+    assert "a first ingest into it was interrupted; run it again to resume" in checked.output
     again = cli("ingest", corpus, "--index", index)
     assert again.returncode == 0, again.stderr
     assert summary(again.stderr)[0] == DOCUMENTS and count(index) == DOCUMENTS
