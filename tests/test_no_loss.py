@@ -165,6 +165,7 @@ def test_an_interrupted_first_ingest_leaves_no_index_and_resumes(corpus, tmp_pat
     assert not index.exists()
     checked = run("check", "--index", index)
     assert checked.exit_code != 0 and "Traceback" not in checked.output
+    assert "a first ingest into it was interrupted; run it again to resume" in checked.output
     again = cli("ingest", corpus, "--index", index)
     assert again.returncode == 0, again.stderr
     assert summary(again.stderr)[0] == DOCUMENTS and count(index) == DOCUMENTS
@@ -206,3 +207,125 @@ def test_a_delete_of_everything_is_refused_without_yes_off_a_terminal(sample_cop
     assert small.exit_code == 0 and "deleted 15 documents; 285 left" in small.stderr
     done = run("delete", "--where", "year!=-1", "--index", sample_copy, "--yes")
     assert done.exit_code == 0 and "deleted 285 documents; 0 left" in done.stderr
+
+
+# ---- a full disk --------------------------------------------------------------------------------------------
+
+
+def limited(size: int):
+    """For a child process: files can grow to `size` bytes, and a write past it fails with EFBIG (SIGXFSZ,
+    which would end the process, ignored), as on a disk that is full."""
+    import resource
+    import signal
+
+    def limit():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
+
+    return limit
+
+
+def answers(index: Path) -> tuple[int, list]:
+    from semsearch import Index
+
+    with Index.open(index) as opened:
+        hits = [
+            [(h.id, round(h.score, 4)) for h in opened.search(q, k=5)]
+            for q in ("parse a date", "sort a list")
+        ]
+        return len(opened), hits
+
+
+@pytest.mark.parametrize(
+    "size, args",
+    [
+        (20_000, ("ingest", "{more}")),  # SQLite's first write
+        (200_000, ("ingest", "{more}")),  # the generation's files
+        (200_000, ("refit", "--transform", "pca", "--dims", "64")),
+        (100_000, ("delete", "--where", "year=2003")),
+    ],
+    ids=["ingest-db", "ingest-generation", "refit", "delete"],
+)
+def test_a_full_disk_is_one_line_and_the_index_answers_as_before(sample_copy, tmp_path, size, args):
+    lines = [json.loads(line) for line in SAMPLE.read_text().splitlines()[:30]]
+    more = write_jsonl(tmp_path / "more.jsonl", [{**doc, "id": f"new-{doc['id']}"} for doc in lines])
+    before = answers(sample_copy)
+    args = [str(more) if arg == "{more}" else arg for arg in args]
+    full = cli(*args, "--index", sample_copy, preexec_fn=limited(size))
+    assert full.returncode == 1 and "Traceback" not in full.stderr, full.stderr
+    errors = [line for line in full.stderr.splitlines() if line.startswith("Error")]
+    assert len(errors) == 1 and re.search(r"no space left|disk I/O error", errors[0]), full.stderr
+    assert answers(sample_copy) == before
+    after = cli("ingest", more, "--index", sample_copy)
+    assert after.returncode == 0 and summary(after.stderr)[2] == 30, after.stderr
+
+
+# ---- the server follows its index directory -----------------------------------------------------------------
+
+
+def test_the_server_reopens_a_replaced_index_and_answers_503_while_there_is_none(sample_encoded, tmp_path):
+    """A restore or a re-ingest moved into place replaces the directory: the server answers from the new one;
+    while none is there, /health and /search answer 503, then recover."""
+    httpx = pytest.importorskip("httpx")
+    from test_server import ADMIN, running_server
+
+    served = copy_index(sample_encoded, tmp_path / "index")
+    other = tmp_path / "other"
+    small = write_jsonl(
+        tmp_path / "small.jsonl", [{"id": f"s{n}", "text": f"small corpus {n}"} for n in range(5)]
+    )
+    assert cli("ingest", small, "--index", other, "-q").returncode == 0
+    with running_server(served, api_key=ADMIN) as url, httpx.Client(base_url=url, timeout=60) as client:
+        assert client.get("/search", params={"q": "parse a date"}).json()["hits"][0]["id"] != "s0"
+        served.rename(tmp_path / "old")
+        for path in ("/health", "/search?q=parse+a+date"):
+            gone = client.get(path)
+            assert gone.status_code == 503 and gone.json()["error"]["code"] == "index_unavailable", gone.text
+        other.rename(served)  # a new index moved into place
+        assert client.get("/health").status_code == 200
+        hits = client.get("/search", params={"q": "small corpus", "k": 10}).json()["hits"]
+        assert {hit["id"] for hit in hits} == {f"s{n}" for n in range(5)}
+        assert client.get("/info").json()["documents"] == 5
+        refused = client.delete(
+            "/documents", params={"where": "id!=x"}, headers={"Authorization": f"Bearer {ADMIN}"}
+        )
+        assert refused.status_code == 409 and refused.json()["error"]["code"] == "confirm_required"
+        confirmed = client.delete(
+            "/documents",
+            params={"where": "id!=x", "confirm": "true"},
+            headers={"Authorization": f"Bearer {ADMIN}"},
+        )
+        assert confirmed.status_code == 200 and confirmed.json()["deleted"] == 5, confirmed.text
+
+
+def test_a_repeated_id_after_skipped_lines_names_its_own_line(tmp_path):
+    """--skip-invalid leaves a repeated id refusing the file (which of the two to keep is the user's call); its
+    line numbers count the lines skipped before it."""
+    from semsearch.errors import DataError
+    from semsearch.ingest.documents import Corpus
+
+    records = [{"id": "a", "text": "one"}, {"id": "b", "text": "two", "x.y": 1}, {"id": "a", "text": "again"}]
+    with pytest.raises(DataError, match=r"line 3, field 'id': id 'a' appears twice \(first at line 1\)"):
+        Corpus(write_jsonl(tmp_path / "c.jsonl", records), skip_invalid=True).check()
+
+
+@pytest.mark.slow
+def test_the_beir_style_cranfield_corpus_ingests_with_its_two_empty_documents_skipped(tmp_path):
+    """Cranfield as BEIR exports it: two of its 1,400 documents have neither title nor text."""
+    from conftest import shared_data
+
+    from semsearch.evaluation.datasets import read_smart
+
+    source = shared_data("cranfield", "cran.all.1400")
+    records = [
+        {"_id": doc_id, "title": fields.get("T", ""), "text": fields.get("W", "")}
+        for doc_id, fields in read_smart(source)
+    ]
+    empty = [r["_id"] for r in records if not r["title"].strip() and not r["text"].strip()]
+    assert len(records) == 1400 and len(empty) == 2
+    corpus = write_jsonl(tmp_path / "cranfield.jsonl", records)
+    refused = cli("ingest", corpus, "--index", tmp_path / "index", "-q")
+    assert refused.returncode == 1 and "field 'text': empty text" in refused.stderr
+    result = cli("ingest", corpus, "--index", tmp_path / "index", "--skip-invalid")
+    assert result.returncode == 0, result.stderr
+    assert summary(result.stderr) == (1400, 2, 1398, 0, 0)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from .errors import SemsearchError, SettingsError, os_error_message
+from .errors import SemsearchError, SettingsError, disk_full, os_error_message
 from .memory import release_large_blocks
 from .settings import (
     DEFAULT_ALPHA,
@@ -131,6 +131,10 @@ class Group(click.Group):
             raise click.ClickException(os_error_message(error)) from None
         except RecursionError:
             raise click.ClickException("input nested too deeply to read") from None
+        except Exception as error:  # a library's own report of a full disk (errors.DISK_FULL_WORDS)
+            if disk_full(error):
+                raise click.ClickException(os_error_message(error)) from None
+            raise
 
 
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})

@@ -67,12 +67,39 @@ class WriterBusy(IndexStateError):
 DISK_FULL = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)
 
 
-def os_error_message(error: OSError) -> str:
+# How libraries that do not raise OSError report a full disk or a file-size limit (safetensors' Rust I/O errors,
+# FAISS's failed fwrite, SQLite's SQLITE_FULL).
+DISK_FULL_WORDS = (
+    "No space left on device",
+    "File too large",
+    "Disk quota exceeded",
+    "os error 28",
+    "os error 27",
+    "database or disk is full",
+)
+
+
+def disk_full(error: BaseException) -> bool:
+    """Whether `error`, or one it was raised from, is a full disk or a file-size limit (ENOSPC, EFBIG)."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, OSError) and current.errno in DISK_FULL:
+            return True
+        if any(words in str(current) for words in DISK_FULL_WORDS):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def os_error_message(error: BaseException) -> str:
     """One line for an OSError reaching a command or a request: a full disk (or a file-size limit) says the
     write was abandoned, which leaves the index as it was (writes publish whole generations)."""
-    where = f": {error.filename}" if error.filename else ""
-    reason = error.strerror or str(error)
-    if error.errno in DISK_FULL:
+    filename = getattr(error, "filename", None)
+    where = f": {filename}" if filename else ""
+    reason = getattr(error, "strerror", None) or str(error)
+    if disk_full(error):
         return (
             f"no space left to write ({reason}{where}): nothing was changed; the index is as it was before this "
             "command. Free some space and run it again"

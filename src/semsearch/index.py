@@ -222,13 +222,10 @@ class Index:
             return replace(report, drift=drift)
 
     def delete(self, ids: Sequence[str] = (), where: Where = None, expect: int | None = None) -> int:
-        """Delete documents by id and/or filter (from the statistics, exactly, and the vector index); how many.
-        `expect`: the count a preview showed (operations/deleting.py); another is refused, nothing deleted."""
+        """Delete by id and/or filter (from the statistics, exactly, and the vector index); how many. `expect`: chosen's."""
         with self.directory.writing():
             self.directory.require_fitted()
-            pks = writes.chosen(self.directory, ids, allowed_rows(self.store, where))
-            if expect is not None and len(pks) != expect:
-                raise IndexStateError(f"the index changed: this delete now removes {len(pks)}, not {expect}")
+            pks = writes.chosen(self.directory, ids, allowed_rows(self.store, where), expect)
             if pks:
                 self.directory.take_up(writes.delete(self.directory, pks))
             return len(pks)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..errors import DataError
 from ..settings import DEFAULT_BACKEND, Backend, Pooling, Quantize
 from .backend import EncoderBackend, EncodingSpec, Int8Method
 from .model import read_model_defaults, resolve_model_path
@@ -99,6 +100,9 @@ class Encoder:
         """Vectors of shape (len(texts), dim), float32, in input order; `progress(n)` after each batch of n."""
         if len(texts) == 0:
             return np.zeros((0, self.dim), dtype=np.float32)
+        for text in texts:  # a lone surrogate (a query from a JSON "\ud800" escape) no tokenizer takes
+            if not text.isascii() and any(0xD800 <= ord(char) <= 0xDFFF for char in text):
+                raise DataError("the text holds a lone surrogate: not valid Unicode")
         self.load()
         # A query's few tokens give the threads nothing to share; they only wait on each other, and far
         # longer when other work has the cores (measured on a busy 2-core machine: 18-23 ms a query on one

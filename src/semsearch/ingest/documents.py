@@ -7,7 +7,7 @@ import gzip
 import hashlib
 import json
 import math
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -244,11 +244,12 @@ def validate_documents(
     dim: int | None = None,
     vector_field: str = "vector",
     lines: Path | None = None,
+    skipped: Collection[int] = (),
 ) -> CorpusSummary:
     """Read the documents (a sequence, or what streams them, read again only to confirm a repeated id) for what
     one record cannot show alone: repeated ids, no documents, vectors made elsewhere of differing widths (`dim`:
     the width they must have, if known; `vector_field`: where they came from; `lines`: the file holding them,
-    when `path` is only its name)."""
+    when `path` is only its name; `skipped`: its lines left out, which hold no document)."""
     read, ids, count = (documents if callable(documents) else lambda: documents), RepeatedIds(), 0
     for count, doc in enumerate(read(), start=1):
         ids.add(doc.id)
@@ -256,13 +257,13 @@ def validate_documents(
             dim = dim or len(doc.vector)
             if len(doc.vector) != dim:
                 message = f"a vector of width {len(doc.vector)}, expected {dim}"
-                raise _error_at(path, count, message, vector_field, lines)
+                raise _error_at(path, count, message, vector_field, lines, skipped)
     if count == 0:
         raise DataError("no documents", path=path)
     if repeat := ids.first_repeat(lambda: (doc.id for doc in read())):
         again, first, doc_id = repeat
-        where = f"line {_line_of(lines or path, first)}" if path is not None else f"document {first}"
-        raise _error_at(path, again, f"id {doc_id!r} appears twice (first at {where})", "id", lines)
+        where = f"line {_line_of(lines or path, first, skipped)}" if path is not None else f"document {first}"
+        raise _error_at(path, again, f"id {doc_id!r} appears twice (first at {where})", "id", lines, skipped)
     return CorpusSummary(count, dim)
 
 
@@ -304,7 +305,7 @@ class Corpus:
         """Validate the whole file (once; later calls return the same summary). Raises DataError naming the
         file, line and field of the first problem (with `skip_invalid`, of a problem no line alone shows)."""
         if self._summary is None:
-            self.refused, passes = [], 0
+            self.refused, passes, skipped = [], 0, set()
 
             def read() -> Iterator[Document]:  # the first pass lists the lines refused
                 nonlocal passes
@@ -315,29 +316,37 @@ class Corpus:
                             raise doc
                         if passes == 1:
                             self.refused.append(doc)
+                            skipped.add(doc.line)
                         continue
                     yield doc
 
             field = self.fields.vector or "vector"
-            self._summary = validate_documents(read, path=self.name, vector_field=field, lines=self.path)
+            self._summary = validate_documents(
+                read, path=self.name, vector_field=field, lines=self.path, skipped=skipped
+            )
         return self._summary
 
 
 def _error_at(
-    path: str | Path | None, ordinal: int, message: str, field: str, lines: Path | None = None
+    path: str | Path | None,
+    ordinal: int,
+    message: str,
+    field: str,
+    lines: Path | None = None,
+    skipped: Collection[int] = (),
 ) -> DataError:
     """An error about the ordinal-th document, naming its file line when it came from a file (`lines`: the file
     to count in, when `path` is only its name)."""
-    line = None if path is None else _line_of(lines or path, ordinal)
+    line = None if path is None else _line_of(lines or path, ordinal, skipped)
     return DataError(message, path=path, line=line, field=field)
 
 
-def _line_of(path: str | Path, ordinal: int) -> int:
-    """The file line of the ordinal-th non-blank line (only called on the error path)."""
+def _line_of(path: str | Path, ordinal: int, skipped: Collection[int] = ()) -> int:
+    """The file line of the ordinal-th document: non-blank lines not `skipped` (only called on the error path)."""
     seen = 0
     with (gzip.open if Path(path).suffix == ".gz" else open)(path, "rb") as handle:
         for number, raw in enumerate(handle, start=1):
-            if raw.strip():
+            if raw.strip() and number not in skipped:
                 seen += 1
                 if seen == ordinal:
                     return number

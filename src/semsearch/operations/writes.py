@@ -125,8 +125,11 @@ def add(
     return done, published
 
 
-def chosen(directory: IndexDirectory, ids: Sequence[str], allowed: np.ndarray | None) -> list[int]:
-    """The pks (sorted) of the documents named by id (each must exist) or allowed by a filter."""
+def chosen(
+    directory: IndexDirectory, ids: Sequence[str], allowed: np.ndarray | None, expect: int | None = None
+) -> list[int]:
+    """The pks (sorted) of the documents named by id (each must exist) or allowed by a filter; `expect`: how
+    many there must be (what a preview showed the user), else nothing is chosen but an error."""
     pks: list[int] = []
     if ids:
         known = directory.store.existing_ids(list(ids))
@@ -137,6 +140,8 @@ def chosen(directory: IndexDirectory, ids: Sequence[str], allowed: np.ndarray | 
         pks += [pk for pk, _ in known.values()]
     if allowed is not None:
         pks += allowed.tolist()
+    if expect is not None and len(set(pks)) != expect:
+        raise IndexStateError(f"the index changed: this delete now removes {len(set(pks))}, not {expect}")
     return sorted(set(pks))
 
 

@@ -22,6 +22,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from ..errors import SemsearchError
+from ..settings import NO_MODEL, SearchMode
 from .protocol import (
     ApiError,
     ServerSettings,
@@ -124,12 +125,24 @@ def query_text(value: Any, name: str = "q") -> str:
     return value
 
 
+def text_searchable(index: Index) -> None:
+    """An index of vectors made elsewhere has no model to encode a text query: the request's fault, a 400."""
+    if index.settings.model == NO_MODEL and index.default_mode is not SearchMode.KEYWORD:
+        raise ApiError(
+            400, "no_model", "this index holds vectors made elsewhere and has no model to encode a text query"
+        )
+
+
 def search_one(index: Index, q: str, options: dict[str, Any]) -> dict[str, Any]:
+    if options.get("mode") != "keyword":
+        text_searchable(index)
     hits = index.search(q, **supported(index.search_many, options))
     return {"q": q, "k": options["k"], "hits": [hit.to_json() for hit in hits]}
 
 
 def search_batch(index: Index, queries: list[str], options: dict[str, Any]) -> dict[str, Any]:
+    if options.get("mode") != "keyword":
+        text_searchable(index)
     results = index.search_many(queries, **supported(index.search_many, options))
     return {
         "k": options["k"],

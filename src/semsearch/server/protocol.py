@@ -17,7 +17,8 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from ..errors import DISK_FULL, DataError, SemsearchError, SettingsError, WriterBusy, os_error_message
+from ..errors import DataError, SemsearchError, SettingsError, WriterBusy, disk_full, os_error_message
+from ..ingest.jsonl import MAX_DEPTH, depth
 
 MAX_LINE_BYTES = 16 << 20  # as ingest's longest line
 
@@ -58,7 +59,7 @@ def error_of(error: Exception, invalid_documents: bool = False) -> ApiError:
         if isinstance(error, WriterBusy):
             return ApiError(503, "busy", message, {"Retry-After": "1"})
         return ApiError(500, "index_error", message)
-    if isinstance(error, OSError) and error.errno in DISK_FULL:
+    if disk_full(error):
         return ApiError(507, "disk_full", os_error_message(error))
     if isinstance(error, RecursionError):
         return ApiError(400, "bad_parameter", "input nested too deeply to read")
@@ -164,6 +165,9 @@ def documents_of(body: bytes) -> list[Any]:
     if text.lstrip().startswith("["):
         try:
             records = json.loads(text)
+            too_deep(records, 1)
+        except RecursionError:
+            too_deep(None, 1, deep=True)
         except json.JSONDecodeError as error:
             raise ApiError(
                 422,
@@ -177,6 +181,9 @@ def documents_of(body: bytes) -> list[Any]:
             continue
         try:
             records.append(json.loads(line))
+            too_deep(records[-1], number)
+        except RecursionError:
+            too_deep(None, number, deep=True)
         except json.JSONDecodeError as error:
             raise ApiError(
                 422,
@@ -184,6 +191,12 @@ def documents_of(body: bytes) -> list[Any]:
                 f"line {number}: not valid JSON ({error.msg} at column {error.colno})",
             ) from None
     return records
+
+
+def too_deep(value: Any, line: int, deep: bool = False) -> None:
+    """422 for JSON nested deeper than ingest takes (jsonl.MAX_DEPTH), as it says for a line of a file."""
+    if deep or depth(value) > MAX_DEPTH + (1 if line == 1 and isinstance(value, list) else 0):
+        raise ApiError(422, "invalid_document", f"line {line}: JSON nested deeper than {MAX_DEPTH} levels")
 
 
 def bounded_int(value: Any, name: str, low: int, high: int) -> int | None:

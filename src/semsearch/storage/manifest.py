@@ -124,6 +124,9 @@ class Manifest:
                 if not Path(directory).exists()
                 else "is not a semsearch index (no manifest.json)"
             )
+            partial = Path(directory).parent / f".{Path(directory).name}.partial"  # ingest/first.py
+            if partial.is_dir():
+                what += f": a first ingest into it was interrupted; run it again to resume from {partial}"
             raise IndexStateError(f"{directory} {what}")
         try:
             data = json.loads(path.read_text())
