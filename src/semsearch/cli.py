@@ -641,9 +641,11 @@ def serve(index_path, host, port, api_key, search_key, wait, threads, workers):
     run(partial(Index.open, index_path), host, port, settings, workers)
 
 
+from .cli_copies import backup, export, restore  # noqa: E402 (light: heavy imports wait until they run)
 from .evaluation.command import bench  # noqa: E402 (light: heavy imports wait until it runs)
 
-main.add_command(bench)
+for command in (bench, backup, restore, export):
+    main.add_command(command)
 
 if __name__ == "__main__":  # pragma: no cover
     main(prog_name=os.path.basename(sys.argv[0]))

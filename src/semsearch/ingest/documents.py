@@ -19,6 +19,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import DataError
+from .exported import EXPORT_KEY, export_header
+from .given import PASSAGES, first_bad, parse_vector, passage_spans
 from .idcheck import RepeatedIds
 
 RESERVED = ("id", "_id", "text", "title", "metadata")
@@ -44,6 +46,8 @@ class Document:
     title: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     vector: np.ndarray | None = field(default=None, compare=False, repr=False)  # made elsewhere, float32
+    # With a vector per passage (a 2-D `vector`, from an export): their character spans in the text.
+    passages: tuple[tuple[int, int], ...] | None = field(default=None, compare=False, repr=False)
 
     @property
     def embedding_text(self) -> str:
@@ -101,8 +105,13 @@ def parse_document(
     if fields.vector is not None:
         if fields.vector not in record:
             raise DataError("no vector", path=path, line=line, field=fields.vector)
-        vector = _vector(record[fields.vector], path=path, line=line, field=fields.vector)
+        vector = parse_vector(record[fields.vector], path=path, line=line, field=fields.vector)
+    passages = None
+    if vector is not None and vector.ndim == 2:
+        passages = passage_spans(record.get(PASSAGES), len(vector), len(text), path=path, line=line)
     taken = {id_key, fields.text, fields.title, "metadata", fields.vector, *id_keys}
+    if passages is not None:
+        taken.add(PASSAGES)
     top = {key: value for key, value in record.items() if key not in taken}
     both = sorted(set(top) & set(nested))
     if both:
@@ -112,7 +121,9 @@ def parse_document(
     metadata = {**nested, **top}
     for name, value in (("id", doc_id), (fields.text, text), (fields.title, title), ("metadata", metadata)):
         _check_values(value, name, path=path, line=line)
-    return Document(id=str(doc_id), text=text, title=title or None, metadata=metadata, vector=vector)
+    return Document(
+        id=str(doc_id), text=text, title=title or None, metadata=metadata, vector=vector, passages=passages
+    )
 
 
 def _check_values(value: Any, field: str, **where: Any) -> None:
@@ -139,24 +150,6 @@ def _check_values(value: Any, field: str, **where: Any) -> None:
     elif isinstance(value, list):
         for item in value:
             _check_values(item, field, **where)
-
-
-def _vector(value: Any, **where: Any) -> np.ndarray:
-    """A JSON list of finite numbers as a float32 vector."""
-    if not isinstance(value, list) or not value:
-        raise DataError("the vector must be a non-empty list of numbers", **where)
-    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in value):
-        raise DataError("the vector must hold only numbers", **where)
-    vector = np.asarray(value, dtype=np.float32)
-    if not np.isfinite(vector).all():
-        raise DataError(
-            f"the vector has a value that is not finite at position {_first_bad(vector)}", **where
-        )
-    return vector
-
-
-def _first_bad(vector: np.ndarray) -> int:
-    return int(np.flatnonzero(~np.isfinite(vector))[0])
 
 
 def read_vector_file(path: str | Path) -> np.ndarray:
@@ -191,14 +184,14 @@ def read_query_vector(path: str | Path) -> np.ndarray:
             raise DataError(
                 f"expected one vector of numbers, got shape {array.shape}, {array.dtype}", path=path
             )
-        return _vector(array.tolist(), path=path)
+        return parse_vector(array.tolist(), path=path)
     try:
         value = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise DataError("no such file", path=path) from None
     except (OSError, UnicodeDecodeError, ValueError) as error:
         raise DataError(f"expected an .npy file or a JSON list of numbers ({error})", path=path) from None
-    return _vector(value, path=path)
+    return parse_vector(value, path=path)
 
 
 def read_corpus(
@@ -227,7 +220,7 @@ def read_corpus(
         vector = np.asarray(next(rows), dtype=np.float32)
         if not np.isfinite(vector).all():
             raise DataError(
-                f"row {row} (document {doc.id!r}) has a value that is not finite at column {_first_bad(vector)}",
+                f"row {row} (document {doc.id!r}) has a value that is not finite at column {first_bad(vector)}",
                 path=vectors,
             )
         yield replace(doc, vector=vector)
@@ -281,6 +274,8 @@ def read_jsonl(path: str | Path, fields: FieldNames = FieldNames()) -> Iterator[
                 raise DataError(
                     f"not valid JSON ({error.msg} at column {error.colno})", path=path, line=number
                 ) from None
+            if number == 1 and isinstance(record, dict) and EXPORT_KEY in record:
+                continue  # an export's header (exported.py reads it)
             yield parse_document(record, fields, path=path, line=number)
 
 
@@ -329,11 +324,10 @@ def validate_documents(
     for count, doc in enumerate(read(), start=1):
         ids.add(doc.id)
         if doc.vector is not None:
-            dim = dim or len(doc.vector)
-            if len(doc.vector) != dim:
-                raise _error_at(
-                    path, count, f"a vector of width {len(doc.vector)}, expected {dim}", vector_field
-                )
+            width = doc.vector.shape[-1]
+            dim = dim or width
+            if width != dim:
+                raise _error_at(path, count, f"a vector of width {width}, expected {dim}", vector_field)
     if count == 0:
         raise DataError("no documents", path=path)
     if repeat := ids.first_repeat(lambda: (doc.id for doc in read())):
@@ -355,6 +349,10 @@ class Corpus:
         if str(path) == self.STDIN:
             path = _spooled_stdin()
         self.path = Path(path)
+        # An export's header: the settings of the index it came from, and whether its lines hold vectors.
+        self.export = export_header(self.path)
+        if self.export and self.export.get("vectors") and fields.vector is None and vectors is None:
+            fields = replace(fields, vector="vector")
         self.fields = fields
         self.vectors = None if vectors is None else Path(vectors)
         self._summary: CorpusSummary | None = None
