@@ -37,7 +37,7 @@ def _quiet(func):
     return click.option("--quiet", "-q", is_flag=True, help="No progress bar or summary.")(func)
 
 
-def _bar(quiet: bool, label: str, unit: str = "B", total: int | None = None):
+def bar_of(quiet: bool, label: str, unit: str = "B", total: int | None = None):
     from tqdm import tqdm
 
     scaled = unit == "B"
@@ -79,7 +79,7 @@ def backup(dest, index_path, archive, wait, quiet):
     """
     from .operations.backup import backup as make
 
-    with _bar(quiet, "backup") as bar:
+    with bar_of(quiet, "backup") as bar:
         report = make(index_path, dest, archive=archive, wait=wait, progress=bar.update, total=_total_of(bar))
     if not quiet:
         linked = f", {human(report.linked_bytes)} of it hard-linked" if report.linked_bytes else ""
@@ -117,7 +117,7 @@ def restore(backup_path, index_path, force, wait, quiet):
     from .operations.backup import restore as put_back
 
     started = time.perf_counter()
-    with _bar(quiet, "verifying") as bar:
+    with bar_of(quiet, "verifying") as bar:
         report = put_back(
             backup_path, index_path, force=force, wait=wait, progress=bar.update, total=_total_of(bar)
         )
@@ -126,41 +126,5 @@ def restore(backup_path, index_path, force, wait, quiet):
         click.echo(
             f"restored generation {report.generation} ({report.documents:,} documents) from {backup_path} to "
             f"{index_path} in {time.perf_counter() - started:.2f} s{replaced}",
-            err=True,
-        )
-
-
-@click.command()
-@_index
-@click.option(
-    "--output",
-    "-o",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="The JSONL file to write (.gz: compressed); default: standard output.",
-)
-@click.option(
-    "--vectors", is_flag=True, help="Include each document's raw vectors: an import encodes nothing."
-)
-@_quiet
-def export(index_path, output, vectors, quiet):
-    """Write an index's documents as JSONL: a header line with its settings, then one document per line
-    (id, title, text, metadata; with --vectors its raw vectors). `semsearch ingest FILE` makes the same index
-    again, in this or a later version of semsearch.
-
-    \b
-    Example:
-        semsearch export --index indexes/papers -o papers.jsonl --vectors
-    """
-    from .index import Index
-    from .operations.export import export as write
-
-    started = time.perf_counter()
-    with Index.open(index_path) as index, _bar(quiet, "exporting", "doc", len(index)) as bar:
-        count = write(index, output or sys.stdout, vectors=vectors, progress=bar.update)
-    if not quiet:
-        where = f"{output} ({human(output.stat().st_size)})" if output else "standard output"
-        click.echo(
-            f"exported {count:,} documents{' with their vectors' if vectors else ''} of {index_path} to "
-            f"{where} in {time.perf_counter() - started:.2f} s",
             err=True,
         )

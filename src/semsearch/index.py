@@ -23,7 +23,7 @@ import numpy as np
 
 from .encoding import Encoder
 from .errors import DataError, IndexStateError
-from .ingest import build, exported
+from .ingest import build
 from .ingest.creation import check_compatible, check_new_directory, make_encoder, new_settings
 from .ingest.distributed import Executor, executor_for
 from .ingest.documents import Corpus, Document, FieldNames, parse_document, validate_documents
@@ -129,8 +129,6 @@ class Index:
         `corpus` that brings its own vectors and no model named, a new index has no model and their width."""
         options = options or IndexOptions(**asked)
         path = Path(path)
-        if corpus is not None and corpus.export and not (path / FILE).exists():
-            options = exported.options_for(corpus.export, options)  # a new index takes an export's settings
         width = corpus.check().vector_width if corpus is not None else None
         if not (path / FILE).exists() and not (path / PENDING).exists():
             if width is not None and options.model is None:
@@ -259,8 +257,6 @@ class Index:
         number of local worker processes or an Executor; the result is the same."""
         if not isinstance(corpus, Corpus):
             corpus = Corpus(corpus, fields or FieldNames(), vectors)
-        if corpus.export:
-            exported.check_model(corpus.export, self.settings, str(corpus.path))
         width, dim = corpus.check().vector_width, self.settings.encoder_dim
         if width is not None and width != dim:
             where = dict(path=corpus.vectors) if corpus.vectors else dict(path=corpus.path, line=1)
