@@ -6,6 +6,7 @@ Size: one click command per operation, most of it the options' help texts; the l
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -129,6 +130,13 @@ class Group(click.Group):
             raise click.ClickException(message) from None
         except KeyboardInterrupt:
             raise click.ClickException("interrupted; the index is as it was before this command") from None
+        except OSError as error:  # a full disk or a file-size limit: what every write is atomic against
+            if error.errno not in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT):
+                raise
+            raise click.ClickException(
+                f"{error.filename or 'a file'}: {error.strerror} (the disk is full or a file-size limit was "
+                "reached); the index is as it was before this command"
+            ) from None
 
 
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -667,7 +675,9 @@ def export(index_path, output, vectors, quiet):
               "at once in each process, a thread each with the index open.")  # fmt: skip
 @click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True, help="Processes "
               "searching in parallel, each with the index open (its memory once per process).")  # fmt: skip
-def serve(index_path, host, port, api_key, search_key, wait, threads, workers):
+@click.option("--backup-dir", type=click.Path(file_okay=False, exists=True, path_type=Path),
+              envvar="SEMSEARCH_BACKUP_DIR", help="Where POST /backup (api key) writes backups; none: refused.")  # fmt: skip
+def serve(index_path, host, port, api_key, search_key, wait, threads, workers, backup_dir):
     """Serve the index over HTTP: a JSON API and a search page at /.
 
     \b
@@ -680,7 +690,13 @@ def serve(index_path, host, port, api_key, search_key, wait, threads, workers):
     from .server import ServerSettings
     from .server import serve as run
 
-    settings = ServerSettings(api_key=api_key, search_key=search_key, write_wait=wait, threads=threads)
+    settings = ServerSettings(
+        api_key=api_key,
+        search_key=search_key,
+        write_wait=wait,
+        threads=threads,
+        backup_dir=str(backup_dir) if backup_dir else None,
+    )
     run(partial(Index.open, index_path), host, port, settings, workers)
 
 

@@ -22,6 +22,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from ..errors import SemsearchError
+from .backups import backup_options, make_backup
 from .protocol import (
     ApiError,
     ServerSettings,
@@ -236,6 +237,10 @@ def create_app(open_index: Callable[[float], Index], settings: ServerSettings | 
             raise ApiError(400, "bad_parameter", "name the documents to delete: where=FIELD=VALUE or id=ID")
         return await svc().write(request, delete_documents, ids, where)
 
+    async def post_backup(request: Request) -> dict[str, Any]:
+        archive = await backup_options(request, settings)
+        return await make_backup(await svc().reader.run(lambda index: index.path), settings, archive)
+
     async def info(request: Request) -> dict[str, Any]:
         return await svc().read(request, describe, settings)
 
@@ -280,6 +285,7 @@ def create_app(open_index: Callable[[float], Index], settings: ServerSettings | 
         Route("/documents", endpoint(post_documents, invalid_documents=True), methods=["POST"]),
         Route("/documents", endpoint(delete_where), methods=["DELETE"]),
         Route("/documents/{doc_id:path}", endpoint(document), methods=["GET", "DELETE"]),
+        Route("/backup", endpoint(post_backup), methods=["POST"]),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: http_error})

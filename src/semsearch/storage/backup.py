@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import IndexStateError
+from .faults import fault_point
 from .files import fsync_directory
 from .generations import Generations, WriterLock, cannot_write, generation_name
 from .manifest import FILE, Manifest, now
@@ -37,6 +38,8 @@ from .rawvectors import DIRECTORY, RawVectors, Segment
 from .store import DocumentStore
 
 BACKUP_FILE = "backup.json"
+# Fault points (faults.py) of a backup, in order: the crash tests end a real backup at each.
+BACKUP_STEPS = ("backup-pinned", "backup-copied", "backup-hashed", "backup-written")
 BACKUP_FORMAT = 1
 HASH_BUFFER = 1 << 20
 Progress = Callable[[int], None]  # bytes done since the last call
@@ -237,6 +240,7 @@ def write_backup(
     """Fill the empty `staging` directory with a verified copy of the index in `source` (see the module)."""
     started = time.perf_counter()
     pinned = pin(source, store, staging, wait)
+    fault_point("backup-pinned")
     try:
         copy_store(store, staging / DocumentStore.FILE)
     except BaseException:
@@ -248,8 +252,10 @@ def write_backup(
         copied = sum(pinned.partial.get(n, os.fstat(h.fileno()).st_size) for n, h in pinned.to_copy.items())
         total(2 * copied + sum((staging / n).stat().st_size for n in [DocumentStore.FILE, *pinned.linked]))
     copy_pinned(pinned, staging, progress)
+    fault_point("backup-copied")
     (staging / FILE).write_text(pinned.manifest_text)
     files = describe_files(staging, [*names, FILE], progress)
+    fault_point("backup-hashed")
     state = pinned.manifest.state
     record = {
         "semsearch_backup": BACKUP_FORMAT,
@@ -265,6 +271,7 @@ def write_backup(
     (staging / BACKUP_FILE).write_text(json.dumps(record, indent=2) + "\n")
     (staging / FILE).write_text(pinned.manifest_text)
     fsync_tree(staging)
+    fault_point("backup-written")
     linked = sum(files[name]["size"] for name in pinned.linked)
     return BackupReport(
         staging,
