@@ -212,12 +212,88 @@ def test_a_killed_backup_never_leaves_a_dest_that_checks_whole(index_copy, tmp_p
             outcomes["whole"] += 1
         else:
             outcomes["none"] += 1
-        for staging in tmp_path.glob(f".dest-{n}.backup-*"):  # what a kill leaves: never an index that checks
-            with pytest.raises(Exception):  # noqa: B017 (no manifest, or a check that fails)
-                assert healthy(staging)
+        for staging in tmp_path.glob(f".dest-{n}.backup-*"):  # what a kill leaves: no index until whole
+            if (staging / "manifest.json").exists():
+                assert (staging / "backup.json").is_file() and healthy(staging)
     assert outcomes["none"] >= len(BACKUP_STEPS)  # every fault point, at least
     assert (index_copy / "manifest.json").read_bytes() == manifest and healthy(index_copy)
     assert top10(index_copy) == before
     # the next backup to the same place clears a dead process's staging directory
     run("backup", tmp_path / "dest-0", "--index", index_copy)
     assert not list(tmp_path.glob(".dest-0.backup-*"))
+
+
+WRITER = """
+import json, sys
+from semsearch import Index
+path, log, rounds, queries = sys.argv[1], sys.argv[2], int(sys.argv[3]), json.loads(sys.argv[4])
+with Index.open(path, wait=60) as index, open(log, "a") as out:
+    for i in range(rounds):
+        index.add([
+            {"id": f"loop-{i}", "text": f"loop document {i}: parse a date from a string, round {i}"},
+            {"id": "counter", "text": f"the counter stands at version {i}"},
+        ])
+        top = [[hit.id for hit in hits] for hits in index.search_many(queries, k=10)]
+        state = {"generation": index.state.generation, "count": len(index), "version": i, "top": top}
+        out.write(json.dumps(state) + "\\n")
+        out.flush()
+"""
+
+READER = """
+import json, sys, pathlib
+from semsearch import Index
+path, stop, queries = sys.argv[1], pathlib.Path(sys.argv[2]), json.loads(sys.argv[3])
+searches = 0
+with Index.open(path) as index:
+    while not stop.exists():
+        assert all(len(hits) == 10 for hits in index.search_many(queries, k=10))
+        searches += 1
+print(searches)
+"""
+
+
+@pytest.mark.slow
+def test_a_backup_while_a_writer_upserts_and_readers_search_holds_one_published_state(index_copy, tmp_path):
+    from semsearch import Index
+
+    initial = {"generation": Index.open(index_copy).state.generation, "count": 300, "version": None}
+    initial["top"] = top10(index_copy)
+    log, stop = tmp_path / "published.jsonl", tmp_path / "stop"
+    writer = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(index_copy), str(log), "12", json.dumps(QUERIES)]
+    )
+    reader = subprocess.Popen(
+        [sys.executable, "-c", READER, str(index_copy), str(stop), json.dumps(QUERIES)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    backups = []
+    try:
+        while writer.poll() is None and len(backups) < 6:
+            dest = tmp_path / f"backup-{len(backups)}"
+            run("backup", dest, "--index", index_copy, "-q", "--wait", "60")
+            backups.append(dest)
+        assert writer.wait(600) == 0
+    finally:
+        stop.touch()
+        searches = reader.communicate(timeout=120)[0]
+    assert reader.returncode == 0 and int(searches) > 0
+    published = {state["generation"]: state for state in map(json.loads, log.read_text().splitlines())}
+    published[initial["generation"]] = initial
+    seen = set()
+    for dest in backups:
+        assert healthy(dest)
+        generation = json.loads((dest / "backup.json").read_text())["generation"]
+        state = published[generation]  # a generation the writer published, whole
+        seen.add(generation)
+        with Index.open(dest) as backup:
+            ids = backup.store.ids()
+        assert len(ids) == state["count"]
+        rounds = 0 if state["version"] is None else state["version"] + 1
+        assert {i for i in ids if i.startswith("loop-")} == {f"loop-{i}" for i in range(rounds)}
+        if rounds:
+            with Index.open(dest) as backup:
+                pk = backup.store.existing_ids(["counter"])["counter"][0]
+                assert backup.store.get([pk])[pk]["text"] == f"the counter stands at version {rounds - 1}"
+        assert top10(dest) == state["top"]
+    assert len(seen) >= 2  # the backups caught the writer at different generations

@@ -253,8 +253,9 @@ def write_backup(
         total(2 * copied + sum((staging / n).stat().st_size for n in [DocumentStore.FILE, *pinned.linked]))
     copy_pinned(pinned, staging, progress)
     fault_point("backup-copied")
-    (staging / FILE).write_text(pinned.manifest_text)
-    files = describe_files(staging, [*names, FILE], progress)
+    files = describe_files(staging, names, progress)
+    manifest_bytes = pinned.manifest_text.encode()
+    files[FILE] = {"sha256": hashlib.sha256(manifest_bytes).hexdigest(), "size": len(manifest_bytes)}
     fault_point("backup-hashed")
     state = pinned.manifest.state
     record = {
@@ -266,10 +267,9 @@ def write_backup(
         "source": str(source.resolve()),
         "files": files,
     }
-    # manifest.json last: a staging directory cut short is no index, let alone one whose checksums agree
-    (staging / FILE).unlink()
+    # manifest.json last: a staging directory cut short is no index (nor one whose checksums could agree)
     (staging / BACKUP_FILE).write_text(json.dumps(record, indent=2) + "\n")
-    (staging / FILE).write_text(pinned.manifest_text)
+    (staging / FILE).write_bytes(manifest_bytes)
     fsync_tree(staging)
     fault_point("backup-written")
     linked = sum(files[name]["size"] for name in pinned.linked)
