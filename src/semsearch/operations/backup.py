@@ -180,7 +180,15 @@ def _unpack(backup_path: Path, staging: Path) -> None:
     if backup_path.is_file():
         try:
             with tarfile.open(backup_path, "r:*") as tar:
-                tar.extractall(staging, filter="data")  # no paths outside, no links out, no devices
+                if hasattr(tarfile, "data_filter"):
+                    tar.extractall(staging, filter="data")  # no paths outside, no links out, no devices
+                else:  # Pythons before the filters: regular files and directories inside, nothing else
+                    members = tar.getmembers()
+                    for member in members:
+                        inside = not member.name.startswith("/") and ".." not in Path(member.name).parts
+                        if not inside or not (member.isfile() or member.isdir()):
+                            raise IndexStateError(f"{backup_path}: {member.name!r} is not a backup's file")
+                    tar.extractall(staging, members)
         except (tarfile.TarError, EOFError) as error:
             raise IndexStateError(
                 f"{backup_path} is not a readable backup archive ({brief(error)})"
