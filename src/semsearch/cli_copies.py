@@ -65,9 +65,8 @@ def human(size: float) -> str:
 @click.argument("dest", type=click.Path(path_type=Path))
 @_index
 @click.option("--archive", is_flag=True, help="Write one .tar.gz file at DEST instead of a directory.")
-@_wait
 @_quiet
-def backup(dest, index_path, archive, wait, quiet):
+def backup(dest, index_path, archive, quiet):
     """Copy an index, as of its latest generation, to DEST while it is read and written.
 
     DEST is itself an index (query it with --index DEST), with backup.json: every file's sha256, which
@@ -80,7 +79,7 @@ def backup(dest, index_path, archive, wait, quiet):
     from .operations.backup import backup as make
 
     with bar_of(quiet, "backup") as bar:
-        report = make(index_path, dest, archive=archive, wait=wait, progress=bar.update, total=_total_of(bar))
+        report = make(index_path, dest, archive=archive, progress=bar.update, total=_total_of(bar))
     if not quiet:
         linked = f", {human(report.linked_bytes)} of it hard-linked" if report.linked_bytes else ""
         click.echo(

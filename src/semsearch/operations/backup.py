@@ -47,13 +47,12 @@ def backup(
     dest: str | Path,
     *,
     archive: bool = False,
-    wait: float = DEFAULT_WAIT,
     progress: Progress | None = None,
     total: Callable[[int], None] | None = None,
 ) -> BackupReport:
     """Copy the index in `source` as of its current generation to `dest` (a new path): a directory that is an
-    index, or with `archive` one .tar.gz. Writers wait only while the generation is pinned (`wait`: how long
-    this waits for a write in progress). `total(bytes)` is called once the size is known, `progress(bytes)`
+    index, or with `archive` one .tar.gz. Nothing waits for it, nor it for a write in progress (storage/backup.py
+    pins the generation). `total(bytes)` is called once the size is known, `progress(bytes)`
     as they are copied and hashed."""
     source, dest = Path(source), Path(dest)
     Manifest.load(source)  # says plainly when it is not an index
@@ -68,7 +67,7 @@ def backup(
     )
     try:
         with failing_as(dest, source), staged(dest, "backup") as staging:
-            report = write_backup(source, staging, store, wait, progress, total)
+            report = write_backup(source, staging, store, progress, total)
             if not archive:
                 os.rename(staging, dest)
                 fsync_directory(dest.parent)

@@ -43,5 +43,5 @@ async def make_backup(index_path: Path, settings: ServerSettings, archive: bool)
     """A new backup named for the index and the time (UTC, to the microsecond: two never share a name)."""
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
     dest = Path(settings.backup_dir) / f"{index_path.name}-{stamp}{'.tar.gz' if archive else ''}"
-    report = await run_in_threadpool(backup, index_path, dest, archive=archive, wait=settings.write_wait)
+    report = await run_in_threadpool(backup, index_path, dest, archive=archive)
     return {"backup": {**dataclasses.asdict(report), "path": str(report.path)}}

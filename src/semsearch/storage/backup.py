@@ -29,15 +29,17 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import IndexStateError
+from ..errors import IndexStateError, WriterBusy
 from .faults import fault_point
 from .files import fsync_directory
 from .generations import Generations, WriterLock, cannot_write, generation_name
-from .manifest import FILE, Manifest, now
+from .manifest import FILE, PENDING, Manifest, now
 from .rawvectors import DIRECTORY, RawVectors, Segment
 from .store import DocumentStore
 
 BACKUP_FILE = "backup.json"
+PINNED = ".manifest.pinned"  # the pinned manifest, read back in the staging directory
+PIN_ATTEMPTS = 50  # while a writer publishes generation after generation
 # Fault points (faults.py) of a backup, in order: the crash tests end a real backup at each.
 BACKUP_STEPS = ("backup-pinned", "backup-copied", "backup-hashed", "backup-written")
 BACKUP_FORMAT = 1
@@ -122,6 +124,8 @@ def expected_files(manifest: Manifest, source: Path) -> list[str]:
 def _rows_bytes(source: Path, manifest: Manifest, name: str) -> int | None:
     """For a raw segment: the bytes of its header and the rows the generation counts (None: any other file).
     A segment is never appended to today; were one longer than its rows, only the rows would be copied."""
+    if not (source / name).exists():
+        raise FileNotFoundError(errno.ENOENT, "missing", str(source / name))
     for segment in Segment.all_of(manifest.state.segments):
         if name == f"{DIRECTORY}/{segment.name}":
             raw = RawVectors(source, [segment], manifest.settings.encoder_dim)
@@ -137,24 +141,69 @@ def _rows_bytes(source: Path, manifest: Manifest, name: str) -> int | None:
     return None
 
 
-def pin(source: Path, store: DocumentStore, staging: Path, wait: float) -> Pinned:
-    """Under the writer lock (briefly; none on storage that cannot be written: nothing writes it), the current
-    generation: rolled forward if a write crashed after its commit, its store snapshot opened, files linked."""
+def pin(source: Path, store: DocumentStore, staging: Path) -> Pinned:
+    """The current generation held still: its manifest, the store's snapshot, its files linked (or opened).
+    With the writer lock when it is free, for an instant (a write that crashed after its commit is rolled
+    forward first). While another process writes, as a reader pins it: the generation the store's snapshot
+    committed, whose manifest is the published or the pending one; its files are linked before two more
+    writes could remove them (a write keeps the previous generation's), and all is tried again if they did."""
     lock = WriterLock(source)
-    writable = cannot_write(source) is None
-    if writable:
-        lock.acquire(wait)
+    locked = False
+    if cannot_write(source) is None:
+        with contextlib.suppress(WriterBusy):
+            lock.acquire(0)
+            locked = True
     try:
-        generations = Generations(source, store)
-        if writable:
-            generations.roll_forward()
-        text = (source / FILE).read_text()
-        manifest = Manifest.load(source)
-        store.db.conn.execute("BEGIN")  # the snapshot the backup API copies, after the lock is gone
-        if problem := generations.disagreement(manifest):
-            raise IndexStateError(
-                f"{source} is inconsistent ({problem}): run `semsearch check --index {source}`"
-            )
+        if locked:
+            Generations(source, store).roll_forward()
+        for attempt in range(PIN_ATTEMPTS):
+            try:
+                return _pin_once(source, store, staging)
+            except (FileNotFoundError, _Moved) as error:
+                if locked or attempt == PIN_ATTEMPTS - 1:
+                    detail = "its manifest does not match the store" if isinstance(error, _Moved) else error
+                    raise IndexStateError(
+                        f"{source} is inconsistent ({detail}): run `semsearch check --index {source}`"
+                    ) from None
+                for path in staging.iterdir():
+                    _remove(path)
+                time.sleep(0.05)
+        raise AssertionError("unreachable")
+    finally:
+        lock.release()
+
+
+class _Moved(Exception):
+    """The manifest read was not the generation the store's snapshot holds (a write published meanwhile)."""
+
+
+def _committed_text(source: Path, committed: int) -> str | None:
+    """The text of the manifest of generation `committed`: the published one, or the pending one between a
+    write's commit and its publication."""
+    for name in (FILE, PENDING):
+        try:
+            text = (source / name).read_text()
+            if json.loads(text).get("generation") == committed:
+                return text
+        except (OSError, ValueError, AttributeError):
+            continue
+    return None
+
+
+def _pin_once(source: Path, store: DocumentStore, staging: Path) -> Pinned:
+    conn = store.db.conn
+    conn.execute("BEGIN")  # the snapshot the backup API copies, after the lock is gone
+    pinned = None
+    try:
+        committed = store.generation()
+        text = _committed_text(source, committed)
+        if text is None:
+            raise _Moved()
+        (staging / PINNED).write_text(text)
+        manifest = Manifest.load(staging, PINNED)
+        (staging / PINNED).unlink()
+        if manifest.state.count != store.count():
+            raise _Moved()
         pinned = Pinned(text, manifest)
         for name in expected_files(manifest, source):
             target = staging / name
@@ -174,10 +223,10 @@ def pin(source: Path, store: DocumentStore, staging: Path, wait: float) -> Pinne
         return pinned
     except BaseException:
         with contextlib.suppress(sqlite3.Error):
-            store.db.conn.execute("ROLLBACK")
+            conn.execute("ROLLBACK")
+        for handle in pinned.to_copy.values() if pinned else ():
+            handle.close()
         raise
-    finally:
-        lock.release()
 
 
 def copy_store(store: DocumentStore, target: Path) -> None:
@@ -233,13 +282,12 @@ def write_backup(
     source: Path,
     staging: Path,
     store: DocumentStore,
-    wait: float,
     progress: Progress | None = None,
     total: Callable[[int], None] | None = None,
 ) -> BackupReport:
     """Fill the empty `staging` directory with a verified copy of the index in `source` (see the module)."""
     started = time.perf_counter()
-    pinned = pin(source, store, staging, wait)
+    pinned = pin(source, store, staging)
     fault_point("backup-pinned")
     try:
         copy_store(store, staging / DocumentStore.FILE)
