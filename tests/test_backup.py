@@ -133,6 +133,14 @@ def test_restore_refuses_a_backup_that_fails_its_checksums(index_copy, tmp_path)
     assert not (tmp_path / "restored").exists()
     not_a_backup = run("restore", index_copy, "--index", tmp_path / "restored", check=False)
     assert not_a_backup.returncode == 1 and "not a semsearch backup" in not_a_backup.stderr
+    # a backup written to as an index (a delete: a new generation) is no longer one that can be verified
+    moved_on = tmp_path / "moved-on"
+    run("backup", moved_on, "--index", index_copy)
+    run("delete", "argparse", "--index", moved_on)
+    assert "damaged" not in run("check", "--index", moved_on).stdout  # as an index it is whole
+    result = run("restore", moved_on, "--index", tmp_path / "restored", check=False)
+    assert result.returncode == 1 and "written to after the backup" in result.stderr
+    assert healthy(index_copy)
 
 
 def limited(size: int):

@@ -138,7 +138,12 @@ def restore(
             raise IndexStateError(f"{backup_path} is not a semsearch backup (no {BACKUP_FILE})")
         if total:
             total(sum(int(f.get("size") or 0) for f in record["files"].values()))
-        problems = checksum_problems(staging, progress) or {}
+        problems = checksum_problems(staging, progress)
+        if problems is None:  # its manifest is of a later generation than backup.json records
+            raise IndexStateError(
+                f"{backup_path} was written to after the backup was made (backup.json records generation "
+                f"{record['generation']}): it can no longer be verified, so it is not restored"
+            )
         if bad := {name: problem for name, problem in problems.items() if problem}:
             name, problem = next(iter(bad.items()))
             raise IndexStateError(

@@ -1,12 +1,14 @@
 """Backups: a consistent copy of an index as of one published generation, made while it is read and written.
 
-The writer lock is held only to pin that generation: the manifest's bytes are read, a read transaction is
-opened on the document store (SQLite then keeps that snapshot however the writers go on), and the generation's
-files and raw segments are hard-linked into the backup's staging directory (or opened, where links are not
-possible: an open file outlives its removal by a later write's clean-up). Segments and generation files are
-never changed once written (each write publishes new files under new names), so a link is as good as a copy.
-Outside the lock, SQLite's backup API copies the store from the pinned snapshot, the files not linked are
-copied, and `backup.json` records every file's sha256 and size, the generation and its counts.
+Pinning the generation takes an instant: a read transaction is opened on the document store (SQLite then keeps
+that snapshot however the writers go on), the manifest of the generation it committed is read, and the
+generation's files and raw segments are hard-linked into the backup's staging directory (or opened, where links
+are not possible: an open file outlives its removal by a later write's clean-up). Segments and generation files
+are never changed once written (each write publishes new files under new names), so a link is as good as a copy.
+The writer lock is taken for that instant if it is free; while another process writes, the generation is pinned
+as a reader pins it, and pinned again should two publications remove its files meanwhile (`pin`). Then SQLite's
+backup API copies the store from the snapshot, the files not linked are copied, and `backup.json` records every
+file's sha256 and size, the generation and its counts.
 
 The copy is built in a hidden sibling of DEST and renamed into place when complete and fsynced: an interrupted
 backup (SIGKILL, disk full) leaves no DEST at all. In the staging directory `manifest.json` is written last,
@@ -114,6 +116,8 @@ def expected_files(manifest: Manifest, source: Path) -> list[str]:
     """The files of the manifest's generation, relative to the index: its directory's, the raw segments."""
     names = []
     directory = source / generation_name(manifest.state.generation)
+    if manifest.state.count and not directory.is_dir():
+        raise FileNotFoundError(errno.ENOENT, "missing", str(directory))
     if directory.is_dir():
         names += [f"{directory.name}/{p.name}" for p in sorted(directory.iterdir()) if p.is_file()]
     for segment in Segment.all_of(manifest.state.segments):
