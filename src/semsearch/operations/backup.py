@@ -14,6 +14,7 @@ import os
 import shutil
 import sqlite3
 import tarfile
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -72,6 +73,7 @@ def backup(
                 os.rename(staging, dest)
                 fsync_directory(dest.parent)
                 return replace(report, path=dest)
+            packing_started = time.perf_counter()
             with staged(dest, "archive") as packing:
                 packed = packing / dest.name
                 with tarfile.open(packed, "w:gz", compresslevel=ARCHIVE_LEVEL) as tar:
@@ -81,7 +83,8 @@ def backup(
                     os.fsync(handle.fileno())
                 os.rename(packed, dest)
                 fsync_directory(dest.parent)
-            return replace(report, path=dest, bytes=dest.stat().st_size, linked_bytes=0)
+            seconds = report.seconds + time.perf_counter() - packing_started
+            return replace(report, path=dest, bytes=dest.stat().st_size, linked_bytes=0, seconds=seconds)
     finally:
         store.close()
 
