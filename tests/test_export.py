@@ -104,3 +104,47 @@ def test_scifact_round_trip_with_and_without_vectors(tmp_path):
     again = contents(tmp_path / "encoded-again", queries)
     assert_same(source, again, vectors=False)
     assert np.abs(source["raw"] - again["raw"]).max() < 1e-4  # the same model on the same texts
+
+
+def test_an_index_without_a_model_exports_its_vectors_and_comes_back_the_same(tmp_path):
+    from semsearch import Document, Index
+
+    rng = np.random.default_rng(0)
+    with Index.create(tmp_path / "source", model="none", dim=16, transform="none") as index:
+        index.add(
+            [
+                Document(
+                    id=str(i), text=f"doc {i}", metadata={"n": i}, vector=rng.normal(size=16).astype("f4")
+                )
+                for i in range(50)
+            ]
+        )
+    run(
+        "export", "--index", tmp_path / "source", "-o", tmp_path / "export.jsonl", "-q"
+    )  # vectors: all it has
+    run("ingest", tmp_path / "export.jsonl", "--index", tmp_path / "again", "-q")
+    queries = rng.normal(size=(3, 16)).astype("f4")
+    found = []
+    for name in ("source", "again"):
+        with Index.open(tmp_path / name) as index:
+            assert index.settings.model == "none" and len(index) == 50
+            found.append([[hit.id for hit in hits] for hits in index.search_vectors(queries, k=10)])
+            found.append(index.raw.read(index.store.vector_pks()))
+    assert found[0] == found[2] and np.array_equal(found[1], found[3])
+
+
+def test_vectors_of_another_model_are_refused(sample_encoded, tmp_path):
+    from dataclasses import replace
+
+    from semsearch import Index
+    from semsearch.errors import DataError
+    from semsearch.ingest.exported import check_model, export_header
+
+    run("export", "--index", sample_encoded, "-o", tmp_path / "export.jsonl", "--vectors", "-q")
+    header = export_header(tmp_path / "export.jsonl")
+    with Index.open(sample_encoded) as index:
+        check_model(header, index.settings, "export.jsonl")  # the same model: taken
+        other = replace(index.settings, model_name="another-model", model_fingerprint="0123456789abcdef")
+    with pytest.raises(DataError, match="vectors were made by all-MiniLM-L6-v2.*another-model"):
+        check_model(header, other, "export.jsonl")
+    check_model({**header, "vectors": False}, other, "export.jsonl")  # texts alone: encoded by this model
