@@ -36,14 +36,14 @@ class Chunker:
     overlap: int
 
     def split(self, docs: Sequence[Document]) -> list[list[Passage]]:
-        """Each document's passages, in order: one (the whole document) unless it is longer than a passage,
-        or brings its own vector."""
+        """Each document's passages, in order: one (the whole document) unless it is longer than a passage;
+        one that brings its own vectors keeps the passages they were made for."""
         out: list[list[Passage]] = [[] for _ in docs]
         long: list[int] = []
         for i, doc in enumerate(docs):
-            # A word piece covers at least one character: a text shorter than the budget in characters fits.
             if doc.vector is not None:
                 out[i] = given_passages(doc)
+            # A word piece covers at least one character: a text shorter than the budget in characters fits.
             elif len(doc.embedding_text) + self.specials <= self.chunk_tokens:
                 out[i] = [Passage((0, len(doc.text)), doc.embedding_text)]
             else:
