@@ -238,6 +238,7 @@ def main() -> None:
     parser.add_argument("--scifact", type=Path, default=DATA / "scifact")
     parser.add_argument("--wordnet", type=Path, default=DATA / "wordnet")
     parser.add_argument("--skip-wordnet", action="store_true")
+    parser.add_argument("--skip-scifact", action="store_true", help="WordNet alone: writes backup-wordnet.md")
     parser.add_argument(
         "--other-fs", type=Path, default=Path("/dev/shm"), help="another file system (copies)"
     )
@@ -251,7 +252,7 @@ def main() -> None:
     )
     with tempfile.TemporaryDirectory(prefix="semsearch-backup-bench-") as directory:
         work = Path(directory)
-        rows = scifact_rows(args.scifact / "corpus.jsonl", work, other)
+        rows = [] if args.skip_scifact else scifact_rows(args.scifact / "corpus.jsonl", work, other)
         for row in rows:
             print(row, flush=True)
         if not args.skip_wordnet:
@@ -259,8 +260,9 @@ def main() -> None:
                 print(row, flush=True)
                 rows.append(row)
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "backup.json").write_text(json.dumps({"command": command, "rows": rows}, indent=2) + "\n")
-    (args.out / "backup.md").write_text(markdown(rows, command))
+    name = "backup-wordnet" if args.skip_scifact else "backup"
+    (args.out / f"{name}.json").write_text(json.dumps({"command": command, "rows": rows}, indent=2) + "\n")
+    (args.out / f"{name}.md").write_text(markdown(rows, command))
     print(markdown(rows, command))
 
 

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import shared_data
 
 SEMSEARCH = [sys.executable, "-m", "semsearch"]
 QUERIES = ["parse a date from a string", "read a csv file", "compress data with gzip", "random numbers"]
@@ -82,18 +81,10 @@ def test_export_streams_to_stdout_and_gz_and_an_existing_index_keeps_its_setting
 
 
 @pytest.mark.slow
-def test_scifact_round_trip_with_and_without_vectors(tmp_path):
-    corpus = shared_data("scifact", "corpus.jsonl")
-    tested = {
-        line.split("\t")[0]
-        for line in shared_data("scifact", "qrels", "test.tsv").read_text().splitlines()[1:]
-    }
-    queries = [
-        json.loads(line)["text"]
-        for line in shared_data("scifact", "queries.jsonl").read_text().splitlines()
-        if json.loads(line)["_id"] in tested
-    ]
-    assert len(queries) == 300
+def test_scifact_round_trip_with_and_without_vectors(scifact_subset, tmp_path):
+    """The SciFact subset (300 documents, those relevant to 40 test queries among them): every query's top 10."""
+    corpus, queries, _ = scifact_subset
+    queries = list(queries.values())
     run("ingest", corpus, "--index", tmp_path / "source", "-q")
     source = contents(tmp_path / "source", queries)
     run("export", "--index", tmp_path / "source", "-o", tmp_path / "vectors.jsonl", "--vectors", "-q")

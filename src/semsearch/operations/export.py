@@ -4,9 +4,9 @@ The first line is a header: `{"semsearch_export": 1, "settings": {...}, ...}`, t
 with (model and its fingerprint, pooling, max_length, chunking, transform, index type; the manifest's own
 fields). Then one document per line, in the order they were stored: `id`, `title` (when it has one), `text` and
 `metadata` as ingested. With vectors, `vector` is the raw encoder vector (before the transform) as a list of
-numbers, each the exact float32 value; a document the index cut into passages has one per passage: `vector` is
-then a list of lists and `passages` their character spans in the text, `[[start, end], ...]`, so an import takes
-them as they are and encodes nothing (documents.py reads them back).
+numbers (9 significant digits: each float32 exactly); a document the index cut into passages has one per
+passage: `vector` is then a list of lists and `passages` their character spans in the text, `[[start, end],
+...]`, so an import takes them as they are and encodes nothing (documents.py reads them back).
 
 `semsearch ingest` of the file makes a new index with the header's settings. Memory stays at one batch of
 documents: rows are read by a cursor, vectors a batch at a time."""
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
 EXPORT_FORMAT = 1
 BATCH_DOCS = 1024  # documents whose vectors are read together
+FLOAT32 = "{:.9g}"  # the shortest format every float32 survives (9 significant digits)
 
 
 def header(index: Index, vectors: bool) -> dict[str, Any]:
@@ -75,7 +76,7 @@ def export(
         out.write(json.dumps(header(index, vectors), ensure_ascii=False) + "\n")
         count = 0
         for batch in _batches(index, vectors):
-            out.write("".join(json.dumps(record, ensure_ascii=False) + "\n" for record in batch))
+            out.write("".join(line + "\n" for line in batch))
             count += len(batch)
             if progress:
                 progress(len(batch))
@@ -106,17 +107,19 @@ class _pinned:
         self.index.store.db.conn.execute("COMMIT")
 
 
-def _batches(index: Index, vectors: bool) -> Iterator[list[dict[str, Any]]]:
+def _batches(index: Index, vectors: bool) -> Iterator[list[str]]:
+    """The documents' JSON lines, a batch at a time."""
     store = index.store
     passages = store.passages() if store.has_keywords else None  # older stores: a passage per document
     cursor = store.db.conn.execute("SELECT pk, id, title, text, metadata FROM documents ORDER BY pk")
     while rows := cursor.fetchmany(BATCH_DOCS):
         records = [_record(doc_id, title, text, metadata) for _, doc_id, title, text, metadata in rows]
-        if vectors:
-            pks = np.array([row[0] for row in rows], dtype=np.int64)
-            counts = passages.counts_of(pks) if passages is not None else np.ones(len(pks), np.int64)
-            _attach_vectors(index, records, pks, counts)
-        yield records
+        if not vectors:
+            yield [json.dumps(record, ensure_ascii=False) for record in records]
+            continue
+        pks = np.array([row[0] for row in rows], dtype=np.int64)
+        counts = passages.counts_of(pks) if passages is not None else np.ones(len(pks), np.int64)
+        yield list(_with_vectors(index, records, pks, counts))
 
 
 def _record(doc_id: str, title: str | None, text: str, metadata: str) -> dict[str, Any]:
@@ -128,16 +131,23 @@ def _record(doc_id: str, title: str | None, text: str, metadata: str) -> dict[st
     return record
 
 
-def _attach_vectors(index: Index, records: list[dict], pks: np.ndarray, counts: np.ndarray) -> None:
+def _numbers(vector: np.ndarray) -> str:
+    """A float32 vector as a JSON list: 9 significant digits give back every float32 exactly, in half the
+    characters of the float64 repr, and parse twice as fast."""
+    return "[" + ",".join(map(FLOAT32.format, vector.tolist())) + "]"
+
+
+def _with_vectors(index: Index, records: list[dict], pks: np.ndarray, counts: np.ndarray) -> Iterator[str]:
     rows = np.concatenate([np.arange(pk, pk + n) for pk, n in zip(pks.tolist(), counts.tolist())])
-    raw = index.raw.read(rows).astype(np.float64)  # a float64 prints the float32 value exactly
+    raw = index.raw.read(rows)
     long_rows = [row for pk, n in zip(pks.tolist(), counts.tolist()) if n > 1 for row in range(pk, pk + n)]
     spans = index.store.spans(long_rows) if long_rows else {}
     at = 0
     for record, pk, n in zip(records, pks.tolist(), counts.tolist()):
         if n == 1:
-            record["vector"] = raw[at].tolist()
+            vector = _numbers(raw[at])
         else:
-            record["vector"] = raw[at : at + n].tolist()
+            vector = "[" + ",".join(_numbers(row) for row in raw[at : at + n]) + "]"
             record["passages"] = [list(spans[row]) for row in range(pk, pk + n)]
         at += n
+        yield json.dumps(record, ensure_ascii=False)[:-1] + ', "vector": ' + vector + "}"
