@@ -105,7 +105,7 @@ def parse_document(
     if fields.vector is not None:
         if fields.vector not in record:
             raise DataError("no vector", path=path, line=line, field=fields.vector)
-        vector = parse_vector(record[fields.vector], path=path, line=line, field=fields.vector)
+        vector = parse_vector(record[fields.vector], True, path=path, line=line, field=fields.vector)
     passages = None
     if vector is not None and vector.ndim == 2:
         passages = passage_spans(record.get(PASSAGES), len(vector), len(text), path=path, line=line)

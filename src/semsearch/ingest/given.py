@@ -13,10 +13,10 @@ NUMBERS = {int, float}  # what JSON numbers parse to (a set of the types seen: 2
 PASSAGES = "passages"  # an export's field: the character spans of a document's passages, one vector each
 
 
-def parse_vector(value: Any, **where: Any) -> np.ndarray:
-    """A JSON list of finite numbers as a float32 vector; a list of such lists (an export's vectors of a
-    document's passages) as a float32 matrix."""
-    if isinstance(value, list) and value and all(isinstance(row, list) for row in value):
+def parse_vector(value: Any, passages: bool = False, **where: Any) -> np.ndarray:
+    """A JSON list of finite numbers as a float32 vector; with `passages`, a list of such lists (an export's
+    vectors of a document's passages) as a float32 matrix."""
+    if passages and isinstance(value, list) and value and all(isinstance(row, list) for row in value):
         rows = [parse_vector(row, **where) for row in value]
         if len({len(row) for row in rows}) != 1:
             raise DataError("the vectors of a document's passages must have one width", **where)
