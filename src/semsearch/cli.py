@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 import click
@@ -298,6 +299,7 @@ def ingest(
         semsearch ingest corpus.jsonl --index indexes/papers --cluster tcp://10.0.0.5:8786
     """
     from .index import Index
+    from .ingest import exported
     from .ingest.distributed import executor_for
     from .ingest.documents import Corpus, FieldNames
     from .ingest.first import building
@@ -322,6 +324,8 @@ def ingest(
         chunk_overlap=chunk_overlap,
     )
     corpus = Corpus(corpus, fields, vectors, skip_invalid=skip_invalid)
+    if corpus.export and not (index_path / "manifest.json").exists():  # a new index: the export's settings
+        options = exported.options_for(corpus.export, options)
     total = corpus.check().count  # the whole file, before an index is created or touched
     for refused in corpus.refused:
         click.echo(f"skipped: {refused}", err=True)
@@ -337,6 +341,8 @@ def ingest(
             Index.open_or_create(build_path, options, corpus=corpus, wait=wait) as index,
             _progress(total, quiet, "encoding") as bar,
         ):
+            if corpus.export:
+                exported.check_model(corpus.export, index.settings, str(corpus.path))
             calibrated = index.state.calibration
             report = index.ingest(corpus, progress=bar.update, refit=refit, cluster=executor)
     if report.resumed:
@@ -695,6 +701,42 @@ def check(index_path, repair, drop_missing, wait, as_json):
 
 @main.command()
 @index_option
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The JSONL file to write (.gz: compressed); default: standard output.",
+)
+@click.option(
+    "--vectors", is_flag=True, help="Include each document's raw vectors: an import encodes nothing."
+)
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar or summary.")
+def export(index_path, output, vectors, quiet):
+    """Write an index's documents as JSONL: a header line with its settings, then one document per line
+    (id, title, text, metadata; with --vectors its raw vectors). `semsearch ingest FILE` makes the same index
+    again, in this or a later version of semsearch.
+
+    \b
+    Example:
+        semsearch export --index indexes/papers -o papers.jsonl --vectors
+    """
+    from .cli_copies import bar_of
+    from .index import Index
+
+    started = time.perf_counter()
+    with Index.open(index_path) as index, bar_of(quiet, "exporting", "doc", len(index)) as bar:
+        count = index.export(output or sys.stdout, vectors=vectors, progress=bar.update)
+    if not quiet:
+        where = f"{output} ({_human(output.stat().st_size)})" if output else "standard output"
+        click.echo(
+            f"exported {count:,} documents{' with their vectors' if vectors else ''} of {index_path} to "
+            f"{where} in {time.perf_counter() - started:.2f} s",
+            err=True,
+        )
+
+
+@main.command()
+@index_option
 @click.option("--host", default="127.0.0.1", show_default=True, help="The address to listen on.")
 @click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True, help="0: any free.")
 @click.option("--api-key", envvar="SEMSEARCH_API_KEY", help="Writes need it (Bearer); none: read-only.")
@@ -705,7 +747,9 @@ def check(index_path, repair, drop_missing, wait, as_json):
               "at once in each process, a thread each with the index open.")  # fmt: skip
 @click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True, help="Processes "
               "searching in parallel, each with the index open (its memory once per process).")  # fmt: skip
-def serve(index_path, host, port, api_key, search_key, wait, threads, workers):
+@click.option("--backup-dir", type=click.Path(file_okay=False, exists=True, path_type=Path),
+              envvar="SEMSEARCH_BACKUP_DIR", help="Where POST /backup (api key) writes backups; none: refused.")  # fmt: skip
+def serve(index_path, host, port, api_key, search_key, wait, threads, workers, backup_dir):
     """Serve the index over HTTP: a JSON API and a search page at /.
 
     \b
@@ -718,13 +762,21 @@ def serve(index_path, host, port, api_key, search_key, wait, threads, workers):
     from .server import ServerSettings
     from .server import serve as run
 
-    settings = ServerSettings(api_key=api_key, search_key=search_key, write_wait=wait, threads=threads)
+    settings = ServerSettings(
+        api_key=api_key,
+        search_key=search_key,
+        write_wait=wait,
+        threads=threads,
+        backup_dir=str(backup_dir) if backup_dir else None,
+    )
     run(partial(Index.open, index_path), host, port, settings, workers)
 
 
+from .cli_copies import backup, restore  # noqa: E402 (light: heavy imports wait until they run)
 from .evaluation.command import bench  # noqa: E402 (light: heavy imports wait until it runs)
 
-main.add_command(bench)
+for command in (bench, backup, restore):
+    main.add_command(command)
 
 if __name__ == "__main__":  # pragma: no cover
     main(prog_name=os.path.basename(sys.argv[0]))

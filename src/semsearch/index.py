@@ -17,7 +17,7 @@ import contextlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import IO, Any, Literal
 
 import numpy as np
 
@@ -32,6 +32,7 @@ from .operations.check import health
 from .operations.deleting import Preview, preview
 from .operations.describe import describe
 from .operations.directory import IndexDirectory
+from .operations.export import export as export_documents
 from .retrieval.calibration import Calibration
 from .retrieval.keywords import KeywordRetriever
 from .retrieval.query import QueryDefaults, QueryOptions
@@ -340,6 +341,14 @@ class Index:
         dense = None if keywords_only else DenseRetriever(self.transform, self.vectors, self.raw)
         keyword = KeywordRetriever(self.store, self.state.count)
         return run_search(request, store=self.store, dense=dense, keyword=keyword)
+
+    def export(
+        self, out: str | Path | IO[str], *, vectors: bool = False, progress: Progress | None = None
+    ) -> int:
+        """Write the documents as JSONL (a header line with the settings, then one document per line; with
+        `vectors` their raw vectors) to a path (whole or not at all) or a stream; how many (operations/export.py).
+        `ingest` of the file makes the same index again, in this or a later semsearch."""
+        return export_documents(self.directory, out, vectors=vectors, progress=progress)
 
     def info(self) -> dict[str, Any]:
         """What the index is and holds; a damaged file found by the cheap checks (check.health) is an error."""

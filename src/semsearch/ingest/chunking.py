@@ -36,14 +36,16 @@ class Chunker:
     overlap: int
 
     def split(self, docs: Sequence[Document]) -> list[list[Passage]]:
-        """Each document's passages, in order: one (the whole document) unless it is longer than a passage,
-        or brings its own vector."""
+        """Each document's passages, in order: one (the whole document) unless it is longer than a passage;
+        one that brings its own vectors keeps the passages they were made for."""
         out: list[list[Passage]] = [[] for _ in docs]
         long: list[int] = []
         for i, doc in enumerate(docs):
+            if doc.vector is not None:
+                out[i] = given_passages(doc)
             # A word piece covers at least one character: a text shorter than the budget in characters fits.
-            if doc.vector is not None or len(doc.embedding_text) + self.specials <= self.chunk_tokens:
-                out[i] = [Passage((0, len(doc.text)), doc.embedding_text, doc.vector)]
+            elif len(doc.embedding_text) + self.specials <= self.chunk_tokens:
+                out[i] = [Passage((0, len(doc.text)), doc.embedding_text)]
             else:
                 long.append(i)
         if not long:
@@ -83,6 +85,13 @@ class Chunker:
         for owner, (begin, _), offsets in zip(owners, pieces, found):
             out[owner].append(np.asarray(offsets, dtype=np.int64).reshape(-1, 2) + begin)
         return [np.concatenate(parts) if parts else np.zeros((0, 2), np.int64) for parts in out]
+
+
+def given_passages(doc: Document) -> list[Passage]:
+    """A document that brings its vectors: one passage, or (a vector per passage, from an export) its spans."""
+    if doc.vector is None or doc.vector.ndim == 1 or doc.passages is None:
+        return [Passage((0, len(doc.text)), doc.embedding_text, doc.vector)]
+    return [Passage(span, "", row) for span, row in zip(doc.passages, doc.vector)]
 
 
 def _pieces(text: str) -> list[Span]:

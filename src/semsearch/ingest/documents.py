@@ -15,10 +15,12 @@ from typing import Any
 import numpy as np
 
 from ..errors import DataError
+from .exported import EXPORT_KEY, export_header
+from .given import PASSAGES, first_bad, parse_vector, passage_spans
 from .idcheck import RepeatedIds
 from .jsonl import MAX_LINE_BYTES, STDIN, needs_spooling, records, spooled
 from .reachable import check_id, check_key
-from .vectorfiles import _first_bad, _rows, _vector, read_query_vector, read_vector_file
+from .vectorfiles import _rows, read_query_vector, read_vector_file
 
 __all__ = [
     "MAX_LINE_BYTES",
@@ -51,6 +53,8 @@ class Document:
     title: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     vector: np.ndarray | None = field(default=None, compare=False, repr=False)  # made elsewhere, float32
+    # With a vector per passage (a 2-D `vector`, from an export): their character spans in the text.
+    passages: tuple[tuple[int, int], ...] | None = field(default=None, compare=False, repr=False)
 
     @property
     def embedding_text(self) -> str:
@@ -108,8 +112,13 @@ def parse_document(
     if fields.vector is not None:
         if fields.vector not in record:
             raise DataError("no vector", path=path, line=line, field=fields.vector)
-        vector = _vector(record[fields.vector], path=path, line=line, field=fields.vector)
+        vector = parse_vector(record[fields.vector], True, path=path, line=line, field=fields.vector)
+    passages = None
+    if vector is not None and vector.ndim == 2:
+        passages = passage_spans(record.get(PASSAGES), len(vector), len(text), path=path, line=line)
     taken = {id_key, fields.text, fields.title, "metadata", fields.vector, *id_keys}
+    if passages is not None:
+        taken.add(PASSAGES)
     top = {key: value for key, value in record.items() if key not in taken}
     both = sorted(set(top) & set(nested))
     if both:
@@ -120,7 +129,9 @@ def parse_document(
     for name, value in (("id", doc_id), (fields.text, text), (fields.title, title), ("metadata", metadata)):
         _check_values(value, name, path=path, line=line)
     check_id(str(doc_id), id_key, path=path, line=line)
-    return Document(id=str(doc_id), text=text, title=title or None, metadata=metadata, vector=vector)
+    return Document(
+        id=str(doc_id), text=text, title=title or None, metadata=metadata, vector=vector, passages=passages
+    )
 
 
 def _check_values(value: Any, field: str, **where: Any) -> None:
@@ -193,7 +204,7 @@ def corpus_lines(
             yield doc
         elif not np.isfinite(vector).all():
             yield DataError(
-                f"row {row} (document {doc.id!r}) has a value that is not finite at column {_first_bad(vector)}",
+                f"row {row} (document {doc.id!r}) has a value that is not finite at column {first_bad(vector)}",
                 path=vectors,
             )
         else:
@@ -223,6 +234,8 @@ def read_documents(
         if isinstance(record, DataError):
             yield record
             continue
+        if number == 1 and isinstance(record, dict) and EXPORT_KEY in record:
+            continue  # an export's header (exported.py reads it)
         try:
             yield parse_document(record, fields, path=name, line=number)
         except DataError as error:
@@ -254,9 +267,10 @@ def validate_documents(
     for count, doc in enumerate(read(), start=1):
         ids.add(doc.id)
         if doc.vector is not None:
-            dim = dim or len(doc.vector)
-            if len(doc.vector) != dim:
-                message = f"a vector of width {len(doc.vector)}, expected {dim}"
+            width = doc.vector.shape[-1]
+            dim = dim or width
+            if width != dim:
+                message = f"a vector of width {width}, expected {dim}"
                 raise _error_at(path, count, message, vector_field, lines, skipped)
     if count == 0:
         raise DataError("no documents", path=path)
@@ -287,6 +301,10 @@ class Corpus:
         self.path = spooled(path) if needs_spooling(path) else Path(path)
         if str(path) == STDIN:
             self.name = self.path  # `<stdin>.jsonl`, as before
+        # An export's header: the settings of the index it came from, and whether its lines hold vectors.
+        self.export = export_header(self.path)
+        if self.export and self.export.get("vectors") and fields.vector is None and vectors is None:
+            fields = replace(fields, vector="vector")
         self.fields = fields
         self.vectors = None if vectors is None else Path(vectors)
         self.skip_invalid = skip_invalid

@@ -24,7 +24,7 @@ from ..storage.manifest import IndexSettings
 from ..storage.rawvectors import RawVectors, ResumeCache, SegmentWriter
 from ..storage.store import DocumentStore
 from ..transforms.stats import RunningStats
-from .chunking import Chunker, Passage, Span
+from .chunking import Chunker, Passage, Span, given_passages
 from .creation import make_encoder
 from .documents import Document
 
@@ -294,7 +294,7 @@ def split(docs: Sequence[Document], chunker: Chunker | None) -> list[list[Passag
     """Each document's passages: the chunker's, or without one the whole document."""
     if chunker is not None:
         return chunker.split(docs)
-    return [[Passage((0, len(doc.text)), doc.embedding_text, doc.vector)] for doc in docs]
+    return [given_passages(doc) for doc in docs]
 
 
 def _chunks(items: Iterable[Document], size: int) -> Iterable[list[Document]]:

@@ -6,29 +6,11 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from ..errors import DataError
-
-
-def _vector(value: Any, **where: Any) -> np.ndarray:
-    """A JSON list of finite numbers as a float32 vector."""
-    if not isinstance(value, list) or not value:
-        raise DataError("the vector must be a non-empty list of numbers", **where)
-    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in value):
-        raise DataError("the vector must hold only numbers", **where)
-    vector = np.asarray(value, dtype=np.float32)
-    if not np.isfinite(vector).all():
-        raise DataError(
-            f"the vector has a value that is not finite at position {_first_bad(vector)}", **where
-        )
-    return vector
-
-
-def _first_bad(vector: np.ndarray) -> int:
-    return int(np.flatnonzero(~np.isfinite(vector))[0])
+from .given import parse_vector
 
 
 def read_vector_file(path: str | Path) -> np.ndarray:
@@ -63,14 +45,14 @@ def read_query_vector(path: str | Path) -> np.ndarray:
             raise DataError(
                 f"expected one vector of numbers, got shape {array.shape}, {array.dtype}", path=path
             )
-        return _vector(array.tolist(), path=path)
+        return parse_vector(array.tolist(), path=path)
     try:
         value = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise DataError("no such file", path=path) from None
     except (OSError, UnicodeDecodeError, ValueError) as error:
         raise DataError(f"expected an .npy file or a JSON list of numbers ({error})", path=path) from None
-    return _vector(value, path=path)
+    return parse_vector(value, path=path)
 
 
 def _rows(path: Path, array: np.ndarray, block: int = 4096) -> Iterator[np.ndarray]:

@@ -29,6 +29,7 @@ from ..errors import IndexStateError, SemsearchError
 from ..ingest import build
 from ..retrieval.vectorindex import VectorIndex
 from ..settings import DEFAULT_WAIT
+from ..storage.backup import checksum_problems
 from ..storage.damage import RESTORE, DamagedFile, derived
 from ..storage.files import atomic_write_text
 from ..storage.generations import (
@@ -109,12 +110,24 @@ def check_index(
     try:
         with Inspection(path, lock, read_only=reason is not None) as first:
             if not repair or first.healthy:
-                return first.report()
+                return with_checksums(first.report())
             done = first.repair(drop_missing)
         with Inspection(path, lock, read_only=False) as second:
             return second.report(done)
     finally:
         lock.release()
+
+
+def with_checksums(report: CheckReport) -> CheckReport:
+    """A backup's files (backup.json lists them) also checked against the sizes and sha256 it recorded."""
+    statuses = {status.file: status for status in report.files}
+    for name, problem in (checksum_problems(report.path) or {}).items():
+        if problem:
+            detail = f"{problem}: the backup is not whole; restore from another backup"
+            statuses[name] = FileStatus(name, DAMAGED, detail, f"{report.path / name}: {detail}")
+        else:
+            statuses.setdefault(name, FileStatus(name, OK, "checksum"))
+    return CheckReport(report.path, tuple(statuses.values()))
 
 
 def health(directory: IndexDirectory) -> str:

@@ -23,6 +23,7 @@ from starlette.staticfiles import StaticFiles
 
 from ..errors import SemsearchError
 from ..settings import NO_MODEL, SearchMode
+from .backups import backup_options, make_backup
 from .protocol import (
     ApiError,
     ServerSettings,
@@ -262,6 +263,10 @@ def create_app(open_index: Callable[[float], Index], settings: ServerSettings | 
         confirm = flag(request.query_params.get("confirm"), "confirm")
         return await svc().write(request, delete_documents, ids, where, confirm)
 
+    async def post_backup(request: Request) -> dict[str, Any]:
+        archive = await backup_options(request, settings)
+        return await make_backup(await svc().reader.run(lambda index: index.path), settings, archive)
+
     async def info(request: Request) -> dict[str, Any]:
         return await svc().read(request, describe, settings)
 
@@ -311,6 +316,7 @@ def create_app(open_index: Callable[[float], Index], settings: ServerSettings | 
         Route("/documents", endpoint(post_documents, invalid_documents=True), methods=["POST"]),
         Route("/documents", endpoint(delete_where), methods=["DELETE"]),
         Route("/documents/{doc_id:path}", endpoint(document), methods=["GET", "DELETE"]),
+        Route("/backup", endpoint(post_backup), methods=["POST"]),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: http_error})

@@ -35,6 +35,7 @@ class ServerSettings:
     max_body: int = MAX_LINE_BYTES  # bytes of a request body
     write_wait: float = 2.0  # seconds a write waits for another writer before answering 503
     threads: int = 2  # searches at once in a process, each thread with the index open (the cores here)
+    backup_dir: str | None = None  # where POST /backup writes backups (None: it is refused)
 
 
 class ApiError(Exception):

@@ -1,0 +1,141 @@
+"""`semsearch export` and the ingest of an export (issue 28): the same documents, metadata, settings and
+search results; with --vectors the raw vectors are taken as they are (a vector per passage), never encoded."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+SEMSEARCH = [sys.executable, "-m", "semsearch"]
+QUERIES = ["parse a date from a string", "read a csv file", "compress data with gzip", "random numbers"]
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    result = subprocess.run([*SEMSEARCH, *map(str, args)], capture_output=True, text=True, timeout=1800)
+    assert result.returncode == 0, result.stderr
+    return result
+
+
+def contents(path: Path, queries: list[str]) -> dict:
+    """What an index holds and answers: settings, documents with metadata, raw vectors, top-10 per query."""
+    from semsearch import Index
+
+    with Index.open(path) as index:
+        pks = index.store.all_pks()
+        rows = index.store.get(pks)
+        documents = {row["id"]: (row["title"], row["text"], row["metadata"]) for row in rows.values()}
+        raw = index.raw.read(index.store.vector_pks())
+        top = [[hit.id for hit in hits] for hits in index.search_many(queries, k=10)]
+        return {"settings": index.settings, "documents": documents, "raw": raw, "top": top}
+
+
+def assert_same(a: dict, b: dict, vectors: bool = True) -> None:
+    assert a["settings"] == b["settings"]
+    assert a["documents"] == b["documents"]
+    if vectors:
+        assert np.array_equal(a["raw"], b["raw"])
+    assert a["top"] == b["top"]
+
+
+def test_export_with_vectors_reingests_as_the_same_index_encoding_nothing(sample_encoded, tmp_path):
+    exported = tmp_path / "export.jsonl"
+    result = run("export", "--index", sample_encoded, "-o", exported, "--vectors")
+    assert "exported 300 documents with their vectors" in result.stderr
+    lines = exported.read_text().splitlines()
+    header, records = json.loads(lines[0]), [json.loads(line) for line in lines[1:]]
+    assert header["semsearch_export"] == 1 and header["vectors"] and header["documents"] == 300
+    assert header["settings"]["chunk_tokens"] > 0 and "model_fingerprint" in header["settings"]
+    chunked = [r for r in records if isinstance(r["vector"][0], list)]
+    assert chunked and all(len(r["passages"]) == len(r["vector"]) for r in chunked)
+    assert all(set(r) <= {"id", "title", "text", "metadata", "vector", "passages"} for r in records)
+    # one document's text changed by hand, its vector kept: the import takes the vector, encoding nothing
+    records[0]["text"] = "an unrelated sentence about gardening"
+    exported.write_text("\n".join([lines[0], *map(json.dumps, records)]) + "\n")
+    run("ingest", exported, "--index", tmp_path / "imported")
+    source, imported = contents(sample_encoded, QUERIES), contents(tmp_path / "imported", QUERIES)
+    assert imported["documents"].pop(records[0]["id"])[1] == "an unrelated sentence about gardening"
+    source["documents"].pop(records[0]["id"])
+    assert_same(source, imported)
+
+
+def test_export_streams_to_stdout_and_gz_and_an_existing_index_keeps_its_settings(sample_encoded, tmp_path):
+    plain = run("export", "--index", sample_encoded, "-q").stdout.splitlines()
+    assert len(plain) == 301 and "vector" not in json.loads(plain[1])
+    run("export", "--index", sample_encoded, "-o", tmp_path / "export.jsonl.gz", "-q")
+    with gzip.open(tmp_path / "export.jsonl.gz", "rt") as handle:
+        assert handle.read().splitlines() == plain
+    # the header is no document; bad lines of an export are named like any corpus's
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text("\n".join([plain[0], plain[1], '{"id": "x"}']) + "\n")
+    result = subprocess.run(
+        [*SEMSEARCH, "ingest", broken, "--index", tmp_path / "new"], capture_output=True, text=True
+    )
+    assert result.returncode == 1 and "line 3" in result.stderr and "'text'" in result.stderr
+    assert not (tmp_path / "new").exists()
+
+
+@pytest.mark.slow
+def test_scifact_round_trip_with_and_without_vectors(scifact_subset, tmp_path):
+    """The SciFact subset (300 documents, those relevant to 40 test queries among them): every query's top 10."""
+    corpus, queries, _ = scifact_subset
+    queries = list(queries.values())
+    run("ingest", corpus, "--index", tmp_path / "source", "-q")
+    source = contents(tmp_path / "source", queries)
+    run("export", "--index", tmp_path / "source", "-o", tmp_path / "vectors.jsonl", "--vectors", "-q")
+    run("ingest", tmp_path / "vectors.jsonl", "--index", tmp_path / "with-vectors", "-q")
+    assert_same(source, contents(tmp_path / "with-vectors", queries))
+    run("export", "--index", tmp_path / "source", "-o", tmp_path / "plain.jsonl", "-q")
+    run("ingest", tmp_path / "plain.jsonl", "--index", tmp_path / "encoded-again", "-q")
+    again = contents(tmp_path / "encoded-again", queries)
+    assert_same(source, again, vectors=False)
+    assert np.abs(source["raw"] - again["raw"]).max() < 1e-4  # the same model on the same texts
+
+
+def test_an_index_without_a_model_exports_its_vectors_and_comes_back_the_same(tmp_path):
+    from semsearch import Document, Index
+
+    rng = np.random.default_rng(0)
+    with Index.create(tmp_path / "source", model="none", dim=16, transform="none") as index:
+        index.add(
+            [
+                Document(
+                    id=str(i), text=f"doc {i}", metadata={"n": i}, vector=rng.normal(size=16).astype("f4")
+                )
+                for i in range(50)
+            ]
+        )
+    run(
+        "export", "--index", tmp_path / "source", "-o", tmp_path / "export.jsonl", "-q"
+    )  # vectors: all it has
+    run("ingest", tmp_path / "export.jsonl", "--index", tmp_path / "again", "-q")
+    queries = rng.normal(size=(3, 16)).astype("f4")
+    found = []
+    for name in ("source", "again"):
+        with Index.open(tmp_path / name) as index:
+            assert index.settings.model == "none" and len(index) == 50
+            found.append([[hit.id for hit in hits] for hits in index.search_vectors(queries, k=10)])
+            found.append(index.raw.read(index.store.vector_pks()))
+    assert found[0] == found[2] and np.array_equal(found[1], found[3])
+
+
+def test_vectors_of_another_model_are_refused(sample_encoded, tmp_path):
+    from dataclasses import replace
+
+    from semsearch import Index
+    from semsearch.errors import DataError
+    from semsearch.ingest.exported import check_model, export_header
+
+    run("export", "--index", sample_encoded, "-o", tmp_path / "export.jsonl", "--vectors", "-q")
+    header = export_header(tmp_path / "export.jsonl")
+    with Index.open(sample_encoded) as index:
+        check_model(header, index.settings, "export.jsonl")  # the same model: taken
+        other = replace(index.settings, model_name="another-model", model_fingerprint="0123456789abcdef")
+    with pytest.raises(DataError, match="vectors were made by all-MiniLM-L6-v2.*another-model"):
+        check_model(header, other, "export.jsonl")
+    check_model({**header, "vectors": False}, other, "export.jsonl")  # texts alone: encoded by this model
