@@ -86,9 +86,9 @@ def external_model(model: str | Path | None) -> ExternalModel | None:
         return MODELS[str(model)]
     path = Path(model)
     for candidate in MODELS.values():
-        if path.name == candidate.module and util.find_spec(candidate.module) is not None:
-            if candidate.directory == path.resolve():
-                return candidate
+        installed = path.name == candidate.module and util.find_spec(candidate.module) is not None
+        if installed and candidate.directory == path.resolve():
+            return candidate
     return None
 
 
