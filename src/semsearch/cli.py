@@ -320,6 +320,7 @@ def ingest(
             ):
                 calibrated = index.state.calibration
                 report = index.ingest(corpus, progress=bar.update, refit=refit, cluster=executor)
+                advice = _script_advice(index) if report.added else None
     except SemsearchError:
         if (
             made_here
@@ -336,6 +337,8 @@ def ingest(
             f"{report.seconds:.1f} s ({report.docs_per_second:.1f} docs/s); {len(index)} in the index",
             err=True,
         )
+    if advice:
+        click.echo(advice, err=True)
     if not quiet and index.state.calibration not in (None, calibrated):
         click.echo(f"calibrated the fusion weight: {_calibration_line(index.state.calibration)}", err=True)
     if report.young:
@@ -645,6 +648,14 @@ def serve(index_path, host, port, api_key, search_key, wait, threads, workers):
 from .evaluation.command import bench  # noqa: E402 (light: heavy imports wait until it runs)
 
 main.add_command(bench)
+
+
+def _script_advice(index) -> str | None:
+    """The warning of an index mostly in a script its model was not trained on (once, after its ingest)."""
+    from .operations.language import cjk_share, script_advice
+
+    return script_advice(index.settings.model, cjk_share(index.store))
+
 
 if __name__ == "__main__":  # pragma: no cover
     main(prog_name=os.path.basename(sys.argv[0]))

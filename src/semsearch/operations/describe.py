@@ -9,6 +9,7 @@ from ..retrieval.vectorindex import VectorIndex
 from ..settings import DEFAULT_ALPHA, DRIFT_LIMIT
 from ..storage.manifest import FORMAT_VERSION
 from ..storage.store import DocumentStore
+from .language import cjk_share
 
 if TYPE_CHECKING:
     from ..index import Index
@@ -34,6 +35,7 @@ def describe(index: Index) -> dict[str, Any]:
         "chunk_tokens": s.chunk_tokens,
         "chunk_overlap": s.chunk_overlap,
         "keyword_index": index.store.has_keywords,
+        "cjk_share": cjk_share(index.store),  # of the text, Chinese/Japanese/Korean (language.py: a sample)
         "default_mode": index.default_mode.value,
         # hybrid's default dense weight, and how the corpus chose it (calibration.py; None: not calibrated)
         "default_alpha": (state.calibration or {}).get("alpha", DEFAULT_ALPHA),
