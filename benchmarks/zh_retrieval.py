@@ -36,6 +36,7 @@ FILES = {
 }
 METHODS = ("none", "bigram", "jieba", "bigram+unigram", "jieba+unigram")
 DEPTH = 100
+ALPHAS = (0.3, 0.5, 0.7)  # dense weights of the fusion shown
 
 
 def analyzer(method: str):
@@ -96,13 +97,13 @@ def keyword_section(queries: int) -> list[dict]:
 def dense_run(data, model: str, depth: int = DEPTH) -> tuple[dict, float]:
     from semsearch.encoding import Encoder
 
-    encoder = Encoder(None if model == "minilm" else model)
+    encoder = Encoder(None if model == "minilm" else model, quantize="int8")
     ids = list(data.corpus)
     began = time.perf_counter()
     docs = encoder.encode([data.corpus[d] for d in ids])
     per_second = len(ids) / (time.perf_counter() - began)
     query_ids = list(data.queries)
-    queries = encoder.encode_queries([data.queries[q] for q in query_ids])
+    queries = encoder.encode([data.queries[q] for q in query_ids])  # USE: no query prefix
     docs /= np.linalg.norm(docs, axis=1, keepdims=True)
     queries /= np.linalg.norm(queries, axis=1, keepdims=True)
     scores = queries @ docs.T
@@ -142,10 +143,50 @@ def dense_section(models: list[str], pairs: int, queries: int) -> list[dict]:
             row["dense"] = ndcg(data, dense)
             for method, run in keyword.items():
                 row[f"{method}"] = ndcg(data, run)
-                row[f"dense+{method} (0.5)"] = ndcg(data, fused(dense, run))
+                for alpha in ALPHAS:
+                    row[f"dense+{method} ({alpha})"] = ndcg(data, fused(dense, run, alpha))
             row["docs/s"] = round(per_second, 1)
             rows.append(row)
             print(row, flush=True)
+    return rows
+
+
+def ingest_section(rounds: int, work: Path) -> list[dict]:
+    """Whole ingests (Index.ingest, the defaults but the model) of short Chinese sentences and English abstracts
+    by each model, alternated `rounds` times: docs/s and the multilingual model's ratio to the bundled one."""
+    import itertools
+    import json
+    import shutil
+
+    from semsearch.evaluation.zh_retrieval import read_pairs
+    from semsearch.index import Index
+
+    pairs = read_pairs(DATA / FILES["LCQMC-valid"])
+    chinese = list(dict.fromkeys(t for p in pairs for t in (p.text1, p.text2)))[:3000]
+    with (REPO.parent / "shared" / "data" / "scifact" / "corpus.jsonl").open() as handle:
+        english = [json.loads(line)["text"] for line in itertools.islice(handle, 300)]
+    rows = []
+    for name, texts in (
+        ("short Chinese sentences (LCQMC)", chinese),
+        ("English abstracts (SciFact)", english),
+    ):
+        corpus = work / "corpus.jsonl"
+        work.mkdir(parents=True, exist_ok=True)
+        corpus.write_text("".join(json.dumps({"id": str(n), "text": t}) + "\n" for n, t in enumerate(texts)))
+        rates: dict[str, list[float]] = {"bundled": [], "multilingual": []}
+        for _ in range(rounds):
+            for model in rates:
+                shutil.rmtree(work / "index", ignore_errors=True)
+                options = {} if model == "bundled" else {"model": model}
+                with Index.create(work / "index", **options) as index:
+                    rates[model].append(index.ingest(corpus).docs_per_second)
+        row = {"corpus": name, "documents": len(texts)}
+        row.update({f"{m} docs/s": " / ".join(f"{r:.1f}" for r in v) for m, v in rates.items()})
+        row["multilingual / bundled"] = round(
+            float(np.median(np.array(rates["multilingual"]) / rates["bundled"])), 2
+        )
+        rows.append(row)
+        print(row, flush=True)
     return rows
 
 
@@ -154,6 +195,8 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=500)
     parser.add_argument("--dense-pairs", type=int, default=2000)
     parser.add_argument("--models", default="")
+    parser.add_argument("--ingest-rounds", type=int, default=0, help="0: no ingest speed section")
+    parser.add_argument("--work", type=Path, default=Path("/tmp/zh-retrieval-bench"))
     args = parser.parse_args()
     command = "python benchmarks/zh_retrieval.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     lines = [
@@ -178,6 +221,15 @@ def main() -> None:
             "set's sentences (short Chinese sentences), one process on 2 busy cores.",
             "",
             *markdown_table(dense_section(models, args.dense_pairs, args.queries)),
+        ]
+    if args.ingest_rounds:
+        lines += [
+            "## Ingest speed: --model multilingual against the bundled model",
+            "",
+            "Whole ingests (encoding, whitening fit, FAISS, SQLite), the defaults but the model, alternated per",
+            "round (each round's figures listed); ratio: median of the rounds' multilingual / bundled docs/s.",
+            "",
+            *markdown_table(ingest_section(args.ingest_rounds, args.work)),
         ]
     from semsearch.storage.files import atomic_write_text
 
