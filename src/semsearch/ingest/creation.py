@@ -104,7 +104,8 @@ def _settings(
             model_fingerprint=model_fingerprint(model_path),
             pooling=pooling,
         )
-        quantize = options.quantize or DEFAULT_QUANTIZE.value
+        # an external model runs as its package ships it: nothing to quantize, no int8 fidelity to check
+        quantize = Quantize.NONE.value if external else options.quantize or DEFAULT_QUANTIZE.value
     return IndexSettings(
         **identity,
         max_length=max_length,
