@@ -171,7 +171,7 @@ def _bench_pairs(pairs: tuple[str, ...], model: Path | None, quantize: str, out:
         raise click.BadParameter(f"no such file: {', '.join(missing)}", param_hint="--pairs")
     models = [str(model)] if model else available_models()
     rows = run_pairs(files, models, quantize=_split(quantize)[0], progress=lambda m: click.echo(m, err=True))
-    command = _command_line(click.get_current_context())
+    command = _command_line(click.get_current_context(), only={"pairs", "model", "quantize", "out"})
     target = (out or Path("benchmarks") / "results") / "zh-pairs.md"
     target.parent.mkdir(parents=True, exist_ok=True)
     text = pairs_markdown(rows, command)
@@ -180,10 +180,13 @@ def _bench_pairs(pairs: tuple[str, ...], model: Path | None, quantize: str, out:
     click.echo(f"wrote {target}", err=True)
 
 
-def _command_line(ctx: click.Context) -> str:
-    """The command as it would be typed to reproduce this run, every option spelled out."""
+def _command_line(ctx: click.Context, only: set[str] | None = None) -> str:
+    """The command as it would be typed to reproduce this run, every option (or those `only` names) spelled
+    out."""
     parts = ["semsearch", ctx.info_name or ctx.command.name]
     for param in ctx.command.params:
+        if only is not None and param.name not in only:
+            continue
         value = ctx.params.get(param.name)
         if value is None or value is False or value == () or not isinstance(param, click.Option):
             continue
