@@ -217,7 +217,7 @@ def main() -> None:
         lines += [
             f"## Dense beside keyword, first {args.dense_pairs} pairs of each file",
             "",
-            "Fusion: min-max normalised scores, dense weight 0.5 (no calibration). docs/s: encoding the",
+            "Fusion: min-max normalised scores, dense weights 0.3, 0.5, 0.7 (no calibration). docs/s: encoding the",
             "set's sentences (short Chinese sentences), one process on 2 busy cores.",
             "",
             *markdown_table(dense_section(models, args.dense_pairs, args.queries)),
