@@ -9,7 +9,9 @@ benchmarks/results/zh-retrieval.md.
   queries, query words quoted and ORed: unsegmented (what unicode61 alone does), character bigrams, jieba
   search-mode words. nDCG@10 (pytrec_eval), the whole file's sentences as the corpus.
 - dense (when --models is given): each model over the first --dense-pairs pairs' sentences, cosine top 10,
-  beside the keyword side on the same smaller set and their fusion (semsearch's own `fuse`, weights 0.5).
+  beside the keyword side on the same smaller set and their fusion (min-max normalised, dense weights 0.3,
+  0.5, 0.7).
+- ingest (--ingest-rounds N): whole ingests by the bundled and the multilingual model, alternated.
 """
 
 from __future__ import annotations
