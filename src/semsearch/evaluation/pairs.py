@@ -112,5 +112,20 @@ def pairs_markdown(rows: list[dict[str, Any]], command: str) -> str:
         "| " + " | ".join(columns) + " |",
         "|" + "|".join("---" for _ in columns) + "|",
         *("| " + " | ".join(str(row.get(c, "")) for c in columns) + " |" for row in rows),
+        "",
+        *agreement(rows),
     ]
     return "\n".join(lines) + "\n"
+
+
+def agreement(rows: list[dict[str, Any]]) -> list[str]:
+    """Per model: on how many tasks whitening's effect has the sign it has in Su's figures."""
+    out = []
+    for model in dict.fromkeys(row["model"] for row in rows):
+        judged = [row for row in rows if row["model"] == model and row["Su effect"]]
+        same = sum(row["effect"] == row["Su effect"] for row in judged)
+        helped = sum(row["effect"] == "+" for row in judged)
+        out.append(
+            f"- {model}: whitening helps on {helped} of {len(judged)} tasks; same direction as Su's on {same}."
+        )
+    return out
