@@ -118,16 +118,17 @@ def cut(text: str, offsets: np.ndarray, budget: int, overlap: int) -> list[Span]
     last = [text[end - 1] if end else "" for end in offsets[:-1, 1]]  # each piece's last character
     ends_sentence = np.zeros(n, dtype=bool)
     ends_sentence[1:] = [char in SENTENCE_ENDS for char in last]
-    # unspaced text: a piece beside a Han or kana character starts a word, one after 。！？ a sentence
-    unspaced = np.zeros(n, dtype=bool)
-    unspaced[1:] = [
-        bool(UNSPACED.match(char)) or bool(UNSPACED.match(text[begin : begin + 1]))
-        for char, begin in zip(last, offsets[1:, 0])
-    ]
-    ends_unspaced = np.zeros(n, dtype=bool)
-    ends_unspaced[1:] = [char in CJK_SENTENCE_ENDS for char in last]
-    sentence = (gap & ends_sentence) | ends_unspaced
-    gap |= unspaced
+    sentence = gap & ends_sentence
+    if UNSPACED.search(text):  # unspaced text: a piece beside a Han or kana character starts a word
+        unspaced = np.zeros(n, dtype=bool)
+        unspaced[1:] = [
+            bool(UNSPACED.match(char)) or bool(UNSPACED.match(text[begin : begin + 1]))
+            for char, begin in zip(last, offsets[1:, 0])
+        ]
+        ends_unspaced = np.zeros(n, dtype=bool)  # ... and one after 。！？ a sentence
+        ends_unspaced[1:] = [char in CJK_SENTENCE_ENDS for char in last]
+        sentence |= ends_unspaced
+        gap |= unspaced
     spans: list[Span] = []
     start = 0
     while start < n:
