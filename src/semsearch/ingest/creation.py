@@ -17,6 +17,7 @@ from ..encoding import (
     resolve_model_path,
 )
 from ..encoding.backend import Int8Method
+from ..encoding.external import external_model
 from ..errors import DataError, IndexStateError, SettingsError
 from ..settings import (
     DEFAULT_BACKEND,
@@ -96,13 +97,15 @@ def _settings(
         quantize = Quantize.NONE.value
     else:
         named = options.model is not None and options.model != DEFAULT_MODEL
+        external = external_model(model_path)  # recorded by name: its package moves with the virtualenv
         identity = dict(
-            model=str(model_path.resolve()) if named else DEFAULT_MODEL,
+            model=external.name if external else str(model_path.resolve()) if named else DEFAULT_MODEL,
             model_name=model_name(model_path),
             model_fingerprint=model_fingerprint(model_path),
             pooling=pooling,
         )
-        quantize = options.quantize or DEFAULT_QUANTIZE.value
+        # an external model runs as its package ships it: nothing to quantize, no int8 fidelity to check
+        quantize = Quantize.NONE.value if external else options.quantize or DEFAULT_QUANTIZE.value
     return IndexSettings(
         **identity,
         max_length=max_length,

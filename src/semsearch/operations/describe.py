@@ -12,6 +12,7 @@ from ..storage.manifest import FORMAT_VERSION
 from ..storage.store import DocumentStore
 from .directory import IndexDirectory
 from .isotropy import current as current_isotropy
+from .language import cjk_share
 
 
 def describe(index: IndexDirectory, defaults: QueryDefaults) -> dict[str, Any]:
@@ -35,6 +36,7 @@ def describe(index: IndexDirectory, defaults: QueryDefaults) -> dict[str, Any]:
         "chunk_tokens": s.chunk_tokens,
         "chunk_overlap": s.chunk_overlap,
         "keyword_index": index.store.has_keywords,
+        "cjk_share": cjk_share(index.store),  # of the text, Chinese/Japanese/Korean (language.py: a sample)
         "default_mode": defaults.mode.value,
         # hybrid's default dense weight, and how the corpus chose it (calibration.py; None: not calibrated)
         "default_alpha": defaults.alpha,

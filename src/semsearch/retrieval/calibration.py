@@ -29,6 +29,7 @@ from ..ingest.pipeline import split
 from ..settings import DEFAULT_ALPHA, FUSION_DEPTH, Fusion, SearchMode
 from ..storage.rawvectors import RawVectors
 from ..storage.store import DocumentStore
+from .cjk import CJK_SENTENCE_ENDS, word_count
 from .keywords import KeywordRetriever
 from .search import DenseRetriever, Found, Match, dense_documents, fuse
 from .strategy import Ranked
@@ -48,7 +49,9 @@ WEIGHTS = tuple(round(0.1 * step, 1) for step in range(11))  # dense weights tri
 TIE = 0.005  # nDCG@10 within this of the best counts as a tie
 CUTOFF = 10
 METRIC = "ndcg@10"
-SENTENCE_END = re.compile(r"[.!?]+[\"')\]]*\s+")
+# A full stop, question or exclamation mark and the space after it; or a Chinese/Japanese sentence end (。！？；…),
+# which no space follows, and its closing quotes or brackets.
+SENTENCE_END = re.compile(r"[.!?]+[\"')\]]*\s+|[。！？；…｡]+[”’」』）)\]]*\s*")
 ABBREVIATION = 3  # a word this short before a full stop ("al.", "Fig.", "e.g.") does not end a sentence
 Encode = Callable[[Sequence[str]], np.ndarray]
 
@@ -104,7 +107,7 @@ def _cloze(text: str, rng: np.random.Generator) -> tuple[str, str] | None:
     spans = sentences(text)
     if len(spans) < MIN_SENTENCES:
         return None
-    fitting = [(s, e) for s, e in spans if QUERY_WORDS[0] <= len(text[s:e].split()) <= QUERY_WORDS[1]]
+    fitting = [(s, e) for s, e in spans if QUERY_WORDS[0] <= word_count(text[s:e]) <= QUERY_WORDS[1]]
     if not fitting:
         return None
     start, end = fitting[int(rng.integers(len(fitting)))]
@@ -114,14 +117,18 @@ def _cloze(text: str, rng: np.random.Generator) -> tuple[str, str] | None:
 def sentences(text: str) -> list[tuple[int, int]]:
     """Character spans of the text's sentences: cut after a full stop, question or exclamation mark and the
     space after it, unless the word before it is an abbreviation's length or dotted ("e.g."); a stop with a
-    space before it (tokenized text, as Cranfield's " .") always ends one. Lower-case text is cut alike."""
+    space before it (tokenized text, as Cranfield's " .") always ends one. Lower-case text is cut alike. A
+    Chinese or Japanese sentence end (。！？；…) always ends one, no space needed, its closing quotes with it."""
     spans, begin = [], 0
     for end in SENTENCE_END.finditer(text):
-        before = text[begin : end.start()]
-        word = "" if not before or before[-1].isspace() else before.rsplit(None, 1)[-1]
-        if word and (len(word) <= ABBREVIATION or "." in word):
-            continue
-        spans.append((begin, end.start() + 1))
+        if end.group()[0] not in CJK_SENTENCE_ENDS:
+            before = text[begin : end.start()]
+            word = "" if not before or before[-1].isspace() else before.rsplit(None, 1)[-1]
+            if word and (len(word) <= ABBREVIATION or "." in word):
+                continue
+            spans.append((begin, end.start() + 1))
+        else:
+            spans.append((begin, end.start() + len(end.group().rstrip())))
         begin = end.end()
     if begin < len(text):
         spans.append((begin, len(text)))

@@ -1,0 +1,244 @@
+"""Chinese keyword (and dense) retrieval (issue 27): which tokenization FTS5 should see for Chinese text, measured
+on retrieval sets built from the Chinese sentence-pair files (semsearch.evaluation.zh_retrieval: a text1 as
+query, its label-1 partners relevant, every other sentence of the file a distractor); written to
+benchmarks/results/zh-retrieval.md.
+
+    .venv/bin/python benchmarks/zh_retrieval.py [--queries 500] [--dense-pairs 2000] [--models minilm,multilingual]
+
+- keyword: plain SQLite FTS5 (unicode61, bm25, no stemming), the same segmentation applied to documents and
+  queries, query words quoted and ORed: unsegmented (what unicode61 alone does), character bigrams, jieba
+  search-mode words. nDCG@10 (pytrec_eval), the whole file's sentences as the corpus.
+- dense (when --models is given): each model over the first --dense-pairs pairs' sentences, cosine top 10,
+  beside the keyword side on the same smaller set and their fusion (min-max normalised, dense weights 0.3,
+  0.5, 0.7).
+- ingest (--ingest-rounds N): whole ingests by the bundled and the multilingual model, alternated.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sqlite3
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+from scale import markdown_table
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO.parent / "shared" / "data" / "zh"
+OUT = REPO / "benchmarks" / "results"
+FILES = {
+    "ATEC-test": "ATEC/ATEC.test.data",
+    "BQ-valid": "BQ/BQ.valid.data",
+    "LCQMC-valid": "LCQMC/LCQMC.valid.data",
+    "PAWSX-test": "PAWSX/PAWSX.test.data",
+}
+METHODS = ("none", "bigram", "jieba", "bigram+unigram", "jieba+unigram")
+DEPTH = 100
+ALPHAS = (0.3, 0.5, 0.7)  # dense weights of the fusion shown
+
+
+def analyzer(method: str):
+    from semsearch.retrieval.cjk import segment
+
+    return (lambda text: text) if method == "none" else (lambda text: segment(text, method))
+
+
+def keyword_run(data, method: str, depth: int = DEPTH) -> tuple[dict, float]:
+    """FTS5 over the set's corpus, `method`'s words in documents and queries; the run and seconds to index."""
+    analyze = analyzer(method)
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE VIRTUAL TABLE docs USING fts5(text, tokenize='unicode61')")
+    ids = list(data.corpus)
+    began = time.perf_counter()
+    db.executemany(
+        "INSERT INTO docs(rowid, text) VALUES (?, ?)",
+        ((n, analyze(data.corpus[doc])) for n, doc in enumerate(ids)),
+    )
+    seconds = time.perf_counter() - began
+    run = {}
+    for query_id, text in data.queries.items():
+        words = dict.fromkeys(analyze(text).split())
+        expression = " OR ".join('"' + word.replace('"', '""') + '"' for word in words)
+        if not expression:
+            continue
+        rows = db.execute(
+            "SELECT rowid, -bm25(docs) FROM docs WHERE docs MATCH ? ORDER BY bm25(docs) LIMIT ?",
+            (expression, depth),
+        ).fetchall()
+        run[query_id] = {ids[rowid]: float(score) for rowid, score in rows}
+    return run, seconds
+
+
+def ndcg(data, run: dict) -> float:
+    from semsearch.evaluation.metrics import evaluate_run
+    from semsearch.evaluation.zh_retrieval import without_own
+
+    return round(evaluate_run(data.qrels, without_own(run, data.own), ("ndcg@10",))["ndcg@10"], 4)
+
+
+def keyword_section(queries: int) -> list[dict]:
+    from semsearch.evaluation.zh_retrieval import read_pairs, retrieval_set
+
+    rows = []
+    for name, relative in FILES.items():
+        data = retrieval_set(name, read_pairs(DATA / relative), max_queries=queries)
+        row = {"set": name, "queries": len(data.queries), "documents": len(data.corpus)}
+        for method in METHODS:
+            run, seconds = keyword_run(data, method)
+            row[f"{method} nDCG@10"] = ndcg(data, run)
+            row[f"{method} index s"] = round(seconds, 2)
+        rows.append(row)
+        print(row, flush=True)
+    return rows
+
+
+def dense_run(data, model: str, depth: int = DEPTH) -> tuple[dict, float]:
+    from semsearch.encoding import Encoder
+
+    encoder = Encoder(None if model == "minilm" else model, quantize="int8")
+    ids = list(data.corpus)
+    began = time.perf_counter()
+    docs = encoder.encode([data.corpus[d] for d in ids])
+    per_second = len(ids) / (time.perf_counter() - began)
+    query_ids = list(data.queries)
+    queries = encoder.encode([data.queries[q] for q in query_ids])  # USE: no query prefix
+    docs /= np.linalg.norm(docs, axis=1, keepdims=True)
+    queries /= np.linalg.norm(queries, axis=1, keepdims=True)
+    scores = queries @ docs.T
+    run = {}
+    for row, query_id in enumerate(query_ids):
+        top = np.argsort(-scores[row])[:depth]
+        run[query_id] = {ids[i]: float(scores[row, i]) for i in top}
+    return run, per_second
+
+
+def fused(dense: dict, keyword: dict, alpha: float = 0.5) -> dict:
+    """Min-max normalised scores mixed with dense weight alpha (a document missing from a side scores 0 there)."""
+
+    def scaled(scores: dict) -> dict:
+        if not scores:
+            return {}
+        low, high = min(scores.values()), max(scores.values())
+        return {d: (s - low) / (high - low) if high > low else 1.0 for d, s in scores.items()}
+
+    out = {}
+    for query_id in dense.keys() | keyword.keys():
+        a, b = scaled(dense.get(query_id, {})), scaled(keyword.get(query_id, {}))
+        out[query_id] = {d: alpha * a.get(d, 0.0) + (1 - alpha) * b.get(d, 0.0) for d in a.keys() | b.keys()}
+    return out
+
+
+def dense_section(models: list[str], pairs: int, queries: int) -> list[dict]:
+    from semsearch.evaluation.zh_retrieval import read_pairs, retrieval_set
+
+    rows = []
+    for name, relative in FILES.items():
+        data = retrieval_set(name, read_pairs(DATA / relative, limit=pairs), max_queries=queries)
+        keyword = {method: keyword_run(data, method)[0] for method in ("bigram+unigram", "jieba")}
+        for model in models:
+            dense, per_second = dense_run(data, model)
+            row = {"set": name, "model": model, "queries": len(data.queries), "documents": len(data.corpus)}
+            row["dense"] = ndcg(data, dense)
+            for method, run in keyword.items():
+                row[f"{method}"] = ndcg(data, run)
+                for alpha in ALPHAS:
+                    row[f"dense+{method} ({alpha})"] = ndcg(data, fused(dense, run, alpha))
+            row["docs/s"] = round(per_second, 1)
+            rows.append(row)
+            print(row, flush=True)
+    return rows
+
+
+def ingest_section(rounds: int, work: Path) -> list[dict]:
+    """Whole ingests (Index.ingest, the defaults but the model) of short Chinese sentences and English abstracts
+    by each model, alternated `rounds` times: docs/s and the multilingual model's ratio to the bundled one."""
+    import itertools
+    import json
+    import shutil
+
+    from semsearch.evaluation.zh_retrieval import read_pairs
+    from semsearch.index import Index
+
+    pairs = read_pairs(DATA / FILES["LCQMC-valid"])
+    chinese = list(dict.fromkeys(t for p in pairs for t in (p.text1, p.text2)))[:3000]
+    with (REPO.parent / "shared" / "data" / "scifact" / "corpus.jsonl").open() as handle:
+        english = [json.loads(line)["text"] for line in itertools.islice(handle, 300)]
+    rows = []
+    for name, texts in (
+        ("short Chinese sentences (LCQMC)", chinese),
+        ("English abstracts (SciFact)", english),
+    ):
+        corpus = work / "corpus.jsonl"
+        work.mkdir(parents=True, exist_ok=True)
+        corpus.write_text("".join(json.dumps({"id": str(n), "text": t}) + "\n" for n, t in enumerate(texts)))
+        rates: dict[str, list[float]] = {"bundled": [], "multilingual": []}
+        for _ in range(rounds):
+            for model in rates:
+                shutil.rmtree(work / "index", ignore_errors=True)
+                options = {} if model == "bundled" else {"model": model}
+                with Index.create(work / "index", **options) as index:
+                    rates[model].append(index.ingest(corpus).docs_per_second)
+        row = {"corpus": name, "documents": len(texts)}
+        row.update({f"{m} docs/s": " / ".join(f"{r:.1f}" for r in v) for m, v in rates.items()})
+        row["multilingual / bundled"] = round(
+            float(np.median(np.array(rates["multilingual"]) / rates["bundled"])), 2
+        )
+        rows.append(row)
+        print(row, flush=True)
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--queries", type=int, default=500)
+    parser.add_argument("--dense-pairs", type=int, default=2000)
+    parser.add_argument("--models", default="")
+    parser.add_argument("--ingest-rounds", type=int, default=0, help="0: no ingest speed section")
+    parser.add_argument("--work", type=Path, default=Path("/tmp/zh-retrieval-bench"))
+    args = parser.parse_args()
+    command = "python benchmarks/zh_retrieval.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    lines = [
+        "# Chinese retrieval (issue 27)",
+        "",
+        f"`{command.strip()}` ({datetime.now(timezone.utc):%Y-%m-%d}; 2 cores, SQLite {sqlite3.sqlite_version})",
+        "",
+        "Sets built by semsearch.evaluation.zh_retrieval from ../shared/data/zh: a text1 with a label-1 partner",
+        "is a query (the first --queries of them), its label-1 partners relevant, every other sentence of the",
+        "file a distractor (the query's own sentence left out of its ranking). nDCG@10.",
+        "",
+        "## Keyword: plain FTS5 (unicode61, bm25) over each segmentation, documents and queries alike",
+        "",
+        *markdown_table(keyword_section(args.queries)),
+    ]
+    models = [m for m in args.models.split(",") if m]
+    if models:
+        lines += [
+            f"## Dense beside keyword, first {args.dense_pairs} pairs of each file",
+            "",
+            "Fusion: min-max normalised scores, dense weights 0.3, 0.5, 0.7 (no calibration). docs/s: encoding the",
+            "set's sentences (short Chinese sentences), one process on 2 busy cores.",
+            "",
+            *markdown_table(dense_section(models, args.dense_pairs, args.queries)),
+        ]
+    if args.ingest_rounds:
+        lines += [
+            "## Ingest speed: --model multilingual against the bundled model",
+            "",
+            "Whole ingests (encoding, whitening fit, FAISS, SQLite), the defaults but the model, alternated per",
+            "round (each round's figures listed); ratio: median of the rounds' multilingual / bundled docs/s.",
+            "",
+            *markdown_table(ingest_section(args.ingest_rounds, args.work)),
+        ]
+    from semsearch.storage.files import atomic_write_text
+
+    OUT.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(OUT / "zh-retrieval.md", "\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,126 @@
+"""Chinese text (issue 27): keyword segmentation, sentences, passages and calibration of Chinese documents."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+from conftest import shared_data, write_jsonl
+
+from semsearch.encoding import Encoder
+from semsearch.evaluation.zh_retrieval import read_pairs, retrieval_set
+from semsearch.index import Index
+from semsearch.ingest.chunking import Chunker
+from semsearch.ingest.documents import Document
+from semsearch.retrieval import calibration
+from semsearch.retrieval.calibration import sentences
+from semsearch.retrieval.cjk import cjk_characters, segment, word_count
+
+EIGHT = [
+    "我每天早上吃一个苹果",
+    "北京是中国的首都",
+    "人工智能正在改变世界",
+    "机器学习是人工智能的一个分支",
+    "上海的房价很高",
+    "苹果公司发布了新款手机",
+    "今天天气很好，我们去公园散步",
+    "他喜欢在周末看电影",
+]
+
+
+def test_segment_finds_two_character_words():
+    words = segment("我每天早上吃一个苹果").split()
+    assert "苹果" in words and "早上" in words and "每天" in words
+    assert "我每天早上吃一个苹果" not in words
+
+
+def test_segment_keeps_mixed_chinese_and_english_right():
+    words = segment("用iPhone拍照, state-of-the-art 模型").split()
+    assert "iPhone" in words and "拍照" in words and "state-of-the-art" in words and "模型" in words
+    assert segment("plain English text.") == "plain English text."  # untouched
+    # kana and Hangul are not broken up (unicode61 cuts Hangul at its spaces already)
+    assert "のテキスト" in segment("日本語のテキスト").split()
+    assert segment("한국어 텍스트") == "한국어 텍스트"
+
+
+@pytest.mark.parametrize("method", ["bigram+unigram", "bigram", "jieba"])
+def test_fts5_over_segmented_text_finds_each_word(method):
+    if method == "jieba":
+        pytest.importorskip("jieba", reason="jieba is not installed")
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE VIRTUAL TABLE docs USING fts5(text, tokenize='unicode61')")
+    db.executemany(
+        "INSERT INTO docs(rowid, text) VALUES (?, ?)", [(n, segment(t, method)) for n, t in enumerate(EIGHT)]
+    )
+    for word, holders in {"苹果": {0, 5}, "北京": {1}, "人工智能": {2, 3}, "机器学习": {3}}.items():
+        query = " ".join(f'"{w}"' for w in segment(word, method).split())  # all of the word's parts (AND)
+        found = {row for (row,) in db.execute("SELECT rowid FROM docs WHERE docs MATCH ?", (query,))}
+        assert found == holders, (word, method)
+    # unsegmented, unicode61 finds nothing: each run of Han characters is one token
+    plain = sqlite3.connect(":memory:")
+    plain.execute("CREATE VIRTUAL TABLE docs USING fts5(text, tokenize='unicode61')")
+    plain.executemany("INSERT INTO docs(rowid, text) VALUES (?, ?)", list(enumerate(EIGHT)))
+    assert plain.execute("SELECT rowid FROM docs WHERE docs MATCH '\"苹果\"'").fetchall() == []
+
+
+def test_sentences_end_at_chinese_punctuation():
+    text = "我每天早上吃一个苹果。苹果很甜！你喜欢吗？他说：“好。”然后走了"
+    assert [text[s:e] for s, e in sentences(text)] == [
+        "我每天早上吃一个苹果。",
+        "苹果很甜！",
+        "你喜欢吗？",
+        "他说：“好。”",
+        "然后走了",
+    ]
+    english = "It works. Fig. 3 shows results. Yes!"  # English as before: abbreviations do not end a sentence
+    assert [english[s:e] for s, e in sentences(english)] == ["It works.", "Fig. 3 shows results.", "Yes!"]
+
+
+def test_word_count_and_cjk_share():
+    assert word_count("我每天早上吃一个苹果") == 5
+    assert word_count("I eat an apple 每天") == 5
+    assert cjk_characters("苹果 apple。") == 3
+
+
+def test_the_chunker_cuts_chinese_between_characters_within_the_budget():
+    text = "".join(f"第{n}句话说的是一个很长的中文故事里面的内容，没有任何空格。" for n in range(40))
+    encoder = Encoder().load()
+    budget = 48
+    passages = Chunker(encoder.tokenizer, budget, 8).split([Document("long", text)])[0]
+    assert len(passages) > 5
+    covered = set()
+    for passage in passages:
+        start, end = passage.span
+        assert passage.embedding_text == text[start:end]
+        assert len(encoder.tokenize([passage.embedding_text])[0]) <= budget  # nothing truncated
+        covered.update(range(start, end))
+        # cut at a sentence end (the budget holds whole sentences of this text)
+        assert passage.embedding_text.endswith("。"), passage.embedding_text
+    assert covered == set(range(len(text)))
+
+
+@pytest.mark.slow
+def test_a_corpus_of_multi_sentence_chinese_documents_is_calibrated(tmp_path, monkeypatch):
+    """Pseudo-queries come from Chinese sentences (。-ended, no spaces): the index gets a calibration."""
+    pairs = read_pairs(shared_data("zh", "STS-B", "STS-B.test.data"))
+    lines = list(dict.fromkeys(p.text1.rstrip("。") + "。" for p in pairs))[:1200]
+    docs = [{"id": str(n), "text": "".join(lines[n : n + 4])} for n in range(0, len(lines), 4)]
+    monkeypatch.setattr(calibration, "MIN_DOCUMENTS", 200)
+    monkeypatch.setattr(calibration, "MIN_QUERIES", 20)
+    monkeypatch.setattr(calibration, "QUERY_SHARE", 4)
+    with Index.create(tmp_path / "index") as index:
+        index.ingest(write_jsonl(tmp_path / "zh.jsonl", docs))
+        calibrated = index.state.calibration
+    assert calibrated is not None and calibrated["queries"] >= 20, calibrated
+    assert calibrated["documents"] == len(docs) and set(calibrated["sides"]) >= {"dense", "keyword"}
+
+
+@pytest.mark.slow
+def test_retrieval_sets_are_built_from_pairs():
+    pairs = read_pairs(shared_data("zh", "LCQMC", "LCQMC.valid.data"), limit=500)
+    data = retrieval_set("LCQMC", pairs)
+    assert data.queries and all(data.qrels[q] for q in data.queries)
+    for query_id, text in data.queries.items():
+        positives = {p.text2 for p in pairs if p.text1 == text and p.label == 1}
+        assert {data.corpus[d] for d in data.qrels[query_id]} == positives
+        assert data.corpus[data.own[query_id]] == text
