@@ -192,28 +192,6 @@ def check_new_directory(path: Path) -> None:
         raise IndexStateError(f"{path} exists and is not an empty directory")
 
 
-def make_encoder(path: Path, settings: IndexSettings, quantize: str) -> Encoder:
-    """The encoder of the index at `path` (with `quantize` weights), after checking the model is its own."""
-    if settings.model == NO_MODEL:
-        raise IndexStateError(
-            f"{path} holds vectors made elsewhere and has no model to encode text: give vectors "
-            "(query --vector FILE; ingest --vectors FILE or --vector-field F)"
-        )
-    model_path = resolve_model_path(settings.model)
-    if model_fingerprint(model_path) != settings.model_fingerprint:
-        raise IndexStateError(f"the model at {model_path} is not the one {path} was built with")
-    return Encoder(
-        model_path,
-        pooling=settings.pooling,
-        max_length=settings.max_length,
-        normalize=settings.normalize,
-        batch_size=settings.batch_size,
-        quantize=quantize,
-        backend=settings.backend,
-        int8_method=settings.int8_method,
-    )
-
-
 def make_chunker(settings: IndexSettings, encoder: Callable[[], Encoder]) -> Chunker | None:
     """What cuts an index's long documents into passages (None: one vector per document)."""
     if not settings.chunk_tokens or settings.model == NO_MODEL:

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from ..encoding.factory import make_encoder
 from ..settings import DRIFT_LIMIT, Quantize
 from ..storage.faults import fault_point
 from ..storage.manifest import IndexSettings
@@ -25,7 +26,6 @@ from ..storage.rawvectors import RawVectors, ResumeCache, SegmentWriter
 from ..storage.store import DocumentStore
 from ..transforms.stats import RunningStats
 from .chunking import Chunker, Passage, Span, given_passages
-from .creation import make_encoder
 from .documents import Document
 
 # Documents encoded, stored and counted together (a partition): length-sorted across the whole partition, so a

@@ -15,9 +15,10 @@ from typing import Any
 import numpy as np
 
 from ..encoding import Encoder
+from ..encoding.factory import make_encoder
 from ..storage.manifest import IndexSettings
 from .chunking import Chunker
-from .creation import make_chunker, make_encoder
+from .creation import make_chunker
 from .documents import Document
 from .pipeline import EncodedPartition, encode_documents, quantize_fidelity
 

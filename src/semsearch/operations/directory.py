@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..encoding import Encoder
+from ..encoding.factory import make_encoder
 from ..errors import IndexStateError
-from ..ingest.creation import make_encoder
 from ..retrieval.vectorindex import VectorIndex
 from ..settings import DEFAULT_WAIT
 from ..storage.generations import Generations, WriterLock
