@@ -131,7 +131,7 @@ def test_documents_cannot_run_code_in_the_page(browser, index_copy):
         {"id": "x2", "title": "zebra marker two", "text": "zebra marker <iframe src=javascript:alert(5)>"},
     ]
     with running_server(index_copy, api_key=ADMIN) as url:
-        assert httpx.post(f"{url}/documents", json=hostile, headers=admin()).status_code == 200
+        assert httpx.post(f"{url}/documents", json=hostile, headers=admin(), timeout=60).status_code == 200
         # Without the page's Content-Security-Policy (which would stop inline code anyway): the rendering
         # alone must keep the documents inert.
         page = browser.new_page(bypass_csp=True)
