@@ -18,7 +18,8 @@ from semsearch.cli import main
 from semsearch.evaluation.datasets import ensure_beir
 from semsearch.ingest.creation import make_chunker
 from semsearch.retrieval.calibration import (
-    MIN_DOCUMENTS,
+    MIN_PASSAGES,
+    QUERY_SHARE,
     TIE,
     WEIGHTS,
     Targets,
@@ -31,7 +32,7 @@ from semsearch.retrieval.calibration import (
 from semsearch.retrieval.search import DenseRetriever
 from semsearch.settings import DEFAULT_ALPHA, FUSION_DEPTH
 
-DOCUMENTS = 850  # just over MIN_DOCUMENTS: calibrated, with 53 pseudo-queries
+DOCUMENTS = 850  # over MIN_PASSAGES in passages: calibrated
 OPTIONS = dict(transform="none", chunk_tokens=64)  # raw vectors: the same scores in both indexes; passages
 
 
@@ -143,7 +144,9 @@ def test_the_scratch_copy_ranks_as_a_real_index_of_the_changed_documents(index, 
 def test_an_ingest_records_its_calibration_and_queries_use_it(index, tmp_path):
     calibration = index.state.calibration
     assert calibration is not None and calibration["documents"] == DOCUMENTS
-    assert calibration["queries"] == DOCUMENTS // 16 and calibration["seed"] == 16
+    assert calibration["passages"] == index.state.rows > DOCUMENTS  # the size rule counts passages
+    drawn = min(256, calibration["passages"] // QUERY_SHARE)
+    assert drawn * 0.8 <= calibration["queries"] <= drawn and calibration["seed"] == 16
     assert set(calibration["sweep"]) == {f"{w:.1f}" for w in WEIGHTS}
     assert choose(calibration["sweep"]) == (calibration["mode"], calibration["alpha"])
     on_disk = json.loads((index.path / "manifest.json").read_text())["calibration"]
@@ -176,12 +179,13 @@ def test_a_small_index_is_not_calibrated_and_says_so(tmp_path):
     docs = [json.loads(line) for line in SAMPLE.read_text().splitlines()][:40]
     with Index.create(tmp_path / "small") as index:
         index.ingest(write_jsonl(tmp_path / "small.jsonl", docs))
-        assert index.state.calibration is None and index.info()["default_alpha"] == DEFAULT_ALPHA
+        assert index.state.calibration["skipped"] and index.info()["default_alpha"] == DEFAULT_ALPHA
+        rows = index.state.rows
         assert index.default_mode.value == "hybrid"
     info = CliRunner().invoke(main, ["info", "--index", str(tmp_path / "small")])
-    assert f"none (an index of fewer than {MIN_DOCUMENTS:,} documents" in info.output
+    assert f"none, the default weight ({rows} passages: fewer than {MIN_PASSAGES:,} give" in info.output
     refit_help = " ".join(CliRunner().invoke(main, ["refit", "--help"]).output.split())
-    assert f"an index of {MIN_DOCUMENTS} documents or more" in refit_help
+    assert f"an index of {MIN_PASSAGES} passages or more" in refit_help
 
 
 def _ids(hits) -> list[str]:

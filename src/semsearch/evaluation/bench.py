@@ -253,7 +253,7 @@ def _calibrated(index, config: BenchConfig, rerank: int) -> list[tuple[dict[str,
     records beside the metrics (`calibrated`, the weight, the pseudo-queries' sweep); none unless hybrid is
     among the modes and the corpus can be calibrated."""
     from ..ingest.creation import make_chunker
-    from ..retrieval.calibration import calibrate
+    from ..retrieval.calibration import Calibration, calibrate
     from ..retrieval.search import DenseRetriever
 
     if not config.calibrate or "hybrid" not in config.modes:
@@ -265,7 +265,8 @@ def _calibrated(index, config: BenchConfig, rerank: int) -> list[tuple[dict[str,
         chunker=make_chunker(index.settings, lambda: index.encoder),
         rerank=rerank,
     )
-    if chosen is None:
+    if not isinstance(chosen, Calibration):
+        config.progress(f"not calibrated: {chosen.skipped}")
         return []
     search: dict[str, Any] = {"mode": chosen.mode}
     if chosen.mode == "hybrid":
