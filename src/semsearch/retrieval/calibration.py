@@ -29,6 +29,7 @@ from ..ingest.pipeline import split
 from ..settings import DEFAULT_ALPHA, FUSION_DEPTH, Fusion, SearchMode
 from ..storage.rawvectors import RawVectors
 from ..storage.store import DocumentStore
+from . import perquery
 from .cropping import CROP_WORDS, crop, cropped
 from .keywords import KeywordRetriever
 from .search import DenseRetriever, Found, Match, dense_documents, fuse
@@ -68,9 +69,8 @@ class Calibration:
     sides: dict[str, float]  # nDCG@10 of the pseudo-queries: dense, keyword, hybrid (at alpha)
     sweep: dict[str, float]  # nDCG@10 at each dense weight ("0.0" keyword alone ... "1.0" dense alone)
     seconds: float
-    passages: int | None = (
-        None  # vector rows in the index when calibrated (None: recorded before they counted)
-    )
+    passages: int | None = None  # vector rows when calibrated (None: recorded before they counted)
+    per_query: dict[str, Any] | None = None  # weights per query fitted beside the fixed one (perquery.py)
     metric: str = METRIC
     tie: float = TIE
 
@@ -238,8 +238,13 @@ def calibrate(
             f"only {len(targets.queries)} pseudo-queries keep a target, fewer than {MIN_QUERIES} (their "
             "documents' every passage holds the query)"
         )
-    sweep = sweep_weights(targets.queries, *rankings(targets, store, dense, encode, rerank))
+    dense_found, keyword_found = rankings(targets, store, dense, encode, rerank)
+    sweep = sweep_weights(targets.queries, dense_found, keyword_found)
     mode, alpha = choose(sweep)
+    fixed = {SearchMode.DENSE.value: 1.0, SearchMode.KEYWORD.value: 0.0}.get(mode, alpha)
+    per_query = perquery.fit(
+        dense_found, keyword_found, lambda i, found: _gain(targets.queries[i], found), fixed
+    )
     return Calibration(
         mode=mode,
         alpha=alpha,
@@ -247,6 +252,7 @@ def calibrate(
         seed=seed,
         documents=documents,
         passages=passages,
+        per_query=per_query.to_json(),
         sides={"dense": sweep["1.0"], "keyword": sweep["0.0"], "hybrid": sweep[f"{alpha:.1f}"]},
         sweep=sweep,
         seconds=round(time.perf_counter() - started, 3),
@@ -340,11 +346,12 @@ def _ranking(dense: list[Found], keyword: list[Found], weight: float) -> list[Fo
 
 
 def _mean_ndcg(drawn: Sequence[PseudoQuery], found: list[Found]) -> float:
+    return round(sum(_gain(query, matches) for query, matches in zip(drawn, found)) / len(drawn), 5)
+
+
+def _gain(query: PseudoQuery, found: Found) -> float:
     """nDCG@10 with one relevant document: 1 / log2(1 + its rank), 0 beyond rank 10."""
-    total = 0.0
-    for query, matches in zip(drawn, found):
-        for rank, match in enumerate(matches[:CUTOFF], 1):
-            if match.pk == query.pk:
-                total += 1 / math.log2(1 + rank)
-                break
-    return round(total / len(drawn), 5)
+    for rank, match in enumerate(found[:CUTOFF], 1):
+        if match.pk == query.pk:
+            return 1 / math.log2(1 + rank)
+    return 0.0
