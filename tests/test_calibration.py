@@ -190,3 +190,51 @@ def test_a_small_index_is_not_calibrated_and_says_so(tmp_path):
 
 def _ids(hits) -> list[str]:
     return [hit.id for hit in hits]
+
+
+@pytest.mark.slow
+def test_cropped_targets_rank_as_the_index_without_the_passages_holding_the_query(index, tmp_path):
+    """A document of several passages is cropped, not re-encoded: its rankings equal an exact MaxP over every
+    other row's raw vector (dense) and bm25 over a copy of the store really holding the cropped texts."""
+    import sqlite3
+
+    from semsearch.retrieval.keywords import match_expression
+
+    store = index.store
+    drawn = pseudo_queries(store, 60, seed=7)
+    targets = Targets.drawn(
+        drawn, store, index.encoder.encode, make_chunker(index.settings, lambda: index.encoder)
+    )
+    counts = dict(
+        zip([q.pk for q in targets.queries], store.passages().counts_of([q.pk for q in targets.queries]))
+    )
+    cropped = [q for q in targets.queries if counts[q.pk] > 1]
+    assert len(cropped) >= 30 and len(targets.rows) < len(targets.queries)  # most cropped, few re-encoded
+    dense = DenseRetriever(index.transform, index.vectors, index.raw)
+    dense_found, keyword_found = rankings(targets, store, dense, index.encoder.encode, rerank=0)
+
+    rows = store.vector_pks()
+    vectors = index.raw.get(rows)
+    at = np.searchsorted(rows, targets.rows)
+    vectors[at] = targets.vectors
+    kept = ~np.isin(rows, targets.dropped) | np.isin(rows, targets.rows)
+    scores = index.transform.project(index.encoder.encode([q.query for q in targets.queries]))
+    scores = scores @ index.transform.project(vectors[kept]).T
+    owners = store.passages().owners(rows[kept])
+    for found, row_scores in zip(dense_found, scores):
+        best: dict[int, float] = {}
+        for owner, score in zip(owners.tolist(), row_scores.tolist()):
+            best[owner] = max(score, best.get(owner, -np.inf))
+        exact = sorted(best.items(), key=lambda item: -item[1])[:10]
+        np.testing.assert_allclose([m.score for m in found[:10]], [s for _, s in exact], rtol=1e-5, atol=1e-6)
+        assert {m.pk for m in found[:5]} == {pk for pk, _ in exact[:5]} or len({s for _, s in exact[:6]}) < 6
+
+    with sqlite3.connect(store.path) as source, sqlite3.connect(tmp_path / "copy.sqlite") as db:
+        source.backup(db)  # the committed file and its write-ahead log
+        db.executemany(
+            "UPDATE documents SET text = ? WHERE pk = ?", [(q.rest, q.pk) for q in targets.queries]
+        )
+        for query, found in zip(targets.queries, keyword_found):
+            sql = "SELECT rowid, -rank FROM keywords WHERE keywords MATCH ? ORDER BY rank LIMIT 20"
+            expected = db.execute(sql, [match_expression(query.query)]).fetchall()
+            assert [(m.pk, pytest.approx(m.score)) for m in found[:20]] == [(pk, s) for pk, s in expected]

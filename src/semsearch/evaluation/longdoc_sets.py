@@ -61,6 +61,17 @@ def single_topic(source: Path, target: Path, subset: int | None = None, seed: in
     return _built(source, target, subset, seed, group)
 
 
+def documents_subset(source: Path, target: Path, subset: int, seed: int = SEED) -> Path:
+    """The source's judged documents and others drawn up to `subset`, each as it is (a cheaper sweep)."""
+
+    def group(
+        docs: list[dict], qrels: dict[str, dict[str, int]], rng: np.random.Generator
+    ) -> list[list[dict]]:
+        return [[doc] for doc in docs]
+
+    return _built(source, target, subset, seed, group)
+
+
 def sts_retrieval(files: list[Path], target: Path) -> Path:
     """One-sentence documents: STS pairs scored at least STS_RELEVANT, the first sentence a query and the second
     its relevant document, among every sentence of `files` that is not a query."""
@@ -108,7 +119,10 @@ def _built(source: Path, target: Path, subset: int | None, seed: int, group: Gro
         long_id = f"long-{n}"
         owner.update((doc["_id"], long_id) for doc in pieces)
         text = "\n".join((f"{d['title']}. " if d.get("title") else "") + d["text"] for d in pieces)
-        corpus.append({"_id": long_id, "title": "", "text": text})
+        if len(pieces) == 1:  # a document as it is, title kept
+            corpus.append({"_id": long_id, "title": pieces[0].get("title") or "", "text": pieces[0]["text"]})
+        else:
+            corpus.append({"_id": long_id, "title": "", "text": text})
     long_qrels: dict[str, dict[str, int]] = {}
     for query, judged in qrels.items():
         for doc_id, grade in judged.items():
