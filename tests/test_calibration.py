@@ -238,3 +238,16 @@ def test_cropped_targets_rank_as_the_index_without_the_passages_holding_the_quer
             sql = "SELECT rowid, -rank FROM keywords WHERE keywords MATCH ? ORDER BY rank LIMIT 20"
             expected = db.execute(sql, [match_expression(query.query)]).fetchall()
             assert [(m.pk, pytest.approx(m.score)) for m in found[:20]] == [(pk, s) for pk, s in expected]
+
+
+@pytest.mark.slow
+def test_a_corpus_of_one_sentence_documents_is_calibrated_by_cropped_spans(tmp_path):
+    lines = shared_data("wordnet", "corpus.jsonl").read_text().splitlines()[:900]
+    docs = [{"_id": d["id"], "title": d["title"], "text": d["text"]} for d in map(json.loads, lines)]
+    assert max(len(sentences(d["text"])) for d in docs) < 3  # no inverse cloze possible
+    with Index.create(tmp_path / "glosses") as index:
+        index.ingest(write_jsonl(tmp_path / "glosses.jsonl", docs))
+        calibration = index.state.calibration
+        assert "skipped" not in calibration, calibration
+        assert calibration["queries"] >= 50 and calibration["passages"] == 900
+        assert calibration["per_query"]["fixed"] in (calibration["alpha"], 0.0, 1.0)
