@@ -16,6 +16,7 @@ from semsearch import Index
 from semsearch.cli import main
 from semsearch.retrieval import keywords
 from semsearch.retrieval.keywords import match_expression, query_words
+from semsearch.settings import DEFAULT_CHUNK_TOKENS
 from semsearch.transforms import normalize_rows
 
 NEEDLE = "The lighthouse keeper fed seventeen hungry cats with sardines every morning."
@@ -84,7 +85,7 @@ def test_passages_fit_the_model_cover_the_text_and_overlap(chunked):
             len(o) + tokenizer.special_tokens
             for o in tokenizer.spans([f"A long manual {text[a:b]}" for a, b in spans])
         ]
-        assert max(lengths) <= index.settings.chunk_tokens == 256
+        assert max(lengths) <= index.settings.chunk_tokens == DEFAULT_CHUNK_TOKENS
         assert spans[0][0] == 0 and spans[-1][1] == len(text)
         # consecutive passages overlap (the next starts before the previous ends), and every word is in one
         assert all(b_start < a_end for (_, a_end), (b_start, _) in zip(spans, spans[1:]))

@@ -18,6 +18,7 @@ from .memory import release_large_blocks
 from .settings import (
     DEFAULT_ALPHA,
     DEFAULT_CHUNK_OVERLAP,
+    DEFAULT_CHUNK_TOKENS,
     DEFAULT_FUSION,
     DEFAULT_K,
     DEFAULT_MODE,
@@ -204,7 +205,8 @@ def main() -> None:
     "--chunk-tokens",
     type=click.IntRange(min=0),
     help="Cut documents longer than N tokens of the model's tokenizer into passages of at most N (title "
-    "included), each a vector; a query scores a document by its best passage. Default: the model's max_length; "
+    "included), each a vector; a query scores a document by its best passage. Default: "
+    f"{DEFAULT_CHUNK_TOKENS} (at most the model's max_length); "
     "0: one vector per document, its text cut at max_length.",
 )
 @click.option(
