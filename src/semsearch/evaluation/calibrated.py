@@ -48,18 +48,26 @@ def calibrated(index, config, rerank: int) -> list[tuple[dict[str, Any], dict[st
 def per_query_search(index, queries: np.ndarray, texts: list[str], rerank: int, weights) -> list[list]:
     """Each query's dense and keyword lists (FUSION_DEPTH each, as hybrid search takes them) fused at the
     weight its own lists call for (perquery.py)."""
-    from ..retrieval.search import Match
-    from ..settings import FUSION_DEPTH
+    from ..retrieval.search import Match, fuse
+    from ..settings import FUSION_DEPTH, Fusion
 
     sides = [
         index.search_vectors(queries, k=FUSION_DEPTH, rerank=rerank, texts=texts, mode=mode)
         for mode in ("dense", "keyword")
     ]
     out = []
-    for dense, keyword in zip(*sides):
-        found = weights.rank(*[[Match(hit.id, hit.score) for hit in hits] for hits in (dense, keyword)])
-        out.append([Match(match.pk, match.score) for match in found])
-    return [[_Hit(match.pk, match.score) for match in found] for found in out]
+    for hits in zip(*sides):
+        dense, keyword = [[Match(hit.id, hit.score) for hit in side] for side in hits]
+        weight = weights.weight(dense, keyword)
+        found = (
+            dense
+            if weight == 1
+            else keyword
+            if weight == 0
+            else fuse(dense, keyword, weight, Fusion.CONVEX, 100)
+        )
+        out.append([_Hit(match.pk, match.score) for match in found])  # 100 deep, as the bench's other rows
+    return out
 
 
 @dataclass(frozen=True)
