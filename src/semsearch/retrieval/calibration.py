@@ -7,10 +7,15 @@ changed in the keyword index inside a SQLite savepoint that is rolled back), so 
 sentence's own words or vector. Each query is searched as a real one is (dense: the vector index, rerank, MaxP;
 keyword: bm25; each side FUSION_DEPTH deep), and every fusion weight of a grid scored by nDCG@10 of the target.
 
+A document of fewer than MIN_SENTENCES sentences gives a cropped span of its words instead, and a document of
+several passages is cropped rather than re-encoded (cropping.py). The size rule counts passages (vector rows),
+not documents; an index that cannot be judged records why (Skipped), which `info` shows. A weight per query
+(perquery.py) is fitted beside the fixed one and recorded, not used (benchmarks/results/defaults.md).
+
 The choice, with a tie rule favouring dense (the model's own ranking, the safer side where keyword matching is
 weak): dense alone if it is within TIE of the best weight; else hybrid at the largest weight within TIE of the
 best fused one; keyword alone only if it beats every fused weight by more than TIE. The cost is the encoding of
-at most QUERIES sentences and their documents and 2 x QUERIES searches, whatever the corpus's size."""
+at most QUERIES sentences and their one-passage documents and 2 x QUERIES searches, whatever the corpus's size."""
 
 from __future__ import annotations
 
