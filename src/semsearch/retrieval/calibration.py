@@ -23,7 +23,7 @@ import math
 import re
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 import numpy as np
@@ -85,7 +85,11 @@ class Calibration:
     @classmethod
     def from_json(cls, data: dict[str, Any] | None) -> Calibration | None:
         """The calibration recorded, or None (none recorded, or the record of a skipped one)."""
-        return None if not data or "skipped" in data else cls(**data)
+        if not data or "skipped" in data:
+            return None
+        return cls(
+            **{f.name: data[f.name] for f in fields(cls) if f.name in data}
+        )  # fields of later versions: not ours
 
 
 @dataclass(frozen=True)
