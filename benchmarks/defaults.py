@@ -93,7 +93,41 @@ def summary(rows: list[dict]) -> list[dict]:
                 "ingest s": round(at[0]["documents"] / at[0]["ingest_docs_per_s"], 1),
             }
         )
+        ingest_s = at[0]["documents"] / at[0]["ingest_docs_per_s"]
+        out[-1]["calibration share"] = (
+            f"{100 * fixed['calibration_s'] / ingest_s:.1f}%" if fixed and fixed.get("calibration_s") else ""
+        )
     return out
+
+
+def verdict(tables: dict[str, list[dict]]) -> list[str]:
+    """The passage length with the best mean default over the swept sets, and the fixed weight against the
+    weight per query over every row."""
+    swept = {name: rows for name, rows in tables.items() if len(rows) > 1}
+    lines = ["## Summary", ""]
+    for chunk in sorted({r["passage tokens"] for rows in swept.values() for r in rows}):
+        values = [r["default"] for rows in swept.values() for r in rows if r["passage tokens"] == chunk]
+        worst = max(
+            max(r["default"] for r in rows) - next(r["default"] for r in rows if r["passage tokens"] == chunk)
+            for rows in swept.values()
+        )
+        lines.append(
+            f"- {chunk} tokens: mean default {sum(values) / len(values):.4f} over {len(values)} sets; at most "
+            f"{worst:.4f} below a set's best length"
+        )
+    pairs = [
+        (r["default"], r["per-query"]) for rows in tables.values() for r in rows if r["per-query"] is not None
+    ]
+    wins = sum(q > d for d, q in pairs)
+    mean = sum(q - d for d, q in pairs) / len(pairs)
+    lines += [
+        f"- weight per query against the fixed calibrated weight: better in {wins} of {len(pairs)} rows, mean "
+        f"{mean:+.4f}: the fixed weight stays the default",
+        f"- the default against the better of dense and keyword: at least "
+        f"{min(r['default - better side'] for rows in tables.values() for r in rows):+.4f} in every row",
+        "",
+    ]
+    return lines
 
 
 def plot(tables: dict[str, list[dict]], path: Path) -> None:
@@ -152,9 +186,15 @@ def main() -> None:
         "",
         f"{METRIC}; `default` is the calibrated fixed weight (hybrid 0.5 where not calibrated); the oracle is "
         "the best swept weight for the real queries. 2 cores shared with other work: ingest and calibration "
-        "seconds swing 2x.",
+        "seconds swing 2x. Subsets where the figure allows (the machine's 2 cores were shared): scifact-sub "
+        "is SciFact's 339 judged abstracts and others drawn up to 1,500 (its figures are above full SciFact's, "
+        "fewer distractors), scifact-mixed its judged abstracts and others up to 1,000, ten to a document. "
+        "Full SciFact was not swept; at 256 tokens its calibrated default is 0.7324 "
+        "(benchmarks/results/calibration/scifact). stsb-retrieval's sentences are one passage at any length. "
+        "The per-set bench tables and plots: benchmarks/results/defaults/.",
         "",
     ]
+    lines += verdict(tables)
     for name, rows in tables.items():
         lines += [f"## {name}", "", *markdown_table(rows), ""]
     OUT.mkdir(parents=True, exist_ok=True)
