@@ -249,5 +249,5 @@ def test_a_corpus_of_one_sentence_documents_is_calibrated_by_cropped_spans(tmp_p
         index.ingest(write_jsonl(tmp_path / "glosses.jsonl", docs))
         calibration = index.state.calibration
         assert "skipped" not in calibration, calibration
-        assert calibration["queries"] >= 50 and calibration["passages"] == 900
+        assert calibration["queries"] >= 50 and calibration["passages"] == index.state.rows >= 900
         assert calibration["per_query"]["fixed"] in (calibration["alpha"], 0.0, 1.0)
