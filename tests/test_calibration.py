@@ -18,7 +18,8 @@ from semsearch.cli import main
 from semsearch.evaluation.datasets import ensure_beir
 from semsearch.ingest.creation import make_chunker
 from semsearch.retrieval.calibration import (
-    MIN_DOCUMENTS,
+    MIN_PASSAGES,
+    QUERY_SHARE,
     TIE,
     WEIGHTS,
     Targets,
@@ -31,7 +32,7 @@ from semsearch.retrieval.calibration import (
 from semsearch.retrieval.search import DenseRetriever
 from semsearch.settings import DEFAULT_ALPHA, FUSION_DEPTH
 
-DOCUMENTS = 850  # just over MIN_DOCUMENTS: calibrated, with 53 pseudo-queries
+DOCUMENTS = 850  # over MIN_PASSAGES in passages: calibrated
 OPTIONS = dict(transform="none", chunk_tokens=64)  # raw vectors: the same scores in both indexes; passages
 
 
@@ -143,7 +144,9 @@ def test_the_scratch_copy_ranks_as_a_real_index_of_the_changed_documents(index, 
 def test_an_ingest_records_its_calibration_and_queries_use_it(index, tmp_path):
     calibration = index.state.calibration
     assert calibration is not None and calibration["documents"] == DOCUMENTS
-    assert calibration["queries"] == DOCUMENTS // 16 and calibration["seed"] == 16
+    assert calibration["passages"] == index.state.rows > DOCUMENTS  # the size rule counts passages
+    drawn = min(256, calibration["passages"] // QUERY_SHARE)
+    assert drawn * 0.8 <= calibration["queries"] <= drawn and calibration["seed"] == 16
     assert set(calibration["sweep"]) == {f"{w:.1f}" for w in WEIGHTS}
     assert choose(calibration["sweep"]) == (calibration["mode"], calibration["alpha"])
     on_disk = json.loads((index.path / "manifest.json").read_text())["calibration"]
@@ -176,13 +179,75 @@ def test_a_small_index_is_not_calibrated_and_says_so(tmp_path):
     docs = [json.loads(line) for line in SAMPLE.read_text().splitlines()][:40]
     with Index.create(tmp_path / "small") as index:
         index.ingest(write_jsonl(tmp_path / "small.jsonl", docs))
-        assert index.state.calibration is None and index.info()["default_alpha"] == DEFAULT_ALPHA
+        assert index.state.calibration["skipped"] and index.info()["default_alpha"] == DEFAULT_ALPHA
+        rows = index.state.rows
         assert index.default_mode.value == "hybrid"
     info = CliRunner().invoke(main, ["info", "--index", str(tmp_path / "small")])
-    assert f"none (an index of fewer than {MIN_DOCUMENTS:,} documents" in info.output
+    assert f"none, the default weight ({rows} passages: fewer than {MIN_PASSAGES:,} give" in info.output
     refit_help = " ".join(CliRunner().invoke(main, ["refit", "--help"]).output.split())
-    assert f"an index of {MIN_DOCUMENTS} documents or more" in refit_help
+    assert f"an index of {MIN_PASSAGES} passages or more" in refit_help
 
 
 def _ids(hits) -> list[str]:
     return [hit.id for hit in hits]
+
+
+@pytest.mark.slow
+def test_cropped_targets_rank_as_the_index_without_the_passages_holding_the_query(index, tmp_path):
+    """A document of several passages is cropped, not re-encoded: its rankings equal an exact MaxP over every
+    other row's raw vector (dense) and bm25 over a copy of the store really holding the cropped texts."""
+    import sqlite3
+
+    from semsearch.retrieval.keywords import match_expression
+
+    store = index.store
+    drawn = pseudo_queries(store, 60, seed=7)
+    targets = Targets.drawn(
+        drawn, store, index.encoder.encode, make_chunker(index.settings, lambda: index.encoder)
+    )
+    counts = dict(
+        zip([q.pk for q in targets.queries], store.passages().counts_of([q.pk for q in targets.queries]))
+    )
+    cropped = [q for q in targets.queries if counts[q.pk] > 1]
+    assert len(cropped) >= 30 and len(targets.rows) < len(targets.queries)  # most cropped, few re-encoded
+    dense = DenseRetriever(index.transform, index.vectors, index.raw)
+    dense_found, keyword_found = rankings(targets, store, dense, index.encoder.encode, rerank=0)
+
+    rows = store.vector_pks()
+    vectors = index.raw.get(rows)
+    at = np.searchsorted(rows, targets.rows)
+    vectors[at] = targets.vectors
+    kept = ~np.isin(rows, targets.dropped) | np.isin(rows, targets.rows)
+    scores = index.transform.project(index.encoder.encode([q.query for q in targets.queries]))
+    scores = scores @ index.transform.project(vectors[kept]).T
+    owners = store.passages().owners(rows[kept])
+    for found, row_scores in zip(dense_found, scores):
+        best: dict[int, float] = {}
+        for owner, score in zip(owners.tolist(), row_scores.tolist()):
+            best[owner] = max(score, best.get(owner, -np.inf))
+        exact = sorted(best.items(), key=lambda item: -item[1])[:10]
+        np.testing.assert_allclose([m.score for m in found[:10]], [s for _, s in exact], rtol=1e-5, atol=1e-6)
+        assert {m.pk for m in found[:5]} == {pk for pk, _ in exact[:5]} or len({s for _, s in exact[:6]}) < 6
+
+    with sqlite3.connect(store.path) as source, sqlite3.connect(tmp_path / "copy.sqlite") as db:
+        source.backup(db)  # the committed file and its write-ahead log
+        db.executemany(
+            "UPDATE documents SET text = ? WHERE pk = ?", [(q.rest, q.pk) for q in targets.queries]
+        )
+        for query, found in zip(targets.queries, keyword_found):
+            sql = "SELECT rowid, -rank FROM keywords WHERE keywords MATCH ? ORDER BY rank LIMIT 20"
+            expected = db.execute(sql, [match_expression(query.query)]).fetchall()
+            assert [(m.pk, pytest.approx(m.score)) for m in found[:20]] == [(pk, s) for pk, s in expected]
+
+
+@pytest.mark.slow
+def test_a_corpus_of_one_sentence_documents_is_calibrated_by_cropped_spans(tmp_path):
+    lines = shared_data("wordnet", "corpus.jsonl").read_text().splitlines()[:900]
+    docs = [{"_id": d["id"], "title": d["title"], "text": d["text"]} for d in map(json.loads, lines)]
+    assert max(len(sentences(d["text"])) for d in docs) < 3  # no inverse cloze possible
+    with Index.create(tmp_path / "glosses") as index:
+        index.ingest(write_jsonl(tmp_path / "glosses.jsonl", docs))
+        calibration = index.state.calibration
+        assert "skipped" not in calibration, calibration
+        assert calibration["queries"] >= 50 and calibration["passages"] == index.state.rows >= 900
+        assert calibration["per_query"]["fixed"] in (calibration["alpha"], 0.0, 1.0)

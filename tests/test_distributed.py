@@ -101,7 +101,7 @@ def test_a_local_cluster_gives_the_in_process_index(local_cluster, in_process, t
 def test_the_driver_loads_no_model_and_calibrates_as_here(local_cluster, tmp_path, monkeypatch):
     """Calibration's pseudo-queries and targets and the int8 fidelity check are encoded on the workers: the
     driver (this process) opens no ONNX session, and the figures are the ones measured here."""
-    monkeypatch.setattr(calibration, "MIN_DOCUMENTS", 100)  # the sample's 300 documents are calibrated
+    monkeypatch.setattr(calibration, "MIN_PASSAGES", 100)  # the sample's 300 documents are calibrated
     monkeypatch.setattr(calibration, "MIN_QUERIES", 20)
     monkeypatch.setattr(calibration, "QUERY_SHARE", 4)
     manifests = {}

@@ -16,6 +16,7 @@ from semsearch import Index
 from semsearch.cli import main
 from semsearch.retrieval import keywords
 from semsearch.retrieval.keywords import match_expression, query_words
+from semsearch.settings import DEFAULT_CHUNK_TOKENS
 from semsearch.transforms import normalize_rows
 
 NEEDLE = "The lighthouse keeper fed seventeen hungry cats with sardines every morning."
@@ -84,11 +85,24 @@ def test_passages_fit_the_model_cover_the_text_and_overlap(chunked):
             len(o) + tokenizer.special_tokens
             for o in tokenizer.spans([f"A long manual {text[a:b]}" for a, b in spans])
         ]
-        assert max(lengths) <= index.settings.chunk_tokens == 256
+        assert max(lengths) <= index.settings.chunk_tokens == DEFAULT_CHUNK_TOKENS
         assert spans[0][0] == 0 and spans[-1][1] == len(text)
         # consecutive passages overlap (the next starts before the previous ends), and every word is in one
-        assert all(b_start < a_end for (_, a_end), (b_start, _) in zip(spans, spans[1:]))
-        assert all(start == 0 or text[start - 1].isspace() for start, _ in spans)  # start at a word
+        # (where the previous passage's last chunk_overlap tokens are one word, the next starts after it)
+        for (a_start, a_end), (b_start, _) in zip(spans, spans[1:]):
+            if b_start >= a_end:
+                offsets = tokenizer.spans([text[a_start:a_end]])[0]
+                tail = text[a_start + offsets[-index.settings.chunk_overlap][0] : a_end].strip()
+                assert not any(c.isspace() for c in tail), tail
+        # a passage starts at a word, unless inside one longer than half a passage (code, URLs: cut anywhere)
+        half = (index.settings.chunk_tokens - tokenizer.special_tokens) // 2 - len(
+            tokenizer.spans(["A long manual"])[0]
+        )
+        for start, _ in spans:
+            if start and not text[start - 1].isspace():
+                begin = max(text.rfind(" ", 0, start), 0)
+                end = text.find(" ", start) if text.find(" ", start) >= 0 else len(text)
+                assert len(tokenizer.spans([text[begin:end]])[0]) > half, text[begin:end]
 
 
 def test_one_hit_per_document_and_k_documents(chunked):

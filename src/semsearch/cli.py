@@ -19,6 +19,7 @@ from .memory import release_large_blocks
 from .settings import (
     DEFAULT_ALPHA,
     DEFAULT_CHUNK_OVERLAP,
+    DEFAULT_CHUNK_TOKENS,
     DEFAULT_FUSION,
     DEFAULT_K,
     DEFAULT_MODE,
@@ -210,7 +211,8 @@ def main() -> None:
     "--chunk-tokens",
     type=click.IntRange(min=0),
     help="Cut documents longer than N tokens of the model's tokenizer into passages of at most N (title "
-    "included), each a vector; a query scores a document by its best passage. Default: the model's max_length; "
+    "included), each a vector; a query scores a document by its best passage. Default: "
+    f"{DEFAULT_CHUNK_TOKENS} (at most the model's max_length); "
     "0: one vector per document, its text cut at max_length.",
 )
 @click.option(
@@ -488,7 +490,7 @@ def query(text, index_path, vector, k, where, rerank, mode, alpha, fusion, as_js
     default=True,
     show_default=True,
     help="Choose hybrid search's keyword/vector weight (and whether to fuse) again, from pseudo-queries drawn "
-    "from the documents (an index of 800 documents or more); --no-calibrate keeps the recorded one.",
+    "from the documents (an index of 800 passages or more); --no-calibrate keeps the recorded one.",
 )
 @wait_option
 def refit(
@@ -637,18 +639,16 @@ def inspect(index_path, out):
 
 
 def _calibration_line(calibration: dict | None) -> str:
-    from .retrieval.calibration import MIN_DOCUMENTS, MIN_SENTENCES
-
-    if not calibration:
-        return (
-            f"none (an index of fewer than {MIN_DOCUMENTS:,} documents, or too few with {MIN_SENTENCES} "
-            "sentences, keeps the default weight; `semsearch refit --calibrate` tries again)"
-        )
+    if not calibration or "skipped" in calibration:
+        why = calibration["skipped"] if calibration else "none recorded"
+        return f"none, the default weight ({why}; `semsearch refit --calibrate` tries again)"
     sides = ", ".join(f"{side} {value:.3f}" for side, value in calibration["sides"].items())
     return (
         f"{calibration['mode']}, alpha {calibration['alpha']:g}, chosen by {calibration['queries']} "
         f"pseudo-queries (seed {calibration['seed']}; {calibration['metric']} {sides}) over "
-        f"{calibration['documents']:,} documents in {calibration['seconds']:.1f} s"
+        f"{calibration['documents']:,} documents"
+        + (f" ({calibration['passages']:,} passages)" if calibration.get("passages") else "")
+        + f" in {calibration['seconds']:.1f} s"
     )
 
 

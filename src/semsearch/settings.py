@@ -109,8 +109,14 @@ DEFAULT_INDEX_TYPE = IndexType.AUTO
 # recall@10 against exact search that an approximate index's efSearch / nprobe are tuned for at build, measured
 # on a sample of its own vectors as queries (tuning.py); filtered search is tuned for 0.99 (strategy.py).
 DEFAULT_RECALL_TARGET = 0.95
-# Long documents become passages of at most the model's max_length tokens (title and special tokens included, so
-# nothing is truncated), overlapping by CHUNK_OVERLAP tokens so a sentence cut at a passage's end is whole in the
+# Long documents become passages of at most DEFAULT_CHUNK_TOKENS tokens (or the model's max_length if shorter;
+# title and special tokens included, so nothing is truncated). Chosen by a sweep of 64 / 128 / 256 tokens on five
+# sets (benchmarks/results/defaults.md: SciFact and Cranfield, ten-topic long documents of each, single-topic
+# long Cranfield documents): the calibrated default's mean nDCG@10 0.698 / 0.693 / 0.681, and at most 0.011 below
+# a set's best length at 64 against 0.022 at 128 (the mixed-topic sets lose 0.02-0.06 at 256, the others gain
+# nothing). Its cost: 2.3x the passages of 128 (index size, the dense side's latency 2x).
+DEFAULT_CHUNK_TOKENS = 64
+# Passages overlap by CHUNK_OVERLAP tokens so a sentence cut at a passage's end is whole in the
 # next one: on long SciFact documents (benchmarks/results/longdocs.md) dense nDCG@10 0.596 / 0.605 / 0.612 at
 # overlap 0 / 32 / 64 for +14% / +33% passages, hybrid unchanged; 32 is half the gain for less than half the cost.
 # 0 chunk tokens: one vector per document.
@@ -230,7 +236,7 @@ class IndexOptions:
     backend: str | None = None
     dim: int | None = None  # the width of vectors made elsewhere (an index without a model)
     recall_target: float | None = None  # recall@10 the approximate index types are tuned for at build
-    chunk_tokens: int | None = None  # passage length in tokens (None: the model's max_length; 0: no chunking)
+    chunk_tokens: int | None = None  # passage length in tokens (None: DEFAULT_CHUNK_TOKENS; 0: no chunking)
     chunk_overlap: int | None = None  # tokens shared by consecutive passages
 
     def __post_init__(self):

@@ -105,6 +105,7 @@ def parse_dims(text: str) -> list[int | None]:
 
 def run_beir(directory: Path, config: BenchConfig) -> list[dict[str, Any]]:
     """One row per dataset, encoder, setting and rerank depth: retrieval metrics, latency and size."""
+    from .calibrated import calibrated, per_query_search
     from .datasets import load_beir
     from .metrics import evaluate_run
 
@@ -133,9 +134,13 @@ def run_beir(directory: Path, config: BenchConfig) -> list[dict[str, Any]]:
                 if rerank and setting.transform == "none" and setting.dims is None:
                     continue  # re-scoring the full raw vectors with themselves changes nothing
                 swept = [(how, {}) for how in _modes(config, keyword_done)]
-                for how, measured in swept + _calibrated(index, config, rerank):
+                for how, measured in swept + calibrated(index, config, rerank):
                     keyword_done |= how["mode"] == "keyword" and not measured
-                    results = index.search_vectors(queries, k=100, rerank=rerank, texts=texts, **how)
+                    weights = measured.pop("weights", None)
+                    if weights is not None:
+                        results = per_query_search(index, queries, texts, rerank, weights)
+                    else:
+                        results = index.search_vectors(queries, k=100, rerank=rerank, texts=texts, **how)
                     run = {q: {hit.id: hit.score for hit in hits} for q, hits in zip(query_ids, results)}
                     metrics = evaluate_run(data.qrels, run, RETRIEVAL_METRICS)
                     search_ms = _search_ms(index, queries, texts, rerank, how)
@@ -257,38 +262,6 @@ def _modes(config: BenchConfig, keyword_done: bool) -> list[dict[str, Any]]:
                 alphas = config.alphas if fusion == "convex" else [0.5]
                 out += [{"mode": "hybrid", "alpha": alpha, "fusion": fusion} for alpha in alphas]
     return out
-
-
-def _calibrated(index, config: BenchConfig, rerank: int) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    """The search the corpus's own calibration (calibration.py) chooses for these settings, and what its row
-    records beside the metrics (`calibrated`, the weight, the pseudo-queries' sweep); none unless hybrid is
-    among the modes and the corpus can be calibrated."""
-    from ..ingest.creation import make_chunker
-    from ..retrieval.calibration import calibrate
-    from ..retrieval.search import DenseRetriever
-
-    if not config.calibrate or "hybrid" not in config.modes:
-        return []
-    chosen = calibrate(
-        store=index.store,
-        dense=DenseRetriever(index.transform, index.vectors, index.raw),
-        encode=index.encoder.encode,
-        chunker=make_chunker(index.settings, lambda: index.encoder),
-        rerank=rerank,
-    )
-    if chosen is None:
-        return []
-    search: dict[str, Any] = {"mode": chosen.mode}
-    if chosen.mode == "hybrid":
-        search.update(alpha=chosen.alpha, fusion="convex")
-    measured = {
-        "calibrated": True,
-        "alpha": chosen.alpha,
-        "pseudo_queries": chosen.queries,
-        "pseudo_sweep": chosen.sweep,
-        "calibration_s": chosen.seconds,
-    }
-    return [(search, measured)]
 
 
 def _whiten_power(setting: Setting) -> float | None:

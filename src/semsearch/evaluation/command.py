@@ -67,7 +67,7 @@ def listed(flag: str, default: str, help: str, name: str | None = None):
 @listed(
     "--chunk-tokens",
     "default",
-    "Passage lengths to encode the corpus with, comma separated ('default': the model's max_length; 0: a "
+    "Passage lengths to encode the corpus with, comma separated ('default': semsearch's default passage length; 0: a "
     "vector per document).",
     name="chunk_tokens_text",
 )

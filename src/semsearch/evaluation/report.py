@@ -26,6 +26,7 @@ ROW_KEY = (
     "alpha",
     "fusion",
     "calibrated",
+    "weighting",
 )
 # Rows written before these columns existed (encoded by torch then, a vector per document, dense search).
 KEY_DEFAULTS = {
@@ -35,6 +36,7 @@ KEY_DEFAULTS = {
     "chunk_tokens": 0,
     "mode": "dense",
     "calibrated": False,
+    "weighting": "fixed",
 }
 
 
@@ -74,7 +76,7 @@ def markdown_table(rows: list[dict[str, Any]], command: str | None = None) -> st
     )
     varied = [
         name
-        for name in ("chunk_tokens", "mode", "alpha", "fusion", "calibrated")
+        for name in ("chunk_tokens", "mode", "alpha", "fusion", "calibrated", "weighting")
         if len({r.get(name, KEY_DEFAULTS.get(name)) for r in rows if r.get("system") == "semsearch"}) > 1
     ]
     columns = [
@@ -112,40 +114,51 @@ def markdown_table(rows: list[dict[str, Any]], command: str | None = None) -> st
 
 
 def calibration_summary(rows: list[dict[str, Any]], metric: str) -> list[str]:
-    """Per dense setting: the calibrated choice and its real figure beside the swept weights' best (the oracle,
-    which knows the real queries' labels) and each side alone."""
+    """Per encoding and dense setting: each side alone, the calibrated default (a fixed weight), the weight per
+    query (perquery.py), and the swept weights' best (the oracle, which knows the real queries' labels)."""
     lines = []
-    for row in [r for r in rows if r.get("calibrated")]:
+    calibrated = [r for r in rows if r.get("calibrated")]
+    for row in [r for r in calibrated if r.get("weighting", "fixed") == "fixed"]:
         same = [r for r in rows if not r.get("calibrated") and _setting(r) == _setting(row)]
         swept = [r for r in same if r.get("mode") == "hybrid" and r.get("fusion", "convex") == "convex"]
         dense = [r[metric] for r in same if r.get("mode", "dense") == "dense"]
         keyword = [r[metric] for r in rows if r.get("mode") == "keyword" and r["dataset"] == row["dataset"]]
+        per_query = [
+            r[metric]
+            for r in calibrated
+            if r.get("weighting") == "per-query" and _setting(r) == _setting(row)
+        ]
         oracle = max(swept, key=lambda r: r[metric], default=None)
         better_side = max(dense + keyword, default=None)
-        best = max([v for v in (better_side, oracle and oracle[metric]) if v is not None], default=None)
         if not lines:
             lines = [
                 "",
-                f"Calibrated fusion ({metric}; the oracle is the best swept weight for the real queries):",
+                f"Defaults ({metric}; the oracle is the best swept weight for the real queries; the last columns: "
+                "the default and the weight per query against the better of dense and keyword):",
                 "",
-                "| dataset | setting | calibrated | its "
+                "| dataset | passage tokens | setting | dense | keyword | calibrated | its "
+                + metric
+                + " | per-query "
                 + metric
                 + " | oracle alpha | oracle "
                 + metric
-                + " | dense | keyword | to the best of these |",
-                "|---|---|---|---|---|---|---|---|---|",
+                + " | default to better side | per-query to better side |",
+                "|---|---|---|---|---|---|---|---|---|---|---|---|",
             ]
         choice = row["mode"] if row["mode"] != "hybrid" else f"hybrid alpha {row['alpha']:g}"
         cells = [
             row["dataset"],
+            str(row.get("chunk_tokens") or "whole"),
             _label(row["transform"], row.get("power"), row.get("dims"), row["rerank"]),
-            choice,
-            f"{row[metric]:.4f}",
-            f"{oracle['alpha']:g}" if oracle else "",
-            f"{oracle[metric]:.4f}" if oracle else "",
             f"{dense[0]:.4f}" if dense else "",
             f"{keyword[0]:.4f}" if keyword else "",
-            f"{row[metric] - best:+.4f}" if best is not None else "",
+            choice,
+            f"{row[metric]:.4f}",
+            f"{per_query[0]:.4f}" if per_query else "",
+            f"{oracle['alpha']:g}" if oracle else "",
+            f"{oracle[metric]:.4f}" if oracle else "",
+            f"{row[metric] - better_side:+.4f}" if better_side is not None else "",
+            f"{per_query[0] - better_side:+.4f}" if per_query and better_side is not None else "",
         ]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
@@ -270,6 +283,9 @@ def _plot_alpha(
         if same:
             axes.axhline(same[0][metric], color=line.get_color(), linestyle="--", label="dense, " + label)
         for row in [r for r in calibrated if (r["transform"], r["power"], r["dims"], r["rerank"]) == setting]:
+            if row.get("weighting") == "per-query":
+                axes.axhline(row[metric], color=line.get_color(), linestyle="-.", label="weight per query")
+                continue
             pseudo = sorted((float(a), v) for a, v in row["pseudo_sweep"].items())
             axes.plot(*zip(*pseudo), linestyle=":", color=line.get_color(), label="pseudo-queries, " + label)
             chosen = row["alpha"] if row["mode"] == "hybrid" else {"dense": 1.0, "keyword": 0.0}[row["mode"]]

@@ -22,6 +22,7 @@ from ..errors import DataError, IndexStateError, SettingsError
 from ..settings import (
     DEFAULT_BACKEND,
     DEFAULT_CHUNK_OVERLAP,
+    DEFAULT_CHUNK_TOKENS,
     DEFAULT_DIMS,
     DEFAULT_INDEX_TYPE,
     DEFAULT_MODEL,
@@ -128,8 +129,9 @@ def _settings(
 
 
 def _chunking(options: IndexOptions, max_length: int) -> dict[str, int]:
-    """Passage length and overlap: by default the model's max_length (0 without a model: nothing to cut with)."""
-    tokens = max_length if options.chunk_tokens is None else options.chunk_tokens
+    """Passage length and overlap: by default DEFAULT_CHUNK_TOKENS, at most the model's max_length (0 without a
+    model: nothing to cut with)."""
+    tokens = min(DEFAULT_CHUNK_TOKENS, max_length) if options.chunk_tokens is None else options.chunk_tokens
     if tokens and not max_length:
         raise SettingsError("an index without a model keeps the vectors it is given", setting="chunk_tokens")
     if tokens > max_length:

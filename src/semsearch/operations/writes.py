@@ -17,7 +17,7 @@ from ..ingest.creation import make_chunker
 from ..ingest.distributed import Executor, InProcess, Job
 from ..ingest.documents import Document
 from ..ingest.pipeline import Added, Encode, Progress, add_documents, fidelity_sample
-from ..retrieval.calibration import calibrate
+from ..retrieval.calibration import Calibration, calibrate
 from ..retrieval.search import DenseRetriever
 from ..retrieval.vectorindex import VectorIndex, resolve_index_type
 from ..settings import NO_MODEL, Quantize, TransformSpec, check_recall_target
@@ -113,7 +113,9 @@ def add(
             )
             if fidelity:
                 changes["quantize_fidelity"] = fidelity[0]()
-            if job.encode is not None and (state.count == 0 or done.refitted or state.calibration is None):
+            if job.encode is not None and (
+                state.count == 0 or done.refitted or Calibration.from_json(state.calibration) is None
+            ):
                 changes["calibration"] = _calibrated(
                     directory, settings, transform, vectors, raw, job.chunker, executor.encoder(job)
                 )
@@ -221,7 +223,7 @@ def _calibrated(
         chunker=chunker,
         rerank=settings.rerank,
     )
-    return None if chosen is None else chosen.to_json()
+    return chosen.to_json()  # a calibration, or why there is none
 
 
 def _publish(

@@ -7,10 +7,15 @@ changed in the keyword index inside a SQLite savepoint that is rolled back), so 
 sentence's own words or vector. Each query is searched as a real one is (dense: the vector index, rerank, MaxP;
 keyword: bm25; each side FUSION_DEPTH deep), and every fusion weight of a grid scored by nDCG@10 of the target.
 
+A document of fewer than MIN_SENTENCES sentences gives a cropped span of its words instead, and a document of
+several passages is cropped rather than re-encoded (cropping.py). The size rule counts passages (vector rows),
+not documents; an index that cannot be judged records why (Skipped), which `info` shows. A weight per query
+(perquery.py) is fitted beside the fixed one and recorded, not used (benchmarks/results/defaults.md).
+
 The choice, with a tie rule favouring dense (the model's own ranking, the safer side where keyword matching is
 weak): dense alone if it is within TIE of the best weight; else hybrid at the largest weight within TIE of the
 best fused one; keyword alone only if it beats every fused weight by more than TIE. The cost is the encoding of
-at most QUERIES sentences and their documents and 2 x QUERIES searches, whatever the corpus's size."""
+at most QUERIES sentences and their one-passage documents and 2 x QUERIES searches, whatever the corpus's size."""
 
 from __future__ import annotations
 
@@ -18,7 +23,7 @@ import math
 import re
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 import numpy as np
@@ -29,18 +34,22 @@ from ..ingest.pipeline import split
 from ..settings import DEFAULT_ALPHA, FUSION_DEPTH, Fusion, SearchMode
 from ..storage.rawvectors import RawVectors
 from ..storage.store import DocumentStore
+from . import perquery
 from .cjk import CJK_SENTENCE_ENDS, word_count
+from .cropping import CROP_WORDS, crop, cropped
 from .keywords import KeywordRetriever
 from .search import DenseRetriever, Found, Match, dense_documents, fuse
 from .strategy import Ranked
 from .vectorindex import VectorIndex
 
 QUERIES = 256  # pseudo-queries at most
-# ... and at most one per QUERY_SHARE documents: re-encoding their targets then costs about 1/16 of the ingest's
-# encoding, so a calibration stays under 10% of the ingest it follows (benchmarks/results/calibration.md).
+# ... and at most one per QUERY_SHARE passages (vector rows): a target of one passage is re-encoded (1/16 of the
+# ingest's encoding at most), a target of several is cropped, not re-encoded (targets.py), so a calibration stays
+# under 10% of the ingest it follows (benchmarks/results/calibration/cost.md). Passages, not documents: 500 long
+# documents of 5,000 passages give queries enough.
 QUERY_SHARE = 16
 MIN_QUERIES = 50  # fewer than this: too little to judge, not calibrated
-MIN_DOCUMENTS = MIN_QUERIES * QUERY_SHARE  # 800: a smaller index keeps the default weight
+MIN_PASSAGES = MIN_QUERIES * QUERY_SHARE  # 800: a smaller index keeps the default weight
 SCANNED = 8  # documents read at most per pseudo-query wanted: a corpus of one-sentence texts stops early
 SEED = 16
 MIN_SENTENCES = 3  # in a document that gives a query: the rest keeps at least two
@@ -68,6 +77,8 @@ class Calibration:
     sides: dict[str, float]  # nDCG@10 of the pseudo-queries: dense, keyword, hybrid (at alpha)
     sweep: dict[str, float]  # nDCG@10 at each dense weight ("0.0" keyword alone ... "1.0" dense alone)
     seconds: float
+    passages: int | None = None  # vector rows when calibrated (None: recorded before they counted)
+    per_query: dict[str, Any] | None = None  # weights per query fitted beside the fixed one (perquery.py)
     metric: str = METRIC
     tie: float = TIE
 
@@ -76,14 +87,32 @@ class Calibration:
 
     @classmethod
     def from_json(cls, data: dict[str, Any] | None) -> Calibration | None:
-        return None if not data else cls(**data)
+        """The calibration recorded, or None (none recorded, or the record of a skipped one)."""
+        if not data or "skipped" in data:
+            return None
+        return cls(
+            **{f.name: data[f.name] for f in fields(cls) if f.name in data}
+        )  # fields of later versions: not ours
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """Why an index was not calibrated (it keeps the default weight); the manifest keeps it, `info` says it."""
+
+    skipped: str  # the reason, a sentence
+    documents: int
+    passages: int
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
 
 
 @dataclass(frozen=True)
 class PseudoQuery:
     pk: int  # the target document
-    query: str  # the sentence taken out
+    query: str  # the sentence (or cropped span) taken out
     rest: str  # the document's text without it
+    span: tuple[int, int] | None = None  # the query's characters in the document's text
 
 
 def pseudo_queries(store: DocumentStore, count: int, seed: int = SEED) -> list[PseudoQuery]:
@@ -95,14 +124,15 @@ def pseudo_queries(store: DocumentStore, count: int, seed: int = SEED) -> list[P
         batch = [int(pk) for pk in order[start : start + count]]
         rows = store.get(batch)
         for pk in batch:
-            if pk in rows and (found := _cloze(rows[pk]["text"], rng)) is not None:
+            text = rows[pk]["text"] if pk in rows else ""
+            if (found := _cloze(text, rng) or crop(text, rng)) is not None:
                 out.append(PseudoQuery(pk, *found))
                 if len(out) == count:
                     return out
     return out
 
 
-def _cloze(text: str, rng: np.random.Generator) -> tuple[str, str] | None:
+def _cloze(text: str, rng: np.random.Generator) -> tuple[str, str, tuple[int, int]] | None:
     """A sentence of the text (of QUERY_WORDS words) and the text without it; None for too few sentences."""
     spans = sentences(text)
     if len(spans) < MIN_SENTENCES:
@@ -111,7 +141,7 @@ def _cloze(text: str, rng: np.random.Generator) -> tuple[str, str] | None:
     if not fitting:
         return None
     start, end = fitting[int(rng.integers(len(fitting)))]
-    return text[start:end], (text[:start] + text[end:]).strip()
+    return text[start:end], (text[:start] + text[end:]).strip(), (start, end)
 
 
 def sentences(text: str) -> list[tuple[int, int]]:
@@ -145,6 +175,8 @@ class OverlaidRaw:
 
     def get(self, pks: np.ndarray) -> np.ndarray:
         out = self.base.get(pks)
+        if not len(self.rows):
+            return out
         at = np.minimum(np.searchsorted(self.rows, pks), len(self.rows) - 1)
         replaced = self.rows[at] == pks
         out[replaced] = self.vectors[at[replaced]]
@@ -168,7 +200,11 @@ class ScratchDense:
     def candidates(self, queries: np.ndarray, n: int, allowed: np.ndarray | None) -> Ranked:
         ranked = self.base.candidates(queries, n + len(self.dropped), allowed)
         projected = self.base.transform.project(queries)
-        new_scores = projected @ self.base.transform.project(self.raw.vectors).T
+        new_scores = (
+            projected @ self.base.transform.project(self.raw.vectors).T
+            if len(self.raw.rows)
+            else np.zeros((len(projected), 0), np.float32)
+        )
         out: Ranked = []
         for result, new in zip(ranked, new_scores):
             rows = np.array([row for row, _ in result] + self.raw.rows.tolist(), dtype=np.int64)
@@ -189,28 +225,50 @@ def calibrate(
     rerank: int,
     queries: int | None = None,
     seed: int = SEED,
-) -> Calibration | None:
+) -> Calibration | Skipped:
     """The fusion weight and default mode this index's own documents choose (see the module's docstring), from
-    `queries` pseudo-queries (None: one per QUERY_SHARE documents, at most QUERIES), or None where it cannot
-    judge: fewer than MIN_DOCUMENTS documents, or fewer than MIN_QUERIES with MIN_SENTENCES sentences."""
+    `queries` pseudo-queries (None: one per QUERY_SHARE passages, at most QUERIES), or why it cannot judge
+    (Skipped): fewer than MIN_PASSAGES passages, or fewer than MIN_QUERIES pseudo-queries to be drawn."""
     started = time.perf_counter()
-    documents = store.count()
-    if documents < MIN_DOCUMENTS or not store.has_keywords:
-        return None
-    drawn = pseudo_queries(store, queries or min(QUERIES, documents // QUERY_SHARE), seed)
-    if len(drawn) < MIN_QUERIES:  # before encoding anything: a corpus of one-sentence texts stops here
-        return None
-    targets = Targets.of(drawn, store, encode, chunker)
+    documents, passages = store.count(), dense.vectors.count
+
+    def skipped(reason: str) -> Skipped:
+        return Skipped(reason, documents, passages)
+
+    if not store.has_keywords:
+        return skipped("no keyword index to fuse with")
+    if passages < MIN_PASSAGES:
+        return skipped(
+            f"{passages:,} passages: fewer than {MIN_PASSAGES:,} give fewer than {MIN_QUERIES} pseudo-queries "
+            f"(one per {QUERY_SHARE} passages)"
+        )
+    drawn = pseudo_queries(store, queries or min(QUERIES, passages // QUERY_SHARE), seed)
+    if len(drawn) < MIN_QUERIES:  # before encoding anything
+        return skipped(
+            f"only {len(drawn)} pseudo-queries among the documents read, fewer than {MIN_QUERIES}: too few "
+            f"have {MIN_SENTENCES} sentences or {2 * CROP_WORDS[0]} words"
+        )
+    targets = Targets.drawn(drawn, store, encode, chunker)
     if len(targets.queries) < MIN_QUERIES:
-        return None
-    sweep = sweep_weights(targets.queries, *rankings(targets, store, dense, encode, rerank))
+        return skipped(
+            f"only {len(targets.queries)} pseudo-queries keep a target, fewer than {MIN_QUERIES} (their "
+            "documents' every passage holds the query)"
+        )
+    dense_found, keyword_found = rankings(targets, store, dense, encode, rerank)
+    sweep = sweep_weights(targets.queries, dense_found, keyword_found)
     mode, alpha = choose(sweep)
+    fixed = {SearchMode.DENSE.value: 1.0, SearchMode.KEYWORD.value: 0.0}.get(mode, alpha)
+    per_query = perquery.fit(
+        dense_found, keyword_found, lambda i, found: _gain(targets.queries[i], found), fixed
+    )
     return Calibration(
         mode=mode,
         alpha=alpha,
         queries=len(targets.queries),
         seed=seed,
         documents=documents,
+        passages=passages,
+        per_query=per_query.to_json(),
         sides={"dense": sweep["1.0"], "keyword": sweep["0.0"], "hybrid": sweep[f"{alpha:.1f}"]},
         sweep=sweep,
         seconds=round(time.perf_counter() - started, 3),
@@ -227,6 +285,23 @@ class Targets:
     rows: np.ndarray  # the new passages' vector rows, sorted
     vectors: np.ndarray  # their raw vectors
     dropped: np.ndarray  # every row the targets had, sorted
+
+    @classmethod
+    def drawn(
+        cls, drawn: list[PseudoQuery], store: DocumentStore, encode: Encode, chunker: Chunker | None
+    ) -> Targets:
+        """Documents of one passage re-encoded without the query (`of`); of several, cropped (cropping.py)."""
+        counts = store.passages().counts_of(np.array([q.pk for q in drawn], dtype=np.int64))
+        several = [(q, int(n)) for q, n in zip(drawn, counts) if n > 1]
+        whole = cls.of([q for q, n in zip(drawn, counts) if n == 1], store, encode, chunker)
+        if not several:
+            return whole
+        rows = [q.pk + i for q, n in several for i in range(n)]
+        texts = {pk: row["text"] for pk, row in store.get([q.pk for q, _ in several]).items()}
+        kept, dropped = cropped([q for q, _ in several], texts, [n for _, n in several], store.spans(rows))
+        return cls(
+            whole.queries + kept, whole.rows, whole.vectors, np.sort(np.concatenate([whole.dropped, dropped]))
+        )
 
     @classmethod
     def of(
@@ -287,11 +362,12 @@ def _ranking(dense: list[Found], keyword: list[Found], weight: float) -> list[Fo
 
 
 def _mean_ndcg(drawn: Sequence[PseudoQuery], found: list[Found]) -> float:
+    return round(sum(_gain(query, matches) for query, matches in zip(drawn, found)) / len(drawn), 5)
+
+
+def _gain(query: PseudoQuery, found: Found) -> float:
     """nDCG@10 with one relevant document: 1 / log2(1 + its rank), 0 beyond rank 10."""
-    total = 0.0
-    for query, matches in zip(drawn, found):
-        for rank, match in enumerate(matches[:CUTOFF], 1):
-            if match.pk == query.pk:
-                total += 1 / math.log2(1 + rank)
-                break
-    return round(total / len(drawn), 5)
+    for rank, match in enumerate(found[:CUTOFF], 1):
+        if match.pk == query.pk:
+            return 1 / math.log2(1 + rank)
+    return 0.0

@@ -1,0 +1,76 @@
+"""The bench's calibrated rows: the search a corpus's own calibration (calibration.py) chooses, with a fixed
+weight and with a weight per query (perquery.py), measured on the real queries beside the swept weights."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+
+def calibrated(index, config, rerank: int) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """The search the corpus's own calibration (calibration.py) chooses for these settings, and what its row
+    records beside the metrics (`calibrated`, the weight, the pseudo-queries' sweep); none unless hybrid is
+    among the modes and the corpus can be calibrated."""
+    from ..ingest.creation import make_chunker
+    from ..retrieval.calibration import Calibration, calibrate
+    from ..retrieval.perquery import PerQueryWeights
+    from ..retrieval.search import DenseRetriever
+
+    if not config.calibrate or "hybrid" not in config.modes:
+        return []
+    chosen = calibrate(
+        store=index.store,
+        dense=DenseRetriever(index.transform, index.vectors, index.raw),
+        encode=index.encoder.encode,
+        chunker=make_chunker(index.settings, lambda: index.encoder),
+        rerank=rerank,
+    )
+    if not isinstance(chosen, Calibration):
+        config.progress(f"not calibrated: {chosen.skipped}")
+        return []
+    search: dict[str, Any] = {"mode": chosen.mode}
+    if chosen.mode == "hybrid":
+        search.update(alpha=chosen.alpha, fusion="convex")
+    measured = {
+        "calibrated": True,
+        "alpha": chosen.alpha,
+        "pseudo_queries": chosen.queries,
+        "pseudo_sweep": chosen.sweep,
+        "calibration_s": chosen.seconds,
+    }
+    weights = PerQueryWeights.from_json(chosen.per_query)
+    per_query = {**measured, "weighting": "per-query", "per_query": chosen.per_query, "weights": weights}
+    return [(search, measured), ({"mode": "hybrid", "fusion": "convex"}, per_query)]
+
+
+def per_query_search(index, queries: np.ndarray, texts: list[str], rerank: int, weights) -> list[list]:
+    """Each query's dense and keyword lists (FUSION_DEPTH each, as hybrid search takes them) fused at the
+    weight its own lists call for (perquery.py)."""
+    from ..retrieval.search import Match, fuse
+    from ..settings import FUSION_DEPTH, Fusion
+
+    sides = [
+        index.search_vectors(queries, k=FUSION_DEPTH, rerank=rerank, texts=texts, mode=mode)
+        for mode in ("dense", "keyword")
+    ]
+    out = []
+    for hits in zip(*sides):
+        dense, keyword = [[Match(hit.id, hit.score) for hit in side] for side in hits]
+        weight = weights.weight(dense, keyword)
+        found = (
+            dense
+            if weight == 1
+            else keyword
+            if weight == 0
+            else fuse(dense, keyword, weight, Fusion.CONVEX, 100)
+        )
+        out.append([_Hit(match.pk, match.score) for match in found])  # 100 deep, as the bench's other rows
+    return out
+
+
+@dataclass(frozen=True)
+class _Hit:
+    id: str
+    score: float

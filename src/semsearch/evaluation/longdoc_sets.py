@@ -1,0 +1,156 @@
+"""Evaluation sets built in code from the shared data (never copied into the repository), for defaults measured
+on kinds of corpora the source sets are not:
+
+- mixed-topic long documents: a BEIR set's documents in a fixed random order, PIECES at a time, concatenated
+  ("Title. text" each) into one document that changes topic every piece; a query is relevant to a long document
+  with the highest grade of its pieces. A shorter passage should win here.
+- single-topic long documents: the documents relevant to one query concatenated (up to PIECES) into one, so
+  that every part of a long document is about the same queries; the documents no query judges stay as they
+  are. A longer passage (more of the topic in one vector) should not lose here.
+- short sentences as retrieval (STS Benchmark): a sentence of a pair scored at least STS_RELEVANT is a query,
+  the other sentence its one relevant document, in a corpus of every other sentence of the files.
+
+Each is written once as a BEIR directory (corpus.jsonl, queries.jsonl, qrels/test.tsv) and reused.
+`subset` keeps every judged document and draws the rest (seeded) up to that many source documents."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from ..storage.files import atomic_write_text
+from .datasets import load_beir, load_sts, read_qrels
+
+PIECES = 10  # source documents per long document
+SEED = 26
+STS_RELEVANT = 4.0  # a pair scored this similar or more: the one sentence finds the other
+
+
+def mixed_topic(source: Path, target: Path, subset: int | None = None, seed: int = SEED) -> Path:
+    """Long documents of PIECES unrelated source documents each (see the module's docstring)."""
+
+    def group(
+        docs: list[dict], qrels: dict[str, dict[str, int]], rng: np.random.Generator
+    ) -> list[list[dict]]:
+        order = rng.permutation(len(docs))
+        return [[docs[i] for i in order[start : start + PIECES]] for start in range(0, len(order), PIECES)]
+
+    return _built(source, target, subset, seed, group)
+
+
+def single_topic(source: Path, target: Path, subset: int | None = None, seed: int = SEED) -> Path:
+    """Long documents of the documents one query judges relevant (each used once, the queries in id order, at
+    most PIECES per long document); documents no query judges stay one piece each."""
+
+    def group(
+        docs: list[dict], qrels: dict[str, dict[str, int]], rng: np.random.Generator
+    ) -> list[list[dict]]:
+        by_id = {doc["_id"]: doc for doc in docs}
+        used: set[str] = set()
+        groups = []
+        for query in sorted(qrels, key=_natural):
+            relevant = [d for d in sorted(qrels[query], key=_natural) if d in by_id and d not in used]
+            for start in range(0, len(relevant), PIECES):
+                groups.append([by_id[d] for d in relevant[start : start + PIECES]])
+            used.update(relevant)
+        return groups + [[doc] for doc in docs if doc["_id"] not in used]
+
+    return _built(source, target, subset, seed, group)
+
+
+def documents_subset(source: Path, target: Path, subset: int, seed: int = SEED) -> Path:
+    """The source's judged documents and others drawn up to `subset`, each as it is (a cheaper sweep)."""
+
+    def group(
+        docs: list[dict], qrels: dict[str, dict[str, int]], rng: np.random.Generator
+    ) -> list[list[dict]]:
+        return [[doc] for doc in docs]
+
+    return _built(source, target, subset, seed, group)
+
+
+def sts_retrieval(files: list[Path], target: Path) -> Path:
+    """One-sentence documents: STS pairs scored at least STS_RELEVANT, the first sentence a query and the second
+    its relevant document, among every sentence of `files` that is not a query."""
+    if _complete(target):
+        return target
+    pairs = [pair for path in files for pair in load_sts(path)]
+    queries: dict[str, str] = {}
+    relevant: dict[str, str] = {}
+    for pair in pairs:
+        if pair.score >= STS_RELEVANT and pair.sentence1 != pair.sentence2 and pair.sentence1 not in queries:
+            queries[pair.sentence1] = f"q{len(queries)}"
+            relevant[pair.sentence1] = pair.sentence2
+    sentences = dict.fromkeys(s for p in pairs for s in (p.sentence1, p.sentence2) if s not in queries)
+    ids = {sentence: f"s{n}" for n, sentence in enumerate(sentences)}
+    qrels = {queries[q]: {ids[d]: 1} for q, d in relevant.items() if d in ids}
+    _write(
+        target,
+        [{"_id": ids[s], "title": "", "text": s} for s in sentences],
+        {queries[q]: q for q in relevant if queries[q] in qrels},
+        qrels,
+    )
+    return target
+
+
+Grouping = Callable[[list[dict], dict[str, dict[str, int]], np.random.Generator], list[list[dict]]]
+
+
+def _built(source: Path, target: Path, subset: int | None, seed: int, group: Grouping) -> Path:
+    if _complete(target):
+        return target
+    data = load_beir(source)
+    qrels = read_qrels(source / "qrels" / "test.tsv")
+    docs = [json.loads(line) for line in data.corpus_path.read_text().splitlines() if line.strip()]
+    for doc in docs:
+        doc["_id"] = str(doc["_id"])
+    rng = np.random.default_rng(seed)
+    if subset is not None and subset < len(docs):
+        judged = {d for judged in qrels.values() for d in judged}
+        others = [i for i, doc in enumerate(docs) if doc["_id"] not in judged]
+        drawn = set(rng.permutation(others)[: max(0, subset - (len(docs) - len(others)))].tolist())
+        docs = [doc for i, doc in enumerate(docs) if doc["_id"] in judged or i in drawn]
+    owner: dict[str, str] = {}
+    corpus = []
+    for n, pieces in enumerate(group(docs, qrels, rng)):
+        long_id = f"long-{n}"
+        owner.update((doc["_id"], long_id) for doc in pieces)
+        text = "\n".join((f"{d['title']}. " if d.get("title") else "") + d["text"] for d in pieces)
+        if len(pieces) == 1:  # a document as it is, title kept
+            corpus.append({"_id": long_id, "title": pieces[0].get("title") or "", "text": pieces[0]["text"]})
+        else:
+            corpus.append({"_id": long_id, "title": "", "text": text})
+    long_qrels: dict[str, dict[str, int]] = {}
+    for query, judged in qrels.items():
+        for doc_id, grade in judged.items():
+            if grade > 0 and doc_id in owner:
+                mapped = long_qrels.setdefault(query, {})
+                mapped[owner[doc_id]] = max(grade, mapped.get(owner[doc_id], 0))
+    _write(target, corpus, {q: text for q, text in data.queries.items() if q in long_qrels}, long_qrels)
+    return target
+
+
+def _write(
+    target: Path, corpus: list[dict], queries: dict[str, str], qrels: dict[str, dict[str, int]]
+) -> None:
+    (target / "qrels").mkdir(parents=True, exist_ok=True)
+    atomic_write_text(target / "corpus.jsonl", "".join(json.dumps(d) + "\n" for d in corpus))
+    atomic_write_text(
+        target / "queries.jsonl",
+        "".join(json.dumps({"_id": q, "text": t}) + "\n" for q, t in queries.items()),
+    )
+    lines = ["query-id\tcorpus-id\tscore"] + [
+        f"{q}\t{d}\t{g}" for q, j in qrels.items() for d, g in j.items()
+    ]
+    atomic_write_text(target / "qrels" / "test.tsv", "\n".join(lines) + "\n")  # last: marks the set complete
+
+
+def _complete(target: Path) -> bool:
+    return (target / "qrels" / "test.tsv").is_file()
+
+
+def _natural(name: str) -> tuple[int, str]:
+    return (int(name), name) if name.isdigit() else (1 << 62, name)

@@ -1,0 +1,77 @@
+"""The evaluation sets built in code (evaluation/longdoc_sets.py), on a small BEIR directory and STS file."""
+
+from __future__ import annotations
+
+import json
+
+from semsearch.evaluation.datasets import load_beir
+from semsearch.evaluation.longdoc_sets import (
+    PIECES,
+    documents_subset,
+    mixed_topic,
+    single_topic,
+    sts_retrieval,
+)
+
+
+def _source(root):
+    docs = [{"_id": f"d{i}", "title": f"T{i}", "text": f"text of document {i}."} for i in range(25)]
+    (root / "qrels").mkdir(parents=True)
+    (root / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
+    queries = [{"_id": "1", "text": "first"}, {"_id": "2", "text": "second"}]
+    (root / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries))
+    judged = [("1", "d3", 1), ("1", "d17", 2), ("2", "d3", 2), ("2", "d4", 1), ("2", "d9", 0)]
+    (root / "qrels" / "test.tsv").write_text("".join(f"{q}\t{d}\t{g}\n" for q, d, g in judged))
+    return root
+
+
+def _corpus(directory):
+    return {
+        d["_id"]: d["text"] for d in map(json.loads, (directory / "corpus.jsonl").read_text().splitlines())
+    }
+
+
+def test_mixed_topic_documents_hold_ten_pieces_and_carry_the_judgements(tmp_path):
+    out = mixed_topic(_source(tmp_path / "src"), tmp_path / "mixed")
+    corpus, data = _corpus(out), load_beir(out)
+    assert len(corpus) == 3 and sorted(t.count("\n") + 1 for t in corpus.values()) == [5, PIECES, PIECES]
+    owner = {f"d{i}": long for long, text in corpus.items() for i in range(25) if f"document {i}." in text}
+    assert data.qrels["1"] == {owner["d3"]: 1, owner["d17"]: 2} or owner["d3"] == owner["d17"]
+    assert data.qrels["2"][owner["d3"]] == 2  # the highest grade of its pieces
+    assert owner["d9"] not in data.qrels["2"] or owner["d9"] in (owner["d3"], owner["d4"])  # grade 0: none
+    assert "T3. text of document 3." in corpus[owner["d3"]]
+
+
+def test_single_topic_documents_are_one_querys_relevant_documents(tmp_path):
+    out = single_topic(_source(tmp_path / "src"), tmp_path / "single")
+    corpus, data = _corpus(out), load_beir(out)
+    assert data.qrels["1"] == {"long-0": 2}  # d3 and d17 together
+    assert "document 3." in corpus["long-0"] and "document 17." in corpus["long-0"]
+    assert data.qrels["2"] == {"long-0": 2, "long-1": 1}  # d3 (used by query 1) and d4 alone
+    assert len(corpus) == 25 - 2  # the rest one piece each
+
+
+def test_a_subset_keeps_every_judged_document(tmp_path):
+    out = documents_subset(_source(tmp_path / "src"), tmp_path / "sub", subset=8)
+    corpus = _corpus(out)
+    assert len(corpus) == 8 and {"text of document 3.", "text of document 17."} <= set(corpus.values())
+
+
+def test_sts_pairs_become_queries_and_their_one_relevant_sentence(tmp_path):
+    rows = [
+        ("5.000", "A man is dancing.", "A man dances."),
+        ("1.000", "A cat sleeps.", "A dog runs."),
+        ("4.200", "Kids play ball.", "Children play with a ball."),
+    ]
+    path = tmp_path / "sts.csv"
+    path.write_text("".join(f"g\tf\ty\t{n:04d}\t{s}\t{a}\t{b}\n" for n, (s, a, b) in enumerate(rows)))
+    out = sts_retrieval([path], tmp_path / "sts")
+    corpus, data = _corpus(out), load_beir(out)
+    assert set(data.queries.values()) == {"A man is dancing.", "Kids play ball."}
+    assert "A man is dancing." not in corpus.values() and "A cat sleeps." in corpus.values()
+    for query, judged in data.qrels.items():
+        assert len(judged) == 1
+        assert {data.queries[query]: corpus[next(iter(judged))]} in (
+            {"A man is dancing.": "A man dances."},
+            {"Kids play ball.": "Children play with a ball."},
+        )
