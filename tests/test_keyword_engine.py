@@ -142,3 +142,76 @@ def test_query_styles_are_deterministic_and_long_queries_are_long(scifact_subset
     assert words["short"] <= 4 < words["asis"] < words["paragraph"]
     repeated = next(t for q, t in first["repeated"].items() if t != first["asis"][q])
     assert any(count > 1 for count in np.unique(query_words(repeated), return_counts=True)[1])
+
+
+@pytest.mark.slow
+def test_bench_reports_the_plain_fts5_reference_and_latency_percentiles(scifact_subset, tmp_path):
+    from click.testing import CliRunner
+    from conftest import write_jsonl
+
+    from semsearch.cli import main
+
+    corpus, queries, qrels = scifact_subset
+    root = tmp_path / "scifact-mini"
+    (root / "qrels").mkdir(parents=True)
+    (root / "corpus.jsonl").write_bytes(corpus.read_bytes())
+    write_jsonl(root / "queries.jsonl", [{"_id": q, "text": t} for q, t in queries.items()])
+    (root / "qrels" / "test.tsv").write_text(
+        "".join(f"{q}\t{d}\t{r}\n" for q, docs in qrels.items() for d, r in docs.items())
+    )
+    arguments = ["bench", "--beir", str(root), "--modes", "dense,keyword,hybrid", "--transforms", "none"]
+    arguments += [
+        "--dims",
+        "all",
+        "--chunk-tokens",
+        "0",
+        "--out",
+        str(tmp_path / "out"),
+        "--work",
+        str(tmp_path),
+    ]
+    result = CliRunner().invoke(main, arguments)
+    assert result.exit_code == 0, result.output
+    rows = json.loads((tmp_path / "out" / "results.json").read_text())
+    by_system = {(row["system"], row.get("mode")): row for row in rows}
+    keyword, plain = by_system["semsearch", "keyword"], by_system["plain FTS5 bm25", "keyword"]
+    assert ("semsearch", "dense") in by_system and ("semsearch", "hybrid") in by_system
+    for row in rows:
+        assert 0 < row["query_ms"] <= row["query_ms_p90"]
+    assert 0.3 < plain["ndcg@10"] <= 1 and abs(keyword["ndcg@10"] - plain["ndcg@10"]) < 0.1
+    assert "plain FTS5 bm25" in (tmp_path / "out" / "results.md").read_text()
+
+
+def test_documents_and_queries_pass_through_the_one_analysis(tmp_path, monkeypatch):
+    """What analysis.analyze returns is what the keyword index holds and what a query looks for, on both engines
+    (here an analysis that spells `colour` as `color`: a segmenter plugs in the same way)."""
+    from semsearch.retrieval import analysis
+
+    monkeypatch.setattr(analysis, "analyze", lambda text: text.replace("colour", "color"))
+    store = stored(
+        tmp_path / "docs.db", [("a", "colour", "of the sky"), ("b", None, "colorless green ideas")]
+    )
+    assert store.db.execute("SELECT count(*) FROM keywords WHERE keywords MATCH 'colour'").fetchone()[0] == 0
+    retriever = KeywordRetriever(store, store.count())
+    for top in (lambda t: retriever._top(t, 5, None), lambda t: retriever.top([t], 5, None)[0]):
+        assert [pk for pk, _ in top("colour")] == [0] and [pk for pk, _ in top("color")] == [0]
+    with store.transaction():
+        store.delete([0])  # the delete analyses the old text as the insert did: no token left behind
+    assert store.db.execute("SELECT count(*) FROM keywords WHERE keywords MATCH 'color'").fetchone()[0] == 0
+    assert store.db.execute("INSERT INTO keywords (keywords) VALUES ('integrity-check')") is not None
+    store.close()
+
+
+def test_a_read_only_store_is_ranked_by_the_matrix(tmp_path):
+    path = tmp_path / "ro" / "docs.db"
+    path.parent.mkdir()
+    stored(path, [(f"d{i}", None, f"words term{i % 3}") for i in range(9)]).close()
+    path.parent.chmod(0o555)
+    try:
+        store = DocumentStore(path, read_only=True)
+        retriever = KeywordRetriever(store, store.count())
+        assert [pk for pk, _ in retriever.top(["term1 term1"], 5, None)[0]] == [1, 4, 7]
+        assert retriever.matrix() is not None
+        store.close()
+    finally:
+        path.parent.chmod(0o755)

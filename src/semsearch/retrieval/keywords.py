@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..storage.store import DocumentStore
+from . import analysis
 from .bm25matrix import STEMMER, TITLE_WEIGHT, Bm25Matrix, state_key
 
 WORD = re.compile(r"\w+")
@@ -65,16 +66,10 @@ MATRIX_AT_ONCE = 50_000
 Scored = list[tuple[int, float]]  # (document pk, bm25 score, higher better), best first
 
 
-def analyze(text: str) -> str:
-    """The one text analysis before FTS5's tokenizer, for a query's text (and where documents get one, theirs):
-    where a segmenter for languages written without spaces (cjk.py) plugs in. Identity for now."""
-    return text
-
-
 def query_words(text: str) -> list[str]:
     """The words of a query, lower-cased, in order, repeats kept (BM25 weighs a word by how often the query says
     it); stopwords left out unless they are all."""
-    words = [word.lower() for word in WORD.findall(analyze(text))]
+    words = [word.lower() for word in WORD.findall(analysis.analyze(text))]
     kept = [word for word in words if word not in STOPWORDS]
     return kept or words
 
@@ -91,6 +86,7 @@ class Cached:
 
     matrix: Bm25Matrix | None = None
     seen: tuple[int, int] | None = None
+    too_large: tuple[int, int] | None = None  # the content key whose matrix would be over MAX_POSTINGS
 
 
 MATRICES: weakref.WeakKeyDictionary[DocumentStore, Cached] = weakref.WeakKeyDictionary()
@@ -117,10 +113,11 @@ class KeywordRetriever:
             cached = MATRICES.setdefault(self.store, Cached())
             if key is None or (cached.matrix is not None and cached.matrix.key == key):
                 return cached.matrix if key is not None else None
-            if cached.seen != key and self.documents > MATRIX_AT_ONCE:
+            if (cached.seen != key and self.documents > MATRIX_AT_ONCE) or cached.too_large == key:
                 cached.seen, cached.matrix = key, None
                 return None
             cached.matrix = Bm25Matrix.read(self.store)
+            cached.too_large = key if cached.matrix is None else None
             return cached.matrix
 
     def _top(self, text: str, n: int, allowed: np.ndarray | None) -> Scored:
