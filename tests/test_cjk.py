@@ -124,3 +124,24 @@ def test_retrieval_sets_are_built_from_pairs():
         positives = {p.text2 for p in pairs if p.text1 == text and p.label == 1}
         assert {data.corpus[d] for d in data.qrels[query_id]} == positives
         assert data.corpus[data.own[query_id]] == text
+
+
+def test_keyword_search_finds_two_character_chinese_words_in_an_index(tmp_path):
+    """Through the real keyword engine (FTS5 and its bm25 matrix, documents and queries through one analysis):
+    each word written in the corpus finds the documents holding it, and only those."""
+    from semsearch import Index
+
+    texts = {
+        "1": "我每天早上吃一个苹果",
+        "2": "上海的房价很高",
+        "3": "北京是中国的首都",
+        "4": "人工智能和机器学习正在改变世界",
+        "5": "苹果公司发布了新款手机",
+    }
+    with Index.create(tmp_path / "index") as index:
+        index.add([{"id": key, "text": text} for key, text in texts.items()])
+        for word in ("苹果", "北京", "人工智能", "机器学习", "房价"):
+            found = {hit.id for hit in index.search(word, k=5, mode="keyword")}
+            holding = {key for key, text in texts.items() if word in text}
+            assert holding <= found, (word, found)
+            assert next(iter(h.id for h in index.search(word, k=1, mode="keyword"))) in holding

@@ -68,7 +68,15 @@ def _metric_names(rows: list[dict[str, Any]]) -> list[str]:
 
 def markdown_table(rows: list[dict[str, Any]], command: str | None = None) -> str:
     metrics = _metric_names(rows)
-    extra = ["query_ms", "bytes_per_doc", "refit_s", "ingest_docs_per_s", "encode_sentences_per_s", "fit_s"]
+    extra = [
+        "query_ms",
+        "query_ms_p90",
+        "bytes_per_doc",
+        "refit_s",
+        "ingest_docs_per_s",
+        "encode_sentences_per_s",
+        "fit_s",
+    ]
     extra = [c for c in extra if any(c in r for r in rows)]
     quantized = any(r.get("quantize", "none") != "none" for r in rows)
     backends = (

@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import json
 import re
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..storage.store import DocumentStore
+from . import analysis
+from .bm25matrix import STEMMER, TITLE_WEIGHT, Bm25Matrix, state_key
 
 WORD = re.compile(r"\w+")
 STOPWORDS = frozenset(
@@ -58,12 +61,15 @@ STOPWORDS = frozenset(
     ]
 )
 LISTED_ROWS = 2_000  # a filter allowing at most this many documents is listed in the query; more: read deeper
+# Reading the matrix costs about 20 us a document (2.5 s at 117k): a store this small has it read by its first query.
+MATRIX_AT_ONCE = 50_000
 Scored = list[tuple[int, float]]  # (document pk, bm25 score, higher better), best first
 
 
 def query_words(text: str) -> list[str]:
-    """The words of a query, lower-cased, unique, in order; stopwords left out unless they are all."""
-    words = list(dict.fromkeys(word.lower() for word in WORD.findall(text)))
+    """The words of a query, lower-cased, in order, repeats kept (BM25 weighs a word by how often the query says
+    it); stopwords left out unless they are all."""
+    words = [word.lower() for word in WORD.findall(analysis.analyze(text))]
     kept = [word for word in words if word not in STOPWORDS]
     return kept or words
 
@@ -75,28 +81,59 @@ def match_expression(text: str) -> str | None:
 
 
 @dataclass
+class Cached:
+    """A store's bm25 matrix, and the content key its last keyword query saw."""
+
+    matrix: Bm25Matrix | None = None
+    seen: tuple[int, int] | None = None
+    too_large: tuple[int, int] | None = None  # the content key whose matrix would be over MAX_POSTINGS
+
+
+MATRICES: weakref.WeakKeyDictionary[DocumentStore, Cached] = weakref.WeakKeyDictionary()
+
+
+@dataclass
 class KeywordRetriever:
     store: DocumentStore
     documents: int  # in the store: how deep a filter allowing some of them reads
 
     def top(self, texts: Sequence[str], n: int, allowed: np.ndarray | None) -> list[Scored]:
         """The n best documents of each text by bm25, among the `allowed` pks (sorted) if given."""
+        matrix = self.matrix()
+        if matrix is not None:
+            return [matrix.top(STEMMER.stems(query_words(text)), n, allowed) for text in texts]
         return [self._top(text, n, allowed) for text in texts]
+
+    def matrix(self) -> Bm25Matrix | None:
+        """The store's bm25 matrix if its content is as when it was read; else read anew, at once for a small
+        store, for a large one when a second query finds the content unchanged (a one-off query, or a store being
+        written to, is answered by FTS5 meanwhile)."""
+        with self.store.guarded():
+            key = state_key(self.store)
+            cached = MATRICES.setdefault(self.store, Cached())
+            if key is None or (cached.matrix is not None and cached.matrix.key == key):
+                return cached.matrix if key is not None else None
+            if (cached.seen != key and self.documents > MATRIX_AT_ONCE) or cached.too_large == key:
+                cached.seen, cached.matrix = key, None
+                return None
+            cached.matrix = Bm25Matrix.read(self.store)
+            cached.too_large = key if cached.matrix is None else None
+            return cached.matrix
 
     def _top(self, text: str, n: int, allowed: np.ndarray | None) -> Scored:
         expression = match_expression(text)
         if expression is None or (allowed is not None and not len(allowed)):
             return []
-        select = "SELECT rowid, -rank FROM keywords WHERE keywords MATCH ?"
+        select = f"SELECT rowid, -bm25(keywords, {TITLE_WEIGHT}, 1.0) AS score FROM keywords WHERE keywords MATCH ?"
         if allowed is None:
-            return self._rows(select + " ORDER BY rank LIMIT ?", [expression, n])
+            return self._rows(select + " ORDER BY score DESC, rowid LIMIT ?", [expression, n])
         if len(allowed) <= LISTED_ROWS:
-            listed = " AND rowid IN (SELECT value FROM json_each(?)) ORDER BY rank LIMIT ?"
+            listed = " AND rowid IN (SELECT value FROM json_each(?)) ORDER BY score DESC, rowid LIMIT ?"
             return self._rows(select + listed, [expression, json.dumps(allowed.tolist()), n])
         # Many allowed: read the ranking deeper until n of them are found or it ends (exact either way).
         depth = max(n, int(n * 2 * self.documents / len(allowed)))
         while True:
-            rows = self._rows(select + " ORDER BY rank LIMIT ?", [expression, depth])
+            rows = self._rows(select + " ORDER BY score DESC, rowid LIMIT ?", [expression, depth])
             kept = [row for row, inside in zip(rows, np.isin([pk for pk, _ in rows], allowed)) if inside]
             if len(kept) >= n or len(rows) < depth:
                 return kept[:n]

@@ -28,6 +28,7 @@ META_ROWS = """INSERT INTO meta (pk, path, kind, num, str)
     SELECT pk, path, kind, CASE WHEN kind IN ('integer', 'real') THEN value END,
         CASE WHEN kind = 'text' THEN value END
     FROM found"""
+ANALYZED = "semsearch_analyze({row}.title), semsearch_analyze({row}.text)"  # analysis.SQL_FUNCTION
 NEW_ROWS = "d.pk IN (SELECT value FROM json_each(?))"
 
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
@@ -82,6 +83,22 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         END""",
         "INSERT INTO keywords (keywords) VALUES ('rebuild')",  # the documents already stored
         "PRAGMA user_version = 3",
+    ),
+    (  # the documents' title and text pass through the one analysis queries pass through (retrieval/analysis.py)
+        "DROP TRIGGER IF EXISTS keywords_insert",
+        "DROP TRIGGER IF EXISTS keywords_delete",
+        "DROP TRIGGER IF EXISTS keywords_update",
+        f"""CREATE TRIGGER keywords_insert AFTER INSERT ON documents BEGIN
+            INSERT INTO keywords (rowid, title, text) VALUES (new.pk, {ANALYZED.format(row="new")});
+        END""",
+        f"""CREATE TRIGGER keywords_delete AFTER DELETE ON documents BEGIN
+            INSERT INTO keywords (keywords, rowid, title, text) VALUES ('delete', old.pk, {ANALYZED.format(row="old")});
+        END""",
+        f"""CREATE TRIGGER keywords_update AFTER UPDATE OF title, text ON documents BEGIN
+            INSERT INTO keywords (keywords, rowid, title, text) VALUES ('delete', old.pk, {ANALYZED.format(row="old")});
+            INSERT INTO keywords (rowid, title, text) VALUES (new.pk, {ANALYZED.format(row="new")});
+        END""",
+        "PRAGMA user_version = 4",
     ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -18,6 +18,7 @@ import sqlite_utils
 
 from ..errors import IndexStateError
 from ..ingest.documents import Document
+from ..retrieval.analysis import register as register_analysis
 from ..retrieval.filters import Condition, RowCache, check_fields, condition_sql, where_sql
 from .damage import RESTORE, DamagedFile, brief, size_problem, sqlite_problem
 from .passages import PassageMap
@@ -26,7 +27,6 @@ from .schema import META_ROWS, MIGRATIONS, NEW_ROWS, SCHEMA_VERSION
 TABLES = ("documents", "fields", "state")
 # A writable open failing so (the file or its directory cannot be written) opens read-only instead.
 UNWRITABLE = (sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN)
-
 
 # The stores open in this process, by file. A file SQLite has open is never opened by other code here: POSIX
 # locks belong to the process, and closing any descriptor of the file drops SQLite's, after which another
@@ -67,7 +67,7 @@ class DocumentStore:
         with self.guarded():
             if not self.read_only:
                 try:
-                    self.db = sqlite_utils.Database(self.path)
+                    self.db = sqlite_utils.Database(register_analysis(sqlite3.connect(self.path)))
                     self.db.execute("PRAGMA busy_timeout = 30000")
                     if self.db.journal_mode != "wal":
                         self.db.enable_wal()
