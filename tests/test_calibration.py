@@ -17,6 +17,7 @@ from semsearch import Index
 from semsearch.cli import main
 from semsearch.evaluation.datasets import ensure_beir
 from semsearch.ingest.creation import make_chunker
+from semsearch.retrieval.analysis import register as register_analysis
 from semsearch.retrieval.calibration import (
     MIN_PASSAGES,
     QUERY_SHARE,
@@ -29,6 +30,7 @@ from semsearch.retrieval.calibration import (
     sentences,
     sweep_weights,
 )
+from semsearch.retrieval.keywords import TITLE_WEIGHT
 from semsearch.retrieval.search import DenseRetriever
 from semsearch.settings import DEFAULT_ALPHA, FUSION_DEPTH
 
@@ -231,11 +233,15 @@ def test_cropped_targets_rank_as_the_index_without_the_passages_holding_the_quer
 
     with sqlite3.connect(store.path) as source, sqlite3.connect(tmp_path / "copy.sqlite") as db:
         source.backup(db)  # the committed file and its write-ahead log
+        register_analysis(db)  # the keyword triggers analyse the changed texts as the store does
         db.executemany(
             "UPDATE documents SET text = ? WHERE pk = ?", [(q.rest, q.pk) for q in targets.queries]
         )
         for query, found in zip(targets.queries, keyword_found):
-            sql = "SELECT rowid, -rank FROM keywords WHERE keywords MATCH ? ORDER BY rank LIMIT 20"
+            sql = (
+                f"SELECT rowid, -bm25(keywords, {TITLE_WEIGHT}, 1.0) AS s FROM keywords WHERE keywords MATCH ? "
+                "ORDER BY s DESC LIMIT 20"
+            )
             expected = db.execute(sql, [match_expression(query.query)]).fetchall()
             assert [(m.pk, pytest.approx(m.score)) for m in found[:20]] == [(pk, s) for pk, s in expected]
 

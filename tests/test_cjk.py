@@ -105,7 +105,7 @@ def test_a_corpus_of_multi_sentence_chinese_documents_is_calibrated(tmp_path, mo
     pairs = read_pairs(shared_data("zh", "STS-B", "STS-B.test.data"))
     lines = list(dict.fromkeys(p.text1.rstrip("。") + "。" for p in pairs))[:1200]
     docs = [{"id": str(n), "text": "".join(lines[n : n + 4])} for n in range(0, len(lines), 4)]
-    monkeypatch.setattr(calibration, "MIN_DOCUMENTS", 200)
+    monkeypatch.setattr(calibration, "MIN_PASSAGES", 200)
     monkeypatch.setattr(calibration, "MIN_QUERIES", 20)
     monkeypatch.setattr(calibration, "QUERY_SHARE", 4)
     with Index.create(tmp_path / "index") as index:

@@ -58,7 +58,7 @@ def info_json(path) -> dict:
 @pytest.mark.slow
 def test_info_against_brute_force_and_full_whitening(sentences, tmp_path):
     path = tmp_path / "index"
-    with Index.create(path, transform="none") as index:
+    with Index.create(path, transform="none", chunk_tokens=256) as index:  # a sentence is one passage
         assert index.ingest(sentences).added == SENTENCES
         settings = index.settings
     texts = [json.loads(line)["text"] for line in sentences.read_text().splitlines()]
