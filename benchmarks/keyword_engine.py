@@ -225,7 +225,27 @@ def latency(work: Path, path: Path | None) -> list[dict]:
                     }
                 )
                 print(rows[-1], file=sys.stderr)
+        rows.append(matrix_cost(index))
     return rows
+
+
+def matrix_cost(index) -> dict:
+    """What reading the bm25 matrix (after a write, or on a process's first queries) costs, and its size."""
+    from semsearch.retrieval.bm25matrix import Bm25Matrix
+
+    started = time.perf_counter()
+    matrix = Bm25Matrix.read(index.store)
+    seconds = time.perf_counter() - started
+    arrays = (matrix.starts, matrix.pks, matrix.weights, matrix.idf)
+    return {
+        "documents": len(index),
+        "queries": "(reading the matrix once)",
+        "mode": "keyword",
+        "keyword engine": "bm25 matrix",
+        "p50_ms": round(1000 * seconds, 1),
+        "p90_ms": "",
+        "p50_vs_dense": f"{len(matrix.pks):,} postings, {sum(a.nbytes for a in arrays) / 2**20:.0f} MiB",
+    }
 
 
 @contextmanager

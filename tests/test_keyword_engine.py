@@ -215,3 +215,25 @@ def test_a_read_only_store_is_ranked_by_the_matrix(tmp_path):
         store.close()
     finally:
         path.parent.chmod(0o755)
+
+
+def test_a_large_store_reads_its_matrix_once_quiet(tmp_path, monkeypatch):
+    """Over MATRIX_AT_ONCE documents a one-off query is answered by FTS5; the matrix is read by a later query,
+    and after a write only once the content has stayed unchanged QUIET_READS times the last read's duration."""
+    monkeypatch.setattr(keywords, "MATRIX_AT_ONCE", 5)
+    store = stored(tmp_path / "docs.db", [(f"d{i}", None, f"words term{i % 3}") for i in range(9)])
+    retriever = KeywordRetriever(store, store.count())
+    expected = retriever._top("term2", 5, None)
+    assert retriever.top(["term2"], 5, None)[0] == expected and keywords.MATRICES[store].matrix is None
+    assert [pk for pk, _ in retriever.top(["term2"], 5, None)[0]] == [pk for pk, _ in expected]
+    assert keywords.MATRICES[store].matrix is not None  # the second query read it
+    monkeypatch.setattr(keywords, "QUIET_READS", 1e9)
+    with store.transaction():
+        store.delete([2])
+    for _ in range(3):  # not quiet for long enough: FTS5 answers, with the write seen
+        assert [pk for pk, _ in retriever.top(["term2"], 5, None)[0]] == [5, 8]
+        assert keywords.MATRICES[store].matrix is None
+    monkeypatch.setattr(keywords, "QUIET_READS", 0)
+    assert [pk for pk, _ in retriever.top(["term2"], 5, None)[0]] == [5, 8]
+    assert keywords.MATRICES[store].matrix is not None
+    store.close()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -61,8 +62,10 @@ STOPWORDS = frozenset(
     ]
 )
 LISTED_ROWS = 2_000  # a filter allowing at most this many documents is listed in the query; more: read deeper
-# Reading the matrix costs about 20 us a document (2.5 s at 117k): a store this small has it read by its first query.
-MATRIX_AT_ONCE = 50_000
+# Reading the matrix costs about 1 s a million tokens (2.5 s for WordNet's 117k glosses, 1 s for SciFact's 5k
+# abstracts): a store this small has it read by its first query, a larger one by a later query once quiet.
+MATRIX_AT_ONCE = 2_000
+QUIET_READS = 10
 Scored = list[tuple[int, float]]  # (document pk, bm25 score, higher better), best first
 
 
@@ -82,10 +85,13 @@ def match_expression(text: str) -> str | None:
 
 @dataclass
 class Cached:
-    """A store's bm25 matrix, and the content key its last keyword query saw."""
+    """A store's bm25 matrix, the content key its keyword queries last saw and since when, and what the last read
+    of a matrix cost."""
 
     matrix: Bm25Matrix | None = None
     seen: tuple[int, int] | None = None
+    seen_at: float = 0.0
+    read_seconds: float = 0.0
     too_large: tuple[int, int] | None = None  # the content key whose matrix would be over MAX_POSTINGS
 
 
@@ -105,18 +111,25 @@ class KeywordRetriever:
         return [self._top(text, n, allowed) for text in texts]
 
     def matrix(self) -> Bm25Matrix | None:
-        """The store's bm25 matrix if its content is as when it was read; else read anew, at once for a small
-        store, for a large one when a second query finds the content unchanged (a one-off query, or a store being
-        written to, is answered by FTS5 meanwhile)."""
+        """The store's bm25 matrix if its content is as when it was read; else read anew: at once for a small
+        store; for a large one when a later query finds the content unchanged and has been so for QUIET_READS
+        times what the last read took (a one-off query, and a store being written to, are answered by FTS5,
+        rather than reading a matrix for every write)."""
         with self.store.guarded():
             key = state_key(self.store)
             cached = MATRICES.setdefault(self.store, Cached())
             if key is None or (cached.matrix is not None and cached.matrix.key == key):
                 return cached.matrix if key is not None else None
-            if (cached.seen != key and self.documents > MATRIX_AT_ONCE) or cached.too_large == key:
-                cached.seen, cached.matrix = key, None
+            now = time.monotonic()
+            if cached.seen != key:
+                cached.seen, cached.seen_at, cached.matrix = key, now, None
+                if self.documents > MATRIX_AT_ONCE:
+                    return None
+            quiet = now - cached.seen_at >= QUIET_READS * cached.read_seconds
+            if cached.too_large == key or (self.documents > MATRIX_AT_ONCE and not quiet):
                 return None
             cached.matrix = Bm25Matrix.read(self.store)
+            cached.read_seconds = time.monotonic() - now
             cached.too_large = key if cached.matrix is None else None
             return cached.matrix
 
