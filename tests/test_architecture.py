@@ -157,3 +157,45 @@ def test_the_readme_is_a_guide():
     assert len(readme) <= 250
     head = "\n".join(readme[:30])
     assert "make demo" in head and "make test" in head
+
+
+# What reaches SQLite: a connection's statements, the store's connection (`store.db`, `.conn`), a new connection.
+SQL_CALLS = {"execute", "executemany", "executescript", "cursor", "total_changes", "in_transaction"}
+SQL_HANDLES = {"db", "conn"}
+
+
+def sql_uses(path: Path) -> list[str]:
+    """Where a module reaches SQLite itself, read from its source: `line: code` of each `.db`/`.conn` attribute,
+    `.execute(...)`-like call, `sqlite3.connect` or sqlite_utils import."""
+    text = path.read_text()
+    found = []
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Attribute) and (
+            node.attr in SQL_HANDLES
+            or node.attr in SQL_CALLS
+            or (node.attr == "connect" and ast.unparse(node.value) == "sqlite3")
+        ):
+            found.append(f"{node.lineno}: {ast.unparse(node)}")
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
+            found += [f"{node.lineno}: import {name}" for name in names if name.startswith("sqlite_utils")]
+    return sorted(found, key=lambda use: int(use.split(":")[0]))
+
+
+def test_no_sql_outside_the_storage_stage():
+    """Only storage/ runs SQL or touches the store's connection (issue 24): other stages ask the DocumentStore by
+    name (storage/reads.py). `sqlite3` may still be named elsewhere for its error classes (operations/backup.py)
+    and the connection type the store hands analysis.register to install its SQL function."""
+    outside = {
+        name: uses
+        for name, path in modules().items()
+        if not name.startswith("semsearch.storage") and (uses := sql_uses(path))
+    }
+    assert not outside, outside
+
+
+def test_the_sql_check_sees_sql():
+    storage = SOURCE / "storage"
+    assert any(".db.conn" in use for use in sql_uses(storage / "reads.py"))
+    assert any("sqlite3.connect" in use for use in sql_uses(storage / "keywordterms.py"))
+    assert any("import sqlite_utils" in use for use in sql_uses(storage / "store.py"))

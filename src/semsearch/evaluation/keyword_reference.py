@@ -26,9 +26,7 @@ def plain_top(store: DocumentStore, text: str, n: int) -> list[tuple[int, float]
     expression = plain_expression(text)
     if expression is None:
         return []
-    sql = "SELECT rowid, -bm25(keywords) AS score FROM keywords WHERE keywords MATCH ? ORDER BY score DESC LIMIT ?"
-    with store.guarded():
-        return [(int(pk), float(score)) for pk, score in store.db.execute(sql, [expression, n])]
+    return store.plain_keyword_ranking(expression, n)
 
 
 def reference_run(

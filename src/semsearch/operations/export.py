@@ -13,6 +13,7 @@ documents: rows are read by a cursor, vectors a batch at a time."""
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 from collections.abc import Callable, Iterator
@@ -85,32 +86,24 @@ def export(
     return count
 
 
-class _pinned:
+@contextlib.contextmanager
+def _pinned(index: IndexDirectory) -> Iterator[None]:
     """One read transaction: every row read comes from the generation the manifest was read for."""
-
-    def __init__(self, index: IndexDirectory):
-        self.index = index
-
-    def __enter__(self) -> None:
-        conn = self.index.store.db.conn
-        for _ in range(100):
-            self.index.refresh()
-            conn.execute("BEGIN")
-            if self.index.store.generation() == self.index.state.generation:
+    for _ in range(100):
+        index.refresh()
+        with index.store.read_snapshot():
+            if index.store.generation() == index.state.generation:
+                yield
                 return
-            conn.execute("COMMIT")  # a write published in between: read its manifest and look again
-        raise IndexStateError(f"{self.index.path} kept changing while its export began: try again")
-
-    def __exit__(self, *exc) -> None:
-        self.index.store.db.conn.execute("COMMIT")
+        # a write published in between: read its manifest and look again
+    raise IndexStateError(f"{index.path} kept changing while its export began: try again")
 
 
 def _batches(index: IndexDirectory, vectors: bool) -> Iterator[list[str]]:
     """The documents' JSON lines, a batch at a time."""
     store = index.store
     passages = store.passages() if store.has_keywords else None  # older stores: a passage per document
-    cursor = store.db.conn.execute("SELECT pk, id, title, text, metadata FROM documents ORDER BY pk")
-    while rows := cursor.fetchmany(BATCH_DOCS):
+    for rows in store.document_batches(BATCH_DOCS):
         records = [_record(doc_id, title, text, metadata) for _, doc_id, title, text, metadata in rows]
         if not vectors:
             yield [json.dumps(record, ensure_ascii=False) for record in records]

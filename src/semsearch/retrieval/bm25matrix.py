@@ -14,14 +14,11 @@ transaction). Until then keywords.py asks FTS5 itself, which ranks the same."""
 
 from __future__ import annotations
 
-import sqlite3
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..storage.schema import KEYWORD_TOKENIZER
 from ..storage.store import DocumentStore
 
 K1, B = 1.2, 0.75  # FTS5's bm25 constants
@@ -29,57 +26,9 @@ K1, B = 1.2, 0.75  # FTS5's bm25 constants
 # SciFact and Cranfield (benchmarks/results/keyword-engine.md).
 TITLE_WEIGHT = 2.0
 IDF_FLOOR = 1e-6  # FTS5 floors a term's IDF here when it is in half the rows or more
-STEMS_CACHED = 50_000
 # Above this many (term, document) pairs FTS5 ranks instead: the matrix holds 12 bytes a pair (WordNet's 117,791
 # glosses: 1.5 million), and reading it briefly several times that.
 MAX_POSTINGS = 20_000_000
-
-
-def state_key(store: DocumentStore) -> tuple[int, int] | None:
-    """What identifies the committed content the store's connection sees (None: inside a transaction)."""
-    connection = store.db.conn
-    if connection.in_transaction:
-        return None
-    return (connection.execute("PRAGMA data_version").fetchone()[0], connection.total_changes)
-
-
-def postings(connection: sqlite3.Connection) -> int:
-    """How many (term, document) pairs the keyword index holds (fts5vocab's per-term document counts)."""
-    connection.execute(
-        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.keyword_terms USING fts5vocab(main, keywords, 'row')"
-    )
-    return connection.execute("SELECT coalesce(sum(doc), 0) FROM temp.keyword_terms").fetchone()[0]
-
-
-class Stemmer:
-    """Query words as FTS5 indexes them (its own tokenizer, in an in-memory table), remembered."""
-
-    def __init__(self) -> None:
-        self.db = sqlite3.connect(":memory:", check_same_thread=False)
-        self.db.execute(f"CREATE VIRTUAL TABLE words USING fts5(word, tokenize='{KEYWORD_TOKENIZER}')")
-        self.db.execute("CREATE VIRTUAL TABLE tokens USING fts5vocab(words, 'instance')")
-        self.cache: dict[str, tuple[str, ...]] = {}
-        self.lock = threading.Lock()
-
-    def stems(self, words: Sequence[str]) -> list[str]:
-        """The index terms of the words, in order (a word may give none, or several)."""
-        with self.lock:  # one thread at a time on the in-memory table and the cache
-            new = [word for word in dict.fromkeys(words) if word not in self.cache]
-            if new:
-                if len(self.cache) + len(new) > STEMS_CACHED:
-                    self.cache.clear()
-                self.db.executemany("INSERT INTO words (rowid, word) VALUES (?, ?)", enumerate(new))
-                found: dict[int, list[tuple[int, str]]] = {}
-                for term, row, offset in self.db.execute("SELECT term, doc, offset FROM tokens"):
-                    found.setdefault(row, []).append((offset, term))
-                self.db.execute("DELETE FROM words")
-                self.db.commit()
-                for row, word in enumerate(new):
-                    self.cache[word] = tuple(term for _, term in sorted(found.get(row, [])))
-            return [term for word in words for term in self.cache[word]]
-
-
-STEMMER = Stemmer()
 
 
 @dataclass
@@ -97,20 +46,13 @@ class Bm25Matrix:
     @classmethod
     def read(cls, store: DocumentStore) -> Bm25Matrix | None:
         """The matrix of the store's committed content (None: inside a transaction, or over MAX_POSTINGS)."""
-        connection = store.db.conn
-        connection.execute(
-            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.keyword_tokens USING fts5vocab(main, keywords, 'instance')"
-        )
-        key = state_key(store)
-        if key is None or postings(connection) > MAX_POSTINGS:
+        key = store.content_version()
+        if key is None or store.keyword_postings() > MAX_POSTINGS:
             return None
         # fts5vocab reads the FTS5 index's own tokens: every document's terms, one row per occurrence, in order
-        # of term, document, column; one concatenated string per term (of pk * 2 + 1 for a title's) is 5x faster
-        # to fetch than a row each.
-        rows = connection.execute(
-            "SELECT term, count(*), group_concat(doc * 2 + (col = 'title')) FROM temp.keyword_tokens GROUP BY term"
-        ).fetchall()
-        documents = connection.execute("SELECT count(*) FROM documents").fetchone()[0]
+        # of term, document, column; per term, its occurrences as pk * 2 + 1 for a title's.
+        rows = store.keyword_term_rows()
+        documents = store.count()
         counts = np.array([count for _, count, _ in rows], dtype=np.int64)
         coded = np.array(",".join(joined for _, _, joined in rows).split(",") if rows else [], dtype=np.int64)
         docs, in_title = coded >> 1, (coded & 1).astype(bool)

@@ -10,7 +10,6 @@ that has it (2.5x slower on SciFact for the same nDCG@10, benchmarks/results/key
 
 from __future__ import annotations
 
-import json
 import re
 import time
 import weakref
@@ -19,9 +18,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..storage.keywordterms import STEMMER
+from ..storage.reads import Scored
 from ..storage.store import DocumentStore
 from . import analysis
-from .bm25matrix import STEMMER, TITLE_WEIGHT, Bm25Matrix, state_key
+from .bm25matrix import TITLE_WEIGHT, Bm25Matrix
 
 WORD = re.compile(r"\w+")
 STOPWORDS = frozenset(
@@ -66,7 +67,6 @@ LISTED_ROWS = 2_000  # a filter allowing at most this many documents is listed i
 # abstracts): a store this small has it read by its first query, a larger one by a later query once quiet.
 MATRIX_AT_ONCE = 2_000
 QUIET_READS = 10
-Scored = list[tuple[int, float]]  # (document pk, bm25 score, higher better), best first
 
 
 def query_words(text: str) -> list[str]:
@@ -116,7 +116,7 @@ class KeywordRetriever:
         times what the last read took (a one-off query, and a store being written to, are answered by FTS5,
         rather than reading a matrix for every write)."""
         with self.store.guarded():
-            key = state_key(self.store)
+            key = self.store.content_version()
             cached = MATRICES.setdefault(self.store, Cached())
             if key is None or (cached.matrix is not None and cached.matrix.key == key):
                 return cached.matrix if key is not None else None
@@ -137,24 +137,18 @@ class KeywordRetriever:
         expression = match_expression(text)
         if expression is None or (allowed is not None and not len(allowed)):
             return []
-        select = f"SELECT rowid, -bm25(keywords, {TITLE_WEIGHT}, 1.0) AS score FROM keywords WHERE keywords MATCH ?"
         if allowed is None:
-            return self._rows(select + " ORDER BY score DESC, rowid LIMIT ?", [expression, n])
+            return self.store.keyword_ranking(expression, n, TITLE_WEIGHT)
         if len(allowed) <= LISTED_ROWS:
-            listed = " AND rowid IN (SELECT value FROM json_each(?)) ORDER BY score DESC, rowid LIMIT ?"
-            return self._rows(select + listed, [expression, json.dumps(allowed.tolist()), n])
+            return self.store.keyword_ranking(expression, n, TITLE_WEIGHT, within=allowed)
         # Many allowed: read the ranking deeper until n of them are found or it ends (exact either way).
         depth = max(n, int(n * 2 * self.documents / len(allowed)))
         while True:
-            rows = self._rows(select + " ORDER BY score DESC, rowid LIMIT ?", [expression, depth])
+            rows = self.store.keyword_ranking(expression, depth, TITLE_WEIGHT)
             kept = [row for row, inside in zip(rows, np.isin([pk for pk, _ in rows], allowed)) if inside]
             if len(kept) >= n or len(rows) < depth:
                 return kept[:n]
             depth *= 4
-
-    def _rows(self, sql: str, params: list) -> Scored:
-        with self.store.guarded():
-            return [(int(pk), float(score)) for pk, score in self.store.db.execute(sql, params)]
 
 
 def best_span(text: str, spans: Sequence[tuple[int, int]], query: str) -> tuple[int, int]:

@@ -22,6 +22,7 @@ from ..retrieval.analysis import register as register_analysis
 from ..retrieval.filters import Condition, RowCache, check_fields, condition_sql, where_sql
 from .damage import RESTORE, DamagedFile, brief, size_problem, sqlite_problem
 from .passages import PassageMap
+from .reads import StoreReads
 from .schema import META_ROWS, MIGRATIONS, NEW_ROWS, SCHEMA_VERSION
 
 TABLES = ("documents", "fields", "state")
@@ -35,7 +36,7 @@ _OPEN: dict[str, int] = {}
 _OPEN_LOCK = threading.Lock()
 
 
-class DocumentStore:
+class DocumentStore(StoreReads):
     """`read_only`: never write (storage that cannot be written; also set when a writable open fails so).
     `create`: a missing or empty file is a new store (else it is damage: an index that has written documents
     needs them)."""
@@ -356,7 +357,7 @@ class DocumentStore:
         conditions = list(conditions)
         check_fields(conditions, set(self.fields()))
         cache = self._allowed()
-        with self._snapshot():
+        with self.read_snapshot():
             generation = self.generation()
             parts = [
                 cache.get((generation, c), lambda c=c: self._matching(c, generation)) for c in conditions
@@ -380,19 +381,6 @@ class DocumentStore:
         if not joined:
             return np.empty(0, dtype=np.int64)
         return np.unique(np.array(joined.split(","), dtype=np.int64))
-
-    @contextlib.contextmanager
-    def _snapshot(self) -> Iterator[None]:
-        """Reads inside see one committed state (the generation and the rows it names agree)."""
-        conn = self.db.conn
-        if conn.in_transaction:
-            yield
-            return
-        conn.execute("BEGIN")
-        try:
-            yield
-        finally:
-            conn.execute("COMMIT")
 
     def _allowed(self) -> RowCache:
         if "_row_cache" not in self.__dict__:

@@ -1,0 +1,44 @@
+"""Query words as the keyword index makes them terms: FTS5's own tokenizer (schema.KEYWORD_TOKENIZER, porter
+stemming) run on them in a private in-memory table, so a query's terms are the index's exactly. It holds only
+query words, never the store's data; it lives here because it is SQL and must follow the index's tokenizer."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Sequence
+
+from .schema import KEYWORD_TOKENIZER
+
+STEMS_CACHED = 50_000
+
+
+class Stemmer:
+    """Query words as FTS5 indexes them (its own tokenizer, in an in-memory table), remembered."""
+
+    def __init__(self) -> None:
+        self.db = sqlite3.connect(":memory:", check_same_thread=False)
+        self.db.execute(f"CREATE VIRTUAL TABLE words USING fts5(word, tokenize='{KEYWORD_TOKENIZER}')")
+        self.db.execute("CREATE VIRTUAL TABLE tokens USING fts5vocab(words, 'instance')")
+        self.cache: dict[str, tuple[str, ...]] = {}
+        self.lock = threading.Lock()
+
+    def stems(self, words: Sequence[str]) -> list[str]:
+        """The index terms of the words, in order (a word may give none, or several)."""
+        with self.lock:  # one thread at a time on the in-memory table and the cache
+            new = [word for word in dict.fromkeys(words) if word not in self.cache]
+            if new:
+                if len(self.cache) + len(new) > STEMS_CACHED:
+                    self.cache.clear()
+                self.db.executemany("INSERT INTO words (rowid, word) VALUES (?, ?)", enumerate(new))
+                found: dict[int, list[tuple[int, str]]] = {}
+                for term, row, offset in self.db.execute("SELECT term, doc, offset FROM tokens"):
+                    found.setdefault(row, []).append((offset, term))
+                self.db.execute("DELETE FROM words")
+                self.db.commit()
+                for row, word in enumerate(new):
+                    self.cache[word] = tuple(term for _, term in sorted(found.get(row, [])))
+            return [term for word in words for term in self.cache[word]]
+
+
+STEMMER = Stemmer()
