@@ -63,10 +63,12 @@ def summary(rows: list[dict]) -> list[dict]:
     """A row per passage length: each side, the calibrated default, per query, the oracle."""
     out = []
     for chunk in sorted({r["chunk_tokens"] for r in rows}):
-        at = [r for r in rows if r["chunk_tokens"] == chunk]
+        # newest first: a bench run again over the same --out appends its rows after the earlier run's
+        at = [r for r in reversed(rows) if r["chunk_tokens"] == chunk]
         dense = next(r[METRIC] for r in at if r["mode"] == "dense" and not r.get("calibrated"))
         keyword = next(r[METRIC] for r in at if r["mode"] == "keyword" and not r.get("calibrated"))
-        swept = [r for r in at if r["mode"] == "hybrid" and not r.get("calibrated")]
+        latest = {r["alpha"]: r for r in reversed(at) if r["mode"] == "hybrid" and not r.get("calibrated")}
+        swept = list(latest.values())
         oracle = max(swept, key=lambda r: r[METRIC])
         fixed = next((r for r in at if r.get("calibrated") and r.get("weighting", "fixed") == "fixed"), None)
         per_query = next((r for r in at if r.get("weighting") == "per-query"), None)

@@ -69,6 +69,20 @@ def test_word_count_and_cjk_share():
     assert word_count("我每天早上吃一个苹果") == 5
     assert word_count("I eat an apple 每天") == 5
     assert cjk_characters("苹果 apple。") == 3
+    assert word_count("用iPhone拍照。好的，ＡＢ") == 5  # punctuation is no word; full-width letters are
+
+
+def test_an_unspaced_chinese_sentence_gives_a_cropped_pseudo_query():
+    """A one-sentence Chinese document has words for calibration's crop (cropping.py): two characters each."""
+    import numpy as np
+
+    from semsearch.retrieval.cropping import CROP_WORDS, crop
+
+    text = "我每天早上吃一个苹果然后去公司上班工作"  # 19 characters: 10 words
+    query, rest, (start, end) = crop(text, np.random.default_rng(3))
+    assert text[start:end] == query and CROP_WORDS[0] <= len(query) / 2 <= CROP_WORDS[1]
+    assert rest.replace(" ", "") == text[:start] + text[end:] and query not in rest
+    assert crop("我每天早上吃苹果", np.random.default_rng(3)) is None  # 4 words: too few to cut
 
 
 def test_the_chunker_cuts_chinese_between_characters_within_the_budget():

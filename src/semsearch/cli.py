@@ -649,6 +649,7 @@ def _calibration_line(calibration: dict | None) -> str:
         f"{calibration['documents']:,} documents"
         + (f" ({calibration['passages']:,} passages)" if calibration.get("passages") else "")
         + f" in {calibration['seconds']:.1f} s"
+        + (f"; {calibration['rule']}" if calibration.get("rule", "best") != "best" else "")
     )
 
 

@@ -56,15 +56,18 @@ def read_pairs(path: str | Path, limit: int | None = None) -> list[SentencePair]
     return out
 
 
-def retrieval_set(name: str, pairs: list[SentencePair], max_queries: int | None = None) -> RetrievalSet:
-    """The retrieval set of a pair file's pairs (see the module's docstring), queries in file order."""
+def retrieval_set(
+    name: str, pairs: list[SentencePair], max_queries: int | None = None, relevant_at: float = POSITIVE
+) -> RetrievalSet:
+    """The retrieval set of a pair file's pairs (see the module's docstring), queries in file order; a pair is
+    a paraphrase at label `relevant_at` or above (1 of the 0/1 tasks; 4 of STS-B's 0-5, as the English one)."""
     ids: dict[str, str] = {}
     for pair in pairs:
         for text in (pair.text1, pair.text2):
             ids.setdefault(text, f"d{len(ids)}")
     partners: dict[str, set[str]] = {}
     for pair in pairs:
-        if pair.label == POSITIVE and pair.text1 != pair.text2:
+        if pair.label >= relevant_at and pair.text1 != pair.text2:
             partners.setdefault(pair.text1, set()).add(ids[pair.text2])
     queries, qrels, own = {}, {}, {}
     for text, relevant in partners.items():
@@ -81,3 +84,27 @@ def retrieval_set(name: str, pairs: list[SentencePair], max_queries: int | None 
 def without_own(run: dict[str, dict[str, float]], own: dict[str, str]) -> dict[str, dict[str, float]]:
     """A run with each query's own sentence taken out of its ranking."""
     return {q: {d: s for d, s in docs.items() if d != own.get(q)} for q, docs in run.items()}
+
+
+def grouped(data: RetrievalSet, size: int, seed: int = 0) -> RetrievalSet:
+    """Multi-sentence documents from a set: its sentences but the queries' own, shuffled (seeded) and joined
+    `size` to a document with a Chinese full stop; a document is relevant to a query where it holds one of
+    the query's relevant sentences."""
+    import random
+
+    owns = set(data.own.values())
+    sentences = [doc_id for doc_id in data.corpus if doc_id not in owns]
+    random.Random(seed).shuffle(sentences)
+    corpus, holder = {}, {}
+    for start in range(0, len(sentences), size):
+        doc_id = f"g{start // size}"
+        members = sentences[start : start + size]
+        corpus[doc_id] = "".join(data.corpus[m].rstrip("。") + "。" for m in members)
+        holder.update(dict.fromkeys(members, doc_id))
+    qrels = {
+        query_id: dict.fromkeys(sorted({holder[d] for d in relevant if d in holder}), 1)
+        for query_id, relevant in data.qrels.items()
+    }
+    qrels = {query_id: relevant for query_id, relevant in qrels.items() if relevant}
+    queries = {query_id: data.queries[query_id] for query_id in qrels}
+    return RetrievalSet(f"{data.name}-{size}", corpus, queries, qrels, {})

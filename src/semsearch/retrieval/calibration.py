@@ -14,7 +14,9 @@ not documents; an index that cannot be judged records why (Skipped), which `info
 
 The choice, with a tie rule favouring dense (the model's own ranking, the safer side where keyword matching is
 weak): dense alone if it is within TIE of the best weight; else hybrid at the largest weight within TIE of the
-best fused one; keyword alone only if it beats every fused weight by more than TIE. The cost is the encoding of
+best fused one; keyword alone only if it beats every fused weight by more than TIE. One side alone stands only
+if it beats the default (hybrid at DEFAULT_ALPHA) beyond noise (choice.py); else the best fused weight that does,
+else the default (`rule` says which). The cost is the encoding of
 at most QUERIES sentences and their one-passage documents and 2 x QUERIES searches, whatever the corpus's size."""
 
 from __future__ import annotations
@@ -31,10 +33,11 @@ import numpy as np
 from ..ingest.chunking import Chunker
 from ..ingest.documents import Document
 from ..ingest.pipeline import split
-from ..settings import DEFAULT_ALPHA, FUSION_DEPTH, Fusion, SearchMode
+from ..settings import FUSION_DEPTH, Fusion, SearchMode
 from ..storage.rawvectors import RawVectors
 from ..storage.store import DocumentStore
 from . import perquery
+from .choice import NOISE, TIE, choose
 from .cjk import CJK_SENTENCE_ENDS, word_count
 from .cropping import CROP_WORDS, crop, cropped
 from .keywords import KeywordRetriever
@@ -55,7 +58,6 @@ SEED = 16
 MIN_SENTENCES = 3  # in a document that gives a query: the rest keeps at least two
 QUERY_WORDS = (4, 64)  # a pseudo-query's words, at least and at most
 WEIGHTS = tuple(round(0.1 * step, 1) for step in range(11))  # dense weights tried: 0 keyword alone, 1 dense
-TIE = 0.005  # nDCG@10 within this of the best counts as a tie
 CUTOFF = 10
 METRIC = "ndcg@10"
 # A full stop, question or exclamation mark and the space after it; or a Chinese/Japanese sentence end (。！？；…),
@@ -78,9 +80,11 @@ class Calibration:
     sweep: dict[str, float]  # nDCG@10 at each dense weight ("0.0" keyword alone ... "1.0" dense alone)
     seconds: float
     passages: int | None = None  # vector rows when calibrated (None: recorded before they counted)
+    rule: str | None = None  # "best", or why the default weight stood (None: recorded before the noise rule)
     per_query: dict[str, Any] | None = None  # weights per query fitted beside the fixed one (perquery.py)
     metric: str = METRIC
     tie: float = TIE
+    noise: float = NOISE  # standard errors a weight must beat the default one by
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -255,8 +259,9 @@ def calibrate(
             "documents' every passage holds the query)"
         )
     dense_found, keyword_found = rankings(targets, store, dense, encode, rerank)
-    sweep = sweep_weights(targets.queries, dense_found, keyword_found)
-    mode, alpha = choose(sweep)
+    gains = sweep_weights(targets.queries, dense_found, keyword_found)
+    sweep = {weight: round(float(gain.mean()), 5) for weight, gain in gains.items()}
+    mode, alpha, rule = choose(gains)
     fixed = {SearchMode.DENSE.value: 1.0, SearchMode.KEYWORD.value: 0.0}.get(mode, alpha)
     per_query = perquery.fit(
         dense_found, keyword_found, lambda i, found: _gain(targets.queries[i], found), fixed
@@ -271,6 +276,7 @@ def calibrate(
         per_query=per_query.to_json(),
         sides={"dense": sweep["1.0"], "keyword": sweep["0.0"], "hybrid": sweep[f"{alpha:.1f}"]},
         sweep=sweep,
+        rule=rule,
         seconds=round(time.perf_counter() - started, 3),
     )
 
@@ -335,22 +341,14 @@ def rankings(
     return dense_found, [[Match(pk, score) for pk, score in result] for result in scored]
 
 
-def sweep_weights(queries: list[PseudoQuery], dense: list[Found], keyword: list[Found]) -> dict[str, float]:
-    """Mean nDCG@10 of the targets at each dense weight ("0.0" keyword alone, "1.0" dense alone)."""
-    return {f"{w:.1f}": _mean_ndcg(queries, _ranking(dense, keyword, w)) for w in WEIGHTS}
-
-
-def choose(sweep: dict[str, float]) -> tuple[str, float]:
-    """The default mode and hybrid weight from the scores of each weight, ties going to dense (module doc)."""
-    fused = {float(w): score for w, score in sweep.items() if 0 < float(w) < 1}
-    best_fused = max(fused.values()) if fused else -math.inf
-    alpha = max((w for w, s in fused.items() if s >= best_fused - TIE), default=DEFAULT_ALPHA)
-    best = max(sweep.values())
-    if sweep["1.0"] >= best - TIE:
-        return SearchMode.DENSE.value, alpha
-    if best_fused >= best - TIE:
-        return SearchMode.HYBRID.value, alpha
-    return SearchMode.KEYWORD.value, alpha
+def sweep_weights(
+    queries: list[PseudoQuery], dense: list[Found], keyword: list[Found]
+) -> dict[str, np.ndarray]:
+    """Each target's nDCG@10 at each dense weight ("0.0" keyword alone, "1.0" dense alone)."""
+    return {
+        f"{w:.1f}": np.array([_gain(q, found) for q, found in zip(queries, _ranking(dense, keyword, w))])
+        for w in WEIGHTS
+    }
 
 
 def _ranking(dense: list[Found], keyword: list[Found], weight: float) -> list[Found]:
@@ -359,10 +357,6 @@ def _ranking(dense: list[Found], keyword: list[Found], weight: float) -> list[Fo
     if weight == 0.0:
         return keyword
     return [fuse(d, k, weight, Fusion.CONVEX, CUTOFF) for d, k in zip(dense, keyword)]
-
-
-def _mean_ndcg(drawn: Sequence[PseudoQuery], found: list[Found]) -> float:
-    return round(sum(_gain(query, matches) for query, matches in zip(drawn, found)) / len(drawn), 5)
 
 
 def _gain(query: PseudoQuery, found: Found) -> float:

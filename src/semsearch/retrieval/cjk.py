@@ -91,8 +91,18 @@ def letters(text: str) -> int:
     return len(text) - sum(1 for char in text if char.isspace())
 
 
+# CJK punctuation and full-width punctuation: not words.
+CJK_PUNCTUATION = "\u3000-\u303f\uff01-\uff0f\uff1a-\uff20"
+# A reader's word: two Han characters (most Chinese words have two), or a run of other non-space characters.
+WORD = re.compile(f"[{HAN}]{{1,2}}|[^\\s{HAN}{CJK_PUNCTUATION}]+")
+
+
+def word_spans(text: str) -> list[tuple[int, int]]:
+    """Where the text's words are (see WORD): what calibration crops from and counts, so an unspaced Chinese
+    sentence has words too (`我每天早上吃一个苹果` has five)."""
+    return [match.span() for match in WORD.finditer(text)]
+
+
 def word_count(text: str) -> int:
-    """Words as a reader counts them: whitespace-separated words of other scripts, plus a word per two Han
-    characters (most Chinese words have two)."""
-    han = sum(len(run) for run in HAN_RUN.findall(text))
-    return len(HAN_RUN.sub(" ", text).split()) + (han + 1) // 2
+    """Words as a reader counts them (word_spans)."""
+    return len(word_spans(text))

@@ -11,25 +11,25 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from .cjk import word_spans
+
 CROP_WORDS = (4, 16)
-WORD_SPAN = re.compile(r"\S+")
 
 
 def crop(text: str, rng: np.random.Generator) -> tuple[str, str, tuple[int, int]] | None:
     """A span of a third of the text's words, the text without it, and the span; None for too few words."""
-    words = [match.span() for match in WORD_SPAN.finditer(text)]
+    words = word_spans(text)
     if len(words) < 2 * CROP_WORDS[0]:
         return None
     size = min(CROP_WORDS[1], max(CROP_WORDS[0], len(words) // 3))
     first = int(rng.integers(len(words) - size + 1))
     start, end = words[first][0], words[first + size - 1][1]
-    return text[start:end], " ".join((text[:start].strip(), text[end:].strip())).strip(), (start, end)
+    return text[start:end], _joined(text[:start], text[end:]), (start, end)
 
 
 def cropped(
@@ -47,7 +47,12 @@ def cropped(
             continue
         low, high = min(spans[row][0] for row in holding), max(spans[row][1] for row in holding)
         text = texts[query.pk]
-        rest = " ".join((text[:low].strip(), text[high:].strip())).strip()
+        rest = _joined(text[:low], text[high:])
         kept.append(type(query)(query.pk, query.query, rest, query.span))
         dropped.extend(holding)
     return kept, np.asarray(dropped, dtype=np.int64)
+
+
+def _joined(before: str, after: str) -> str:
+    """The text either side of a cut, a space between them (the cut is a word boundary on both sides)."""
+    return " ".join(part for part in (before.strip(), after.strip()) if part)
