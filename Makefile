@@ -31,7 +31,7 @@ demo: install
 test: install chromium
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
-	$(BIN)/pytest -q -m 'slow or not slow' -n 2 --durations=10
+	$(BIN)/pytest -q -m 'slow or not slow' -n 2 --dist loadgroup --durations=10
 
 lint: install
 	$(BIN)/ruff check --fix src tests benchmarks

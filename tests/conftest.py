@@ -18,9 +18,36 @@ def onnx_cache(tmp_path_factory):
     the tests start), never to the user's cache: every run exports and checks them itself."""
     import os
 
-    path = tmp_path_factory.mktemp("onnx-cache")
+    path = run_directory(tmp_path_factory) / "onnx-cache"  # the workers' exports are atomic (onnx_backend.py)
+    path.mkdir(exist_ok=True)
     os.environ["SEMSEARCH_CACHE"] = str(path)
     return path
+
+
+def run_directory(tmp_path_factory) -> Path:
+    """This test run's temporary directory, shared by its pytest-xdist workers (each has its own below it)."""
+    import os
+
+    own = tmp_path_factory.getbasetemp()
+    return own.parent if os.environ.get("PYTEST_XDIST_WORKER") else own
+
+
+def built_once(tmp_path_factory, name: str, build) -> Path:
+    """The directory `build(directory)` fills, built once for the whole run: the first worker to ask builds it
+    while the others wait on a lock, then all read it (tests copy what they change)."""
+    import fcntl
+    import shutil
+
+    root = run_directory(tmp_path_factory)
+    directory = root / f"built-{name}"
+    with (root / f"built-{name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (directory / ".built").exists():
+            shutil.rmtree(directory, ignore_errors=True)
+            directory.mkdir()
+            build(directory)
+            (directory / ".built").touch()
+    return directory
 
 
 def shared_data(*parts: str) -> Path:
@@ -121,14 +148,21 @@ def encoded_once(corpus: Path, target: Path, **options) -> Path:
 @pytest.fixture(scope="session")
 def sample_encoded(tmp_path_factory):
     """The committed sample corpus, encoded once for the session (the default suite's corpus)."""
-    return encoded_once(SAMPLE, tmp_path_factory.mktemp("sample") / "index")
+    return built_once(tmp_path_factory, "sample", lambda root: encoded_once(SAMPLE, root / "index")) / "index"
 
 
 @pytest.fixture(scope="session")
 def scifact_encoded(scifact_subset, tmp_path_factory):
     """The SciFact subset, encoded once for the session (for tests of retrieval quality: marked slow)."""
     # 256-token passages, as the quality figures these tests hold were measured (the default is 64 since issue 26)
-    return encoded_once(scifact_subset[0], tmp_path_factory.mktemp("encoded") / "scifact", chunk_tokens=256)
+    return (
+        built_once(
+            tmp_path_factory,
+            "scifact",
+            lambda root: encoded_once(scifact_subset[0], root / "scifact", chunk_tokens=256),
+        )
+        / "scifact"
+    )
 
 
 def copy_index(source: Path, target: Path) -> Path:

@@ -277,6 +277,10 @@ print(searches)
 
 
 @pytest.mark.slow
+def lines(path: Path) -> int:
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
 def test_a_backup_while_a_writer_upserts_and_readers_search_holds_one_published_state(index_copy, tmp_path):
     from semsearch import Index
 
@@ -294,9 +298,13 @@ def test_a_backup_while_a_writer_upserts_and_readers_search_holds_one_published_
     backups = []
     try:
         while writer.poll() is None and len(backups) < 6:
+            published_before = lines(log)
             dest = tmp_path / f"backup-{len(backups)}"
             run("backup", dest, "--index", index_copy, "-q")
             backups.append(dest)
+            # the next backup once the writer has published again, so that they catch different generations
+            while writer.poll() is None and lines(log) == published_before:
+                time.sleep(0.05)
         assert writer.wait(600) == 0
     finally:
         stop.touch()

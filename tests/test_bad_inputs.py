@@ -18,6 +18,9 @@ from hypothesis import strategies as st
 from semsearch.cli import main
 from semsearch.errors import SemsearchError
 
+# its module fixtures are built once: the whole module runs on one worker (--dist loadgroup)
+pytestmark = pytest.mark.xdist_group("bad_inputs")
+
 httpx = pytest.importorskip("httpx")
 
 

@@ -10,6 +10,9 @@ from semsearch.cli import main
 from semsearch.errors import SettingsError
 from semsearch.evaluation.bench import BenchConfig, parse_dims, run_sts, settings_grid
 
+# its module fixtures are built once: the whole module runs on one worker (--dist loadgroup)
+pytestmark = pytest.mark.xdist_group("bench")
+
 
 @pytest.fixture(scope="module")
 def sweep(scifact_subset, tmp_path_factory):

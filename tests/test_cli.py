@@ -19,6 +19,9 @@ from conftest import write_jsonl
 
 from semsearch.cli import main
 
+# its module fixtures are built once: the whole module runs on one worker (--dist loadgroup)
+pytestmark = pytest.mark.xdist_group("cli")
+
 GENRES = ["news", "sport", "science"]
 STORIES = [
     ("Viking raid", "Raiders from the north sacked the monastery on the island."),

@@ -17,6 +17,9 @@ from conftest import REPO, SAMPLE, write_jsonl
 
 from semsearch.cli import main
 
+# its module fixtures are built once: the whole module runs on one worker (--dist loadgroup)
+pytestmark = pytest.mark.xdist_group("damage")
+
 QUERIES = ["parse a date from a string", "read a file line by line", "sort a list"]
 DERIVED = ["vectors.faiss", "stats.safetensors", "transform.safetensors"]
 DAMAGES = ["half", "empty"]

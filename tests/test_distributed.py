@@ -27,6 +27,9 @@ distributed = pytest.importorskip("distributed", reason="the dask extra is not i
 from semsearch.ingest.distributed import ClusterError, DaskExecutor, InProcess  # noqa: E402
 from semsearch.retrieval.vectorindex import VectorIndex  # noqa: E402
 
+# its module fixtures are built once: the whole module runs on one worker (--dist loadgroup)
+pytestmark = pytest.mark.xdist_group("distributed")
+
 PARTITION = 100  # the sample's 300 documents in 3 partitions: both workers get some
 QUERIES = ["parse a date from a string", "read a file line by line", "sort a list", "random numbers"]
 

@@ -16,6 +16,9 @@ from conftest import write_jsonl
 from semsearch import Index
 from semsearch.storage.generations import WriterLock
 
+# its module fixtures are built once: the whole module runs on one worker (--dist loadgroup)
+pytestmark = pytest.mark.xdist_group("durability")
+
 SUBJECTS = [
     "the river",
     "a small bird",

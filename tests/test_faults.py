@@ -18,6 +18,9 @@ from semsearch.errors import IndexStateError
 from semsearch.storage.faults import FAULT_ENV, FAULT_EXIT
 from semsearch.storage.manifest import PENDING
 
+# its module fixtures are built once: the whole module runs on one worker (--dist loadgroup)
+pytestmark = pytest.mark.xdist_group("faults")
+
 SAMPLE = REPO / "examples" / "sample.jsonl"
 QUERIES = ["parse a date from a string", "read a file line by line", "sort a list", "random numbers"]
 BEFORE_COMMIT = ("encoded", "generation-written")

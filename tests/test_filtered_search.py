@@ -23,6 +23,9 @@ from semsearch.retrieval import strategy, tuning
 from semsearch.retrieval.filters import Condition, condition_sql, where_sql
 from semsearch.storage.store import SCHEMA_VERSION, DocumentStore
 
+# its module fixtures are built once: the whole module runs on one worker (--dist loadgroup)
+pytestmark = pytest.mark.xdist_group("filtered_search")
+
 DOCS, DIM, QUERIES, K = 30_000, 48, 20, 10
 TYPES = ["flat", "hnsw", "ivf", "pq"]
 FILTERS = [

@@ -14,6 +14,9 @@ from semsearch import Index
 from semsearch.cli import main
 from semsearch.errors import DataError, SettingsError
 
+# its module fixtures are built once: the whole module runs on one worker (--dist loadgroup)
+pytestmark = pytest.mark.xdist_group("filters")
+
 WORDS = ["river", "bridge", "garden", "engine", "letter", "station", "harbour", "valley"]
 
 

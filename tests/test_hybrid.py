@@ -19,6 +19,9 @@ from semsearch.retrieval.keywords import match_expression, query_words
 from semsearch.settings import DEFAULT_CHUNK_TOKENS
 from semsearch.transforms import normalize_rows
 
+# its module fixtures are built once: the whole module runs on one worker (--dist loadgroup)
+pytestmark = pytest.mark.xdist_group("hybrid")
+
 NEEDLE = "The lighthouse keeper fed seventeen hungry cats with sardines every morning."
 NEEDLE_QUERY = "who fed the cats at the lighthouse"
 MODULE = "pathlib"  # the filter of the filtered tests

@@ -13,6 +13,9 @@ from semsearch import Index
 from semsearch.errors import IndexStateError, SettingsError
 from semsearch.evaluation.metrics import evaluate_run
 
+# its module fixtures are built once: the whole module runs on one worker (--dist loadgroup)
+pytestmark = pytest.mark.xdist_group("index")
+
 
 @pytest.fixture(scope="module")
 def scifact_index(sample_encoded, tmp_path_factory):

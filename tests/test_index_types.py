@@ -11,6 +11,9 @@ from semsearch import Index
 from semsearch.errors import SettingsError
 from semsearch.retrieval.vectorindex import AUTO_FLAT_LIMIT, resolve_index_type
 
+# its module fixtures are built once: the whole module runs on one worker (--dist loadgroup)
+pytestmark = pytest.mark.xdist_group("index_types")
+
 QUERIES = [
     "stem cells differentiate into neurons",
     "vaccine efficacy in children",

@@ -21,6 +21,9 @@ from semsearch.transforms import fit_transform
 from semsearch.transforms.isotropy import figures
 from semsearch.transforms.stats import RunningStats
 
+# its module fixtures are built once: the whole module runs on one worker (--dist loadgroup)
+pytestmark = pytest.mark.xdist_group("isotropy")
+
 SEMSEARCH = [sys.executable, "-m", "semsearch"]
 LEGACY = REPO / "tests" / "data" / "legacy-v1"
 SENTENCES = 500  # more than the model's 384 dimensions: whitening keeps them all

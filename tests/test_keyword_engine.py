@@ -19,6 +19,9 @@ from semsearch.retrieval.keywords import KeywordRetriever, query_words
 from semsearch.storage.schema import KEYWORD_TOKENIZER
 from semsearch.storage.store import DocumentStore
 
+# its module fixtures are built once: the whole module runs on one worker (--dist loadgroup)
+pytestmark = pytest.mark.xdist_group("keyword_engine")
+
 
 def stored(path, docs: list[tuple[str, str | None, str]]) -> DocumentStore:
     store = DocumentStore(path)

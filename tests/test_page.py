@@ -11,6 +11,9 @@ import pytest
 from conftest import REPO
 from test_server import ADMIN, QUERY, admin, running_server
 
+# its module fixtures are built once: the whole module runs on one worker (--dist loadgroup)
+pytestmark = pytest.mark.xdist_group("page")
+
 httpx = pytest.importorskip("httpx")
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 SCREENSHOT = REPO / "benchmarks" / "results" / "serve.png"

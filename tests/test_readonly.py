@@ -24,6 +24,9 @@ from conftest import SAMPLE, write_jsonl
 from semsearch import Index
 from semsearch.storage.faults import FAULT_ENV
 
+# its module fixtures are built once: the whole module runs on one worker (--dist loadgroup)
+pytestmark = pytest.mark.xdist_group("readonly")
+
 QUERIES = ["parse a date from a string", "read a file line by line", "sort a list"]
 MOUNT = 'mount --bind "$0" "$0" && mount -o remount,ro,bind "$0" "$0" && exec "$@"'
 

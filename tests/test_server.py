@@ -20,6 +20,8 @@ httpx = pytest.importorskip("httpx")
 pytest.importorskip("starlette", reason="the serve extra is not installed: pip install -e '.[serve]'")
 
 ADMIN = "admin-key-for-tests"
+# its module fixtures are built once: the whole module runs on one worker (--dist loadgroup)
+pytestmark = pytest.mark.xdist_group("server")
 SEARCHER = "search-key-for-tests"
 QUERY = "parse a date from a string"
 SEMSEARCH = [sys.executable, "-m", "semsearch"]
@@ -30,6 +32,7 @@ import json, sys
 from functools import partial
 from semsearch import Index
 from semsearch.server import ServerSettings, serve
+
 serve(partial(Index.open, sys.argv[1]), "127.0.0.1", 0, ServerSettings(**json.loads(sys.argv[2])))
 """
 

@@ -12,6 +12,9 @@ import pytest
 from semsearch import Index
 from semsearch.retrieval import tuning
 
+# its module fixtures are built once: the whole module runs on one worker (--dist loadgroup)
+pytestmark = pytest.mark.xdist_group("tuning")
+
 DOCS, DIM, SOURCES, HELD_OUT, K = 30_000, 48, 1000, 400, 10
 TARGET = 0.95
 

@@ -13,6 +13,9 @@ from conftest import SAMPLE, copy_index, encoded_once, write_jsonl
 from semsearch import Index
 from semsearch.cli import main
 
+# its module fixtures are built once: the whole module runs on one worker (--dist loadgroup)
+pytestmark = pytest.mark.xdist_group("vectors")
+
 QUESTION = "stem cells differentiate into neurons"
 
 
