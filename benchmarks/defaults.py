@@ -191,10 +191,11 @@ def main() -> None:
         "seconds swing 2x. Subsets where the figure allows (the machine's 2 cores were shared): scifact-sub "
         "is SciFact's 339 judged abstracts and others drawn up to 1,500 (its figures are above full SciFact's, "
         "fewer distractors), scifact-mixed its judged abstracts and others up to 1,000, ten to a document. "
-        "Full SciFact was not swept; ingested once with every default (64-token passages: 62,449 passages, "
-        "144 s whole ingest at load ~2, calibration 3.4 s, hybrid 0.5 chosen by 255 pseudo-queries): dense "
-        "0.6739, keyword 0.6870, the default 0.7261 (at 256 tokens it was 0.7324, "
-        "benchmarks/results/calibration/scifact). stsb-retrieval's sentences are one passage at any length. "
+        "Full SciFact was not swept; ingested once with every default (Index.create, ingest, the 300 test "
+        "queries by search_vectors; 64-token passages: 62,449 passages, 160 s whole ingest, calibration 3.2 s, "
+        "hybrid 0.4 chosen by 255 pseudo-queries; 2026-11-25, after issue 25's keyword engine): dense 0.6739, "
+        "keyword 0.6890, the default 0.7307 (issue 26's run: keyword 0.6870, hybrid 0.5, 0.7261; at 256 tokens "
+        "0.7324, benchmarks/results/calibration/scifact). stsb-retrieval's sentences are one passage at any length. "
         "The per-set bench tables and plots: benchmarks/results/defaults/.",
         "",
     ]
