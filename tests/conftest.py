@@ -90,6 +90,19 @@ def scifact_subset(tmp_path_factory):
     return corpus, queries, qrels
 
 
+def beir_directory(subset, root: Path) -> Path:
+    """A BEIR directory at `root` holding a (corpus, queries, qrels) subset; its qrels have no header row (the
+    loader must take the first line as data)."""
+    corpus, queries, qrels = subset
+    (root / "qrels").mkdir(parents=True)
+    (root / "corpus.jsonl").write_bytes(corpus.read_bytes())
+    write_jsonl(root / "queries.jsonl", [{"_id": q, "text": t} for q, t in queries.items()])
+    (root / "qrels" / "test.tsv").write_text(
+        "".join(f"{q}\t{d}\t{r}\n" for q, docs in qrels.items() for d, r in docs.items())
+    )
+    return root
+
+
 @pytest.fixture(scope="session")
 def tiny_bert(tmp_path_factory):
     """A small random (not fine-tuned) BERT with the bundled vocabulary and no sentence-transformers config:

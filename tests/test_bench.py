@@ -4,7 +4,7 @@ import json
 
 import pytest
 from click.testing import CliRunner
-from conftest import shared_data, write_jsonl
+from conftest import beir_directory, shared_data
 
 from semsearch.cli import main
 from semsearch.errors import SettingsError
@@ -16,15 +16,7 @@ pytestmark = pytest.mark.xdist_group("bench")
 
 @pytest.fixture(scope="module")
 def sweep(scifact_subset, tmp_path_factory):
-    corpus, queries, qrels = scifact_subset
-    root = tmp_path_factory.mktemp("bench") / "scifact-mini"
-    (root / "qrels").mkdir(parents=True)
-    (root / "corpus.jsonl").write_bytes(corpus.read_bytes())
-    write_jsonl(root / "queries.jsonl", [{"_id": q, "text": t} for q, t in queries.items()])
-    # no header row: the loader must take the first line as data
-    (root / "qrels" / "test.tsv").write_text(
-        "".join(f"{q}\t{d}\t{r}\n" for q, docs in qrels.items() for d, r in docs.items())
-    )
+    root = beir_directory(scifact_subset, tmp_path_factory.mktemp("bench") / "scifact-mini")
     out = root.parent / "results"
     arguments = ["bench", "--beir", str(root), "--dims", "32,64,all", "--transforms", "none,pca,whiten"]
     arguments += [

@@ -150,18 +150,11 @@ def test_query_styles_are_deterministic_and_long_queries_are_long(scifact_subset
 @pytest.mark.slow
 def test_bench_reports_the_plain_fts5_reference_and_latency_percentiles(scifact_subset, tmp_path):
     from click.testing import CliRunner
-    from conftest import write_jsonl
+    from conftest import beir_directory
 
     from semsearch.cli import main
 
-    corpus, queries, qrels = scifact_subset
-    root = tmp_path / "scifact-mini"
-    (root / "qrels").mkdir(parents=True)
-    (root / "corpus.jsonl").write_bytes(corpus.read_bytes())
-    write_jsonl(root / "queries.jsonl", [{"_id": q, "text": t} for q, t in queries.items()])
-    (root / "qrels" / "test.tsv").write_text(
-        "".join(f"{q}\t{d}\t{r}\n" for q, docs in qrels.items() for d, r in docs.items())
-    )
+    root = beir_directory(scifact_subset, tmp_path / "scifact-mini")
     arguments = ["bench", "--beir", str(root), "--modes", "dense,keyword,hybrid", "--transforms", "none"]
     arguments += [
         "--dims",
