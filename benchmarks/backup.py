@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shlex
 import shutil
 import sqlite3
 import subprocess
@@ -23,6 +22,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from scale import command_line
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data"
@@ -244,7 +245,7 @@ def main() -> None:
     )
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results")
     args = parser.parse_args()
-    command = "python benchmarks/backup.py " + shlex.join(sys.argv[1:])
+    command = command_line()
     other = (
         args.other_fs
         if args.other_fs.is_dir() and os.stat(args.other_fs).st_dev != os.stat(tempfile.gettempdir()).st_dev

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shlex
 import shutil
 import subprocess
 import sys
@@ -23,7 +22,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from scale import markdown_table
+from scale import command_line, markdown_table
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data"
@@ -84,7 +83,7 @@ def main() -> None:
             continue
         rows.append(measure(name, args.work, args.rounds))
         print(rows[-1], file=sys.stderr)
-    command = "python benchmarks/calibration.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    command = command_line()
     lines = [
         "# What calibrating the fusion weight costs (issue 16)",
         "",

@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import shlex
 import shutil
 import signal
 import subprocess
@@ -19,6 +18,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from scale import command_line
 
 from semsearch import Index
 from semsearch.errors import IndexStateError
@@ -164,7 +165,7 @@ def main() -> None:
         print(f"kill {kill}: {name}, ok" if same(got, expected[name]) else f"kill {kill}: {name}, MISMATCH")
         shutil.rmtree(target, ignore_errors=True)
 
-    command = "python benchmarks/crash.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    command = command_line()
     report = {
         "command": command.strip(),
         "documents": args.docs,

@@ -17,11 +17,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shlex
 import subprocess
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
+
+from scale import command_line
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data"
@@ -176,7 +177,7 @@ def main() -> None:
         commands += list(dict.fromkeys(row["command"] for row in rows))
         tables[name] = summary(rows)
         print(tables[name], file=sys.stderr)
-    command = "python benchmarks/defaults.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    command = command_line()
     from scale import markdown_table
 
     lines = [

@@ -34,6 +34,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from scale import command_line
 
 from semsearch.ingest.pipeline import CHUNK_DOCS
 
@@ -257,7 +258,7 @@ def summarise(args, runs, driver, rss, identical, text_bytes_per_doc) -> dict:
     driver_rate = round(docs / statistics.median(r["ingest_seconds"] for r in driver), 1)
     loads = [value for found in runs.values() for r in found for value in r["load"]]
     return {
-        "command": "python benchmarks/distributed.py " + shlex.join(sys.argv[1:]),
+        "command": command_line(),
         "docs": docs,
         "rounds": args.rounds,
         "cores": os.cpu_count(),
@@ -447,7 +448,7 @@ def shard_add(args, lines: list[str], scratch: Path, env: dict) -> None:
             "direct_map": {name: b["direct_map"] for name, b in built.items()},
         }
     result = {
-        "command": "python benchmarks/distributed.py " + shlex.join(sys.argv[1:]),
+        "command": command_line(),
         "docs": args.shard_docs,
         "source_docs": args.shard_source,
         "rounds": args.rounds,

@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shlex
 import shutil
 import sys
 import tempfile
@@ -36,7 +35,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from scale import PYTHON, SEMSEARCH, disk_mib, markdown_table, measure
+from scale import PYTHON, SEMSEARCH, command_line, disk_mib, markdown_table, measure
 
 REPO = Path(__file__).resolve().parents[1]
 SCIFACT = REPO.parent / "shared" / "data" / "scifact"
@@ -306,7 +305,7 @@ def main() -> None:
     results = (
         json.loads((args.out / "filter.json").read_text()) if (args.out / "filter.json").is_file() else {}
     )
-    command = "python benchmarks/filter.py " + shlex.join(sys.argv[1:])
+    command = command_line()
     for n in map(int, args.sizes.split(",")):
         print(f"== {n}", file=sys.stderr)
         section = {"command": command, "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}

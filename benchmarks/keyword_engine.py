@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shlex
 import shutil
 import sys
 import time
@@ -29,7 +28,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
-from scale import markdown_table
+from scale import command_line, markdown_table
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data"
@@ -277,7 +276,7 @@ def main() -> None:
     sections = args.sections.split(",")
     if "latency" in sections and not (DATA / "wordnet").exists():
         sys.exit(f"skipped: {DATA / 'wordnet'} not found (benchmarks read ../shared/data beside the repo)")
-    command = "python benchmarks/keyword_engine.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    command = command_line()
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     results_path = OUT / "keyword-engine.json"
     results = json.loads(results_path.read_text()) if results_path.is_file() else {}

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
 import shutil
 import sqlite3
 import sys
@@ -28,7 +27,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
-from scale import markdown_table
+from scale import command_line, markdown_table
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data"
@@ -252,7 +251,7 @@ def main() -> None:
     sections = args.sections.split(",")
     if ("latency" in sections or "ingest" in sections) and not (DATA / "wordnet").exists():
         sys.exit(f"skipped: {DATA / 'wordnet'} not found (benchmarks read ../shared/data beside the repo)")
-    command = "python benchmarks/keyword_index.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    command = command_line()
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     results = (
         json.loads((OUT / "keyword_index.json").read_text()) if (OUT / "keyword_index.json").is_file() else {}

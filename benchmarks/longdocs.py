@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shlex
 import shutil
 import sys
 import time
@@ -27,7 +26,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
-from scale import markdown_table
+from scale import command_line, markdown_table
 
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "benchmarks" / "results"
@@ -156,7 +155,7 @@ def main() -> None:
         tokens, overlap = (int(part) for part in config.split("/"))
         print(f"chunk {tokens}/{overlap} ...", file=sys.stderr, flush=True)
         rows += measure(long_set, args.work, tokens, overlap)
-    command = "python benchmarks/longdocs.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    command = command_line()
     write(rows, command.strip(), args.beir, long_set)
 
 

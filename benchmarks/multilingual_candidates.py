@@ -15,13 +15,11 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import shlex
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
-from scale import markdown_table
+from scale import command_line, markdown_table
 from zh_retrieval import DATA, FILES, OUT, ndcg
 
 REPO = Path(__file__).resolve().parents[1]
@@ -55,7 +53,7 @@ def main() -> None:
     parser.add_argument("--set-pairs", type=int, default=800)
     parser.add_argument("--queries", type=int, default=200)
     args = parser.parse_args()
-    command = "python benchmarks/multilingual_candidates.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    command = command_line()
     models = candidates()
     rows = {name: {"model": name} for name in models}
     sts = read_pairs(DATA / "STS-B" / "STS-B.test.data", limit=args.sts_pairs)

@@ -513,6 +513,11 @@ SECTIONS = {
 }
 
 
+def command_line() -> str:
+    """How this benchmark was run, as its results record it: `python benchmarks/NAME.py ARGUMENTS`."""
+    return f"python benchmarks/{Path(sys.argv[0]).name} {shlex.join(sys.argv[1:])}".strip()
+
+
 def markdown_table(rows: list[dict]) -> list[str]:
     """A markdown table of rows (the union of their keys as columns, in order), then a blank line."""
     columns = list(dict.fromkeys(key for row in rows for key in row))
@@ -568,7 +573,7 @@ def main() -> None:
     # The onnx backend's exported graphs: kept with the benchmark's work, so its export is measured.
     os.environ["SEMSEARCH_CACHE"] = str(args.work / "onnx-cache")
     results = json.loads((args.out / "scale.json").read_text()) if (args.out / "scale.json").is_file() else {}
-    command = "python benchmarks/scale.py " + shlex.join(sys.argv[1:])
+    command = command_line()
     for name in args.sections.split(","):
         print(f"== {name}", file=sys.stderr)
         results[name] = {"command": command, "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}

@@ -21,15 +21,13 @@ benchmarks/results/zh-retrieval.md.
 from __future__ import annotations
 
 import argparse
-import shlex
 import sqlite3
-import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
-from scale import markdown_table
+from scale import command_line, markdown_table
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data" / "zh"
@@ -276,7 +274,7 @@ def main() -> None:
     parser.add_argument("--semsearch-pairs", type=int, default=0, help="0: every pair of each file")
     parser.add_argument("--work", type=Path, default=Path("/tmp/zh-retrieval-bench"))
     args = parser.parse_args()
-    command = "python benchmarks/zh_retrieval.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    command = command_line()
     lines = [
         "# Chinese retrieval (issue 27)",
         "",

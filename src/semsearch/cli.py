@@ -14,6 +14,7 @@ from pathlib import Path
 
 import click
 
+from .cli_options import index_option, quiet_option, wait_option
 from .errors import SemsearchError, SettingsError, disk_full, os_error_message
 from .memory import release_large_blocks
 from .settings import (
@@ -23,7 +24,6 @@ from .settings import (
     DEFAULT_FUSION,
     DEFAULT_K,
     DEFAULT_MODE,
-    DEFAULT_WAIT,
     DRIFT_LIMIT,
     YOUNG_FACTOR,
     Backend,
@@ -39,7 +39,6 @@ from .settings import (
     check_k,
 )
 
-DEFAULT_INDEX = Path("indexes") / "default"
 # The library's names for settings that are not spelled as their flag.
 FLAGS = {"k": "-k", "dim": "--vectors"}
 
@@ -64,28 +63,6 @@ def checked(rule):
 def choice_option(flag: str, choices: type[Choice], help: str, **options):
     """An option whose values are a closed set from settings.py."""
     return click.option(flag, type=click.Choice(choices.names()), help=help, **options)
-
-
-def index_option(func):
-    return click.option(
-        "--index",
-        "index_path",
-        type=click.Path(file_okay=False, path_type=Path),
-        envvar="SEMSEARCH_INDEX",
-        default=DEFAULT_INDEX,
-        show_default="indexes/default, or $SEMSEARCH_INDEX",
-        help="The index directory.",
-    )(func)
-
-
-def wait_option(func):
-    return click.option(
-        "--wait",
-        type=click.FloatRange(min=0),
-        default=DEFAULT_WAIT,
-        show_default=True,
-        help="Seconds to wait for another process writing to the same index before giving up.",
-    )(func)
 
 
 def index_type_option(func):
@@ -256,7 +233,7 @@ def main() -> None:
     "ingest the rest; without it one bad line refuses the whole file.",
 )
 @wait_option
-@click.option("--quiet", "-q", is_flag=True, help="No progress bar or summary.")
+@quiet_option
 def ingest(
     corpus,
     index_path,
@@ -715,7 +692,7 @@ def check(index_path, repair, drop_missing, wait, as_json):
 @click.option(
     "--vectors", is_flag=True, help="Include each document's raw vectors: an import encodes nothing."
 )
-@click.option("--quiet", "-q", is_flag=True, help="No progress bar or summary.")
+@quiet_option
 def export(index_path, output, vectors, quiet):
     """Write an index's documents as JSONL: a header line with its settings, then one document per line
     (id, title, text, metadata; with --vectors its raw vectors). `semsearch ingest FILE` makes the same index

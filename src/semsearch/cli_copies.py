@@ -9,32 +9,7 @@ from pathlib import Path
 
 import click
 
-from .settings import DEFAULT_WAIT
-
-
-def _index(func):
-    return click.option(
-        "--index",
-        "index_path",
-        type=click.Path(file_okay=False, path_type=Path),
-        envvar="SEMSEARCH_INDEX",
-        required=True,
-        help="The index directory.",
-    )(func)
-
-
-def _wait(func):
-    return click.option(
-        "--wait",
-        type=click.FloatRange(min=0),
-        default=DEFAULT_WAIT,
-        show_default=True,
-        help="Seconds to wait for a write in progress before giving up.",
-    )(func)
-
-
-def _quiet(func):
-    return click.option("--quiet", "-q", is_flag=True, help="No progress bar or summary.")(func)
+from .cli_options import quiet_option, required_index_option, wait_option
 
 
 def bar_of(quiet: bool, label: str, unit: str = "B", total: int | None = None):
@@ -63,9 +38,9 @@ def human(size: float) -> str:
 
 @click.command()
 @click.argument("dest", type=click.Path(path_type=Path))
-@_index
+@required_index_option
 @click.option("--archive", is_flag=True, help="Write one .tar.gz file at DEST instead of a directory.")
-@_quiet
+@quiet_option
 def backup(dest, index_path, archive, quiet):
     """Copy an index, as of its latest generation, to DEST while it is read and written.
 
@@ -99,10 +74,10 @@ def _total_of(bar):
 
 @click.command()
 @click.argument("backup_path", metavar="BACKUP", type=click.Path(exists=True, path_type=Path))
-@_index
+@required_index_option
 @click.option("--force", is_flag=True, help="Replace the index at --index even when it is healthy.")
-@_wait
-@_quiet
+@wait_option
+@quiet_option
 def restore(backup_path, index_path, force, wait, quiet):
     """Put a backup (a directory or .tar.gz made by `semsearch backup`) in place of the index at --index.
 
