@@ -8,15 +8,16 @@ from typing import TYPE_CHECKING
 from .errors import DataError, IndexStateError, ModelError, SemsearchError, SettingsError
 
 if TYPE_CHECKING:
+    from .documents import Document
     from .index import AddReport, Hit, Index
-    from .ingest.documents import Document, FieldNames
+    from .ingest.documents import FieldNames
 
 # Imported on first use: `semsearch --help` and argument errors then answer without loading numpy or FAISS.
 _LAZY = {
     "AddReport": "index",
     "Hit": "index",
     "Index": "index",
-    "Document": "ingest.documents",
+    "Document": "documents",
     "FieldNames": "ingest.documents",
 }
 

@@ -4,16 +4,15 @@ when they come with them (a vector field in each line, or an .npy file whose row
 from __future__ import annotations
 
 import gzip
-import hashlib
-import json
 import math
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ..documents import Document
 from ..errors import DataError
 from .exported import EXPORT_KEY, export_header
 from .given import PASSAGES, first_bad, parse_vector, passage_spans
@@ -44,29 +43,6 @@ class FieldNames:
     text: str = "text"
     title: str = "title"
     vector: str | None = None  # a field holding the document's precomputed vector (a list of numbers)
-
-
-@dataclass(frozen=True)
-class Document:
-    id: str
-    text: str
-    title: str | None = None
-    metadata: dict[str, Any] = field(default_factory=dict)
-    vector: np.ndarray | None = field(default=None, compare=False, repr=False)  # made elsewhere, float32
-    # With a vector per passage (a 2-D `vector`, from an export): their character spans in the text.
-    passages: tuple[tuple[int, int], ...] | None = field(default=None, compare=False, repr=False)
-
-    @property
-    def embedding_text(self) -> str:
-        return f"{self.title} {self.text}" if self.title else self.text
-
-    @property
-    def content_hash(self) -> str:
-        payload = json.dumps([self.title, self.text, self.metadata], sort_keys=True, ensure_ascii=False)
-        digest = hashlib.sha256(payload.encode())
-        if self.vector is not None:  # a new vector for the same text is a change too
-            digest.update(np.ascontiguousarray(self.vector, dtype="<f4").tobytes())
-        return digest.hexdigest()[:32]
 
 
 def parse_document(

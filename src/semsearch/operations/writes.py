@@ -10,12 +10,12 @@ from typing import Any
 
 import numpy as np
 
+from ..documents import Document
 from ..errors import IndexStateError
 from ..ingest import build
 from ..ingest.chunking import Chunker
 from ..ingest.creation import make_chunker
 from ..ingest.distributed import Executor, InProcess, Job
-from ..ingest.documents import Document
 from ..ingest.pipeline import Added, Encode, Progress, add_documents, fidelity_sample
 from ..retrieval.calibration import Calibration, calibrate
 from ..retrieval.search import DenseRetriever

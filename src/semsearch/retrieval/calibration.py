@@ -30,8 +30,8 @@ from typing import Any
 
 import numpy as np
 
+from ..documents import Document
 from ..ingest.chunking import Chunker
-from ..ingest.documents import Document
 from ..ingest.pipeline import split
 from ..settings import FUSION_DEPTH, Fusion, SearchMode
 from ..storage.rawvectors import RawVectors

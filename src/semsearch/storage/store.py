@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 import sqlite_utils
 
+from ..documents import Document
 from ..errors import IndexStateError
-from ..ingest.documents import Document
 from ..retrieval.analysis import register as register_analysis
 from ..retrieval.filters import Condition, RowCache, check_fields, condition_sql, where_sql
 from .damage import RESTORE, DamagedFile, brief, size_problem, sqlite_problem

@@ -1,5 +1,5 @@
-"""`semsearch backup`, `restore` and `export`: the command line of operations/backup.py and export.py,
-registered by cli.py. Progress bars go to standard error; the summary line gives sizes and times."""
+"""`semsearch backup`, `restore` and `export`: the command line of operations/backup.py and export.py.
+Progress bars go to standard error; the summary line gives sizes and times."""
 
 from __future__ import annotations
 
@@ -9,31 +9,15 @@ from pathlib import Path
 
 import click
 
-from .cli_options import quiet_option, required_index_option, wait_option
-
-
-def bar_of(quiet: bool, label: str, unit: str = "B", total: int | None = None):
-    from tqdm import tqdm
-
-    scaled = unit == "B"
-    return tqdm(
-        total=total,
-        desc=label,
-        unit=unit,
-        unit_scale=scaled,
-        unit_divisor=1024 if scaled else 1000,
-        disable=quiet,
-        file=sys.stderr,
-        dynamic_ncols=True,
-    )
-
-
-def human(size: float) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if size < 1024 or unit == "GB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return str(size)
+from .options import (
+    bar_of,
+    human,
+    index_option,
+    quiet_option,
+    required_index_option,
+    total_of,
+    wait_option,
+)
 
 
 @click.command()
@@ -51,10 +35,10 @@ def backup(dest, index_path, archive, quiet):
     Example:
         semsearch backup backups/papers-monday --index indexes/papers
     """
-    from .operations.backup import backup as make
+    from ..operations.backup import backup as make
 
     with bar_of(quiet, "backup") as bar:
-        report = make(index_path, dest, archive=archive, progress=bar.update, total=_total_of(bar))
+        report = make(index_path, dest, archive=archive, progress=bar.update, total=total_of(bar))
     if not quiet:
         linked = f", {human(report.linked_bytes)} of it hard-linked" if report.linked_bytes else ""
         click.echo(
@@ -62,14 +46,6 @@ def backup(dest, index_path, archive, quiet):
             f"{dest}: {report.files} files, {human(report.bytes)}{linked}, in {report.seconds:.2f} s",
             err=True,
         )
-
-
-def _total_of(bar):
-    def total(size: int) -> None:
-        bar.total = size
-        bar.refresh()
-
-    return total
 
 
 @click.command()
@@ -88,17 +64,53 @@ def restore(backup_path, index_path, force, wait, quiet):
     Example:
         semsearch restore backups/papers-monday --index indexes/papers
     """
-    from .operations.backup import restore as put_back
+    from ..operations.backup import restore as put_back
 
     started = time.perf_counter()
     with bar_of(quiet, "verifying") as bar:
         report = put_back(
-            backup_path, index_path, force=force, wait=wait, progress=bar.update, total=_total_of(bar)
+            backup_path, index_path, force=force, wait=wait, progress=bar.update, total=total_of(bar)
         )
     if not quiet:
         replaced = f"; it replaced an index that was {report.replaced}" if report.replaced else ""
         click.echo(
             f"restored generation {report.generation} ({report.documents:,} documents) from {backup_path} to "
             f"{index_path} in {time.perf_counter() - started:.2f} s{replaced}",
+            err=True,
+        )
+
+
+@click.command()
+@index_option
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The JSONL file to write (.gz: compressed); default: standard output.",
+)
+@click.option(
+    "--vectors", is_flag=True, help="Include each document's raw vectors: an import encodes nothing."
+)
+@quiet_option
+def export(index_path, output, vectors, quiet):
+    """Write an index's documents as JSONL: a header line with its settings, then one document per line
+    (id, title, text, metadata; with --vectors its raw vectors). `semsearch ingest FILE` makes the same index
+    again, in this or a later version of semsearch.
+
+    \b
+    Example:
+        semsearch export --index indexes/papers -o papers.jsonl --vectors
+    """
+    from ..cli_copies import bar_of
+    from ..index import Index
+
+    started = time.perf_counter()
+    with Index.open(index_path) as index, bar_of(quiet, "exporting", "doc", len(index)) as bar:
+        count = index.export(output or sys.stdout, vectors=vectors, progress=bar.update)
+    if not quiet:
+        where = f"{output} ({human(output.stat().st_size)})" if output else "standard output"
+        click.echo(
+            f"exported {count:,} documents{' with their vectors' if vectors else ''} of {index_path} to "
+            f"{where} in {time.perf_counter() - started:.2f} s",
             err=True,
         )

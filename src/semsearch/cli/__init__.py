@@ -1,0 +1,69 @@
+"""The command line: a thin layer over semsearch.Index, one module per command (or a few that belong
+together). Each command parses its options, makes one library call and prints; library errors become one line
+naming the flag at fault (the Group below). Heavy imports (torch, faiss) wait until a command needs them, so
+`--help` and argument errors answer at once."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from ..errors import SemsearchError, disk_full, os_error_message
+from ..memory import release_large_blocks
+from ..settings import DRIFT_LIMIT  # noqa: F401 (one definition, read by the tests through the CLI)
+from .options import flag_for
+
+
+class Group(click.Group):
+    """Turns the library's own errors into one clear line and a non-zero exit, never a traceback."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except SemsearchError as error:
+            message = error.naming(flag_for(error.setting)) if error.setting else str(error)
+            raise click.ClickException(message) from None
+        except KeyboardInterrupt:
+            raise click.ClickException("interrupted; the index is as it was before this command") from None
+        except OSError as error:  # a full disk, a file-size limit, a device error: one line, no traceback
+            raise click.ClickException(os_error_message(error)) from None
+        except RecursionError:
+            raise click.ClickException("input nested too deeply to read") from None
+        except Exception as error:  # a library's own report of a full disk (errors.DISK_FULL_WORDS)
+            if disk_full(error):
+                raise click.ClickException(os_error_message(error)) from None
+            raise
+
+
+@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="semsearch")
+def main() -> None:
+    """semsearch: semantic search over your documents, with whitening fitted on your own corpus."""
+    # The application's choices, made before transformers or tokenizers load: never reach a model hub (models
+    # are local directories), and no tokenizer threads that a later fork would warn about.
+    for name, value in (
+        ("HF_HUB_OFFLINE", "1"),
+        ("TRANSFORMERS_OFFLINE", "1"),
+        ("TOKENIZERS_PARALLELISM", "false"),
+    ):
+        os.environ.setdefault(name, value)
+    release_large_blocks()  # freed blocks of vectors leave the RSS: an ingest's memory follows its index
+
+
+# The commands' modules are light (their heavy imports wait until they run).
+from ..evaluation.command import bench  # noqa: E402
+from .copies import backup, export, restore  # noqa: E402
+from .info import info, inspect  # noqa: E402
+from .ingest import ingest  # noqa: E402
+from .maintain import check, delete, refit  # noqa: E402
+from .query import query  # noqa: E402
+from .serve import serve  # noqa: E402
+
+for command in (ingest, query, refit, delete, info, inspect, check, export, serve, bench, backup, restore):
+    main.add_command(command)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main(prog_name=os.path.basename(sys.argv[0]))

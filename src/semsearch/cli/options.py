@@ -1,0 +1,176 @@
+"""What several commands share: the options defined once (--index, --wait, --quiet, the index type and
+recall target, the flow's), the rule that turns a library setting into its flag, and the small printers of
+progress, sizes and a calibration."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from ..errors import SettingsError
+from ..settings import DEFAULT_WAIT, Choice, IndexType
+
+DEFAULT_INDEX = Path("indexes") / "default"
+INDEX_PATH = click.Path(file_okay=False, path_type=Path)
+
+
+def index_option(func):
+    """--index, defaulting to indexes/default (or $SEMSEARCH_INDEX)."""
+    return click.option(
+        "--index",
+        "index_path",
+        type=INDEX_PATH,
+        envvar="SEMSEARCH_INDEX",
+        default=DEFAULT_INDEX,
+        show_default="indexes/default, or $SEMSEARCH_INDEX",
+        help="The index directory.",
+    )(func)
+
+
+def required_index_option(func):
+    """--index with no default (or $SEMSEARCH_INDEX): for commands that replace or copy a whole index."""
+    return click.option(
+        "--index",
+        "index_path",
+        type=INDEX_PATH,
+        envvar="SEMSEARCH_INDEX",
+        required=True,
+        help="The index directory.",
+    )(func)
+
+
+def wait_option(func):
+    return click.option(
+        "--wait",
+        type=click.FloatRange(min=0),
+        default=DEFAULT_WAIT,
+        show_default=True,
+        help="Seconds to wait for another process writing to the same index before giving up.",
+    )(func)
+
+
+def quiet_option(func):
+    return click.option("--quiet", "-q", is_flag=True, help="No progress bar or summary.")(func)
+
+
+FLAGS = {"k": "-k", "dim": "--vectors"}
+
+
+def flag_for(setting: str) -> str:
+    """The CLI flag of a library setting: `batch_size` -> `--batch-size`."""
+    return FLAGS.get(setting, "--" + setting.replace("_", "-"))
+
+
+def checked(rule):
+    """A click callback applying a library rule (settings.py) to an option, as a usage error."""
+
+    def callback(ctx, param, value):
+        try:
+            return rule(value) if value is not None else value
+        except SettingsError as error:
+            raise click.BadParameter(error.detail, param_hint=param.opts[0]) from None
+
+    return callback
+
+
+def choice_option(flag: str, choices: type[Choice], help: str, **options):
+    """An option whose values are a closed set from settings.py."""
+    return click.option(flag, type=click.Choice(choices.names()), help=help, **options)
+
+
+def index_type_option(func):
+    return choice_option(
+        "--index-type",
+        IndexType,
+        help="The FAISS index: flat (exact), hnsw (graph), ivf (inverted lists), pq (compressed), auto (flat "
+        "up to 50,000 documents at 128 dims, fewer when wider, hnsw above: exact where that is fast, a 1 ms "
+        "search at 117k). Default: auto for a new index; refit: as now.",
+    )(func)
+
+
+def recall_target_option(func):
+    return click.option(
+        "--recall-target",
+        type=click.FloatRange(min=0, max=1, min_open=True),
+        help="recall@10 against exact search that hnsw / ivf / pq tune their efSearch / nprobe for at build, "
+        "measured on a sample of the corpus's own vectors (default 0.95; refit: as now).",
+    )(func)
+
+
+def flow_options(func):
+    func = click.option(
+        "--seed", type=int, help="Seed of the flow's initialisation and data order (default 0)."
+    )(func)
+    return click.option(
+        "--flow-epochs",
+        type=click.IntRange(min=1),
+        help="Passes over the corpus to train the flow (default 1).",
+    )(func)
+
+
+def dims_option(text: str | None) -> int | str | None:
+    if text is None or text == "all":
+        return text
+    if not text.isdigit() or int(text) < 1:
+        raise click.BadParameter(f"{text!r} is not a positive integer or 'all'", param_hint="'--dims'")
+    return int(text)
+
+
+def calibration_line(calibration: dict | None) -> str:
+    if not calibration or "skipped" in calibration:
+        why = calibration["skipped"] if calibration else "none recorded"
+        return f"none, the default weight ({why}; `semsearch refit --calibrate` tries again)"
+    sides = ", ".join(f"{side} {value:.3f}" for side, value in calibration["sides"].items())
+    return (
+        f"{calibration['mode']}, alpha {calibration['alpha']:g}, chosen by {calibration['queries']} "
+        f"pseudo-queries (seed {calibration['seed']}; {calibration['metric']} {sides}) over "
+        f"{calibration['documents']:,} documents"
+        + (f" ({calibration['passages']:,} passages)" if calibration.get("passages") else "")
+        + f" in {calibration['seconds']:.1f} s"
+        + (f"; {calibration['rule']}" if calibration.get("rule", "best") != "best" else "")
+    )
+
+
+def progress(total: int, quiet: bool, label: str):
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=label, unit="doc", disable=quiet, file=sys.stderr, dynamic_ncols=True)
+
+
+def shorten(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def human(size: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if size < 1024 or unit == "GB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return str(size)
+
+
+def bar_of(quiet: bool, label: str, unit: str = "B", total: int | None = None):
+    from tqdm import tqdm
+
+    scaled = unit == "B"
+    return tqdm(
+        total=total,
+        desc=label,
+        unit=unit,
+        unit_scale=scaled,
+        unit_divisor=1024 if scaled else 1000,
+        disable=quiet,
+        file=sys.stderr,
+        dynamic_ncols=True,
+    )
+
+
+def total_of(bar):
+    def total(size: int) -> None:
+        bar.total = size
+        bar.refresh()
+
+    return total

@@ -1,0 +1,48 @@
+"""`semsearch serve`: the HTTP API and search page over one index."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from .options import (
+    index_option,
+)
+
+
+@click.command()
+@index_option
+@click.option("--host", default="127.0.0.1", show_default=True, help="The address to listen on.")
+@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True, help="0: any free.")
+@click.option("--api-key", envvar="SEMSEARCH_API_KEY", help="Writes need it (Bearer); none: read-only.")
+@click.option("--search-key", envvar="SEMSEARCH_SEARCH_KEY", help="Searches need it or the api key.")
+@click.option("--wait", type=click.FloatRange(min=0), default=2.0, show_default=True, help="Seconds a "
+              "write waits for another writer before answering 503.")  # fmt: skip
+@click.option("--threads", type=click.IntRange(min=1), default=2, show_default=True, help="Searches run "
+              "at once in each process, a thread each with the index open.")  # fmt: skip
+@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True, help="Processes "
+              "searching in parallel, each with the index open (its memory once per process).")  # fmt: skip
+@click.option("--backup-dir", type=click.Path(file_okay=False, exists=True, path_type=Path),
+              envvar="SEMSEARCH_BACKUP_DIR", help="Where POST /backup (api key) writes backups; none: refused.")  # fmt: skip
+def serve(index_path, host, port, api_key, search_key, wait, threads, workers, backup_dir):
+    """Serve the index over HTTP: a JSON API and a search page at /.
+
+    \b
+    Example:
+        SEMSEARCH_API_KEY=secret semsearch serve --index indexes/papers --port 8000
+    """
+    from functools import partial
+
+    from ..index import Index
+    from ..server import ServerSettings
+    from ..server import serve as run
+
+    settings = ServerSettings(
+        api_key=api_key,
+        search_key=search_key,
+        write_wait=wait,
+        threads=threads,
+        backup_dir=str(backup_dir) if backup_dir else None,
+    )
+    run(partial(Index.open, index_path), host, port, settings, workers)

@@ -1,0 +1,86 @@
+"""The document every source yields and every stage takes, below all of them: its id, text, title, typed
+metadata, a vector made elsewhere if it came with one, and, for a document read from a file, the sections
+of its text that passages do not cross, each with its place in the file (a page, a line range, an anchor,
+a heading path), which a hit carries back."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+Span = tuple[int, int]  # character offsets [start, end) in a document's text
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where a stretch of text sits in its file; each field only where the file's kind knows it."""
+
+    page: int | None = None  # 1-based (PDF)
+    line_start: int | None = None  # 1-based, inclusive (text, Markdown, reStructuredText, code)
+    line_end: int | None = None
+    anchor: str | None = None  # HTML: the id of the nearest enclosing element that has one
+    headings: tuple[str, ...] = ()  # the heading path, outermost first: ("Installation", "Linux")
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            name: value
+            for name in ("page", "line_start", "line_end", "anchor")
+            if (value := getattr(self, name)) is not None
+        }
+        if self.headings:
+            out["headings"] = list(self.headings)
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Location:
+        return cls(
+            page=data.get("page"),
+            line_start=data.get("line_start"),
+            line_end=data.get("line_end"),
+            anchor=data.get("anchor"),
+            headings=tuple(data.get("headings", ())),
+        )
+
+
+@dataclass(frozen=True)
+class Section:
+    """A stretch [start, end) of a document's text that no passage crosses (a heading's section, a
+    paragraph, a page), with its location in the file."""
+
+    start: int
+    end: int
+    location: Location
+
+
+@dataclass(frozen=True)
+class Document:
+    id: str
+    text: str
+    title: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    vector: np.ndarray | None = field(default=None, compare=False, repr=False)  # made elsewhere, float32
+    # With a vector per passage (a 2-D `vector`, from an export): their character spans in the text.
+    passages: tuple[Span, ...] | None = field(default=None, compare=False, repr=False)
+    # From a file: its sections in order, covering the text (None: one section, no location).
+    sections: tuple[Section, ...] | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def embedding_text(self) -> str:
+        return f"{self.title} {self.text}" if self.title else self.text
+
+    @property
+    def content_hash(self) -> str:
+        payload = json.dumps([self.title, self.text, self.metadata], sort_keys=True, ensure_ascii=False)
+        digest = hashlib.sha256(payload.encode())
+        if self.vector is not None:  # a new vector for the same text is a change too
+            digest.update(np.ascontiguousarray(self.vector, dtype="<f4").tobytes())
+        if (
+            self.sections
+        ):  # the same text cut or placed differently is a change too (its hits point elsewhere)
+            places = [[s.start, s.end, s.location.to_json()] for s in self.sections]
+            digest.update(json.dumps(places, sort_keys=True, ensure_ascii=False).encode())
+        return digest.hexdigest()[:32]
