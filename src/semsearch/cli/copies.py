@@ -101,7 +101,6 @@ def export(index_path, output, vectors, quiet):
     Example:
         semsearch export --index indexes/papers -o papers.jsonl --vectors
     """
-    from ..cli_copies import bar_of
     from ..index import Index
 
     started = time.perf_counter()

@@ -1,4 +1,4 @@
-"""`semsearch bench`: the command line of the benchmark (bench.py, report.py), registered by cli.py. Heavy
+"""`semsearch bench`: the command line of the benchmark (bench.py, report.py), registered by cli/. Heavy
 imports wait until it runs."""
 
 from __future__ import annotations
