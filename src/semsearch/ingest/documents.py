@@ -158,8 +158,9 @@ class Corpus:
         field = self.fields.vector or "vector"
         try:
             summary = validate_documents(read, path=self.name, vector_field=field, place=place)
-        except DataError:
+        except DataError as error:
             if self.refused and not self.skip_invalid:
+                self.refused.append(error)
                 raise self._refusal() from None
             raise
         finally:

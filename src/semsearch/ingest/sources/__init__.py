@@ -47,8 +47,8 @@ def open_source(
     if vectors is not None and len(paths) > 1:
         raise DataError(f"--vectors goes with one JSONL file, not {len(paths)} paths", path=vectors)
 
-    def table_or_jsonl(path: Path, kind: str) -> Source:
-        return JsonlSource(path, fields) if kind == "jsonl" else TableSource(path, fields, kind)
+    def table_or_jsonl(path: Path, kind: str) -> Source:  # met in a directory
+        return JsonlSource(path, fields) if kind == "jsonl" else TableSource(path, fields, kind, found=True)
 
     parts: list[Source] = []
     for path in paths:

@@ -21,12 +21,17 @@ from .fields import FieldNames, parse_document
 
 
 class TableSource(Source):
-    """`table`: a path (with its `kind`: csv, tsv, parquet) or an in-memory pandas DataFrame / pyarrow Table."""
+    """`table`: a path (with its `kind`: csv, tsv, parquet) or an in-memory pandas DataFrame / pyarrow Table.
+    `found`: met in a directory's walk, so each row's metadata names the file (`path`, `type`), as a document
+    file's does, unless the table has columns of those names."""
 
-    def __init__(self, table: Any, fields: FieldNames = FieldNames(), kind: str | None = None):
+    def __init__(
+        self, table: Any, fields: FieldNames = FieldNames(), kind: str | None = None, found: bool = False
+    ):
         in_memory = not isinstance(table, (str, Path))
         super().__init__("<table>" if in_memory else Path(table))
         self.table, self.kind, self.fields = table, kind, fields
+        self.facts = {"path": Path(table).as_posix(), "type": kind} if found and not in_memory else {}
         if not in_memory:
             self.path = Path(table)
 
@@ -85,6 +90,7 @@ class TableSource(Source):
                 row += 1
                 place = Place(self.name, row=row)
                 record = {name: _json(value) for name, value in zip(names, values) if value is not None}
+                record = {**self.facts, **record} if self.facts else record
                 try:
                     doc = parse_document(record, fields)
                 except DataError as error:
@@ -109,7 +115,7 @@ class TableSource(Source):
             if not set(options) & set(names):
                 listed = ", ".join(names) or "none"
                 name = " or ".join(options)
-                return DataError(f"no {what} column {name!r} (columns: {listed})", path=self.name, field=name)
+                return DataError(f"no {what} column (columns: {listed})", path=self.name, field=name)
         return None
 
     def _vectors(self, batch: Any) -> np.ndarray | None:
