@@ -32,7 +32,7 @@ from .operations import writes
 from .operations.check import health
 from .operations.deleting import Preview, preview
 from .operations.describe import describe
-from .operations.directory import IndexDirectory
+from .operations.directory import IndexDirectory, derived_files
 from .operations.export import export as export_documents
 from .retrieval.calibration import Calibration
 from .retrieval.keywords import KeywordRetriever
@@ -104,7 +104,7 @@ class Index:
         directory = index.directory
         with _closed_on_error(index), directory.store.guarded():
             directory.manifest = directory.generations.current(directory.lock)
-            directory.generations.check(directory.manifest)
+            directory.generations.check(directory.manifest, derived_files(directory.manifest))
         return index
 
     @classmethod
