@@ -30,17 +30,25 @@ def run(*args):
 def bad_files(root: Path) -> dict[str, str]:
     """Files of known kinds that cannot be read, under `root`: name -> the reason the error must give."""
     from fpdf import FPDF
+    from fpdf.enums import EncryptionMethod
 
     (root / "bad").mkdir(parents=True, exist_ok=True)
     pdf = FPDF()
     pdf.add_page()  # a page and no text: what a scan without a text layer gives
     pdf.output(str(root / "bad/scan.pdf"))
+    locked = FPDF()
+    locked.add_page()
+    locked.set_font("helvetica", size=12)
+    locked.cell(0, 10, "Words behind a password.")
+    locked.set_encryption(owner_password="o", user_password="u", encryption_method=EncryptionMethod.RC4)
+    locked.output(str(root / "bad/locked.pdf"))
     (root / "bad/broken.docx").write_bytes(b"PK\x03\x04 not really a zip archive")
     (root / "bad/latin1.md").write_bytes("# Caf\xe9\n\nna\xefve\n".encode("latin-1"))
     (root / "bad/ids.csv").write_text("id,text\na,first row\na,second row\n")
     (root / "bad/noid.csv").write_text("name,text\nx,a row without an id column\n")
     return {
         "bad/scan.pdf": "no text layer",
+        "bad/locked.pdf": "encrypted (a password is needed)",
         "bad/broken.docx": "cannot be read as docx",
         "bad/latin1.md": "not UTF-8 at line 1",
         "bad/ids.csv": "id 'a' appears twice",
@@ -136,7 +144,7 @@ def test_summary_counts_refused_and_ignored(mixed):
         if name != "bad/ids.csv":
             (line,) = [line for line in lines if f"{root.as_posix()}/{name}" in line]
             assert line.startswith("skipped: ") and reason in line
-    assert "read 15 documents, 4 refused (2 files of unknown type ignored)" in lines[-1]
+    assert "read 16 documents, 5 refused (2 files of unknown type ignored)" in lines[-1]
 
 
 def test_bad_files_refuse_the_corpus_one_line_each(mixed, tmp_path):
@@ -150,7 +158,7 @@ def test_bad_files_refuse_the_corpus_one_line_each(mixed, tmp_path):
     for name, reason in reasons.items():
         (line,) = [line for line in result.stderr.splitlines() if f"{folder.as_posix()}/{name}" in line]
         assert reason in line
-    assert "5 files refused: nothing written" in result.stderr
+    assert "6 files refused: nothing written" in result.stderr
     assert not (tmp_path / "index").exists()
 
 

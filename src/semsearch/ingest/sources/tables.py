@@ -20,6 +20,9 @@ from .base import Entry, Place, Source
 from .fields import FieldNames, parse_document
 
 
+BATCH_ROWS = 4096  # rows turned into Python values at once
+
+
 class TableSource(Source):
     """`table`: a path (with its `kind`: csv, tsv, parquet) or an in-memory pandas DataFrame / pyarrow Table.
     `found`: met in a directory's walk, so each row's metadata names the file (`path`, `type`), as a document
@@ -46,13 +49,13 @@ class TableSource(Source):
             table = self.table
             if not isinstance(table, (pa.Table, pa.RecordBatch)):  # a pandas DataFrame
                 table = pa.Table.from_pandas(table, preserve_index=False)
-            yield from table.to_batches() if isinstance(table, pa.Table) else [table]
+            yield from table.to_batches(BATCH_ROWS) if isinstance(table, pa.Table) else [table]
         elif self.kind == "parquet":
             import pyarrow.parquet as pq
 
             with pq.ParquetFile(self.table) as reader:
-                for group in range(reader.num_row_groups):
-                    yield from reader.read_row_group(group).to_batches()
+                for group in range(reader.num_row_groups):  # one row group read at a time, in small batches
+                    yield from reader.iter_batches(BATCH_ROWS, row_groups=[group])
         else:
             import pyarrow.csv as csv
 
