@@ -240,3 +240,24 @@ def test_parquet_is_read_a_row_group_at_a_time_with_its_vectors(tmp_path):
     assert np.array_equal(np.stack([d.vector for d in docs]), vectors)
     source = corpus.source
     assert [b.num_rows for b in source.batches()] == [3, 3, 3, 1]  # never the whole table at once
+
+
+def test_html_without_main_keeps_the_content_and_leaves_the_furniture():
+    from semsearch.ingest.sources.formats import html
+
+    links = " | ".join(f'<a href="/p{i}.html">Page {i}</a>' for i in range(6))
+    page = f"""<html><head><title>Old theme</title></head><body>
+    <div id="hd"><div class="global-nav">{links}</div></div>
+    <div class="yui-b"><div id="s-setup" class="section"><h1>Setup</h1><p>Install the package first.</p>
+    <div id="s-linux" class="section"><h2>Linux</h2><p>Use the <a href="x">system</a> package manager.</p>
+    <dl><dt id="opt-force">--force</dt><dd>Overwrite existing files.</dd></dl></div></div></div>
+    <div class="yui-b"><h3>Browse</h3><ul><li>{links}</li></ul></div>
+    <footer>Footer words</footer></body></html>""".encode()
+    parsed = html.parse(page)
+    assert parsed.title == "Old theme"
+    assert "Page 3" not in parsed.text and "Footer words" not in parsed.text and "Browse" not in parsed.text
+    places = {parsed.text[s.start : s.end].split("\n")[0]: s.location for s in parsed.sections}
+    assert places["Setup"] == Location(anchor="s-setup", headings=("Setup",))
+    assert places["Linux"] == Location(anchor="s-linux", headings=("Setup", "Linux"))
+    linux = next(s for s in parsed.sections if s.location.anchor == "s-linux")
+    assert "Overwrite existing files." in parsed.text[linux.start : linux.end]

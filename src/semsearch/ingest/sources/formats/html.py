@@ -51,7 +51,17 @@ FURNITURE = (
     " | //*[@aria-hidden='true']"
 )
 # Themes (Sphinx, MkDocs, Docusaurus, ...) keep their sidebars, breadcrumbs and "¶" links in classes and ids.
-FURNITURE_NAMES = {"related", "headerlink", "toc", "footer", "header", "nav", "navigation", "menu", "skip-link"}
+FURNITURE_NAMES = {
+    "related",
+    "headerlink",
+    "toc",
+    "footer",
+    "header",
+    "nav",
+    "navigation",
+    "menu",
+    "skip-link",
+}
 FURNITURE_PARTS = ("sidebar", "navbar", "breadcrumb", "global-nav", "footer")
 # A block that is mostly links (a menu, a table of contents, "previous | up | next") is furniture too.
 LINK_SHARE, LINKS = 0.6, 3
@@ -86,7 +96,9 @@ def furniture(body) -> list:
             inside.add(element)
             continue
         names = f"{element.get('class', '')} {element.get('id', '')}".lower().split()
-        named = any(name in FURNITURE_NAMES or any(part in name for part in FURNITURE_PARTS) for name in names)
+        named = any(
+            name in FURNITURE_NAMES or any(part in name for part in FURNITURE_PARTS) for name in names
+        )
         text = chars[element]
         linky = (
             element.tag in LINK_BLOCKS
