@@ -101,7 +101,7 @@ class TableSource(Source):
                     yield place, DataError(error.reason, path=self.name, row=row, field=error.field)
                     continue
                 if vectors is not None:
-                    vector = vectors[offset]
+                    vector = vectors[offset].copy()  # its own: a view would keep its whole batch alive
                     if not np.isfinite(vector).all():
                         message = "a vector value that is not finite"
                         yield place, DataError(message, path=self.name, row=row, field=self.fields.vector)
