@@ -34,7 +34,7 @@ from .options import (
 
 
 @click.command()
-@click.argument("corpus", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path))
+@click.argument("corpus", type=click.Path(allow_dash=True, path_type=Path))
 @index_option
 @click.option(
     "--model",
@@ -134,6 +134,25 @@ from .options import (
     help="Leave out the lines that are not valid documents, each reported (file, line, field, reason), and "
     "ingest the rest; without it one bad line refuses the whole file.",
 )
+@click.option(
+    "--prune",
+    is_flag=True,
+    help="With a directory: remove the documents of files that are gone from it since its last ingest (only "
+    "ids that came from that directory); a prune of most of the index asks first (--yes).",
+)
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="With a directory: print the files that would be read (added, changed) and the documents --prune "
+    "would remove; write nothing.",
+)
+@click.option("--yes", "-y", is_flag=True, help="Confirm a large --prune without asking.")
+@click.option(
+    "--watch",
+    is_flag=True,
+    help="With a directory: after the ingest, keep the index in step as files change (bursts of changes "
+    "make one write) until Ctrl-C. Needs the files extra.",
+)
 @wait_option
 @quiet_option
 def ingest(
@@ -163,6 +182,10 @@ def ingest(
     cluster,
     workers,
     skip_invalid,
+    prune,
+    dry_run,
+    yes,
+    watch,
     wait,
     quiet,
 ):
@@ -204,6 +227,12 @@ def ingest(
         chunk_tokens=chunk_tokens,
         chunk_overlap=chunk_overlap,
     )
+    if corpus.is_dir():
+        return _ingest_folder(
+            corpus, index_path, options, prune, dry_run, yes, watch, skip_invalid, refit, wait, quiet
+        )
+    if prune or dry_run or watch:
+        raise click.UsageError("--prune, --dry-run and --watch go with a directory")
     corpus = Corpus(corpus, fields, vectors, skip_invalid=skip_invalid)
     if corpus.export and not (index_path / "manifest.json").exists():  # a new index: the export's settings
         options = exported.options_for(corpus.export, options)
@@ -249,6 +278,22 @@ def ingest(
         click.echo(advice, err=True)
     if not quiet:
         click.echo(_ingest_summary(report, len(corpus.refused), len(index), index_path), err=True)
+
+
+def _ingest_folder(root, index_path, options, prune, dry_run, yes, watch, skip_invalid, refit, wait, quiet):
+    """A directory: only its new and changed files read and encoded (cli/folders.py)."""
+    from ..index import Index
+    from ..ingest.first import building
+    from . import folders
+
+    folder = folders.folder_of(root)
+    if dry_run:
+        return folders.dry_run(folder, index_path, prune)
+    sync = dict(prune=prune, yes=yes, skip_invalid=skip_invalid, quiet=quiet, refit=refit)
+    with building(index_path) as build_path, Index.open_or_create(build_path, options, wait=wait) as index:
+        folders.sync_once(index, folder, watching=False, **sync)
+    if watch:
+        folders.watch_folder(folder, index_path, wait, **sync)
 
 
 def _ingest_summary(report, refused: int, documents: int, index_path: Path) -> str:
