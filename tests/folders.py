@@ -79,8 +79,10 @@ def differences(synced: dict[str, dict], fresh: dict[str, dict], tolerance: floa
     beside other texts moves a little) by cosine within `tolerance` of 1."""
     found = []
     if set(synced) != set(fresh):
-        found.append(f"ids: only synced {sorted(set(synced) - set(fresh))[:5]}, only fresh "
-                     f"{sorted(set(fresh) - set(synced))[:5]}")
+        found.append(
+            f"ids: only synced {sorted(set(synced) - set(fresh))[:5]}, only fresh "
+            f"{sorted(set(fresh) - set(synced))[:5]}"
+        )
     for doc_id in sorted(set(synced) & set(fresh)):
         a, b = synced[doc_id], fresh[doc_id]
         for key in sorted((set(a) | set(b)) - {"vector"}):

@@ -20,8 +20,8 @@ from folders import contents, differences, edit, note, records, write_folder
 
 from semsearch import Index
 from semsearch.cli import main
-from semsearch.ingest.plainfolder import PlainFolder
-from semsearch.ingest.sync import scan
+from semsearch.ingest.sources import open_source
+from semsearch.ingest.sync import DirectoryFolder, scan
 from semsearch.storage.generations import WriterLock
 
 pytestmark = pytest.mark.xdist_group("sync")
@@ -41,14 +41,14 @@ def counts(output: str) -> tuple[int, ...]:
     return tuple(int(n) for n in found.groups())
 
 
-class CountedReads(PlainFolder):
-    """The folder reader, counting the files it parses."""
+class CountedReads(DirectoryFolder):
+    """The folder as `ingest DIR` reads it, counting the files it parses."""
 
     parsed = 0
 
-    def read(self, relative, path):
-        self.parsed += 1
-        return super().read(relative, path)
+    def read(self, files):
+        self.parsed += len(files)
+        return super().read(files)
 
 
 def test_sync_reads_only_what_changed_and_equals_a_fresh_ingest(tmp_path):
@@ -67,7 +67,7 @@ def test_sync_reads_only_what_changed_and_equals_a_fresh_ingest(tmp_path):
     assert counts(synced) == (1, 1, 10, 1)
     assert "2 documents encoded" in synced and "1 documents removed" in synced
 
-    reader = CountedReads(folder)  # untouched, or touched only: hashed at most, never parsed
+    reader = CountedReads(open_source(folder))  # untouched, or touched only: hashed at most, never parsed
     os.utime(paths[3], ns=(stat.st_atime_ns, stat.st_mtime_ns + 9_000_000_000))
     with Index.open(index) as opened:
         changes = scan(reader, opened.store)
@@ -100,7 +100,12 @@ def test_prune_counts_first_and_removes_only_its_own_files(tmp_path):
     pruned = ingest(ours, "--index", index, "--prune")
     assert counts(pruned) == (0, 0, 2, 2) and "1 documents removed" in pruned
     with Index.open(index) as opened:
-        assert opened.store.ids() == {"ours-1.md", "ours-2.md", "ours-3.md", *(f"theirs-{i}.md" for i in range(3))}
+        assert opened.store.ids() == {
+            "ours-1.md",
+            "ours-2.md",
+            "ours-3.md",
+            *(f"theirs-{i}.md" for i in range(3)),
+        }
         for mode in ("keyword", "dense"):
             hits = opened.search(unique, k=len(opened), mode=mode)
             assert "ours-0.md" not in {hit.id for hit in hits}, mode
@@ -112,16 +117,26 @@ def test_watch_follows_edits_deletions_and_changes_during_a_write(tmp_path):
     paths = write_folder(folder, CORPUS, files=3)
     ingest(folder, "--index", index)
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    command = [sys.executable, "-m", "semsearch", "ingest", str(folder), "--index", str(index), "--watch", "--prune"]
+    command = [
+        sys.executable,
+        "-m",
+        "semsearch",
+        "ingest",
+        str(folder),
+        "--index",
+        str(index),
+        "--watch",
+        "--prune",
+    ]
     process = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
     lines: list[str] = []
     threading.Thread(target=lambda: lines.extend(process.stderr), daemon=True).start()
     try:
         until(lambda: any("watching" in line for line in lines), "the watch to start", lines)
         edit(paths[0], "Quokkas live on Rottnest Island.")
-        until(lambda: "Quokkas" in text_of(index, "note-0000.md"), "the edit", lines)
+        until(lambda: "Quokkas" in text_of(index, "part-0/note-0000.md"), "the edit", lines)
         paths[1].unlink()
-        until(lambda: "note-0001.md" not in ids(index), "the deletion", lines)
+        until(lambda: "part-1/note-0001.md" not in ids(index), "the deletion", lines)
 
         big = folder / "big.md"  # a write long enough to change a file while it runs
         big.write_text(note(CORPUS[:60]))
@@ -129,7 +144,11 @@ def test_watch_follows_edits_deletions_and_changes_during_a_write(tmp_path):
         until(lock.held_elsewhere, "the write to start", lines, step=0.01)
         edit(paths[2], "Axolotls regrow their limbs.")
         assert lock.held_elsewhere(), "the write ended before the change: make the big file bigger"
-        until(lambda: "big.md" in ids(index) and "Axolotls" in text_of(index, "note-0002.md"), "both", lines)
+        until(
+            lambda: "big.md" in ids(index) and "Axolotls" in text_of(index, "part-0/note-0002.md"),
+            "both",
+            lines,
+        )
 
         process.send_signal(signal.SIGINT)
         assert process.wait(timeout=20) == 0, lines

@@ -27,12 +27,13 @@ from .ingest.creation import check_compatible, check_new_directory, new_settings
 from .ingest.distributed import Executor, executor_for
 from .ingest.documents import Corpus, Document, FieldNames, parse_document, validate_documents
 from .ingest.pipeline import AddReport, Progress
+from .ingest.sources import is_table
 from .ingest.sync import FolderChanges
 from .operations import syncing, writes
 from .operations.check import health
 from .operations.deleting import Preview, preview
 from .operations.describe import describe
-from .operations.directory import IndexDirectory
+from .operations.directory import IndexDirectory, derived_files
 from .operations.export import export as export_documents
 from .operations.syncing import SyncReport
 from .retrieval.calibration import Calibration
@@ -105,7 +106,7 @@ class Index:
         directory = index.directory
         with _closed_on_error(index), directory.store.guarded():
             directory.manifest = directory.generations.current(directory.lock)
-            directory.generations.check(directory.manifest)
+            directory.generations.check(directory.manifest, derived_files(directory.manifest))
         return index
 
     @classmethod
@@ -178,15 +179,16 @@ class Index:
 
     def ingest(
         self,
-        corpus: Corpus | str | Path,
+        corpus: Corpus | str | Path | Sequence[str | Path] | Any,
         fields: FieldNames | None = None,
         progress: Progress | None = None,
         refit: RefitPolicy | str = RefitPolicy.NEVER,
         vectors: str | Path | None = None,
         cluster: Executor | str | int | None = None,
     ) -> AddReport:
-        """Add the documents of a JSONL file (a path, or a checked Corpus), validated whole before anything is
-        written. `refit` after adding: "never", "always" or "auto" (drift above DRIFT_LIMIT; the report's `drift`
+        """Add the documents of a corpus, validated whole before anything is written: a path (a JSONL file, a
+        directory, a document file, a CSV/TSV/Parquet table), several paths, a pandas DataFrame or pyarrow
+        Table (a row a document, columns named by `fields`), or a checked Corpus. `refit` after adding: "never", "always" or "auto" (drift above DRIFT_LIMIT; the report's `drift`
         says if one is advised). `vectors`: an .npy of vectors made elsewhere, row i for the i-th document (as a
         vector field in `fields`). `cluster`: where to encode (distributed.py): a Dask scheduler's address, a
         number of local worker processes or an Executor; the result is the same."""
@@ -201,11 +203,15 @@ class Index:
 
     def add(
         self,
-        documents: Iterable[Document | dict[str, Any]],
+        documents: Iterable[Document | dict[str, Any]] | Any,
         progress: Progress | None = None,
         refit: RefitPolicy | str = RefitPolicy.NEVER,
+        fields: FieldNames | None = None,
     ) -> AddReport:
-        """Add documents (Document objects or dicts shaped like the JSONL lines), validated first."""
+        """Add documents (Document objects or dicts shaped like the JSONL lines, or a pandas DataFrame or
+        pyarrow Table, a row a document with its columns named by `fields`), validated first."""
+        if is_table(documents):
+            return self.ingest(documents, fields, progress, refit)
         docs = [
             d if isinstance(d, Document) else parse_document(d, line=n) for n, d in enumerate(documents, 1)
         ]

@@ -12,13 +12,27 @@ from ..errors import DataError, IndexStateError
 from .options import progress
 
 
-def folder_of(path: Path):
-    from ..ingest.plainfolder import PlainFolder
+def folder_sync(
+    sources, index_path: Path, options, dry_run: bool, wait: float, *, watch: bool, **sync
+) -> None:
+    """`ingest DIR...`: each directory synced (scanned first, all of them, then written a directory at a time),
+    or with `dry_run` only shown; then, with `watch`, kept in step."""
+    from ..index import Index
+    from ..ingest.first import building
+    from ..ingest.sync import DirectoryFolder
 
-    return PlainFolder(path)
+    folders = [DirectoryFolder(source) for source in sources]
+    if dry_run:
+        for folder in folders:
+            show_dry_run(folder, index_path, sync["prune"])
+        return
+    with building(index_path) as build_path, Index.open_or_create(build_path, options, wait=wait) as index:
+        sync_once(index, folders, watching=False, **sync)
+    if watch:
+        watch_folders(folders, index_path, wait, **sync)
 
 
-def dry_run(folder, index_path: Path, prune: bool) -> None:
+def show_dry_run(folder, index_path: Path, prune: bool) -> None:
     """What `ingest DIR` would do, writing nothing: the files it would read, and what --prune would remove."""
     from ..index import Index
     from ..ingest.first import is_index, target_of
@@ -29,7 +43,7 @@ def dry_run(folder, index_path: Path, prune: bool) -> None:
     else:
         with Index.open(index_path) as index:
             changes, total = scan(folder, index.store, parse=False), len(index)
-    click.echo(f"would read {files_line(changes)} of {folder.root}")
+    click.echo(f"would ingest {folder.root}: {files_line(changes)}")
     if changes.gone:
         ids = changes.prunable
         shown = ", ".join(ids[:10]) + (", ..." if len(ids) > 10 else "")
@@ -45,44 +59,54 @@ def files_line(changes) -> str:
 
 
 def sync_once(
-    index, folder, *, prune: bool, yes: bool, skip_invalid: bool, quiet: bool, watching: bool, **add
+    index, folders, *, prune: bool, yes: bool, skip_invalid: bool, quiet: bool, watching: bool, **add
 ):
-    """Scan the folder against the index and bring the index in step; one summary line (in a watch, only when
-    something changed). Unreadable files refuse the whole sync unless skipped (a watch skips them: they are read
-    again at their next change)."""
+    """Scan the folders against the index, then bring the index in step with each; a summary line each (in a
+    watch, only when something changed). Unreadable files refuse the whole ingest unless skipped (a watch skips
+    them: they are read again at their next change)."""
     from ..ingest.sync import scan
+
+    scanned = [(folder, scan(folder, index.store)) for folder in folders]
+    refused = [error for _, changes in scanned for error in changes.refused]
+    for error in refused:
+        click.echo(f"skipped: {error}" if skip_invalid or watching else str(error), err=True)
+    if refused and not (skip_invalid or watching):
+        raise DataError(  # a SemsearchError: a new index's partial directory goes with it
+            f"{len(refused)} files could not be read; nothing was written (--skip-invalid ingests the rest)",
+            path=", ".join(str(folder.root) for folder, _ in scanned),
+        )
+    for folder, changes in scanned:
+        if prune and changes.prunable:
+            confirm_prune(index, changes, yes, watching)
+        documents = len(changes.documents)
+        with progress(documents, quiet or watching or not documents, "encoding") as bar:
+            report = index.sync(changes, prune=prune, progress=bar.update, **add)
+        if not quiet and (
+            not watching or report.added or report.changed or report.removed or changes.refused
+        ):
+            ignored = getattr(folder.source, "ignored", 0)
+            click.echo(summary_line(folder.root, changes, report, len(index), ignored), err=True)
+
+
+def confirm_prune(index, changes, yes: bool, watching: bool) -> None:
+    """A prune of most of the index is confirmed first, as a delete is (operations/deleting.py)."""
     from ..operations.deleting import Preview
 
-    changes = scan(folder, index.store)
-    for error in changes.refused:
-        click.echo(f"skipped: {error}" if skip_invalid or watching else str(error), err=True)
-    if changes.refused and not (skip_invalid or watching):
-        raise DataError(  # a SemsearchError: a new index's partial directory goes with it
-            f"{len(changes.refused)} files could not be read; nothing was written (--skip-invalid ingests "
-            "the rest)",
-            path=folder.root,
-        )
-    if prune and changes.prunable:
-        plan = Preview(len(changes.prunable), len(index), changes.prunable[:10])
-        if plan.needs_confirmation and not yes:
-            description = plan.describe().replace("this delete", "--prune")
-            if watching or not sys.stdin.isatty():
-                raise IndexStateError(f"{description}: give --yes to confirm it (--dry-run lists them)")
-            click.confirm(f"{description} ({index.path}). Prune?", abort=True, err=True)
-    documents = len(changes.documents)
-    with progress(documents, quiet or watching or not documents, "encoding") as bar:
-        report = index.sync(changes, prune=prune, progress=bar.update, **add)
-    if not quiet and (not watching or report.added or report.changed or report.removed or changes.refused):
-        click.echo(summary_line(folder.root, changes, report, len(index)), err=True)
-    return report
+    plan = Preview(len(changes.prunable), len(index), changes.prunable[:10])
+    if plan.needs_confirmation and not yes:
+        description = plan.describe().replace("this delete", "--prune")
+        if watching or not sys.stdin.isatty():
+            raise IndexStateError(f"{description}: give --yes to confirm it (--dry-run lists them)")
+        click.confirm(f"{description} ({index.path}). Prune?", abort=True, err=True)
 
 
-def summary_line(root: Path, changes, report, documents: int) -> str:
+def summary_line(root: Path, changes, report, documents: int, ignored: int = 0) -> str:
     gone = ""
     if report.gone:
         gone = " (their documents kept: --prune removes them)" if not report.pruned else ""
     removed = f"; {report.removed} documents removed" if report.removed else ""
     refused = f"; {len(changes.refused)} files refused" if changes.refused else ""
+    refused += f"; {ignored} files of unknown type ignored" if ignored else ""
     added = ""
     if report.add is not None:
         add = report.add
@@ -95,19 +119,20 @@ def summary_line(root: Path, changes, report, documents: int) -> str:
     return f"synced {root}: {files_line(changes)}{gone}{added}{removed}{refused}; {documents} in the index"
 
 
-def watch_folder(folder, index_path: Path, wait: float, **sync) -> None:
-    """Keep the index in step with the folder until Ctrl-C (the sync under way ends first)."""
+def watch_folders(folders, index_path: Path, wait: float, **sync) -> None:
+    """Keep the index in step with the folders until Ctrl-C (the sync under way ends first)."""
     from ..index import Index
     from ..ingest.watch import stopped_by_signals, watch
 
+    roots = [folder.root for folder in folders]
     with Index.open(index_path, wait) as index, stopped_by_signals() as stop:
         if not sync.get("quiet"):
-            click.echo(f"watching {folder.root} (Ctrl-C stops)", err=True)
+            click.echo(f"watching {', '.join(map(str, roots))} (Ctrl-C stops)", err=True)
         watch(
-            [folder.root],
-            lambda paths: sync_once(index, folder, watching=True, **sync),
+            roots,
+            lambda paths: sync_once(index, folders, watching=True, **sync),
             ignore=[index_path],
             stop=stop,
         )
-    if not sync.get("quiet"):
-        click.echo(f"stopped watching {folder.root}; {len(index)} in the index", err=True)
+        if not sync.get("quiet"):
+            click.echo(f"stopped watching; {len(index)} in the index", err=True)

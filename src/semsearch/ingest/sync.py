@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from ..documents import Document
 from ..errors import DataError
@@ -29,14 +29,14 @@ HASH_BLOCK = 1 << 20
 
 
 class Folder(Protocol):
-    """A folder's documents: its files (relative POSIX path, path), and each one's documents."""
+    """A folder's documents: its files (relative POSIX path, path), and the documents of some of them."""
 
     root: Path  # absolute
 
     def files(self) -> Iterable[tuple[str, Path]]: ...
 
-    def read(self, relative: str, path: Path) -> list[Document]:
-        """The file's documents; a DataError naming the file and why when it cannot be read."""
+    def read(self, files: Sequence[tuple[str, Path]]) -> Iterator[list[Document] | DataError]:
+        """Each file's documents, in order, or the DataError naming it and why it cannot be read."""
         ...
 
 
@@ -87,7 +87,8 @@ def scan(
     changes = FolderChanges(root)
     started = time.time_ns()
     seen: set[str] = set()
-    maybe_same: list[tuple[str, Path, FileRecord]] = []  # size and time as recorded: confirmed below
+    maybe_same: list[tuple[str, Path, FileRecord]] = []  # content as recorded: its documents confirmed below
+    to_parse: list[tuple[str, Path, FileRecord]] = []
     for relative, path in folder.files():
         seen.add(relative)
         old = recorded.get(relative)
@@ -101,16 +102,8 @@ def scan(
             changes.refused.append(DataError(f"cannot read: {error.strerror or error}", path=path))
             continue
         when = status.st_mtime_ns if status.st_mtime_ns < started - UNSURE_NS else UNSURE_TIME
-        if old is not None and old.hash == digest:
-            maybe_same.append(
-                (relative, path, FileRecord(relative, status.st_size, when, digest, old.documents))
-            )
-            continue
-        _parse(
-            folder, changes, relative, path, FileRecord(relative, status.st_size, when, digest), old, parse
-        )
-        if on_read:
-            on_read(1)
+        record = FileRecord(relative, status.st_size, when, digest, old.documents if old else {})
+        (maybe_same if old is not None and old.hash == digest else to_parse).append((relative, path, record))
     stored = store.existing_ids([doc_id for _, _, r in maybe_same for doc_id in r.documents])
     for relative, path, record in maybe_same:
         if all(stored.get(doc_id, (0, None))[1] == digest for doc_id, digest in record.documents.items()):
@@ -118,7 +111,13 @@ def scan(
             if record != recorded[relative]:
                 changes.records.append(record)  # the new time, or no longer unsure
         else:  # its documents were deleted or replaced since: read it again
-            _parse(folder, changes, relative, path, record, recorded[relative], parse)
+            to_parse.append((relative, path, record))
+    if parse:
+        read = folder.read([(relative, path) for relative, path, _ in to_parse])
+    else:
+        read = ([] for _ in to_parse)
+    for (relative, _, record), documents in zip(to_parse, read):
+        _parsed(changes, record, recorded.get(relative), documents)
         if on_read:
             on_read(1)
     changes.gone = [record for relative, record in recorded.items() if relative not in seen]
@@ -132,23 +131,68 @@ def still_stored(store: DocumentStore, documents: dict[str, str]) -> dict[str, i
     return {doc_id: pk for doc_id, (pk, digest) in stored.items() if documents[doc_id] == digest}
 
 
-def _parse(
-    folder: Folder,
-    changes: FolderChanges,
-    relative: str,
-    path: Path,
-    record: FileRecord,
-    old: FileRecord | None,
-    parse: bool,
+def _parsed(
+    changes: FolderChanges, record: FileRecord, old: FileRecord | None, documents: list[Document] | DataError
 ) -> None:
-    try:
-        documents = folder.read(relative, path) if parse else []
-    except DataError as error:
-        changes.refused.append(error)
+    if isinstance(documents, DataError):
+        changes.refused.append(documents)
         return
-    (changes.added if old is None else changes.changed).append(relative)
+    (changes.added if old is None else changes.changed).append(record.path)
     changes.documents += documents
     ids = {doc.id: doc.content_hash for doc in documents}
-    changes.records.append(FileRecord(relative, record.size, record.mtime_ns, record.hash, ids))
+    changes.records.append(FileRecord(record.path, record.size, record.mtime_ns, record.hash, ids))
     if old is not None:
         changes.stale.update({doc_id: h for doc_id, h in old.documents.items() if doc_id not in ids})
+
+
+class DirectoryFolder:
+    """A directory source (sources/files.py) as sync reads it: the files its walk keeps that are of a known
+    kind; a document file parsed as the source parses it (in a pool of processes when there are many), a
+    table or JSONL file met in the walk read whole (a bad row refuses the file)."""
+
+    def __init__(self, source: Any):  # a sources.files.DirectorySource
+        self.source = source
+        self.root = Path(source.root).resolve()
+        self.kinds: dict[str, str] = {}
+
+    def files(self) -> Iterator[tuple[str, Path]]:
+        self.kinds = {}
+        self.source.ignored = 0
+        for path, relative, kind in self.source.files():
+            if kind is None:
+                self.source.ignored += 1
+                continue
+            self.kinds[relative] = kind
+            yield relative, path
+
+    def read(self, files: Sequence[tuple[str, Path]]) -> Iterator[list[Document] | DataError]:
+        from .sources.files import DOCUMENT_KINDS, FilesSource, FileTask
+
+        source, kinds = self.source, self.kinds
+        tasks = [
+            FileTask(str(path), relative, source.shown(relative), kinds[relative])
+            for relative, path in files
+            if kinds[relative] in DOCUMENT_KINDS
+        ]
+
+        class Listed(FilesSource):
+            def tasks(self) -> Iterator[FileTask | None]:
+                yield from tasks
+
+        parsed = (item for _, item in Listed(source.name).entries())
+        for relative, _ in files:
+            kind = kinds[relative]
+            if kind in DOCUMENT_KINDS:
+                item = next(parsed)
+                yield item if isinstance(item, DataError) else [item]
+            else:
+                yield _whole(source.tables(Path(source.shown(relative)), kind).entries())
+
+
+def _whole(entries: Iterable[tuple[Any, Document | DataError]]) -> list[Document] | DataError:
+    documents = []
+    for _, item in entries:
+        if isinstance(item, DataError):
+            return item
+        documents.append(item)
+    return documents

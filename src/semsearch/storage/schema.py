@@ -84,7 +84,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "INSERT INTO keywords (keywords) VALUES ('rebuild')",  # the documents already stored
         "PRAGMA user_version = 3",
     ),
-    (  # the documents' title and text pass through the one analysis queries pass through (retrieval/analysis.py)
+    (  # the documents' title and text pass through the one analysis queries pass through (storage/analysis.py)
         "DROP TRIGGER IF EXISTS keywords_insert",
         "DROP TRIGGER IF EXISTS keywords_delete",
         "DROP TRIGGER IF EXISTS keywords_update",

@@ -18,9 +18,9 @@ import sqlite_utils
 
 from ..documents import Document
 from ..errors import IndexStateError
-from ..retrieval.analysis import register as register_analysis
-from ..retrieval.filters import Condition, RowCache, check_fields, condition_sql, where_sql
+from .analysis import register as register_analysis
 from .damage import RESTORE, DamagedFile, brief, size_problem, sqlite_problem
+from .filters import Condition, RowCache, check_fields, condition_sql, where_sql
 from .passages import PassageMap
 from .reads import StoreReads
 from .schema import META_ROWS, MIGRATIONS, NEW_ROWS, SCHEMA_VERSION
