@@ -14,6 +14,7 @@ and calibration.py read."""
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -247,10 +248,12 @@ class Index:
         the documents of the files gone too; then the files recorded (operations/syncing.py)."""
         if changes.documents:
             validate_documents(changes.documents, path=changes.root, dim=self.settings.encoder_dim)
+        started = time.perf_counter()
         with executor_for(cluster, self.wait) as executor, self.directory.writing():
             docs = changes.documents
             added = self._add_locked(lambda: docs, progress, refit, executor) if docs else None
-            return SyncReport.of(changes, syncing.finish(self.directory, changes, prune), prune, added)
+            removed = syncing.finish(self.directory, changes, prune)
+        return SyncReport.of(changes, removed, prune, added, time.perf_counter() - started)
 
     def delete(self, ids: Sequence[str] = (), where: Where = None, expect: int | None = None) -> int:
         """Delete by id and/or filter (from the statistics, exactly, and the vector index); how many. `expect`: chosen's."""

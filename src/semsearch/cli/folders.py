@@ -27,7 +27,7 @@ def folder_sync(
             show_dry_run(folder, index_path, sync["prune"])
         return
     with building(index_path) as build_path, Index.open_or_create(build_path, options, wait=wait) as index:
-        sync_once(index, folders, watching=False, **sync)
+        sync_once(index, folders, watching=False, target=index_path, **sync)
     if watch:
         watch_folders(folders, index_path, wait, **sync)
 
@@ -59,33 +59,66 @@ def files_line(changes) -> str:
 
 
 def sync_once(
-    index, folders, *, prune: bool, yes: bool, skip_invalid: bool, quiet: bool, watching: bool, **add
+    index,
+    folders,
+    *,
+    prune: bool,
+    yes: bool,
+    skip_invalid: bool,
+    quiet: bool,
+    watching: bool,
+    target: Path | None = None,
+    **add,
 ):
-    """Scan the folders against the index, then bring the index in step with each; a summary line each (in a
-    watch, only when something changed). Unreadable files refuse the whole ingest unless skipped (a watch skips
-    them: they are read again at their next change)."""
+    """Scan the folders against the index, then bring the index in step with each: a line per folder, then the
+    ingest's summary (in a watch, a folder's line only when something changed). Unreadable files refuse the
+    whole ingest unless skipped (a watch skips them: they are read again at their next change)."""
     from ..ingest.sync import scan
 
     scanned = [(folder, scan(folder, index.store)) for folder in folders]
     refused = [error for _, changes in scanned for error in changes.refused]
-    for error in refused:
-        click.echo(f"skipped: {error}" if skip_invalid or watching else str(error), err=True)
     if refused and not (skip_invalid or watching):
-        raise DataError(  # a SemsearchError: a new index's partial directory goes with it
-            f"{len(refused)} files could not be read; nothing was written (--skip-invalid ingests the rest)",
-            path=", ".join(str(folder.root) for folder, _ in scanned),
+        count = len(refused)
+        ending = (
+            f"{count} file{'s' * (count != 1)} refused: nothing written (--skip-invalid ingests the rest)"
         )
+        raise DataError("\n".join([*map(str, refused), ending]))  # a new index's partial directory goes too
+    for error in refused:
+        click.echo(f"skipped: {error}", err=True)
+    reports = []
     for folder, changes in scanned:
         if prune and changes.prunable:
             confirm_prune(index, changes, yes, watching)
         documents = len(changes.documents)
         with progress(documents, quiet or watching or not documents, "encoding") as bar:
             report = index.sync(changes, prune=prune, progress=bar.update, **add)
+        reports.append(report)
         if not quiet and (
             not watching or report.added or report.changed or report.removed or changes.refused
         ):
-            ignored = getattr(folder.source, "ignored", 0)
-            click.echo(summary_line(folder.root, changes, report, len(index), ignored), err=True)
+            click.echo(folder_line(folder.root, report, len(index) if watching else None), err=True)
+    if not quiet and not watching:
+        from .ingest import _ingest_summary
+
+        ignored = sum(folder.source.ignored for folder in folders)
+        click.echo(
+            _ingest_summary(combined(reports), len(refused), len(index), target or index.path, ignored),
+            err=True,
+        )
+
+
+def combined(reports):
+    """The add reports of the folders' syncs as one, the unchanged files' documents counted as unchanged."""
+    from ..ingest.pipeline import AddReport
+
+    adds = [report.add for report in reports if report.add is not None]
+    return AddReport(
+        added=sum(add.added for add in adds),
+        unchanged=sum(add.unchanged for add in adds) + sum(report.unchanged_documents for report in reports),
+        seconds=sum(report.seconds for report in reports),
+        replaced=sum(add.replaced for add in adds),
+        passages=sum(add.passages for add in adds),
+    )
 
 
 def confirm_prune(index, changes, yes: bool, watching: bool) -> None:
@@ -100,23 +133,18 @@ def confirm_prune(index, changes, yes: bool, watching: bool) -> None:
         click.confirm(f"{description} ({index.path}). Prune?", abort=True, err=True)
 
 
-def summary_line(root: Path, changes, report, documents: int, ignored: int = 0) -> str:
-    gone = ""
-    if report.gone:
-        gone = " (their documents kept: --prune removes them)" if not report.pruned else ""
+def folder_line(root: Path, report, documents: int | None) -> str:
+    """A folder's files, as its sync found them; in a watch, what was encoded and the index's size too."""
+    gone = " (their documents kept: --prune removes them)" if report.gone and not report.pruned else ""
     removed = f"; {report.removed} documents removed" if report.removed else ""
-    refused = f"; {len(changes.refused)} files refused" if changes.refused else ""
-    refused += f"; {ignored} files of unknown type ignored" if ignored else ""
-    added = ""
-    if report.add is not None:
-        add = report.add
-        passages = f", {add.passages} passages" if add.passages > add.added else ""
-        added = (
-            f"; {add.added} documents encoded ({add.replaced} replaced{passages}) in {add.seconds:.1f} s"
-            if add.added
-            else ""
-        )
-    return f"synced {root}: {files_line(changes)}{gone}{added}{removed}{refused}; {documents} in the index"
+    line = (
+        f"synced {root}: {report.added} files added, {report.changed} changed, {report.unchanged} unchanged, "
+        f"{report.gone} gone{gone}{removed}"
+    )
+    if documents is None:
+        return line
+    encoded = f"; {report.add.added} documents encoded in {report.add.seconds:.1f} s" if report.add else ""
+    return f"{line}{encoded}; {documents} in the index"
 
 
 def watch_folders(folders, index_path: Path, wait: float, **sync) -> None:

@@ -48,6 +48,7 @@ class FolderChanges:
     added: list[str] = field(default_factory=list)  # relative paths of files not recorded before
     changed: list[str] = field(default_factory=list)
     unchanged: int = 0
+    unchanged_documents: int = 0  # the unchanged files' documents (not read again)
     gone: list[FileRecord] = field(default_factory=list)  # recorded, no longer in the folder
     documents: list[Document] = field(default_factory=list)  # of the new and changed files
     records: list[FileRecord] = field(default_factory=list)  # to record once the documents are written
@@ -108,6 +109,7 @@ def scan(
     for relative, path, record in maybe_same:
         if all(stored.get(doc_id, (0, None))[1] == digest for doc_id, digest in record.documents.items()):
             changes.unchanged += 1
+            changes.unchanged_documents += len(record.documents)
             if record != recorded[relative]:
                 changes.records.append(record)  # the new time, or no longer unsure
         else:  # its documents were deleted or replaced since: read it again

@@ -26,18 +26,15 @@ class SyncReport:
     removed: int
     pruned: bool
     add: AddReport | None
+    unchanged_documents: int  # the unchanged files' (not read again)
+    seconds: float
 
     @classmethod
-    def of(cls, changes: FolderChanges, removed: int, pruned: bool, add: AddReport | None) -> SyncReport:
-        return cls(
-            len(changes.added),
-            len(changes.changed),
-            changes.unchanged,
-            len(changes.gone),
-            removed,
-            pruned,
-            add,
-        )
+    def of(
+        cls, changes: FolderChanges, removed: int, pruned: bool, add: AddReport | None, seconds: float
+    ) -> SyncReport:
+        files = (len(changes.added), len(changes.changed), changes.unchanged, len(changes.gone))
+        return cls(*files, removed, pruned, add, changes.unchanged_documents, seconds)
 
 
 def finish(directory: IndexDirectory, changes: FolderChanges, prune: bool) -> int:
