@@ -30,17 +30,25 @@ def run(*args):
 def bad_files(root: Path) -> dict[str, str]:
     """Files of known kinds that cannot be read, under `root`: name -> the reason the error must give."""
     from fpdf import FPDF
+    from fpdf.enums import EncryptionMethod
 
     (root / "bad").mkdir(parents=True, exist_ok=True)
     pdf = FPDF()
     pdf.add_page()  # a page and no text: what a scan without a text layer gives
     pdf.output(str(root / "bad/scan.pdf"))
+    locked = FPDF()
+    locked.add_page()
+    locked.set_font("helvetica", size=12)
+    locked.cell(0, 10, "Words behind a password.")
+    locked.set_encryption(owner_password="o", user_password="u", encryption_method=EncryptionMethod.RC4)
+    locked.output(str(root / "bad/locked.pdf"))
     (root / "bad/broken.docx").write_bytes(b"PK\x03\x04 not really a zip archive")
     (root / "bad/latin1.md").write_bytes("# Caf\xe9\n\nna\xefve\n".encode("latin-1"))
     (root / "bad/ids.csv").write_text("id,text\na,first row\na,second row\n")
     (root / "bad/noid.csv").write_text("name,text\nx,a row without an id column\n")
     return {
         "bad/scan.pdf": "no text layer",
+        "bad/locked.pdf": "encrypted (a password is needed)",
         "bad/broken.docx": "cannot be read as docx",
         "bad/latin1.md": "not UTF-8 at line 1",
         "bad/ids.csv": "id 'a' appears twice",
@@ -136,7 +144,7 @@ def test_summary_counts_refused_and_ignored(mixed):
         if name != "bad/ids.csv":
             (line,) = [line for line in lines if f"{root.as_posix()}/{name}" in line]
             assert line.startswith("skipped: ") and reason in line
-    assert "read 15 documents, 4 refused (2 files of unknown type ignored)" in lines[-1]
+    assert "read 16 documents, 5 refused (2 files of unknown type ignored)" in lines[-1]
 
 
 def test_bad_files_refuse_the_corpus_one_line_each(mixed, tmp_path):
@@ -150,7 +158,7 @@ def test_bad_files_refuse_the_corpus_one_line_each(mixed, tmp_path):
     for name, reason in reasons.items():
         (line,) = [line for line in result.stderr.splitlines() if f"{folder.as_posix()}/{name}" in line]
         assert reason in line
-    assert "5 files refused: nothing written" in result.stderr
+    assert "6 files refused: nothing written" in result.stderr
     assert not (tmp_path / "index").exists()
 
 
@@ -232,3 +240,24 @@ def test_parquet_is_read_a_row_group_at_a_time_with_its_vectors(tmp_path):
     assert np.array_equal(np.stack([d.vector for d in docs]), vectors)
     source = corpus.source
     assert [b.num_rows for b in source.batches()] == [3, 3, 3, 1]  # never the whole table at once
+
+
+def test_html_without_main_keeps_the_content_and_leaves_the_furniture():
+    from semsearch.ingest.sources.formats import html
+
+    links = " | ".join(f'<a href="/p{i}.html">Page {i}</a>' for i in range(6))
+    page = f"""<html><head><title>Old theme</title></head><body>
+    <div id="hd"><div class="global-nav">{links}</div></div>
+    <div class="yui-b"><div id="s-setup" class="section"><h1>Setup</h1><p>Install the package first.</p>
+    <div id="s-linux" class="section"><h2>Linux</h2><p>Use the <a href="x">system</a> package manager.</p>
+    <dl><dt id="opt-force">--force</dt><dd>Overwrite existing files.</dd></dl></div></div></div>
+    <div class="yui-b"><h3>Browse</h3><ul><li>{links}</li></ul></div>
+    <footer>Footer words</footer></body></html>""".encode()
+    parsed = html.parse(page)
+    assert parsed.title == "Old theme"
+    assert "Page 3" not in parsed.text and "Footer words" not in parsed.text and "Browse" not in parsed.text
+    places = {parsed.text[s.start : s.end].split("\n")[0]: s.location for s in parsed.sections}
+    assert places["Setup"] == Location(anchor="s-setup", headings=("Setup",))
+    assert places["Linux"] == Location(anchor="s-linux", headings=("Setup", "Linux"))
+    linux = next(s for s in parsed.sections if s.location.anchor == "s-linux")
+    assert "Overwrite existing files." in parsed.text[linux.start : linux.end]

@@ -153,7 +153,10 @@ class Corpus:
             reads += 1
             if reads == 1:
                 return first_read()
-            return spool.documents() if spool is not None else self.documents()
+            if spool is None:
+                return self.documents()
+            spool.close_writing()  # all written: read back whole
+            return spool.documents()
 
         field = self.fields.vector or "vector"
         try:

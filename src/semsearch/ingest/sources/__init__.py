@@ -56,6 +56,8 @@ def open_source(
             parts.append(JsonlSource(path, fields, vectors))
             continue
         path = Path(path)
+        if path.is_dir() and vectors is not None:
+            raise DataError("--vectors goes with a JSONL file, not a directory", path=path)
         if path.is_dir():
             from .files import DirectorySource
 

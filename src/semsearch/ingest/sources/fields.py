@@ -3,6 +3,8 @@ every other field metadata, each value checked for what no store or tokenizer ta
 
 from __future__ import annotations
 
+import datetime
+import decimal
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -116,3 +118,28 @@ def check_values(value: Any, field: str, **where: Any) -> None:
     elif isinstance(value, list):
         for item in value:
             check_values(item, field, **where)
+
+
+def json_value(value: Any) -> Any:
+    """A value from YAML front matter or a table's cell as JSON has it: timestamps and dates as ISO 8601 text
+    (UTC, without a zone: `--where` compares them as dates), durations as seconds, decimals as floats, bytes as
+    text, mappings and lists member by member (null members of a mapping left out), anything else as text."""
+    if isinstance(value, datetime.datetime):
+        if value.tzinfo is not None:
+            value = value.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+        return value.isoformat(timespec="seconds")
+    if isinstance(value, (datetime.date, datetime.time)):
+        return value.isoformat()
+    if isinstance(value, datetime.timedelta):
+        return value.total_seconds()
+    if isinstance(value, decimal.Decimal):
+        return float(value)
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    if isinstance(value, dict):
+        return {str(key): json_value(item) for key, item in value.items() if item is not None}
+    if isinstance(value, (list, tuple, set)):
+        return [json_value(item) for item in value]
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return str(value)

@@ -16,7 +16,9 @@ from typing import Any
 
 from ...documents import Document
 from ...errors import DataError
+from ..reachable import check_id
 from .base import Entry, Place, Source
+from .fields import check_values
 from .formats import DOCUMENT_KINDS, MISSING_EXTRA, Unreadable, kind_of, parser
 
 MAX_FILE_BYTES = 64 << 20  # a document file larger than this is refused (a table or JSONL file is streamed)
@@ -47,7 +49,9 @@ def read_document(task: FileTask) -> tuple[str, Any]:
         parsed = parser(task.kind)(data, task.shown)
     except Unreadable as error:
         return "error", str(error)
-    except ImportError:
+    except ImportError as error:
+        if (error.name or "").startswith("semsearch"):
+            raise  # our own code, not a missing parser
         return "error", MISSING_EXTRA.format(kind=task.kind)
     except Exception as error:  # a parser's own failure on a damaged file: its reason, one line
         reason = str(error).splitlines()[0] if str(error) else type(error).__name__
@@ -62,6 +66,12 @@ def read_document(task: FileTask) -> tuple[str, Any]:
         "modified": modified.replace(tzinfo=None).isoformat(timespec="seconds"),
     }
     name = PurePosixPath(task.id).name
+    try:  # what a front matter holds must be storable and filterable as a JSON line's fields are
+        check_values(parsed.metadata, "metadata")
+        check_id(task.id, "id")
+    except DataError as error:
+        field = f" (field {error.field!r})" if error.field and error.field != "metadata" else ""
+        return "error", f"{error.reason}{field}"
     return "doc", Document(
         id=task.id,
         text=parsed.text,

@@ -6,8 +6,6 @@ A vector column (`FieldNames.vector`) is read as one array per row group, never 
 
 from __future__ import annotations
 
-import datetime
-import decimal
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -17,7 +15,9 @@ import numpy as np
 
 from ...errors import DataError
 from .base import Entry, Place, Source
-from .fields import FieldNames, parse_document
+from .fields import FieldNames, json_value, parse_document
+
+BATCH_ROWS = 4096  # rows turned into Python values at once
 
 
 class TableSource(Source):
@@ -46,13 +46,13 @@ class TableSource(Source):
             table = self.table
             if not isinstance(table, (pa.Table, pa.RecordBatch)):  # a pandas DataFrame
                 table = pa.Table.from_pandas(table, preserve_index=False)
-            yield from table.to_batches() if isinstance(table, pa.Table) else [table]
+            yield from table.to_batches(BATCH_ROWS) if isinstance(table, pa.Table) else [table]
         elif self.kind == "parquet":
             import pyarrow.parquet as pq
 
             with pq.ParquetFile(self.table) as reader:
-                for group in range(reader.num_row_groups):
-                    yield from reader.read_row_group(group).to_batches()
+                for group in range(reader.num_row_groups):  # one row group read at a time, in small batches
+                    yield from reader.iter_batches(BATCH_ROWS, row_groups=[group])
         else:
             import pyarrow.csv as csv
 
@@ -89,7 +89,7 @@ class TableSource(Source):
             for offset, values in enumerate(zip(*columns)):
                 row += 1
                 place = Place(self.name, row=row)
-                record = {name: _json(value) for name, value in zip(names, values) if value is not None}
+                record = {name: json_value(value) for name, value in zip(names, values) if value is not None}
                 record = {**self.facts, **record} if self.facts else record
                 try:
                     doc = parse_document(record, fields)
@@ -131,25 +131,3 @@ class TableSource(Source):
         return np.asarray(column.flatten().to_numpy(zero_copy_only=False), dtype=np.float32).reshape(
             len(column), -1
         )
-
-
-def _json(value: Any) -> Any:
-    """A cell as JSON has it: timestamps and dates as ISO 8601 text (UTC, without a zone), decimals as floats,
-    bytes as text where they are UTF-8, nested lists and structs member by member."""
-    if isinstance(value, datetime.datetime):
-        if value.tzinfo is not None:
-            value = value.astimezone(datetime.timezone.utc).replace(tzinfo=None)
-        return value.isoformat(timespec="seconds")
-    if isinstance(value, (datetime.date, datetime.time)):
-        return value.isoformat()
-    if isinstance(value, datetime.timedelta):
-        return value.total_seconds()
-    if isinstance(value, decimal.Decimal):
-        return float(value)
-    if isinstance(value, bytes):
-        return value.decode("utf-8", errors="replace")
-    if isinstance(value, dict):
-        return {str(key): _json(item) for key, item in value.items() if item is not None}
-    if isinstance(value, (list, tuple)):
-        return [_json(item) for item in value]
-    return value

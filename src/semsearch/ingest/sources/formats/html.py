@@ -50,8 +50,66 @@ FURNITURE = (
     " | //*[@role='navigation' or @role='banner' or @role='contentinfo' or @role='complementary' or @role='search']"
     " | //*[@aria-hidden='true']"
 )
-# Sphinx, MkDocs and Docusaurus keep their sidebars, breadcrumbs and "¶" links in classes, not elements.
-FURNITURE_CLASSES = ("sphinxsidebar", "related", "headerlink", "breadcrumb", "md-sidebar", "toc", "footer")
+# Themes (Sphinx, MkDocs, Docusaurus, ...) keep their sidebars, breadcrumbs and "¶" links in classes and ids.
+FURNITURE_NAMES = {
+    "related",
+    "headerlink",
+    "toc",
+    "footer",
+    "header",
+    "nav",
+    "navigation",
+    "menu",
+    "skip-link",
+}
+FURNITURE_PARTS = ("sidebar", "navbar", "breadcrumb", "global-nav", "footer")
+# A block that is mostly links (a menu, a table of contents, "previous | up | next") is furniture too.
+LINK_SHARE, LINKS = 0.6, 3
+LINK_BLOCKS = ("div", "ul", "ol", "table", "dl", "p")
+
+
+def _chars(text: str | None) -> int:
+    return len("".join(text.split())) if text else 0
+
+
+def furniture(body) -> list:
+    """The elements under `body` that are the site's furniture: named so (class or id), or mostly links and
+    not most of the page (a page that is a list of links, a table of contents, keeps its list). One pass from
+    the leaves up counts each element's characters and linked characters."""
+    elements = list(body.iter())
+    chars: dict = {}
+    linked: dict = {}
+    links: dict = {}
+    for element in reversed(elements):  # children before their parents
+        text, link, count = _chars(element.text), 0, 0
+        for child in element:
+            text += chars.get(child, 0) + _chars(child.tail)
+            link += linked.get(child, 0)
+            count += links.get(child, 0)
+        if element.tag == "a":
+            link, count = text, count + 1
+        chars[element], linked[element], links[element] = text, link, count
+    page = chars.get(body, 0)
+    found, inside = [], set()
+    for element in elements:
+        if not isinstance(element.tag, str) or element.getparent() in inside:
+            inside.add(element)
+            continue
+        names = f"{element.get('class', '')} {element.get('id', '')}".lower().split()
+        named = any(
+            name in FURNITURE_NAMES or any(part in name for part in FURNITURE_PARTS) for name in names
+        )
+        text = chars[element]
+        linky = (
+            element.tag in LINK_BLOCKS
+            and links[element] >= LINKS
+            and 0 < text < page / 2
+            and linked[element] / text >= LINK_SHARE
+        )
+        if element is not body and (named or linky):
+            found.append(element)
+            inside.add(element)
+    return found
 
 
 def parse(data: bytes, kind: str = "html") -> Parsed:
@@ -66,10 +124,8 @@ def parse(data: bytes, kind: str = "html") -> Parsed:
     for element in root.xpath(FURNITURE):
         if element.getparent() is not None:
             element.drop_tree()
-    for element in root.xpath("//*[@class]"):
-        classes = element.get("class", "").split()
-        if element.getparent() is not None and any(c in FURNITURE_CLASSES for c in classes):
-            element.drop_tree()
+    for element in furniture(root.find("body") if root.find("body") is not None else root):
+        element.drop_tree()
     main = next(iter(root.xpath("//main | //*[@role='main'] | //article")), None)
     if main is None:
         main = root.find("body") if root.find("body") is not None else root

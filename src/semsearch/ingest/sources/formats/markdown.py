@@ -4,9 +4,9 @@ first heading."""
 
 from __future__ import annotations
 
-import datetime
 from typing import Any
 
+from ..fields import json_value
 from . import Parsed, Unreadable, decoded
 from .lines import Lines
 
@@ -50,20 +50,3 @@ def parse(data: bytes, kind: str = "markdown") -> Parsed:
             headings[0][2] if headings else None
         )
     return Parsed(lines.text, title or None, sections, metadata)
-
-
-def json_value(value: Any) -> Any:
-    """A YAML value as JSON has it: dates and times as ISO 8601 text (filterable by range as such)."""
-    if isinstance(value, datetime.datetime):
-        if value.tzinfo is not None:
-            value = value.astimezone(datetime.timezone.utc).replace(tzinfo=None)
-        return value.isoformat(timespec="seconds")
-    if isinstance(value, datetime.date):
-        return value.isoformat()
-    if isinstance(value, dict):
-        return {str(key): json_value(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple, set)):
-        return [json_value(item) for item in value]
-    if value is None or isinstance(value, (str, int, float, bool)):
-        return value
-    return str(value)
