@@ -192,9 +192,14 @@ class DirectoryFolder:
 
 
 def _whole(entries: Iterable[tuple[Any, Document | DataError]]) -> list[Document] | DataError:
-    documents = []
-    for _, item in entries:
+    """A table's or JSONL file's documents, or the first error among them (a repeated id is one)."""
+    documents, first = [], {}
+    for place, item in entries:
         if isinstance(item, DataError):
             return item
+        if item.id in first:
+            message = f"id {item.id!r} appears twice (first at {first[item.id].within()})"
+            return DataError(message, field="id", **place.where())
+        first[item.id] = place
         documents.append(item)
     return documents
