@@ -117,7 +117,7 @@ def test_watch_follows_edits_deletions_and_changes_during_a_write(tmp_path):
     folder, index = tmp_path / "notes", tmp_path / "index"
     paths = write_folder(folder, CORPUS, files=3)
     ingest(folder, "--index", index)
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "SEMSEARCH_PAUSE": "generation-written:2"}  # each write 2 s
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "SEMSEARCH_PAUSE": "generation-written:1"}  # each write 1 s
     command = [
         sys.executable,
         "-m",
