@@ -1,5 +1,5 @@
 """Issue 34, the ingest front: a folder of every kind of file (Markdown, HTML, PDF, DOCX, text, code, CSV,
-Parquet; written in code by tests/mixedfolder.py) and a DataFrame ingest into one index with the real model,
+Parquet; written in code by tests/mixedfolder.py) ingests into one index with the real model,
 each file's sentence found in its file with its metadata, its types kept and its place in the file; bad files
 named one a line (nothing written without --skip-invalid); unknown files counted as ignored; the walk's rules
 (hidden, .gitignore, include/exclude, a symlink loop) and content sniffing on the source alone."""
@@ -58,30 +58,13 @@ def bad_files(root: Path) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def mixed(tmp_path_factory):
-    """The mixed folder with its bad files, ingested in one command with --skip-invalid, then a DataFrame."""
-    import pandas as pd
-
+    """The mixed folder with its bad files, ingested in one command with --skip-invalid."""
     root = write_folder(tmp_path_factory.mktemp("sources") / "folder")
     reasons = bad_files(root)
     (root / "bad/ids.csv").unlink()  # a repeated id refuses the corpus even with --skip-invalid: apart below
     index = root.parent / "index"
     result = run("ingest", root, "--index", index, "--skip-invalid")
     assert result.exit_code == 0, result.output
-    frame = pd.DataFrame(
-        {
-            "id": ["f1", "f2"],
-            "text": [
-                "Penguins huddle together to survive the polar winter.",
-                "Kites fly best in steady wind.",
-            ],
-            "stars": [5, 3],
-            "ratio": [0.25, 0.75],
-            "seen": [True, False],
-            "when": pd.to_datetime(["2021-06-01 10:00", "2027-01-02 03:04"]),
-        }
-    )
-    with Index.open(index) as opened:
-        opened.add(frame)
     return root, index, result, reasons
 
 
@@ -133,8 +116,6 @@ def test_metadata_and_types(mixed):
     assert not ids("modified<2000-01-01") & set(SENTENCES)
     assert ids("count>=8") == {"p2"} and ids("published>=2026-01-01") == {"p2"} and ids("tags=sea") == {"p1"}
     assert ids("year>2010", "active=false") == {"r2"} and ids("price=2.25") == {"r2"}
-    assert ids("stars>=4", "seen=true", "ratio<0.5", "when<2022-01-01") == {"f1"}
-    assert ids("when>=2027-01-02T03:00") == {"f2"}
 
 
 def test_summary_counts_refused_and_ignored(mixed):
@@ -261,3 +242,33 @@ def test_html_without_main_keeps_the_content_and_leaves_the_furniture():
     assert places["Linux"] == Location(anchor="s-linux", headings=("Setup", "Linux"))
     linux = next(s for s in parsed.sections if s.location.anchor == "s-linux")
     assert "Overwrite existing files." in parsed.text[linux.start : linux.end]
+
+
+def test_a_dataframe_is_a_table_with_its_types():
+    import pandas as pd
+
+    frame = pd.DataFrame(
+        {
+            "id": ["f1", "f2"],
+            "text": [
+                "Penguins huddle together to survive the polar winter.",
+                "Kites fly best in steady wind.",
+            ],
+            "stars": [5, 3],
+            "ratio": [0.25, 0.75],
+            "seen": [True, False],
+            "when": pd.to_datetime(["2021-06-01 10:00", "2027-01-02 03:04"]),
+            "tags": [["bird", "ice"], []],
+        }
+    )
+    corpus = Corpus(frame)  # what Index.add(frame) and Index.ingest(frame) read
+    assert corpus.check().count == 2
+    first, second = corpus.documents()
+    assert first.metadata == {
+        "stars": 5,
+        "ratio": 0.25,
+        "seen": True,
+        "when": "2021-06-01T10:00:00",
+        "tags": ["bird", "ice"],
+    }
+    assert type(first.metadata["stars"]) is int and second.metadata["when"] == "2027-01-02T03:04:00"
