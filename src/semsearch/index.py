@@ -14,6 +14,7 @@ and calibration.py read."""
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -28,12 +29,14 @@ from .ingest.distributed import Executor, executor_for
 from .ingest.documents import Corpus, Document, FieldNames, parse_document, validate_documents
 from .ingest.pipeline import AddReport, Progress
 from .ingest.sources import is_table
-from .operations import writes
+from .ingest.sync import FolderChanges
+from .operations import syncing, writes
 from .operations.check import health
 from .operations.deleting import Preview, preview
 from .operations.describe import describe
 from .operations.directory import IndexDirectory, derived_files
 from .operations.export import export as export_documents
+from .operations.syncing import SyncReport
 from .retrieval.calibration import Calibration
 from .retrieval.keywords import KeywordRetriever
 from .retrieval.query import QueryDefaults, QueryOptions
@@ -217,16 +220,40 @@ class Index:
         return self._add(lambda: iter(docs), progress, refit)
 
     def _add(self, documents: Callable[[], Iterable[Document]], progress, refit, executor=None) -> AddReport:
-        refit = RefitPolicy.parse(refit, "refit")
         with self.directory.writing():
-            done, published = writes.add(self.directory, documents(), progress, executor)
-            if published is not None:
-                self.directory.take_up(published)
-            report, drift = done.report(), self.state.drift
-            if report.added and refit.due(drift) and not report.young:
-                self._refit_locked(build.refit_spec(self.settings, None, None, None, None, None), None)
-                return replace(report, refitted=True, drift=drift)
-            return replace(report, drift=drift)
+            return self._add_locked(documents, progress, refit, executor)
+
+    def _add_locked(self, documents, progress, refit, executor) -> AddReport:
+        refit = RefitPolicy.parse(refit, "refit")
+        done, published = writes.add(self.directory, documents(), progress, executor)
+        if published is not None:
+            self.directory.take_up(published)
+        report, drift = done.report(), self.state.drift
+        if report.added and refit.due(drift) and not report.young:
+            self._refit_locked(build.refit_spec(self.settings, None, None, None, None, None), None)
+            return replace(report, refitted=True, drift=drift)
+        return replace(report, drift=drift)
+
+    def sync(
+        self,
+        changes: FolderChanges,
+        *,
+        prune: bool = False,
+        progress: Progress | None = None,
+        refit: RefitPolicy | str = RefitPolicy.NEVER,
+        cluster: Executor | str | int | None = None,
+    ) -> SyncReport:
+        """Bring the index in step with a folder scanned by `ingest.sync.scan`, in one hold of the writer lock:
+        the new and changed files' documents added, the ids a changed file no longer gives removed, with `prune`
+        the documents of the files gone too; then the files recorded (operations/syncing.py)."""
+        if changes.documents:
+            validate_documents(changes.documents, path=changes.root, dim=self.settings.encoder_dim)
+        started = time.perf_counter()
+        with executor_for(cluster, self.wait) as executor, self.directory.writing():
+            docs = changes.documents
+            added = self._add_locked(lambda: docs, progress, refit, executor) if docs else None
+            removed = syncing.finish(self.directory, changes, prune)
+        return SyncReport.of(changes, removed, prune, added, time.perf_counter() - started)
 
     def delete(self, ids: Sequence[str] = (), where: Where = None, expect: int | None = None) -> int:
         """Delete by id and/or filter (from the statistics, exactly, and the vector index); how many. `expect`: chosen's."""

@@ -155,6 +155,25 @@ from .options import (
     help="Leave out the lines, rows and files that are not valid documents, each reported (file, line or row, "
     "field, reason), and ingest the rest; without it one bad line refuses the whole corpus.",
 )
+@click.option(
+    "--prune",
+    is_flag=True,
+    help="With a directory: remove the documents of files that are gone from it since its last ingest (only "
+    "ids that came from that directory); a prune of most of the index asks first (--yes).",
+)
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="With a directory: print the files that would be read (added, changed) and the documents --prune "
+    "would remove; write nothing.",
+)
+@click.option("--yes", "-y", is_flag=True, help="Confirm a large --prune without asking.")
+@click.option(
+    "--watch",
+    is_flag=True,
+    help="With a directory: after the ingest, keep the index in step as files change (bursts of changes "
+    "make one write) until Ctrl-C. Needs the files extra.",
+)
 @wait_option
 @quiet_option
 def ingest(
@@ -188,6 +207,10 @@ def ingest(
     cluster,
     workers,
     skip_invalid,
+    prune,
+    dry_run,
+    yes,
+    watch,
     wait,
     quiet,
 ):
@@ -215,6 +238,8 @@ def ingest(
     from ..ingest.distributed import executor_for
     from ..ingest.documents import Corpus, FieldNames
     from ..ingest.first import building
+    from ..ingest.sources import open_source
+    from .folders import folder_sync
 
     fields = FieldNames(id=id_field, text=text_field, title=title_field, vector=vector_field)
     options = IndexOptions(
@@ -235,6 +260,12 @@ def ingest(
         chunk_overlap=chunk_overlap,
     )
     walk = dict(include=include, exclude=exclude, hidden=hidden, no_ignore=no_ignore)
+    if all(str(path) != "-" and path.is_dir() for path in paths) and not vectors:
+        folders = [open_source(path, fields, **walk) for path in paths]
+        sync = dict(prune=prune, yes=yes, skip_invalid=skip_invalid, quiet=quiet, refit=refit, watch=watch)
+        return folder_sync(folders, index_path, options, dry_run, wait, **sync)
+    if prune or dry_run or watch:
+        raise click.UsageError("--prune, --dry-run and --watch go with directories (every PATH one)")
     corpus = Corpus(paths, fields, vectors, skip_invalid=skip_invalid, **walk)
     if corpus.export and not (index_path / "manifest.json").exists():  # a new index: the export's settings
         options = exported.options_for(corpus.export, options)

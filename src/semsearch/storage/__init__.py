@@ -6,4 +6,4 @@ tokenizer makes them terms (keywordterms) and the text analysis the keyword inde
 the `--where` language and the SQL of its conditions (filters), the append-only raw vector segments (rawvectors) and which rows are
 whose passages (passages), the manifest (manifest), generations and the writer lock (generations), atomic file
 writes (files), what a damaged file is (damage) and the named fault points where the crash tests stop a process
-(faults)."""
+(faults) and the files a folder's ingest read (synced)."""

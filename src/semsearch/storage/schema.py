@@ -100,5 +100,19 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         END""",
         "PRAGMA user_version = 4",
     ),
+    (  # the files a folder's ingest read (ingest/sync.py): what each held when read, and its documents
+        # `root` is the folder's absolute path, `path` the file's relative to it (POSIX); `documents` a JSON
+        # object of the ids its documents got, each with the content hash stored with it.
+        """CREATE TABLE IF NOT EXISTS files (
+            root TEXT NOT NULL,
+            path TEXT NOT NULL,
+            size INTEGER NOT NULL,
+            mtime_ns INTEGER NOT NULL,
+            hash TEXT NOT NULL,
+            documents TEXT NOT NULL DEFAULT '{}',
+            PRIMARY KEY (root, path)
+        )""",
+        "PRAGMA user_version = 5",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
