@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from ..errors import DataError, IndexStateError
-from .options import progress
+from .options import ingest_summary, progress
 
 
 def folder_sync(
@@ -98,11 +98,9 @@ def sync_once(
         ):
             click.echo(folder_line(folder.root, report, len(index) if watching else None), err=True)
     if not quiet and not watching:
-        from .ingest import _ingest_summary
-
         ignored = sum(folder.source.ignored for folder in folders)
         click.echo(
-            _ingest_summary(combined(reports), len(refused), len(index), target or index.path, ignored),
+            ingest_summary(combined(reports), len(refused), len(index), target or index.path, ignored),
             err=True,
         )
 

@@ -26,6 +26,7 @@ from .options import (
     flow_options,
     index_option,
     index_type_option,
+    ingest_summary,
     progress,
     quiet_option,
     recall_target_option,
@@ -310,21 +311,8 @@ def ingest(
     if advice:  # the corpus is in a script the model was not trained on: once, before the last line
         click.echo(advice, err=True)
     if not quiet:
-        summary = _ingest_summary(report, len(corpus.refused), len(index), index_path, corpus.ignored)
+        summary = ingest_summary(report, len(corpus.refused), len(index), index_path, corpus.ignored)
         click.echo(summary, err=True)
-
-
-def _ingest_summary(report, refused: int, documents: int, index_path: Path, ignored: int = 0) -> str:
-    """The last line of an ingest: read = added (replaced among them) + unchanged + refused, whatever the
-    source; files of no known type are counted apart."""
-    read = report.added + report.unchanged + refused
-    passages = f"; {report.passages} passages" if report.passages > report.added else ""
-    passed = f" ({ignored} files of unknown type ignored)" if ignored else ""
-    return (
-        f"read {read} documents, {refused} refused{passed}: {report.added} documents added ({report.replaced} "
-        f"replaced, {report.unchanged} unchanged{passages}) to {index_path} in {report.seconds:.1f} s "
-        f"({report.docs_per_second:.1f} docs/s); {documents} in the index"
-    )
 
 
 def _script_advice(index) -> str | None:
