@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -29,6 +30,9 @@ from semsearch.retrieval.calibration import (
     rankings,
     sentences,
     sweep_weights,
+)
+from semsearch.retrieval.calibration import (
+    gains_of as ranked_gains,
 )
 from semsearch.retrieval.calibration_age import STALE_SHARE
 from semsearch.retrieval.choice import beats, best_weight, choose
@@ -133,6 +137,26 @@ def test_a_near_tie_toward_one_side_too_noisy_for_it_takes_the_fused_weight_near
     mirrored = {f"{1 - float(w):.1f}": score for w, score in NEAR_TIE.items()}
     mirrored["0.0"] += 2 * TIE  # keyword alone ahead, as noisily
     assert choose(gains_of(mirrored, 1.0))[:2] == ("hybrid", 0.1)
+
+
+# The pseudo-queries of Chinese sentences glued five to a document (the sets that motivated the guard), as their
+# calibrations recorded them, with the real queries' nDCG@10 at each weight (benchmarks/calibration_choice.py)
+GLUED = json.loads((Path(__file__).parent / "data" / "calibration-glued.json").read_text())
+GUARDED = {
+    "zh-LCQMC-valid-glued5": ("hybrid", 0.5),
+    "zh-BQ-valid-glued5": ("hybrid", 0.3),
+}  # issue 27's picks
+
+
+@pytest.mark.parametrize("name", sorted(GLUED))
+def test_glued_chinese_sentences_keep_what_the_guard_gave_them(name):
+    figures = GLUED[name]
+    gains = {weight: ranked_gains(ranks) for weight, ranks in figures["ranks"].items()}
+    assert {w: round(float(g.mean()), 5) for w, g in gains.items()} == figures["sweep"]  # the record's own
+    mode, alpha, _ = choose(gains)
+    assert (mode, alpha) == GUARDED[name]
+    real = figures["real ndcg@10"]
+    assert real[f"{alpha:.1f}"] >= real["1.0"] + 0.03  # far above dense alone, where the tie rule went
 
 
 @pytest.mark.slow

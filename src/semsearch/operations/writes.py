@@ -237,7 +237,14 @@ def recalibrate(directory: IndexDirectory) -> tuple[float, Published]:
     )
     with directory.generations.next(directory.manifest) as building:
         published = _publish(
-            directory, building, directory.stats(), transform, vectors, settings, calibration=calibration
+            directory,
+            building,
+            directory.stats(),
+            transform,
+            vectors,
+            settings,
+            calibration=calibration,
+            isotropy=directory.state.isotropy,  # no vector changed
         )
     return time.perf_counter() - started, published
 
