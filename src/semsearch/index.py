@@ -232,7 +232,7 @@ class Index:
             if report.added and refit.due(drift) and not report.young:
                 self._refit_locked(build.refit_spec(self.settings, None, None, None, None, None), None)
                 return replace(report, refitted=True, drift=drift)
-            if report.added and refit is RefitPolicy.AUTO and self.calibration_age_stale():
+            if report.added and refit is RefitPolicy.AUTO and self.calibration_stale:
                 self._recalibrate_locked()
                 return replace(report, drift=drift, recalibrated=True)
             return replace(report, drift=drift)
@@ -286,7 +286,8 @@ class Index:
         self.directory.take_up(published)
         return seconds
 
-    def calibration_age_stale(self) -> bool:
+    @property
+    def calibration_stale(self) -> bool:
         """Whether the recorded calibration is stale: more than STALE_SHARE of the documents it was made on
         changed since (calibration_age.py)."""
         recorded = age(self.state.calibration)

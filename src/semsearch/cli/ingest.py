@@ -241,7 +241,7 @@ def ingest(
             advice = _script_advice(index) if report.added else None
     if report.resumed:
         click.echo(f"resumed: {report.resumed} vectors from an interrupted ingest were reused", err=True)
-    if report.restored:
+    if report.restored and not quiet:
         click.echo(
             f"kept the export's calibration: {calibration_line(index.state.calibration)} "
             "(--recalibrate calibrates again)",
