@@ -46,6 +46,10 @@ def rotated(text: str) -> str:
     return " ".join(words[len(words) // 2 :] + words[: len(words) // 2])
 
 
+def calibration_of(path: Path) -> dict:
+    return json.loads((path / "manifest.json").read_text())["calibration"]
+
+
 def top10(path: Path, queries: list[str]) -> list[list[str]]:
     from semsearch.index import Index
 
@@ -60,19 +64,32 @@ def main() -> None:
     parser.add_argument("--set", default="cranfield", choices=sorted(SETS))
     parser.add_argument("--share", type=float, default=0.2, help="of the documents rewritten")
     parser.add_argument("--work", type=Path, default=Path("/tmp/w38-age"))
+    parser.add_argument("--reuse", action="store_true", help="the first ingest of an earlier run in --work")
     args = parser.parse_args()
     from semsearch.evaluation.datasets import ensure_beir, load_beir
 
-    shutil.rmtree(args.work, ignore_errors=True)
-    args.work.mkdir(parents=True)
+    ingested = args.work / "ingest-seconds.json"  # the first ingest, kept for --reuse
+    if not args.reuse:
+        shutil.rmtree(args.work, ignore_errors=True)
+    args.work.mkdir(parents=True, exist_ok=True)
     beir = ensure_beir(SETS[args.set], args.work / "converted")
     corpus = [json.loads(line) for line in (beir / "corpus.jsonl").open(encoding="utf-8")]
     queries = list(load_beir(beir).queries.values())
     source, imported, again = (args.work / name for name in ("source", "imported", "recalibrated"))
+    for path in (imported, again):
+        shutil.rmtree(path, ignore_errors=True)
     row: dict = {"set": args.set, "documents": len(corpus), "load before": round(os.getloadavg()[0], 1)}
 
-    row["ingest s"], _ = semsearch("ingest", str(beir / "corpus.jsonl"), "--index", str(source), "-q")
-    first = json.loads((source / "manifest.json").read_text())["state"]["calibration"]
+    if not (args.reuse and ingested.is_file()):
+        shutil.rmtree(source, ignore_errors=True)
+        seconds, _ = semsearch("ingest", str(beir / "corpus.jsonl"), "--index", str(source), "-q")
+        ingested.write_text(json.dumps({"seconds": seconds, "load": os.getloadavg()[0]}))
+        shutil.copytree(source, args.work / "first")
+    else:  # the index as the first ingest left it
+        shutil.rmtree(source, ignore_errors=True)
+        shutil.copytree(args.work / "first", source)
+    row["ingest s"] = json.loads(ingested.read_text())["seconds"]
+    first = calibration_of(source)
     changed = corpus[:: round(1 / args.share)][: round(args.share * len(corpus))]
     upserts = args.work / "changed.jsonl"
     upserts.write_text("".join(json.dumps({**d, "text": rotated(d["text"])}) + "\n" for d in changed))
@@ -93,15 +110,13 @@ def main() -> None:
         same = sum(a == b for a, b in zip(answers["source"], answers[name]))
         row[f"{name}: same top-10"] = f"{same} of {len(queries)}"
     chosen = {
-        path.name: (lambda c: f"{c['mode']} {c['alpha']}")(
-            json.loads((path / "manifest.json").read_text())["state"]["calibration"]
-        )
+        path.name: (lambda c: f"{c['mode']} {c['alpha']}")(calibration_of(path))
         for path in (source, imported, again)
     }
     row["calibrations (source / import / --recalibrate)"] = " / ".join(chosen.values())
 
     row["refit --calibrate s"], _ = semsearch("refit", "--index", str(source), "--calibrate")
-    renewed = json.loads((source / "manifest.json").read_text())["state"]["calibration"]
+    renewed = calibration_of(source)
     row["its calibration s"] = renewed["seconds"]
     row["age after"] = json.loads(semsearch("info", "--index", str(source), "--json")[1])["calibration_age"]
     row["refit (all) s"], _ = semsearch("refit", "--index", str(source))
