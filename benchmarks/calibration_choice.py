@@ -182,7 +182,7 @@ def rows_of(figures: dict) -> list[dict]:
                 "new - better side": round(new_v - better, 4),
                 "new - best fixed": round(new_v - ndcg[best_w], 4),
                 "fusion helps": "yes" if helps else "no",
-                "pseudo-queries": f"{calibration.queries}: {rule}",
+                "pseudo-queries": f"{calibration.queries}: {rule.split(':')[0]}",
             }
         )
     return rows
@@ -220,7 +220,8 @@ def main() -> None:
         "nDCG@10 of the real queries. `old rule`: issue 27's (where the guard refused one side alone, 0.5 unless a",
         "fused weight beat it beyond noise); `new rule`: issue 38's (a fused weight tied with the best fused one:",
         "0.5 if it is one of them, else the one nearest the refused side). `fusion helps`: some fused weight beats",
-        "both sides on the real queries. `pseudo-queries`: how many, and the new rule's reason.",
+        "both sides on the real queries. `pseudo-queries`: how many, and the new rule's path (best: the best weight;",
+        "default: a side alone refused, 0.5 tied with the best fused; hybrid: a side refused, the tied weight nearest it).",
         "",
         *summary,
         "",
