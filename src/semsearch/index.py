@@ -37,7 +37,7 @@ from .operations.describe import describe
 from .operations.directory import IndexDirectory, derived_files
 from .operations.export import export as export_documents
 from .operations.syncing import SyncReport
-from .retrieval.calibration import Calibration
+from .retrieval.calibration_age import age
 from .retrieval.keywords import KeywordRetriever
 from .retrieval.query import QueryDefaults, QueryOptions
 from .retrieval.search import DenseRetriever, Hit, Request, Where, allowed_rows
@@ -186,21 +186,26 @@ class Index:
         refit: RefitPolicy | str = RefitPolicy.NEVER,
         vectors: str | Path | None = None,
         cluster: Executor | str | int | None = None,
+        recalibrate: bool = False,
     ) -> AddReport:
         """Add the documents of a corpus, validated whole before anything is written: a path (a JSONL file, a
         directory, a document file, a CSV/TSV/Parquet table), several paths, a pandas DataFrame or pyarrow
         Table (a row a document, columns named by `fields`), or a checked Corpus. `refit` after adding: "never", "always" or "auto" (drift above DRIFT_LIMIT; the report's `drift`
         says if one is advised). `vectors`: an .npy of vectors made elsewhere, row i for the i-th document (as a
         vector field in `fields`). `cluster`: where to encode (distributed.py): a Dask scheduler's address, a
-        number of local worker processes or an Executor; the result is the same."""
+        number of local worker processes or an Executor; the result is the same. An export (export.py) ingested
+        into a new index keeps the calibration it records (the report's `restored`) unless `recalibrate`."""
         if not isinstance(corpus, Corpus):
             corpus = Corpus(corpus, fields or FieldNames(), vectors)
         width, dim = corpus.check().vector_width, self.settings.encoder_dim
         if width is not None and width != dim:
             where = dict(path=corpus.vectors) if corpus.vectors else dict(path=corpus.path, line=1)
             raise DataError(f"vectors of width {width}, expected {dim}", field=corpus.fields.vector, **where)
+        restored = None
+        if corpus.export and not recalibrate and self.state.count == 0:
+            restored = corpus.export.get("calibration")
         with executor_for(cluster, self.wait) as executor:  # a scheduler that does not answer: after `wait`
-            return self._add(corpus.documents, progress, refit, executor)
+            return self._add(corpus.documents, progress, refit, executor, restored)
 
     def add(
         self,
@@ -219,19 +224,29 @@ class Index:
         validate_documents(docs, dim=self.settings.encoder_dim)
         return self._add(lambda: iter(docs), progress, refit)
 
-    def _add(self, documents: Callable[[], Iterable[Document]], progress, refit, executor=None) -> AddReport:
+    def _add(
+        self, documents: Callable[[], Iterable[Document]], progress, refit, executor=None, restored=None
+    ) -> AddReport:
         with self.directory.writing():
-            return self._add_locked(documents, progress, refit, executor)
+            return self._add_locked(documents, progress, refit, executor, restored)
 
-    def _add_locked(self, documents, progress, refit, executor) -> AddReport:
+    def _add_locked(self, documents, progress, refit, executor, restored=None) -> AddReport:
+        """The add, then a refit if `refit` says (which calibrates again), else under "auto" a calibration
+        again where the recorded one is stale (calibration_age.py)."""
         refit = RefitPolicy.parse(refit, "refit")
-        done, published = writes.add(self.directory, documents(), progress, executor)
+        done, published = writes.add(self.directory, documents(), progress, executor, restored)
         if published is not None:
             self.directory.take_up(published)
-        report, drift = done.report(), self.state.drift
+        report, drift = (
+            done.report(restored=restored is not None and published is not None),
+            self.state.drift,
+        )
         if report.added and refit.due(drift) and not report.young:
             self._refit_locked(build.refit_spec(self.settings, None, None, None, None, None), None)
             return replace(report, refitted=True, drift=drift)
+        if report.added and refit is RefitPolicy.AUTO and self.calibration_stale:
+            self._recalibrate_locked()
+            return replace(report, drift=drift, recalibrated=True)
         return replace(report, drift=drift)
 
     def sync(
@@ -292,6 +307,25 @@ class Index:
             spec = build.refit_spec(self.settings, transform, dims, power, flow_epochs, seed)
             return self._refit_locked(spec, index_type, rerank, recall_target, calibrate)
 
+    def recalibrate(self) -> float:
+        """Calibrate the fusion weight again from the documents as they are now, keeping the transform and the
+        vector index (nothing re-encoded but the calibration's own pseudo-queries). Returns seconds."""
+        with self.directory.writing():
+            return self._recalibrate_locked()
+
+    def _recalibrate_locked(self) -> float:
+        self.directory.require_fitted()
+        seconds, published = writes.recalibrate(self.directory)
+        self.directory.take_up(published)
+        return seconds
+
+    @property
+    def calibration_stale(self) -> bool:
+        """Whether the recorded calibration is stale: more than STALE_SHARE of the documents it was made on
+        changed since (calibration_age.py)."""
+        recorded = age(self.state.calibration)
+        return recorded is not None and recorded.stale
+
     def _refit_locked(self, spec: TransformSpec, index_type: str | None, *tuning: Any) -> float:
         self.directory.require_fitted()
         seconds, published = writes.refit(self.directory, spec, index_type, *tuning)
@@ -333,13 +367,7 @@ class Index:
     def query_defaults(self) -> QueryDefaults:
         """The mode, weight and rerank depth a query takes when it does not say: the calibrated mode (hybrid if
         none) where the index has keywords and a model, else dense."""
-        calibrated = Calibration.from_json(self.state.calibration)
-        return QueryDefaults.of(
-            fusible=self.store.has_keywords and self.settings.model != NO_MODEL,
-            rerank=self.settings.rerank,
-            calibrated_mode=calibrated.mode if calibrated else None,
-            calibrated_alpha=calibrated.alpha if calibrated else None,
-        )
+        return QueryDefaults.recorded(self.directory.fusible, self.settings.rerank, self.state.calibration)
 
     @property
     def default_mode(self) -> SearchMode:

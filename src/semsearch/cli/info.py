@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from .options import (
+    age_line,
     calibration_line,
     human,
     index_option,
@@ -31,6 +32,8 @@ def info(index_path, as_json):
             value = ", ".join(f"{name} {human(size)}" for name, size in value.items())
         elif key == "calibration":
             value = calibration_line(value)
+        elif key == "calibration_age":
+            value = age_line(value, index_path)
         elif key == "isotropy" and value:
             value = _isotropy_line(value)
         click.echo(f"{key:>15}: {value}")

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from ..retrieval.calibration_age import RENEW, age
 from ..settings import (
     DEFAULT_CHUNK_OVERLAP,
     DEFAULT_CHUNK_TOKENS,
@@ -20,6 +21,7 @@ from ..settings import (
     at_least,
 )
 from .options import (
+    calibrated_again,
     calibration_line,
     checked,
     choice_option,
@@ -30,6 +32,7 @@ from .options import (
     progress,
     quiet_option,
     recall_target_option,
+    stale_words,
     wait_option,
 )
 
@@ -175,6 +178,12 @@ from .options import (
     help="With a directory: after the ingest, keep the index in step as files change (bursts of changes "
     "make one write) until Ctrl-C. Needs the files extra.",
 )
+@click.option(
+    "--recalibrate",
+    is_flag=True,
+    help="Ingesting an export into a new index: calibrate the fusion weight again on its documents instead of "
+    "keeping the calibration the export records (and the query defaults it gave).",
+)
 @wait_option
 @quiet_option
 def ingest(
@@ -212,6 +221,7 @@ def ingest(
     dry_run,
     yes,
     watch,
+    recalibrate,
     wait,
     quiet,
 ):
@@ -288,12 +298,26 @@ def ingest(
             if corpus.export:
                 exported.check_model(corpus.export, index.settings, str(corpus.path))
             calibrated = index.state.calibration
-            report = index.ingest(corpus, progress=bar.update, refit=refit, cluster=executor)
+            report = index.ingest(
+                corpus, progress=bar.update, refit=refit, cluster=executor, recalibrate=recalibrate
+            )
             advice = _script_advice(index) if report.added else None
     if report.resumed:
         click.echo(f"resumed: {report.resumed} vectors from an interrupted ingest were reused", err=True)
-    if not quiet and index.state.calibration not in (None, calibrated):
+    if report.restored and not quiet:
+        click.echo(
+            f"kept the export's calibration: {calibration_line(index.state.calibration)} "
+            "(--recalibrate calibrates again)",
+            err=True,
+        )
+    elif not quiet and calibrated_again(calibrated, index.state.calibration):
         click.echo(f"calibrated the fusion weight: {calibration_line(index.state.calibration)}", err=True)
+    elif (stale := age(index.state.calibration)) is not None and stale.stale:
+        click.echo(
+            f"the calibration is stale ({stale_words(stale)}): run `{RENEW} --index {index_path}`, or ingest "
+            "with --refit auto",
+            err=True,
+        )
     if report.young:
         click.echo(
             f"fitted the transform again on all {len(index)} documents: a young index (fewer than "

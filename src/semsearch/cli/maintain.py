@@ -41,24 +41,39 @@ from .options import (
 @recall_target_option
 @click.option(
     "--calibrate/--no-calibrate",
-    default=True,
-    show_default=True,
+    default=None,
     help="Choose hybrid search's keyword/vector weight (and whether to fuse) again, from pseudo-queries drawn "
-    "from the documents (an index of 800 passages or more); --no-calibrate keeps the recorded one.",
+    "from the documents as they are now (an index of 800 passages or more; the default with a refit); "
+    "--no-calibrate keeps the recorded one. --calibrate with no other option only calibrates: the transform "
+    "and vector index stay, nothing is re-encoded or rebuilt (seconds; what `info` advises when the "
+    "calibration is stale).",
 )
 @wait_option
 def refit(
     index_path, transform, dims, power, rerank, flow_epochs, seed, index_type, recall_target, calibrate, wait
 ):
     """Fit a new transform from the stored statistics and rebuild the vector index from the kept raw vectors,
-    without encoding anything again.
+    without encoding anything again; or, with --calibrate alone, only calibrate the fusion weight again.
 
     \b
     Example:
         semsearch refit --index indexes/papers --transform pca --dims 128
+        semsearch refit --index indexes/papers --calibrate
     """
     from ..index import Index
 
+    refitting = (transform, dims, power, rerank, flow_epochs, seed, index_type, recall_target)
+    if calibrate and all(option is None for option in refitting):
+        with Index.open(index_path, wait) as index:
+            seconds = index.recalibrate()
+            details = index.info()
+        click.echo(
+            f"calibrated {index_path} again in {seconds:.2f} s (transform and vector index kept): "
+            f"{calibration_line(details['calibration'])}",
+            err=True,
+        )
+        return
+    calibrate = calibrate is not False
     with Index.open(index_path, wait) as index:
         seconds = index.refit(
             transform,

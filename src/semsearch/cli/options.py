@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from ..errors import SettingsError
+from ..retrieval.calibration_age import RENEW, Age
 from ..settings import DEFAULT_WAIT, Choice, IndexType
 
 DEFAULT_INDEX = Path("indexes") / "default"
@@ -121,7 +122,7 @@ def dims_option(text: str | None) -> int | str | None:
 def calibration_line(calibration: dict | None) -> str:
     if not calibration or "skipped" in calibration:
         why = calibration["skipped"] if calibration else "none recorded"
-        return f"none, the default weight ({why}; `semsearch refit --calibrate` tries again)"
+        return f"none, the default weight ({why}; `{RENEW}` tries again)"
     sides = ", ".join(f"{side} {value:.3f}" for side, value in calibration["sides"].items())
     return (
         f"{calibration['mode']}, alpha {calibration['alpha']:g}, chosen by {calibration['queries']} "
@@ -131,6 +132,32 @@ def calibration_line(calibration: dict | None) -> str:
         + f" in {calibration['seconds']:.1f} s"
         + (f"; {calibration['rule']}" if calibration.get("rule", "best") != "best" else "")
     )
+
+
+def age_line(recorded: dict | None, index_path: Path) -> str:
+    """How much changed since the calibration (`info`'s calibration_age), and whether it is stale."""
+    if recorded is None:
+        return "not counted (no calibration, or one recorded before changes were counted)"
+    words = stale_words(Age(**recorded))
+    if not recorded["stale"]:
+        return f"{words}: current"
+    return f"{words}: the calibration is stale, run `{RENEW} --index {index_path}`"
+
+
+def stale_words(age: Age) -> str:
+    return (
+        f"{age.changed:,} documents added, replaced or deleted since it was made on {age.documents:,} "
+        f"({age.share:.1%}; stale above {age.limit:.0%})"
+    )
+
+
+def calibrated_again(before: dict | None, after: dict | None) -> bool:
+    """Whether a write recorded a new calibration (not only its age counted on)."""
+
+    def made(record: dict | None) -> dict | None:
+        return {k: v for k, v in record.items() if k != "changed"} if record else record
+
+    return after is not None and made(before) != made(after)
 
 
 def progress(total: int, quiet: bool, label: str):

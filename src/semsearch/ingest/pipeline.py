@@ -52,6 +52,8 @@ class AddReport:
     refitted: bool = False
     young: bool = False  # refitted because the index is young (build.young): every add fits on all documents
     passages: int = 0  # vectors made for the documents added (more than them where long ones were cut)
+    restored: bool = False  # the calibration an export recorded was kept (ingest of an export: exported.py)
+    recalibrated: bool = False  # calibrated again after the add: `--refit auto` and a stale calibration
 
     @property
     def refit_advised(self) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ..retrieval.calibration_age import age
 from ..retrieval.query import QueryDefaults
 from ..retrieval.vectorindex import VectorIndex
 from ..settings import DRIFT_LIMIT
@@ -40,7 +41,10 @@ def describe(index: IndexDirectory, defaults: QueryDefaults) -> dict[str, Any]:
         "default_mode": defaults.mode.value,
         # hybrid's default dense weight, and how the corpus chose it (calibration.py; None: not calibrated)
         "default_alpha": defaults.alpha,
-        "calibration": state.calibration,
+        "calibration": _shown(state.calibration),
+        # documents added, replaced or deleted since the calibration, and whether that makes it stale
+        # (calibration_age.py: past STALE_SHARE of those it was made on; `refit --calibrate` renews it)
+        "calibration_age": (recorded := age(state.calibration)) and recorded.to_json(),
         "model": s.model,
         "model_name": s.model_name,
         "pooling": s.pooling,
@@ -72,6 +76,12 @@ def describe(index: IndexDirectory, defaults: QueryDefaults) -> dict[str, Any]:
         "updated": state.updated,
         "format_version": FORMAT_VERSION,
     }
+
+
+def _shown(calibration: dict | None) -> dict | None:
+    """The calibration record without its ranks (a character per pseudo-query and weight: the manifest keeps
+    them for the choice to be made again, calibration.py)."""
+    return {k: v for k, v in calibration.items() if k != "ranks"} if calibration else calibration
 
 
 def _size(path: Path) -> int:

@@ -15,7 +15,7 @@ from ..encoding import Encoder
 from ..encoding.factory import make_encoder
 from ..errors import IndexStateError
 from ..retrieval.vectorindex import VectorIndex
-from ..settings import DEFAULT_WAIT
+from ..settings import DEFAULT_WAIT, NO_MODEL
 from ..storage.generations import Generations, WriterLock
 from ..storage.manifest import IndexSettings, IndexState, Manifest
 from ..storage.rawvectors import RawVectors, Segment
@@ -70,6 +70,11 @@ class IndexDirectory:
     @property
     def state(self) -> IndexState:
         return self.manifest.state
+
+    @property
+    def fusible(self) -> bool:
+        """Whether queries can fuse a keyword side with a dense one: the index has keywords and a model."""
+        return self.store.has_keywords and self.settings.model != NO_MODEL
 
     @property
     def generation_dir(self) -> Path:

@@ -2,13 +2,14 @@
 
 The first line is a header: `{"semsearch_export": 1, "settings": {...}, ...}`, the settings the index was made
 with (model and its fingerprint, pooling, max_length, chunking, transform, index type; the manifest's own
-fields). Then one document per line, in the order they were stored: `id`, `title` (when it has one), `text` and
+fields), its query defaults (`query_defaults`: mode, alpha, rerank) and the calibration record they come from
+(`calibration`). Then one document per line, in the order they were stored: `id`, `title` (when it has one), `text` and
 `metadata` as ingested. With vectors, `vector` is the raw encoder vector (before the transform) as a list of
 numbers (9 significant digits: each float32 exactly); a document the index cut into passages has one per
 passage: `vector` is then a list of lists and `passages` their character spans in the text, `[[start, end],
 ...]`, so an import takes them as they are and encodes nothing (documents.py reads them back).
 
-`semsearch ingest` of the file makes a new index with the header's settings. Memory stays at one batch of
+`semsearch ingest` of the file makes a new index with the header's settings and calibration. Memory stays at one batch of
 documents: rows are read by a cursor, vectors a batch at a time."""
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import numpy as np
 
 from ..errors import IndexStateError
 from ..ingest.exported import EXPORT_KEY
+from ..retrieval.query import QueryDefaults
 from ..settings import NO_MODEL
 from ..storage.files import atomic_path
 from .directory import IndexDirectory
@@ -36,6 +38,7 @@ FLOAT32 = "{:.9g}"  # the shortest format every float32 survives (9 significant 
 
 def header(index: IndexDirectory, vectors: bool) -> dict[str, Any]:
     state = index.state
+    defaults = QueryDefaults.recorded(index.fusible, index.settings.rerank, state.calibration)
     return {
         EXPORT_KEY: EXPORT_FORMAT,
         "semsearch": _version(),
@@ -44,6 +47,10 @@ def header(index: IndexDirectory, vectors: bool) -> dict[str, Any]:
         "passages": state.rows,
         "vectors": vectors,
         "settings": asdict(index.settings),
+        # what queries take when they do not say, and the calibration they come from (calibration.py's record,
+        # or why there is none): an import keeps it, so it answers as this index does (exported.py)
+        "query_defaults": defaults.to_json(),
+        "calibration": state.calibration,
     }
 
 

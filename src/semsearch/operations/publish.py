@@ -35,7 +35,8 @@ def publish(
             RawVectors(generations.path, segments, settings.encoder_dim), live, building.number
         )
         changes["segments"] = () if compacted is None else (compacted.to_json(),)
-    if transform is not None:  # figures of the vectors kept, raw and transformed (transforms/isotropy.py)
+    if transform is not None and changes.get("isotropy") is None:  # figures of the vectors kept, raw and
+        # transformed (transforms/isotropy.py); a write that changes no vector (a calibration) passes them on
         kept = RawVectors(
             generations.path, Segment.all_of(changes.get("segments", state.segments)), settings.encoder_dim
         )

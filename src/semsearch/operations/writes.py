@@ -19,6 +19,7 @@ from ..ingest.creation import make_chunker
 from ..ingest.distributed import Executor, InProcess, Job
 from ..ingest.pipeline import Added, Encode, Progress, add_documents, fidelity_sample, split
 from ..retrieval.calibration import Calibration, calibrate
+from ..retrieval.calibration_age import aged
 from ..retrieval.search import DenseRetriever
 from ..retrieval.vectorindex import VectorIndex, resolve_index_type
 from ..settings import NO_MODEL, Quantize, TransformSpec, check_recall_target
@@ -36,10 +37,13 @@ def add(
     documents: Iterable[Document],
     progress: Progress | None,
     executor: Executor | None = None,
+    calibration: dict | None = None,
 ) -> tuple[Added, Published | None]:
     """Encode, count and store the documents not already here unchanged (ingest.add_documents; the `executor`
     encodes, and fills an ivf or pq index built anew: this process by default, or a cluster), then publish a
-    generation (None when nothing was added).
+    generation (None when nothing was added). `calibration`: a record to keep instead of calibrating (an
+    export's, ingested into a new index: the same documents it was made on); else the documents added count
+    toward the recorded calibration's age (calibration_age.py), or a first or young index calibrates.
     Vectors also go to a resume cache as they are encoded: if the process dies, the same ingest run again takes
     them from there instead of encoding them again."""
     settings, state = directory.settings, directory.state
@@ -114,12 +118,16 @@ def add(
             )
             if fidelity:
                 changes["quantize_fidelity"] = fidelity[0]()
-            if job.encode is not None and (
+            if calibration is not None and state.count == 0:
+                changes["calibration"] = calibration
+            elif job.encode is not None and (
                 state.count == 0 or done.refitted or Calibration.from_json(state.calibration) is None
             ):
                 changes["calibration"] = _calibrated(
                     directory, settings, transform, vectors, raw, job.chunker, executor.encoder(job)
                 )
+            else:
+                changes["calibration"] = aged(state.calibration, done.added)
             published = _publish(directory, building, stats, transform, vectors, settings, **changes)
     except BaseException:
         writer.discard()
@@ -165,7 +173,15 @@ def delete(directory: IndexDirectory, pks: Sequence[int]) -> Published:
                 transform, directory.raw, live, settings.index_type, settings.recall_target
             ),
         )
-        published = _publish(directory, building, stats, transform, vectors, directory.settings)
+        published = _publish(
+            directory,
+            building,
+            stats,
+            transform,
+            vectors,
+            directory.settings,
+            calibration=aged(directory.state.calibration, len(pks)),
+        )
     return published
 
 
@@ -204,6 +220,33 @@ def refit(
         )
     with directory.generations.next(directory.manifest) as building:
         published = _publish(directory, building, stats, fitted, vectors, settings, **changes)
+    return time.perf_counter() - started, published
+
+
+def recalibrate(directory: IndexDirectory) -> tuple[float, Published]:
+    """The fusion weight calibrated again from the documents as they are now, with the transform and vector
+    index kept as they are: nothing re-encoded but the calibration's own pseudo-queries and their documents
+    (calibration.py), nothing refitted or rebuilt. Returns seconds."""
+    started = time.perf_counter()
+    settings = directory.settings
+    if settings.model == NO_MODEL:
+        raise IndexStateError(f"{directory.path} has no model: its queries are vectors, with nothing to fuse")
+    transform, vectors = directory.transform, directory.loaded_vectors()
+    chunker = make_chunker(settings, lambda: directory.encoder)
+    calibration = _calibrated(
+        directory, settings, transform, vectors, directory.raw, chunker, directory.encoder.encode
+    )
+    with directory.generations.next(directory.manifest) as building:
+        published = _publish(
+            directory,
+            building,
+            directory.stats(),
+            transform,
+            vectors,
+            settings,
+            calibration=calibration,
+            isotropy=directory.state.isotropy,  # no vector changed
+        )
     return time.perf_counter() - started, published
 
 

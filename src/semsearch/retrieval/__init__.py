@@ -5,4 +5,4 @@ Owns the query options resolved once (query), dense candidates, rerank, best pas
 storage's: storage/filters.py), the
 FAISS index and its tuning (vectorindex, tuning), and the fusion weight each corpus calibrates with real
 searches of its own pseudo-queries (calibration, which cuts them with the cut ingest hands it; how their figures
-choose: choice)."""
+choose: choice; how old it is: calibration_age)."""

@@ -57,6 +57,7 @@ MIN_SENTENCES = 3  # in a document that gives a query: the rest keeps at least t
 QUERY_WORDS = (4, 64)  # a pseudo-query's words, at least and at most
 WEIGHTS = tuple(round(0.1 * step, 1) for step in range(11))  # dense weights tried: 0 keyword alone, 1 dense
 CUTOFF = 10
+RANKS = "0123456789a"  # a target's rank as the record keeps it: 1-9, "a" for 10, "0" beyond CUTOFF
 METRIC = "ndcg@10"
 # A full stop, question or exclamation mark and the space after it; or a Chinese/Japanese sentence end (。！？；…),
 # which no space follows, and its closing quotes or brackets.
@@ -86,9 +87,18 @@ class Calibration:
     metric: str = METRIC
     tie: float = TIE
     noise: float = NOISE  # standard errors a weight must beat the default one by
+    # each weight's rank of every pseudo-query's target, a character each (RANKS: "0" beyond CUTOFF), so the
+    # choice can be made again from the record (choice.py); None: recorded before they were kept
+    ranks: dict[str, str] | None = None
+    # documents added, replaced or deleted since (the index counts them, changes.py); None: not counted yet
+    changed: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+    def gains(self) -> dict[str, np.ndarray] | None:
+        """Each weight's nDCG@10 per pseudo-query, from the recorded ranks (None: none recorded)."""
+        return {weight: gains_of(ranks) for weight, ranks in self.ranks.items()} if self.ranks else None
 
     @classmethod
     def from_json(cls, data: dict[str, Any] | None) -> Calibration | None:
@@ -260,7 +270,8 @@ def calibrate(
             "documents' every passage holds the query)"
         )
     dense_found, keyword_found = rankings(targets, store, dense, encode, rerank)
-    gains = sweep_weights(targets.queries, dense_found, keyword_found)
+    ranks = sweep_ranks(targets.queries, dense_found, keyword_found)
+    gains = {weight: gains_of(ranked) for weight, ranked in ranks.items()}
     sweep = {weight: round(float(gain.mean()), 5) for weight, gain in gains.items()}
     mode, alpha, rule = choose(gains)
     fixed = {SearchMode.DENSE.value: 1.0, SearchMode.KEYWORD.value: 0.0}.get(mode, alpha)
@@ -278,6 +289,8 @@ def calibrate(
         sides={"dense": sweep["1.0"], "keyword": sweep["0.0"], "hybrid": sweep[f"{alpha:.1f}"]},
         sweep=sweep,
         rule=rule,
+        ranks=ranks,
+        changed=0,
         seconds=round(time.perf_counter() - started, 3),
     )
 
@@ -342,10 +355,21 @@ def sweep_weights(
     queries: list[PseudoQuery], dense: list[Found], keyword: list[Found]
 ) -> dict[str, np.ndarray]:
     """Each target's nDCG@10 at each dense weight ("0.0" keyword alone, "1.0" dense alone)."""
+    return {weight: gains_of(ranks) for weight, ranks in sweep_ranks(queries, dense, keyword).items()}
+
+
+def sweep_ranks(queries: list[PseudoQuery], dense: list[Found], keyword: list[Found]) -> dict[str, str]:
+    """Each target's rank at each dense weight, a RANKS character per query (the record's `ranks`)."""
     return {
-        f"{w:.1f}": np.array([_gain(q, found) for q, found in zip(queries, _ranking(dense, keyword, w))])
+        f"{w:.1f}": "".join(RANKS[_rank(q, found)] for q, found in zip(queries, _ranking(dense, keyword, w)))
         for w in WEIGHTS
     }
+
+
+def gains_of(ranks: str) -> np.ndarray:
+    """nDCG@10 with one relevant document, per query, from its rank: 1 / log2(1 + rank), 0 beyond CUTOFF."""
+    at = np.array([RANKS.index(c) for c in ranks], dtype=np.float64)
+    return np.where(at > 0, 1 / np.log2(1 + np.maximum(at, 1)), 0.0)
 
 
 def _ranking(dense: list[Found], keyword: list[Found], weight: float) -> list[Found]:
@@ -358,7 +382,13 @@ def _ranking(dense: list[Found], keyword: list[Found], weight: float) -> list[Fo
 
 def _gain(query: PseudoQuery, found: Found) -> float:
     """nDCG@10 with one relevant document: 1 / log2(1 + its rank), 0 beyond rank 10."""
+    rank = _rank(query, found)
+    return 1 / math.log2(1 + rank) if rank else 0.0
+
+
+def _rank(query: PseudoQuery, found: Found) -> int:
+    """The target's rank among the first CUTOFF, 0 beyond."""
     for rank, match in enumerate(found[:CUTOFF], 1):
         if match.pk == query.pk:
-            return 1 / math.log2(1 + rank)
-    return 0.0
+            return rank
+    return 0

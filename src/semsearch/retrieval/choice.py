@@ -1,6 +1,7 @@
 """How a calibration's pseudo-queries choose the default search: from each dense weight's nDCG@10 per query
-(calibration.py's sweep), the mode and hybrid weight, ties going to dense, kept only where they beat the default
-weight beyond noise where they drop a side."""
+(calibration.py's sweep), the mode and hybrid weight. Ties go to dense; one side alone (dropping the other) only
+where it beats the default weight beyond noise; and the choice never lands more than TIE below the best weight
+measured: where one side alone is refused, the fused weight that takes its place is one tied with the best."""
 
 from __future__ import annotations
 
@@ -21,28 +22,33 @@ NOISE = 2.0
 
 def choose(gains: dict[str, np.ndarray]) -> tuple[str, float, str]:
     """The default mode and hybrid weight from each weight's per-query gains (module doc), and by which rule:
-    the best weight, ties going to dense; but one side alone only where it beats the default weight beyond
-    noise, else the best fused weight that does, else the default weight."""
+    the best weight, ties going to dense; one side alone only where it beats the default weight beyond noise.
+    Where it does not, hybrid at a fused weight tied (within TIE) with the best fused one: the default weight
+    if it is one of them (the sweep is flat there: nothing to lean on, the glued sentences' case), else the
+    one nearest the refused side (a sweep that climbs toward it, but too noisily for that side alone)."""
     sweep = {w: float(g.mean()) for w, g in gains.items()}
     mode, alpha = best_weight(sweep)
     if mode == SearchMode.HYBRID.value:
         return mode, alpha, "best"
     default = f"{DEFAULT_ALPHA:.1f}"
-
-    def beats_default(weight: str) -> bool:
-        gain = gains[weight] - gains[default]
-        noise = NOISE * float(gain.std(ddof=1)) / math.sqrt(len(gain)) if len(gain) > 1 else 0.0
-        return float(gain.mean()) > max(TIE, noise)
-
-    if beats_default("1.0" if mode == SearchMode.DENSE.value else "0.0"):
+    side = "1.0" if mode == SearchMode.DENSE.value else "0.0"
+    if beats(gains[side], gains[default]):
         return mode, alpha, "best"
     why = f"{mode} alone did not beat hybrid {default} by {NOISE:g} standard errors"
-    fused = [w for w in gains if 0 < float(w) < 1 and beats_default(w)]
-    if fused:  # the largest of them within TIE of their best, as the tie rule
-        best = max(sweep[w] for w in fused)
-        alpha = max(float(w) for w in fused if sweep[w] >= best - TIE)
-        return SearchMode.HYBRID.value, alpha, f"hybrid: {why}"
-    return SearchMode.HYBRID.value, DEFAULT_ALPHA, f"default: {why}, nor did a fused weight"
+    fused = {float(w): score for w, score in sweep.items() if 0 < float(w) < 1}
+    best = max(fused.values())
+    tied = [w for w, score in fused.items() if score >= best - TIE]
+    if DEFAULT_ALPHA in tied:
+        return SearchMode.HYBRID.value, DEFAULT_ALPHA, f"default: {why}, and the default ties the best fused"
+    alpha = max(tied) if mode == SearchMode.DENSE.value else min(tied)
+    return SearchMode.HYBRID.value, alpha, f"hybrid: {why}; the fused weight nearest it of those tied"
+
+
+def beats(gains: np.ndarray, than: np.ndarray) -> bool:
+    """Whether `gains` beat `than` (paired, per query) by more than TIE and NOISE standard errors."""
+    gain = gains - than
+    noise = NOISE * float(gain.std(ddof=1)) / math.sqrt(len(gain)) if len(gain) > 1 else 0.0
+    return float(gain.mean()) > max(TIE, noise)
 
 
 def best_weight(sweep: dict[str, float]) -> tuple[str, float]:

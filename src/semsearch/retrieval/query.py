@@ -5,6 +5,7 @@ depth), else the defaults of settings.py."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from ..settings import (
     DEFAULT_ALPHA,
@@ -35,6 +36,21 @@ class QueryDefaults:
             return cls(DEFAULT_MODE, DEFAULT_ALPHA, rerank)
         alpha = DEFAULT_ALPHA if calibrated_alpha is None else calibrated_alpha
         return cls(SearchMode(calibrated_mode), alpha, rerank, calibrated=True)
+
+    @classmethod
+    def recorded(cls, fusible: bool, rerank: int, calibration: dict | None) -> QueryDefaults:
+        """The defaults of an index whose manifest records this calibration (calibration.py; None or a
+        skipped one: the default mode and weight)."""
+        chosen = calibration if calibration and "skipped" not in calibration else {}
+        return cls.of(fusible, rerank, chosen.get("mode"), chosen.get("alpha"))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "mode": self.mode.value,
+            "alpha": self.alpha,
+            "rerank": self.rerank,
+            "calibrated": self.calibrated,
+        }
 
 
 @dataclass(frozen=True)
