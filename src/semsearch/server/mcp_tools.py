@@ -1,0 +1,533 @@
+"""The Model Context Protocol tools: one or more indexes for an assistant or a coding agent, on the official
+`mcp` SDK (the `mcp` extra), over stdio (`semsearch mcp`, cli/mcp.py) or streamable HTTP (`semsearch serve`'s
+/mcp, app.py). A layer like the HTTP API: each tool checks its arguments against its JSON schema, makes one call
+on an open Index (on the index's own thread, never on the event loop) and answers JSON; every error is a tool
+error of one line, and the server goes on answering.
+
+Tools: search, get_document, describe_index, similar (where Index.similar exists); add_documents and
+delete_documents only where writes are allowed. Outputs are bounded (MAX_K hits, MAX_HIT_TEXT characters of a
+hit's passage, MAX_DOCUMENT_TEXT of a document a call), and the descriptions say so."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..errors import SemsearchError
+from ..ingest.jsonl import MAX_DEPTH, depth
+from ..operations.language import model_languages
+from ..settings import NO_MODEL, SearchMode
+from .documents import add_documents, delete_documents, stored, text_searchable
+from .protocol import ApiError
+
+if TYPE_CHECKING:
+    import mcp_types
+
+    from ..index import Index
+
+log = logging.getLogger(__name__)
+
+MAX_K = 50  # hits a search answers
+MAX_OFFSET = 1000  # hits a search may skip (paging)
+MAX_HIT_TEXT = 1000  # characters of a hit's passage
+MAX_DOCUMENT_TEXT = 20_000  # characters of a document's text in one get_document call
+MAX_ADD = 1000  # documents in one add_documents call
+MAX_WHERE = 20  # conditions in one filter
+SERVER_NAME = "semsearch"
+
+Job = Callable[..., Any]
+Runner = Callable[..., Awaitable[Any]]  # (fn, *args) -> fn(index, *args), run where the index lives
+
+
+@dataclass(frozen=True)
+class Served:
+    """One index the tools answer for: its name, and how a job reaches it (`read`, and `write` where writes
+    are allowed) with the HTTP request it came in (None over stdio), so a runner can check its keys."""
+
+    name: str
+    read: Callable[[Any, Job, Any], Awaitable[Any]]
+    write: Callable[[Any, Job, Any], Awaitable[Any]] | None = None
+
+
+class ToolError(Exception):
+    """A tool's arguments or answer at fault: its message is the tool error the client sees."""
+
+
+# ---- what the tools do, on the index's thread -----------------------------------------------------------------
+
+
+def hit_json(hit: Any) -> dict[str, Any]:
+    """A hit for an agent: the answering passage (the best passage of a long document, else its text), cut
+    to MAX_HIT_TEXT characters, and its location in the file it came from where known."""
+    passage = hit.passage["text"] if hit.passage else hit.text
+    out = {
+        "id": hit.id,
+        "title": hit.title,
+        "score": round(float(hit.score), 6),
+        **cut(passage, MAX_HIT_TEXT),
+    }
+    if location := getattr(hit, "location", None):
+        out["location"] = location if isinstance(location, dict) else location.to_json()
+    out["metadata"] = hit.metadata
+    return out
+
+
+def cut(text: str, limit: int) -> dict[str, Any]:
+    return {"text": text[:limit], "truncated": True} if len(text) > limit else {"text": text}
+
+
+def search_job(index: Index, query: str, k: int, where: list[str], mode: str | None, offset: int) -> dict:
+    if mode != SearchMode.KEYWORD.value:
+        text_searchable(index)
+    options = {"mode": mode} if mode else {}
+    hits = index.search(query, k=k + offset, where=where, **options)[offset:]
+    return {"hits": [hit_json(hit) for hit in hits], "k": k, "offset": offset}
+
+
+def similar_job(index: Index, ids: list[str], k: int, where: list[str], offset: int) -> dict:
+    hits = index.similar(ids, k=k, where=where, offset=offset)
+    return {"hits": [hit_json(hit) for hit in hits], "k": k, "offset": offset}
+
+
+def document_job(index: Index, doc_id: str, offset: int) -> dict:
+    pk = stored(index, [doc_id])[doc_id]
+    document = index.store.get([pk])[pk]
+    text = document["text"]
+    if offset > len(text):
+        raise ToolError(f"offset {offset} is past the text's end ({len(text)} characters)")
+    end = min(len(text), offset + MAX_DOCUMENT_TEXT)
+    return {
+        "id": document["id"],
+        "title": document["title"],
+        "text": text[offset:end],
+        "offset": offset,
+        "text_length": len(text),
+        "next_offset": end if end < len(text) else None,
+        "metadata": document["metadata"],
+    }
+
+
+def kinds_of(index: Index) -> dict[str, dict[str, Any]]:
+    """Each metadata field with its kinds (true and false as boolean), their counts and an example value."""
+    fields: dict[str, dict[str, Any]] = {}
+    for path, kinds in index.store.field_kinds().items():
+        merged: dict[str, Any] = {}
+        for kind, seen in kinds.items():
+            name = "boolean" if kind in ("true", "false") else kind
+            if name in merged:
+                merged[name] = {**merged[name], "documents": merged[name]["documents"] + seen["documents"]}
+            else:
+                merged[name] = seen if name != "boolean" else {**seen, "example": kind == "true"}
+        fields[path] = merged
+    return fields
+
+
+def describe_job(index: Index) -> dict:
+    index.refresh()
+    settings = index.settings
+    modes = [SearchMode.KEYWORD.value] if settings.model == NO_MODEL else [m.value for m in SearchMode]
+    if not index.store.has_keywords:
+        modes = [mode for mode in modes if mode == SearchMode.DENSE.value]
+    return {
+        "documents": len(index),
+        "passages": index.state.rows,
+        "fields": {"id": {"text": {}}, "title": {"text": {}}, **kinds_of(index)},
+        "model": settings.model,
+        "languages": model_languages(settings.model),
+        "modes": modes,
+        "default_mode": index.default_mode.value,
+        "limits": {
+            "k": MAX_K,
+            "offset": MAX_OFFSET,
+            "hit_text": MAX_HIT_TEXT,
+            "document_text": MAX_DOCUMENT_TEXT,
+        },
+    }
+
+
+def description_job(index: Index) -> tuple[dict[str, dict[str, Any]], bool]:
+    """What the tools' descriptions read of an index: its fields, and whether this Index has `similar`."""
+    return kinds_of(index), callable(getattr(index, "similar", None))
+
+
+def where_example(fields: dict[str, dict[str, Any]]) -> str:
+    """A filter written with the index's own fields: a number's >=, a text's =, else the grammar's own."""
+    for wanted, operator in (("text", "="), ("integer", ">="), ("real", ">="), ("boolean", "=")):
+        for path, kinds in fields.items():
+            if path in ("id", "title") or wanted not in kinds:
+                continue
+            example = kinds[wanted].get("example")
+            value = str(example).lower() if wanted == "boolean" else example
+            if value is not None and (wanted != "text" or (len(str(value)) < 40 and '"' not in str(value))):
+                return f'["{path}{operator}{value}"]'
+    return '["year>=2020", "lang=en"]'
+
+
+def add_job(index: Index, records: list[Any]) -> dict:
+    return add_documents(index, records)
+
+
+def delete_job(index: Index, ids: list[str], where: list[str], confirm: bool) -> dict:
+    return delete_documents(index, ids, where, confirm)
+
+
+# ---- the tools' schemas and descriptions ----------------------------------------------------------------------
+
+
+def where_schema(example: str) -> dict[str, Any]:
+    return {
+        "type": "array",
+        "items": {"type": "string", "minLength": 1},
+        "maxItems": MAX_WHERE,
+        "description": "Filter on metadata before searching: conditions 'FIELD OP VALUE', all must hold. OP is "
+        "= or != (text, numbers, true/false, null), or <, <=, >, >= (numbers only). A list field matches "
+        "when one member does ('tags=a'); a nested field is dotted ('address.city=Oslo'); 'x=null' matches "
+        "documents without x; 'id' and 'title' work too. Fields this index has: see describe_index. "
+        f"Example: {example}.",
+    }
+
+
+def index_schema(names: list[str]) -> dict[str, dict[str, Any]]:
+    if len(names) < 2:
+        return {}
+    return {
+        "index": {
+            "type": "string",
+            "enum": names,
+            "description": f"Which index to use (default {names[0]!r}).",
+        }
+    }
+
+
+def obj(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(required),
+        "additionalProperties": False,
+    }
+
+
+def k_schema() -> dict[str, Any]:
+    return {
+        "type": "integer",
+        "minimum": 1,
+        "maximum": MAX_K,
+        "default": 10,
+        "description": f"Hits (1-{MAX_K}).",
+    }
+
+
+def offset_schema() -> dict[str, Any]:
+    return {
+        "type": "integer",
+        "minimum": 0,
+        "maximum": MAX_OFFSET,
+        "default": 0,
+        "description": "Hits to skip, for the next page (offset=10 with k=10: hits 11-20).",
+    }
+
+
+HIT_SHAPE = (
+    "Answers {hits: [{id, title, score (higher is better), text (the passage that answers, at most "
+    f"{MAX_HIT_TEXT} characters; truncated: true when cut), location (file line or page, where the document "
+    "came from a file), metadata}]}; get_document(id) reads a whole document."
+)
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    schema: dict[str, Any]
+    run: Callable[[Tools, Served, dict[str, Any], Any], Awaitable[Any]]
+    writes: bool = False
+
+    def listed(self) -> mcp_types.Tool:
+        import mcp_types
+
+        hints = mcp_types.ToolAnnotations(
+            read_only_hint=not self.writes, destructive_hint=self.name.startswith("del")
+        )
+        return mcp_types.Tool(
+            name=self.name, description=self.description, input_schema=self.schema, annotations=hints
+        )
+
+
+class Tools:
+    """The tools over some named indexes (the first is the default); `allow_writes` adds the writing tools.
+    `similar` is listed where this semsearch's Index has it."""
+
+    def __init__(self, served: list[Served], allow_writes: bool = False):
+        if not served:
+            raise ValueError("no index to serve")
+        self.served = {s.name: s for s in served}
+        self.allow_writes = allow_writes
+        self.listed: list[Tool] | None = None
+
+    def index(self, arguments: dict[str, Any]) -> Served:
+        return self.served[arguments.get("index") or next(iter(self.served))]
+
+    async def tools(self, request: Any = None) -> list[Tool]:
+        """The tools, described with the default index's own fields (the filter example), made at the first
+        listing or call (a description does not follow later writes: the schemas are what matter)."""
+        if self.listed is None:
+            default = next(iter(self.served.values()))
+            fields, similar = await default.read(request, description_job)
+            self.listed = self.made(fields, similar)
+        return self.listed
+
+    def made(self, fields: dict[str, Any], similar: bool) -> list[Tool]:
+        names = list(self.served)
+        where = where_schema(where_example(fields))
+        several = index_schema(names)
+        query = {"type": "string", "minLength": 1, "description": "What to look for, in words."}
+        mode = {
+            "type": "string",
+            "enum": [m.value for m in SearchMode],
+            "description": "dense (meaning), keyword (BM25 over the words: exact names, codes, quoted "
+            "phrases) or hybrid (both fused). Default: the index's own (describe_index says which).",
+        }
+        tools = [
+            Tool(
+                "search",
+                "Search the documents for passages that answer a question or match a topic, best first. "
+                f"Returns at most {MAX_K} hits a call; use offset for more. " + HIT_SHAPE,
+                obj(
+                    {
+                        "query": query,
+                        "k": k_schema(),
+                        "where": where,
+                        "mode": mode,
+                        "offset": offset_schema(),
+                        **several,
+                    },
+                    ("query",),
+                ),  # fmt: skip
+                Tools.search,
+            ),
+            Tool(
+                "get_document",
+                "Read one document by its id (from a search hit): its title, metadata and text, at most "
+                f"{MAX_DOCUMENT_TEXT} characters a call from `offset`; next_offset (null at the end) reads on.",
+                obj(
+                    {
+                        "id": {"type": "string", "minLength": 1, "description": "The document's id."},
+                        "offset": {
+                            "type": "integer",
+                            "minimum": 0,
+                            "default": 0,
+                            "description": "The first character of the text to return.",
+                        },
+                        **several,
+                    },
+                    ("id",),
+                ),  # fmt: skip
+                Tools.get_document,
+            ),
+            Tool(
+                "describe_index",
+                "What the index holds: how many documents, the metadata fields with their kinds (text, "
+                "integer, real, boolean, array, object), how many documents have each and an example value "
+                "(what `where` can filter on), the model and the languages it reads, the search modes.",
+                obj(dict(several)),
+                Tools.describe_index,
+            ),
+        ]
+        if similar:
+            tools.append(
+                Tool(
+                    "similar",
+                    "Documents like the given ones (by their ids, from search hits), best first, the given "
+                    f"ones left out; at most {MAX_K} a call. " + HIT_SHAPE,
+                    obj(
+                        {
+                            "ids": {
+                                "type": "array",
+                                "items": {"type": "string", "minLength": 1},
+                                "minItems": 1,
+                                "maxItems": 20,
+                                "description": "Ids of documents to find more like.",
+                            },
+                            "k": k_schema(),
+                            "where": where,
+                            "offset": offset_schema(),
+                            **several,
+                        },
+                        ("ids",),
+                    ),  # fmt: skip
+                    Tools.similar,
+                )
+            )
+        if self.allow_writes:
+            tools += write_tools(several, where)
+        return tools
+
+    # ---- running a call ----
+
+    async def call(
+        self, name: str, arguments: dict[str, Any] | None, request: Any = None
+    ) -> mcp_types.CallToolResult:
+        """A tool call's answer: its JSON, or a tool error of one line (never a traceback)."""
+        import mcp_types
+
+        try:
+            tools = {tool.name: tool for tool in await self.tools(request)}
+            if name not in tools:
+                raise ToolError(f"no tool {name!r}; tools: {', '.join(tools)}")
+            arguments = arguments or {}
+            check_arguments(arguments, tools[name].schema)
+            payload = await tools[name].run(self, self.index(arguments), arguments, request)
+        except Exception as error:  # every failure is the caller's answer; the server goes on
+            message = error_message(error)
+            return mcp_types.CallToolResult(content=[mcp_types.TextContent(text=message)], is_error=True)
+        text = json.dumps(payload, ensure_ascii=False)
+        return mcp_types.CallToolResult(
+            content=[mcp_types.TextContent(text=text)], structured_content=payload
+        )
+
+    async def search(self, served: Served, a: dict[str, Any], request: Any) -> Any:
+        where = a.get("where", [])
+        args = (a["query"], a.get("k", 10), where, a.get("mode"), a.get("offset", 0))
+        if not a["query"].strip():
+            raise ToolError("query: an empty query")
+        return await served.read(request, search_job, *args)
+
+    async def similar(self, served: Served, a: dict[str, Any], request: Any) -> Any:
+        args = (a["ids"], a.get("k", 10), a.get("where", []), a.get("offset", 0))
+        return await served.read(request, similar_job, *args)
+
+    async def get_document(self, served: Served, a: dict[str, Any], request: Any) -> Any:
+        return await served.read(request, document_job, a["id"], a.get("offset", 0))
+
+    async def describe_index(self, served: Served, a: dict[str, Any], request: Any) -> Any:
+        return await served.read(request, describe_job)
+
+    async def add_documents(self, served: Served, a: dict[str, Any], request: Any) -> Any:
+        records = a["documents"]
+        for number, record in enumerate(records, start=1):
+            if depth(record) > MAX_DEPTH:
+                raise ToolError(f"documents[{number - 1}]: nested deeper than {MAX_DEPTH} levels")
+        return await self.writer(served)(request, add_job, records)
+
+    async def delete_documents(self, served: Served, a: dict[str, Any], request: Any) -> Any:
+        ids, where = a.get("ids", []), a.get("where", [])
+        if not ids and not where:
+            raise ToolError("name the documents to delete: ids, where, or both")
+        return await self.writer(served)(request, delete_job, ids, where, a.get("confirm", False))
+
+    def writer(self, served: Served) -> Callable[..., Awaitable[Any]]:
+        if not self.allow_writes or served.write is None:
+            raise ToolError("writes are not allowed on this server (start it with --allow-writes)")
+        return served.write
+
+
+def write_tools(several: dict[str, Any], where: dict[str, Any]) -> list[Tool]:
+    document = {
+        "type": "object",
+        "properties": {
+            "id": {"type": ["string", "integer"], "description": "Unique; an existing id is replaced."},
+            "text": {"type": "string", "minLength": 1},
+            "title": {"type": "string"},
+        },
+        "required": ["id", "text"],
+        "additionalProperties": True,
+        "description": "Every other field is metadata you can filter on later (numbers, text, true/false, "
+        "lists, nested objects).",
+    }
+    return [
+        Tool(
+            "add_documents",
+            f"Add or replace documents (at most {MAX_ADD} a call), each {{id, text, title?, ...metadata}}, "
+            "validated all first: a bad one is named and nothing is written. Answers the counts added, "
+            "replaced (same id, new content) and unchanged, and the documents the index now holds.",
+            obj(
+                {
+                    "documents": {"type": "array", "items": document, "minItems": 1, "maxItems": MAX_ADD},
+                    **several,
+                },
+                ("documents",),
+            ),  # fmt: skip
+            Tools.add_documents,
+            writes=True,
+        ),
+        Tool(
+            "delete_documents",
+            "Delete documents by id and/or by filter (both given: those matching both). A delete of many "
+            "documents (most of the index) needs confirm=true, and without it the error says how many "
+            "would go. Answers how many were deleted and how many remain.",
+            obj(
+                {
+                    "ids": {
+                        "type": "array",
+                        "items": {"type": "string", "minLength": 1},
+                        "maxItems": MAX_ADD,
+                    },
+                    "where": where,
+                    "confirm": {
+                        "type": "boolean",
+                        "default": False,
+                        "description": "Needed for a large delete.",
+                    },
+                    **several,
+                }
+            ),  # fmt: skip
+            Tools.delete_documents,
+            writes=True,
+        ),
+    ]
+
+
+def check_arguments(arguments: dict[str, Any], schema: dict[str, Any]) -> None:
+    """The arguments against the tool's JSON schema: the first fault as one line naming the argument."""
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(schema)
+    error = jsonschema.exceptions.best_match(validator.iter_errors(arguments))
+    if error is not None:
+        where = "/".join(str(part) for part in error.absolute_path) or "arguments"
+        raise ToolError(f"{where}: {error.message}")
+
+
+def error_message(error: Exception) -> str:
+    if isinstance(error, ApiError):
+        return error.message
+    if isinstance(error, SemsearchError):
+        return error.naming(error.setting) if error.setting else str(error)
+    if isinstance(error, ToolError):
+        return str(error)
+    log.exception("a tool call failed")  # to stderr: an error of ours, told in one line all the same
+    return f"{type(error).__name__}: {error}".splitlines()[0]
+
+
+# ---- the MCP server ------------------------------------------------------------------------------------------
+
+
+def mcp_server(tools: Tools, instructions: str | None = None):
+    """The SDK's low-level Server with the tools: list and call, the HTTP request handed on for its keys."""
+    from importlib.metadata import version
+
+    import mcp_types
+    from mcp.server.lowlevel import Server
+
+    async def list_tools(ctx, params) -> mcp_types.ListToolsResult:
+        return mcp_types.ListToolsResult(tools=[tool.listed() for tool in await tools.tools(ctx.request)])
+
+    async def call_tool(ctx, params) -> mcp_types.CallToolResult:
+        return await tools.call(params.name, params.arguments, ctx.request)
+
+    about = instructions or (
+        "Semantic search over local document indexes ("
+        + ", ".join(tools.served)
+        + "): search first, then get_document for a whole document; describe_index shows the fields to filter on."
+    )
+    return Server(
+        SERVER_NAME,
+        version=version("semsearch"),
+        instructions=about,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
