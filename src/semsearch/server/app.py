@@ -22,6 +22,7 @@ from starlette.staticfiles import StaticFiles
 
 from .backups import backup_options, make_backup
 from .documents import add_documents, delete_documents, get_document, text_searchable
+from .mcp_http import mcp_route
 from .protocol import (
     ApiError,
     ServerSettings,
@@ -250,6 +251,8 @@ def create_app(open_index: Callable[[float], Index], settings: ServerSettings | 
             time.perf_counter(),
         )
 
+    mcp, mcp_running = mcp_route(svc, settings)
+
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette):
         nonlocal service
@@ -257,7 +260,8 @@ def create_app(open_index: Callable[[float], Index], settings: ServerSettings | 
         for _ in service.reader.threads:  # queued first: the first searches wait for them, not start them
             service.reader.submit(warm)
         try:
-            yield
+            async with mcp_running():
+                yield
         finally:
             service.close()
             service = None
@@ -273,6 +277,7 @@ def create_app(open_index: Callable[[float], Index], settings: ServerSettings | 
         Route("/documents", endpoint(delete_where), methods=["DELETE"]),
         Route("/documents/{doc_id:path}", endpoint(document), methods=["GET", "DELETE"]),
         Route("/backup", endpoint(post_backup), methods=["POST"]),
+        mcp,
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: http_error})
