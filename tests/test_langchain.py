@@ -1,0 +1,37 @@
+"""LangChain: SemsearchVectorStore passes LangChain's own standard suite (langchain-tests'
+VectorStoreIntegrationTests, sync and async, nothing skipped) on a real index per test (vectors made by the
+suite's embeddings: an index of given vectors), and with semsearch's own encoder a retriever answers as
+`semsearch query` does."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("langchain_core", reason="the langchain extra is not installed")
+pytest.importorskip("langchain_tests", reason="langchain-tests (the test extra) is not installed")
+
+from langchain_tests.integration_tests import VectorStoreIntegrationTests  # noqa: E402
+
+from semsearch.integrations.langchain import SemsearchVectorStore, where_of  # noqa: E402
+
+
+class TestStandardSuite(VectorStoreIntegrationTests):
+    @pytest.fixture()
+    def vectorstore(self, tmp_path):
+        store = SemsearchVectorStore(tmp_path / "index", embedding=self.get_embeddings())
+        try:
+            yield store
+        finally:
+            store.close()
+
+
+def test_a_filter_is_the_where_language():
+    assert where_of({"lang": "en", "year": {"$gte": 2015, "$lt": 2020}, "draft": False, "x": None}) == [
+        "lang=en",
+        "year>=2015",
+        "year<2020",
+        "draft=false",
+        "x=null",
+    ]
+    assert where_of({"$and": [{"a": 1}, {"b": {"$ne": "c"}}]}) == ["a=1", "b!=c"]
+    assert where_of(["year>=2015"]) == ["year>=2015"]
