@@ -35,3 +35,29 @@ def test_a_filter_is_the_where_language():
     ]
     assert where_of({"$and": [{"a": 1}, {"b": {"$ne": "c"}}]}) == ["a=1", "b!=c"]
     assert where_of(["year>=2015"]) == ["year>=2015"]
+
+
+@pytest.mark.slow
+def test_a_retrieval_chain_answers_as_semsearch_query(scifact_encoded, scifact_subset):
+    """as_retriever() in a LangChain chain gives `semsearch query`'s top 10 (another process) for the same
+    settings: the index's own calibrated default, and dense with a filter."""
+    import json
+    import subprocess
+    import sys
+
+    from langchain_core.runnables import RunnableLambda
+
+    query = next(iter(scifact_subset[1].values()))
+    cases = [
+        ({}, []),
+        ({"mode": "dense", "filter": {"kind": "even"}}, ["--mode", "dense", "--where", "kind=even"]),
+    ]
+    with SemsearchVectorStore(scifact_encoded) as store:
+        for search_kwargs, flags in cases:
+            retriever = store.as_retriever(search_kwargs={"k": 10, **search_kwargs})
+            chain = retriever | RunnableLambda(lambda documents: [document.id for document in documents])
+            command = [sys.executable, "-m", "semsearch", "query", query, "--index", str(scifact_encoded)]
+            printed = subprocess.run([*command, "-k", "10", "--json", *flags], capture_output=True, text=True)
+            assert printed.returncode == 0, printed.stderr
+            expected = [json.loads(line)["id"] for line in printed.stdout.splitlines()]
+            assert len(expected) == 10 and chain.invoke(query) == expected

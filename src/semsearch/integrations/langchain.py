@@ -29,7 +29,9 @@ try:
     from langchain_core.vectorstores import VectorStore
     from langchain_core.vectorstores.utils import maximal_marginal_relevance
 except ImportError as error:  # pragma: no cover - the message is the point
-    raise ImportError("semsearch.integrations.langchain needs the langchain extra: pip install 'semsearch[langchain]'") from error
+    raise ImportError(
+        "semsearch.integrations.langchain needs the langchain extra: pip install 'semsearch[langchain]'"
+    ) from error
 
 from ..documents import Document
 from ..errors import SettingsError
@@ -59,7 +61,9 @@ def where_of(filter: dict[str, Any] | Sequence[str] | str | None) -> list[str]:
         if field == "$and":
             conditions += [c for part in value for c in where_of(part)]
         elif field.startswith("$"):
-            raise SettingsError(f"{field}: not in the where language (AND of conditions only)", setting="filter")
+            raise SettingsError(
+                f"{field}: not in the where language (AND of conditions only)", setting="filter"
+            )
         elif isinstance(value, dict):
             for operator, operand in value.items():
                 if operator not in OPERATORS:
@@ -164,7 +168,9 @@ class SemsearchVectorStore(VectorStore):
         ids = [str(i) if i is not None else str(uuid.uuid4()) for i in (ids or [None] * len(texts))]
         if not texts:
             return []
-        vectors = None if self.embedding is None else np.asarray(self.embedding.embed_documents(texts), "float32")
+        vectors = (
+            None if self.embedding is None else np.asarray(self.embedding.embed_documents(texts), "float32")
+        )
         # the last of a repeated id wins, as a second add_texts would
         last = {doc_id: n for n, doc_id in enumerate(ids)}
         documents = [

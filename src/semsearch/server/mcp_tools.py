@@ -5,15 +5,15 @@ on an open Index (on the index's own thread, never on the event loop) and answer
 error of one line, and the server goes on answering.
 
 Tools: search, get_document, describe_index, similar (where Index.similar exists); add_documents and
-delete_documents only where writes are allowed. Outputs are bounded (MAX_K hits, MAX_HIT_TEXT characters of a
-hit's passage, MAX_DOCUMENT_TEXT of a document a call), and the descriptions say so."""
+delete_documents only where writes are allowed. Outputs are bounded (mcp_schemas.py: MAX_K hits, MAX_HIT_TEXT
+characters of a hit's passage, MAX_DOCUMENT_TEXT of a document a call), and the descriptions say so."""
 
 from __future__ import annotations
 
 import json
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ..errors import SemsearchError
@@ -21,6 +21,7 @@ from ..ingest.jsonl import MAX_DEPTH, depth
 from ..operations.language import model_languages
 from ..settings import NO_MODEL, SearchMode
 from .documents import add_documents, delete_documents, stored, text_searchable
+from .mcp_schemas import LIMITS, MAX_DOCUMENT_TEXT, MAX_HIT_TEXT, Tool, tool_list
 from .protocol import ApiError
 
 if TYPE_CHECKING:
@@ -30,12 +31,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-MAX_K = 50  # hits a search answers
-MAX_OFFSET = 1000  # hits a search may skip (paging)
-MAX_HIT_TEXT = 1000  # characters of a hit's passage
-MAX_DOCUMENT_TEXT = 20_000  # characters of a document's text in one get_document call
-MAX_ADD = 1000  # documents in one add_documents call
-MAX_WHERE = 20  # conditions in one filter
 SERVER_NAME = "semsearch"
 
 Job = Callable[..., Any]
@@ -139,12 +134,7 @@ def describe_job(index: Index) -> dict:
         "languages": model_languages(settings.model),
         "modes": modes,
         "default_mode": index.default_mode.value,
-        "limits": {
-            "k": MAX_K,
-            "offset": MAX_OFFSET,
-            "hit_text": MAX_HIT_TEXT,
-            "document_text": MAX_DOCUMENT_TEXT,
-        },
+        "limits": LIMITS,
     }
 
 
@@ -153,108 +143,12 @@ def description_job(index: Index) -> tuple[dict[str, dict[str, Any]], bool]:
     return kinds_of(index), callable(getattr(index, "similar", None))
 
 
-def where_example(fields: dict[str, dict[str, Any]]) -> str:
-    """A filter written with the index's own fields: a number's >=, a text's =, else the grammar's own."""
-    for wanted, operator in (("text", "="), ("integer", ">="), ("real", ">="), ("boolean", "=")):
-        for path, kinds in fields.items():
-            if path in ("id", "title") or wanted not in kinds:
-                continue
-            example = kinds[wanted].get("example")
-            value = str(example).lower() if wanted == "boolean" else example
-            if value is not None and (wanted != "text" or (len(str(value)) < 40 and '"' not in str(value))):
-                return f'["{path}{operator}{value}"]'
-    return '["year>=2020", "lang=en"]'
-
-
 def add_job(index: Index, records: list[Any]) -> dict:
     return add_documents(index, records)
 
 
 def delete_job(index: Index, ids: list[str], where: list[str], confirm: bool) -> dict:
     return delete_documents(index, ids, where, confirm)
-
-
-# ---- the tools' schemas and descriptions ----------------------------------------------------------------------
-
-
-def where_schema(example: str) -> dict[str, Any]:
-    return {
-        "type": "array",
-        "items": {"type": "string", "minLength": 1},
-        "maxItems": MAX_WHERE,
-        "description": "Filter on metadata before searching: conditions 'FIELD OP VALUE', all must hold. OP is "
-        "= or != (text, numbers, true/false, null), or <, <=, >, >= (numbers only). A list field matches "
-        "when one member does ('tags=a'); a nested field is dotted ('address.city=Oslo'); 'x=null' matches "
-        "documents without x; 'id' and 'title' work too. Fields this index has: see describe_index. "
-        f"Example: {example}.",
-    }
-
-
-def index_schema(names: list[str]) -> dict[str, dict[str, Any]]:
-    if len(names) < 2:
-        return {}
-    return {
-        "index": {
-            "type": "string",
-            "enum": names,
-            "description": f"Which index to use (default {names[0]!r}).",
-        }
-    }
-
-
-def obj(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": properties,
-        "required": list(required),
-        "additionalProperties": False,
-    }
-
-
-def k_schema() -> dict[str, Any]:
-    return {
-        "type": "integer",
-        "minimum": 1,
-        "maximum": MAX_K,
-        "default": 10,
-        "description": f"Hits (1-{MAX_K}).",
-    }
-
-
-def offset_schema() -> dict[str, Any]:
-    return {
-        "type": "integer",
-        "minimum": 0,
-        "maximum": MAX_OFFSET,
-        "default": 0,
-        "description": "Hits to skip, for the next page (offset=10 with k=10: hits 11-20).",
-    }
-
-
-HIT_SHAPE = (
-    "Answers {hits: [{id, title, score (higher is better), text (the passage that answers, at most "
-    f"{MAX_HIT_TEXT} characters; truncated: true when cut), location (file line or page, where the document "
-    "came from a file), metadata}]}; get_document(id) reads a whole document."
-)
-
-
-@dataclass(frozen=True)
-class Tool:
-    name: str
-    description: str
-    schema: dict[str, Any]
-    run: Callable[[Tools, Served, dict[str, Any], Any], Awaitable[Any]]
-    writes: bool = False
-
-    def listed(self) -> mcp_types.Tool:
-        import mcp_types
-
-        hints = mcp_types.ToolAnnotations(
-            read_only_hint=not self.writes, destructive_hint=self.name.startswith("del")
-        )
-        return mcp_types.Tool(
-            name=self.name, description=self.description, input_schema=self.schema, annotations=hints
-        )
 
 
 class Tools:
@@ -275,96 +169,13 @@ class Tools:
         """The tools, described with the default index's own fields (the filter example), made at the first
         listing or call (a description does not follow later writes: the schemas are what matter)."""
         if self.listed is None:
+            import jsonschema
+
             default = next(iter(self.served.values()))
             fields, similar = await default.read(request, description_job)
-            self.listed = self.made(fields, similar)
+            tools = tool_list(fields, list(self.served), similar, self.allow_writes)
+            self.listed = [replace(t, validator=jsonschema.Draft202012Validator(t.schema)) for t in tools]
         return self.listed
-
-    def made(self, fields: dict[str, Any], similar: bool) -> list[Tool]:
-        names = list(self.served)
-        where = where_schema(where_example(fields))
-        several = index_schema(names)
-        query = {"type": "string", "minLength": 1, "description": "What to look for, in words."}
-        mode = {
-            "type": "string",
-            "enum": [m.value for m in SearchMode],
-            "description": "dense (meaning), keyword (BM25 over the words: exact names, codes, quoted "
-            "phrases) or hybrid (both fused). Default: the index's own (describe_index says which).",
-        }
-        tools = [
-            Tool(
-                "search",
-                "Search the documents for passages that answer a question or match a topic, best first. "
-                f"Returns at most {MAX_K} hits a call; use offset for more. " + HIT_SHAPE,
-                obj(
-                    {
-                        "query": query,
-                        "k": k_schema(),
-                        "where": where,
-                        "mode": mode,
-                        "offset": offset_schema(),
-                        **several,
-                    },
-                    ("query",),
-                ),  # fmt: skip
-                Tools.search,
-            ),
-            Tool(
-                "get_document",
-                "Read one document by its id (from a search hit): its title, metadata and text, at most "
-                f"{MAX_DOCUMENT_TEXT} characters a call from `offset`; next_offset (null at the end) reads on.",
-                obj(
-                    {
-                        "id": {"type": "string", "minLength": 1, "description": "The document's id."},
-                        "offset": {
-                            "type": "integer",
-                            "minimum": 0,
-                            "default": 0,
-                            "description": "The first character of the text to return.",
-                        },
-                        **several,
-                    },
-                    ("id",),
-                ),  # fmt: skip
-                Tools.get_document,
-            ),
-            Tool(
-                "describe_index",
-                "What the index holds: how many documents, the metadata fields with their kinds (text, "
-                "integer, real, boolean, array, object), how many documents have each and an example value "
-                "(what `where` can filter on), the model and the languages it reads, the search modes.",
-                obj(dict(several)),
-                Tools.describe_index,
-            ),
-        ]
-        if similar:
-            tools.append(
-                Tool(
-                    "similar",
-                    "Documents like the given ones (by their ids, from search hits), best first, the given "
-                    f"ones left out; at most {MAX_K} a call. " + HIT_SHAPE,
-                    obj(
-                        {
-                            "ids": {
-                                "type": "array",
-                                "items": {"type": "string", "minLength": 1},
-                                "minItems": 1,
-                                "maxItems": 20,
-                                "description": "Ids of documents to find more like.",
-                            },
-                            "k": k_schema(),
-                            "where": where,
-                            "offset": offset_schema(),
-                            **several,
-                        },
-                        ("ids",),
-                    ),  # fmt: skip
-                    Tools.similar,
-                )
-            )
-        if self.allow_writes:
-            tools += write_tools(several, where)
-        return tools
 
     # ---- running a call ----
 
@@ -379,8 +190,8 @@ class Tools:
             if name not in tools:
                 raise ToolError(f"no tool {name!r}; tools: {', '.join(tools)}")
             arguments = arguments or {}
-            check_arguments(arguments, tools[name].schema)
-            payload = await tools[name].run(self, self.index(arguments), arguments, request)
+            check_arguments(arguments, tools[name].validator)
+            payload = await getattr(self, tools[name].run)(self.index(arguments), arguments, request)
         except Exception as error:  # every failure is the caller's answer; the server goes on
             message = error_message(error)
             return mcp_types.CallToolResult(content=[mcp_types.TextContent(text=message)], is_error=True)
@@ -425,67 +236,10 @@ class Tools:
         return served.write
 
 
-def write_tools(several: dict[str, Any], where: dict[str, Any]) -> list[Tool]:
-    document = {
-        "type": "object",
-        "properties": {
-            "id": {"type": ["string", "integer"], "description": "Unique; an existing id is replaced."},
-            "text": {"type": "string", "minLength": 1},
-            "title": {"type": "string"},
-        },
-        "required": ["id", "text"],
-        "additionalProperties": True,
-        "description": "Every other field is metadata you can filter on later (numbers, text, true/false, "
-        "lists, nested objects).",
-    }
-    return [
-        Tool(
-            "add_documents",
-            f"Add or replace documents (at most {MAX_ADD} a call), each {{id, text, title?, ...metadata}}, "
-            "validated all first: a bad one is named and nothing is written. Answers the counts added, "
-            "replaced (same id, new content) and unchanged, and the documents the index now holds.",
-            obj(
-                {
-                    "documents": {"type": "array", "items": document, "minItems": 1, "maxItems": MAX_ADD},
-                    **several,
-                },
-                ("documents",),
-            ),  # fmt: skip
-            Tools.add_documents,
-            writes=True,
-        ),
-        Tool(
-            "delete_documents",
-            "Delete documents by id and/or by filter (both given: those matching both). A delete of many "
-            "documents (most of the index) needs confirm=true, and without it the error says how many "
-            "would go. Answers how many were deleted and how many remain.",
-            obj(
-                {
-                    "ids": {
-                        "type": "array",
-                        "items": {"type": "string", "minLength": 1},
-                        "maxItems": MAX_ADD,
-                    },
-                    "where": where,
-                    "confirm": {
-                        "type": "boolean",
-                        "default": False,
-                        "description": "Needed for a large delete.",
-                    },
-                    **several,
-                }
-            ),  # fmt: skip
-            Tools.delete_documents,
-            writes=True,
-        ),
-    ]
-
-
-def check_arguments(arguments: dict[str, Any], schema: dict[str, Any]) -> None:
+def check_arguments(arguments: dict[str, Any], validator: Any) -> None:
     """The arguments against the tool's JSON schema: the first fault as one line naming the argument."""
     import jsonschema
 
-    validator = jsonschema.Draft202012Validator(schema)
     error = jsonschema.exceptions.best_match(validator.iter_errors(arguments))
     if error is not None:
         where = "/".join(str(part) for part in error.absolute_path) or "arguments"
