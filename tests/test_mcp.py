@@ -59,30 +59,35 @@ def error(result) -> str:
     return content.text
 
 
-def expected_ids(path: Path, query: str, **options) -> list[str]:
-    with Index.open(path) as index:
-        return [hit.id for hit in index.search(query, **options)]
+@pytest.fixture(scope="module")
+def reference(sample_encoded):
+    """The sample index opened in this process: what the servers' answers are checked against."""
+    with Index.open(sample_encoded) as index:
+        yield index
 
 
-async def check_reads(session: ClientSession, path: Path, index: dict) -> None:
-    """What both transports answer alike: searches as Index.search, paging, documents, the index's fields, and
-    bad arguments as tool errors."""
+def expected_ids(index: Index, query: str, **options) -> list[str]:
+    return [hit.id for hit in index.search(query, **options)]
+
+
+async def check_reads(session: ClientSession, reference: Index, index: dict) -> None:
+    """What both transports answer alike, on the sample corpus: searches as Index.search, paging, documents,
+    the index's fields, and bad arguments as tool errors."""
     found = answer(await session.call_tool("search", {"query": QUERY, "k": 5, **index}))
-    assert [hit["id"] for hit in found["hits"]] == expected_ids(path, QUERY, k=5)
+    assert [hit["id"] for hit in found["hits"]] == expected_ids(reference, QUERY, k=5)
     assert all(
         len(hit["text"]) <= 1000 and set(hit) >= {"id", "title", "score", "metadata"} for hit in found["hits"]
     )
     filtered = {"query": QUERY, "k": 4, "offset": 3, "where": ["year>=2010", "kind=even"], "mode": "dense"}
     paged = answer(await session.call_tool("search", {**filtered, **index}))
-    want = expected_ids(path, QUERY, k=7, where=["year>=2010", "kind=even"], mode="dense")[3:]
+    want = expected_ids(reference, QUERY, k=7, where=["year>=2010", "kind=even"], mode="dense")[3:]
     assert [hit["id"] for hit in paged["hits"]] == want
     assert all(hit["metadata"]["year"] >= 2010 and hit["metadata"]["kind"] == "even" for hit in paged["hits"])
 
     doc_id = found["hits"][0]["id"]
     document = answer(await session.call_tool("get_document", {"id": doc_id, **index}))
-    with Index.open(path) as opened:
-        pk = opened.store.existing_ids([doc_id])[doc_id][0]
-        stored = opened.store.get([pk])[pk]
+    pk = reference.store.existing_ids([doc_id])[doc_id][0]
+    stored = reference.store.get([pk])[pk]
     assert (document["text"], document["metadata"]) == (stored["text"][:20_000], stored["metadata"])
     assert "no document with id 'nope'" in error(
         await session.call_tool("get_document", {"id": "nope", **index})
@@ -111,7 +116,7 @@ def check_schemas(tools) -> dict:
     return by_name
 
 
-def test_semsearch_mcp_over_stdio(sample_encoded, tmp_path):
+def test_semsearch_mcp_over_stdio(sample_encoded, reference, tmp_path):
     """Two indexes, writes allowed: the `index` argument names them; a write is seen by the next search."""
     writable = copy_index(sample_encoded, tmp_path / "notes")
     params = StdioServerParameters(
@@ -140,7 +145,7 @@ def test_semsearch_mcp_over_stdio(sample_encoded, tmp_path):
                 "delete_documents",
             }
             assert tools["search"].input_schema["properties"]["index"]["enum"] == ["notes", "index"]
-            await check_reads(session, sample_encoded, {"index": "index"})
+            await check_reads(session, reference, {"index": "index"})
 
             added = answer(await session.call_tool("add_documents", {"documents": [
                 {"id": "mcp-1", "text": "Zanzibar spice tariffs of 1850", "year": 1850, "kind": "even"},
@@ -211,7 +216,7 @@ async def http_session(url: str, key: str | None, drive):
         return await drive(session)
 
 
-def test_serve_answers_mcp_at_slash_mcp_behind_its_keys(sample_encoded, tmp_path):
+def test_serve_answers_mcp_at_slash_mcp_behind_its_keys(sample_encoded, reference, tmp_path):
     import httpx
 
     writable = copy_index(sample_encoded, tmp_path / "index")
@@ -222,7 +227,7 @@ def test_serve_answers_mcp_at_slash_mcp_behind_its_keys(sample_encoded, tmp_path
         async def as_searcher(session):
             tools = check_schemas((await session.list_tools()).tools)
             assert "index" not in tools["search"].input_schema["properties"]  # one index
-            await check_reads(session, writable, {})
+            await check_reads(session, reference, {})
             record = {"documents": [{"id": "http-1", "text": "written over MCP"}]}
             assert "not the api key" in error(await session.call_tool("add_documents", record))
 
