@@ -16,6 +16,7 @@ MAX_DOCUMENT_TEXT = 20_000  # characters of a document's text in one get_documen
 MAX_ADD = 1000  # documents in one add_documents call
 MAX_WHERE = 20  # conditions in one filter
 MAX_SIMILAR = 20  # ids one similar call starts from
+MAX_QUERY = 4000  # characters of a query (the model reads its first 256 tokens; keyword search all its words)
 LIMITS = {"k": MAX_K, "offset": MAX_OFFSET, "hit_text": MAX_HIT_TEXT, "document_text": MAX_DOCUMENT_TEXT}
 
 HIT_SHAPE = (
@@ -61,7 +62,7 @@ def tool_list(fields: dict[str, dict[str, Any]], names: list[str], similar: bool
         "hybrid (both fused). Default: the index's own (describe_index says which).",
     }
     paging = {"k": k_schema(), "where": where, "offset": offset_schema()}
-    query = {**text, "description": "What to look for, in words."}
+    query = {**text, "maxLength": MAX_QUERY, "description": "What to look for, in words."}
     document_offset = {
         "type": "integer",
         "minimum": 0,

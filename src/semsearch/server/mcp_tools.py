@@ -66,6 +66,8 @@ def hit_json(hit: Any) -> dict[str, Any]:
     }
     if location := getattr(hit, "location", None):
         out["location"] = location if isinstance(location, dict) else location.to_json()
+    if snippet := getattr(hit, "snippet", None):
+        out["snippet"] = snippet
     out["metadata"] = hit.metadata
     return out
 
