@@ -12,6 +12,7 @@ pytest.importorskip("langchain_tests", reason="langchain-tests (the test extra) 
 
 from langchain_tests.integration_tests import VectorStoreIntegrationTests  # noqa: E402
 
+from semsearch import Index  # noqa: E402
 from semsearch.integrations.langchain import SemsearchVectorStore, where_of  # noqa: E402
 
 
@@ -61,3 +62,12 @@ def test_a_retrieval_chain_answers_as_semsearch_query(scifact_encoded, scifact_s
             assert printed.returncode == 0, printed.stderr
             expected = [json.loads(line)["id"] for line in printed.stdout.splitlines()]
             assert len(expected) == 10 and chain.invoke(query) == expected
+
+        keyword = store.as_retriever(search_kwargs={"k": 5, "mode": "keyword"}).invoke(query)
+        fetched = [doc.id for doc in store.similarity_search(query, k=12, mode="dense")]
+        chosen = [doc.id for doc in store.max_marginal_relevance_search(query, k=4, fetch_k=12, mode="dense")]
+        relevance = store.similarity_search_with_relevance_scores(query, k=10)
+    with Index.open(scifact_encoded) as index:
+        assert [doc.id for doc in keyword] == [hit.id for hit in index.search(query, k=5, mode="keyword")]
+    assert len(set(chosen)) == 4 and set(chosen) <= set(fetched)
+    assert all(0 <= score <= 1 for _, score in relevance) and relevance[0][1] >= relevance[-1][1]

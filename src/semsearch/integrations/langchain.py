@@ -252,8 +252,32 @@ class SemsearchVectorStore(VectorStore):
         return [(as_document(hit), float(hit.score)) for hit in hits]
 
     def _select_relevance_score_fn(self) -> Callable[[float], float]:
-        """Relevance in [0, 1] from a dense search's cosine (-1 .. 1); a fused or keyword score is clipped."""
+        """Relevance in [0, 1] from a dense search's cosine (-1 .. 1)."""
         return lambda score: min(1.0, max(0.0, (1.0 + score) / 2.0))
+
+    def _similarity_search_with_relevance_scores(
+        self, query: str, k: int = 4, **kwargs: Any
+    ) -> list[tuple[LangchainDocument, float]]:
+        """Relevance in [0, 1] by the mode that answered: dense (1 + cosine) / 2; hybrid's convex fusion its
+        score as it is (a weighted sum of min-max normalised scores); keyword and rrf the score over the best's."""
+        found = self.similarity_search_with_score(query, k, **kwargs)
+        mode = self.run(self._mode_of, kwargs)
+        if mode == "dense":
+            score = self._select_relevance_score_fn()
+            return [(doc, score(value)) for doc, value in found]
+        if mode == "hybrid" and kwargs.get("fusion") in (None, "convex"):
+            return [(doc, min(1.0, max(0.0, value))) for doc, value in found]
+        best = max((value for _, value in found), default=1.0) or 1.0
+        return [(doc, min(1.0, max(0.0, value / best))) for doc, value in found]
+
+    def _mode_of(self, kwargs: dict) -> str:
+        asked = kwargs.get("mode")
+        if asked not in (None, CALIBRATED):
+            return asked
+        if self.embedding is not None and asked is None:
+            return "dense"  # vectors given: dense unless asked (Index.search_vectors)
+        index = self._open(None)
+        return index.default_mode.value if index is not None else "dense"
 
     def max_marginal_relevance_search(
         self,

@@ -98,12 +98,17 @@ def tool_list(fields: dict[str, dict[str, Any]], names: list[str], similar: bool
     ]
     if similar:
         like = {**ids, "maxItems": MAX_SIMILAR, "description": "Ids of documents to find more like."}
+        unlike = {
+            **like,
+            "minItems": 0,
+            "description": "Ids of documents the hits should be unlike (optional).",
+        }
         tools.append(
             Tool(
                 "similar",
                 "Documents like the given ones (by their ids, from search hits), best first, the given ones "
                 f"left out; at most {MAX_K} a call. " + HIT_SHAPE,
-                obj({"ids": like, **paging, **several}, "ids"),
+                obj({"ids": like, "negative": unlike, **paging, **several}, "ids"),
                 "similar",
             )
         )

@@ -84,8 +84,10 @@ def search_job(index: Index, query: str, k: int, where: list[str], mode: str | N
     return {"hits": [hit_json(hit) for hit in hits], "k": k, "offset": offset}
 
 
-def similar_job(index: Index, ids: list[str], k: int, where: list[str], offset: int) -> dict:
-    hits = index.similar(ids, k=k, where=where, offset=offset)
+def similar_job(
+    index: Index, ids: list[str], negative: list[str], k: int, where: list[str], offset: int
+) -> dict:
+    hits = index.similar(ids, negative=negative, k=k, where=where, offset=offset)
     return {"hits": [hit_json(hit) for hit in hits], "k": k, "offset": offset}
 
 
@@ -210,7 +212,7 @@ class Tools:
         return await served.read(request, search_job, *args)
 
     async def similar(self, served: Served, a: dict[str, Any], request: Any) -> Any:
-        args = (a["ids"], a.get("k", 10), a.get("where", []), a.get("offset", 0))
+        args = (a["ids"], a.get("negative", []), a.get("k", 10), a.get("where", []), a.get("offset", 0))
         return await served.read(request, similar_job, *args)
 
     async def get_document(self, served: Served, a: dict[str, Any], request: Any) -> Any:
