@@ -20,7 +20,8 @@ from ..errors import SemsearchError
 from ..ingest.jsonl import MAX_DEPTH, depth
 from ..operations.language import model_languages
 from ..settings import NO_MODEL, SearchMode
-from .documents import add_documents, delete_documents, stored, text_searchable
+from . import documents
+from .documents import stored, text_searchable
 from .mcp_schemas import LIMITS, MAX_DOCUMENT_TEXT, MAX_HIT_TEXT, Tool, tool_list
 from .protocol import ApiError
 
@@ -33,8 +34,9 @@ log = logging.getLogger(__name__)
 
 SERVER_NAME = "semsearch"
 
-Job = Callable[..., Any]
-Runner = Callable[..., Awaitable[Any]]  # (fn, *args) -> fn(index, *args), run where the index lives
+Job = Callable[
+    ..., Any
+]  # fn(index, *args), run where the index lives (its reader thread, the writer process)
 
 
 @dataclass(frozen=True)
@@ -147,14 +149,6 @@ def description_job(index: Index) -> tuple[dict[str, dict[str, Any]], bool]:
     return kinds_of(index), callable(getattr(index, "similar", None))
 
 
-def add_job(index: Index, records: list[Any]) -> dict:
-    return add_documents(index, records)
-
-
-def delete_job(index: Index, ids: list[str], where: list[str], confirm: bool) -> dict:
-    return delete_documents(index, ids, where, confirm)
-
-
 class Tools:
     """The tools over some named indexes (the first is the default); `allow_writes` adds the writing tools.
     `similar` is listed where this semsearch's Index has it."""
@@ -226,13 +220,15 @@ class Tools:
         for number, record in enumerate(records, start=1):
             if depth(record) > MAX_DEPTH:
                 raise ToolError(f"documents[{number - 1}]: nested deeper than {MAX_DEPTH} levels")
-        return await self.writer(served)(request, add_job, records)
+        return await self.writer(served)(request, documents.add_documents, records)
 
     async def delete_documents(self, served: Served, a: dict[str, Any], request: Any) -> Any:
         ids, where = a.get("ids", []), a.get("where", [])
         if not ids and not where:
             raise ToolError("name the documents to delete: ids, where, or both")
-        return await self.writer(served)(request, delete_job, ids, where, a.get("confirm", False))
+        return await self.writer(served)(
+            request, documents.delete_documents, ids, where, a.get("confirm", False)
+        )
 
     def writer(self, served: Served) -> Callable[..., Awaitable[Any]]:
         if not self.allow_writes or served.write is None:
