@@ -14,7 +14,6 @@ index and runs every call there: LangChain's async defaults (a call in an execut
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
 import uuid
 from collections.abc import Callable, Iterable, Sequence
@@ -119,9 +118,6 @@ class SemsearchVectorStore(VectorStore):
 
     def run(self, fn: Callable[..., T], *args: Any) -> T:
         return self.thread.submit(fn, *args).result()
-
-    async def arun(self, fn: Callable[..., T], *args: Any) -> T:
-        return await asyncio.wrap_future(self.thread.submit(fn, *args))
 
     def _open(self, width: int | None) -> Index | None:
         """The index, opened or created (an index of given vectors needs their `width`: None, not yet)."""
