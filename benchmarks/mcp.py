@@ -50,6 +50,7 @@ def ensure_index(index: Path, wordnet: Path, encoded: bool, sample: int = 3000) 
 
         from semsearch.encoding import resolve_model_path
         from semsearch.encoding.encoder import Encoder
+        from semsearch.settings import DEFAULT_MODEL
 
         lines = corpus.read_text().splitlines()
         step = max(1, len(lines) // sample)
@@ -59,7 +60,7 @@ def ensure_index(index: Path, wordnet: Path, encoded: bool, sample: int = 3000) 
         drawn /= np.linalg.norm(drawn, axis=1, keepdims=True)
         vectors = index.parent / f"{index.name}-vectors.npy"
         np.save(vectors, drawn.astype(np.float32), allow_pickle=False)
-        command += ["--vectors", str(vectors)]
+        command += ["--vectors", str(vectors), "--model", DEFAULT_MODEL]  # named: a model to encode queries
     print(f"building {index}: {shlex.join(command)}", file=sys.stderr)
     subprocess.run(command, check=True)
 
