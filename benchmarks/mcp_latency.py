@@ -1,7 +1,7 @@
 """An MCP `search` call's latency over stdio against a warm `Index.search` (issue 36's target: at most 2x its p50
 plus 5 ms), on all 117,791 WordNet glosses; written to benchmarks/results/mcp.md and mcp.json.
 
-    .venv/bin/python benchmarks/mcp.py [--index DIR] [--wordnet DIR] [--queries 200] [--rounds 3]
+    .venv/bin/python benchmarks/mcp_latency.py [--index DIR] [--wordnet DIR] [--queries 200] [--rounds 3]
 
 Each round measures, one after the other on the same queries: `Index.search(text, k=10)` warm in this process,
 and the `search` tool (k=10) called by the SDK's own client (stdio_client, ClientSession) on a `semsearch mcp`
@@ -151,7 +151,7 @@ def main() -> None:
         "ratio_p50": round(statistics.median(ratios), 2),
         "target_ms": round(statistics.median(budgets), 2),
         "met_in_rounds": sum(r["mcp_stdio"]["p50_ms"] <= b for r, b in zip(rounds, budgets)),
-        "command": "python benchmarks/mcp.py " + shlex.join(sys.argv[1:]),
+        "command": "python benchmarks/mcp_latency.py " + shlex.join(sys.argv[1:]),
         "build": "every gloss encoded"
         if args.encoded
         else "the glosses' text with vectors drawn from a Gaussian "
