@@ -22,7 +22,7 @@ from starlette.staticfiles import StaticFiles
 
 from .backups import backup_options, make_backup
 from .documents import add_documents, delete_documents, get_document, text_searchable
-from .mcp_http import mcp_route
+from .mcp_http import McpEndpoint
 from .protocol import (
     ApiError,
     ServerSettings,
@@ -251,7 +251,7 @@ def create_app(open_index: Callable[[float], Index], settings: ServerSettings | 
             time.perf_counter(),
         )
 
-    mcp, mcp_running = mcp_route(svc, settings)
+    mcp = McpEndpoint(svc, settings)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette):
@@ -260,7 +260,7 @@ def create_app(open_index: Callable[[float], Index], settings: ServerSettings | 
         for _ in service.reader.threads:  # queued first: the first searches wait for them, not start them
             service.reader.submit(warm)
         try:
-            async with mcp_running():
+            async with mcp.running():
                 yield
         finally:
             service.close()
@@ -277,7 +277,7 @@ def create_app(open_index: Callable[[float], Index], settings: ServerSettings | 
         Route("/documents", endpoint(delete_where), methods=["DELETE"]),
         Route("/documents/{doc_id:path}", endpoint(document), methods=["GET", "DELETE"]),
         Route("/backup", endpoint(post_backup), methods=["POST"]),
-        mcp,
+        Route("/mcp", mcp, methods=["GET", "POST", "DELETE"]),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: http_error})
