@@ -15,7 +15,6 @@ MAX_HIT_TEXT = 1000  # characters of a hit's passage
 MAX_DOCUMENT_TEXT = 20_000  # characters of a document's text in one get_document call
 MAX_ADD = 1000  # documents in one add_documents call
 MAX_WHERE = 20  # conditions in one filter
-MAX_SIMILAR = 20  # ids one similar call starts from
 MAX_QUERY = 4000  # characters of a query (the model reads its first 256 tokens; keyword search all its words)
 LIMITS = {"k": MAX_K, "offset": MAX_OFFSET, "hit_text": MAX_HIT_TEXT, "document_text": MAX_DOCUMENT_TEXT}
 
@@ -48,13 +47,12 @@ class Tool:
         )
 
 
-def tool_list(fields: dict[str, dict[str, Any]], names: list[str], similar: bool, writes: bool) -> list[Tool]:
+def tool_list(fields: dict[str, dict[str, Any]], names: list[str], writes: bool) -> list[Tool]:
     """The tools for indexes `names` (the first the default), the filter example from `fields` (the default
-    index's metadata: describe_index's), `similar` where the Index has it, the writing tools with `writes`."""
+    index's metadata: describe_index's), the writing tools with `writes`."""
     where = where_schema(where_example(fields))
     several = index_schema(names)
     text = {"type": "string", "minLength": 1}
-    ids = {"type": "array", "items": text, "minItems": 1}
     mode = {
         "type": "string",
         "enum": [m.value for m in SearchMode],
@@ -96,22 +94,6 @@ def tool_list(fields: dict[str, dict[str, Any]], names: list[str], similar: bool
             "describe_index",
         ),
     ]
-    if similar:
-        like = {**ids, "maxItems": MAX_SIMILAR, "description": "Ids of documents to find more like."}
-        unlike = {
-            **like,
-            "minItems": 0,
-            "description": "Ids of documents the hits should be unlike (optional).",
-        }
-        tools.append(
-            Tool(
-                "similar",
-                "Documents like the given ones (by their ids, from search hits), best first, the given ones "
-                f"left out; at most {MAX_K} a call. " + HIT_SHAPE,
-                obj({"ids": like, "negative": unlike, **paging, **several}, "ids"),
-                "similar",
-            )
-        )
     return tools + (write_tools(several, where) if writes else [])
 
 

@@ -4,8 +4,7 @@
 on an open Index (on the index's own thread, never on the event loop) and answers JSON; every error is a tool
 error of one line, and the server goes on answering.
 
-Tools: search, get_document, describe_index, similar (where Index.similar exists); add_documents and
-delete_documents only where writes are allowed. Outputs are bounded (mcp_schemas.py: MAX_K hits, MAX_HIT_TEXT
+Tools: search, get_document, describe_index; add_documents and delete_documents only where writes are allowed. Outputs are bounded (mcp_schemas.py: MAX_K hits, MAX_HIT_TEXT
 characters of a hit's passage, MAX_DOCUMENT_TEXT of a document a call), and the descriptions say so."""
 
 from __future__ import annotations
@@ -86,13 +85,6 @@ def search_job(index: Index, query: str, k: int, where: list[str], mode: str | N
     return {"hits": [hit_json(hit) for hit in hits], "k": k, "offset": offset}
 
 
-def similar_job(
-    index: Index, ids: list[str], negative: list[str], k: int, where: list[str], offset: int
-) -> dict:
-    hits = index.similar(ids, negative=negative, k=k, where=where, offset=offset)
-    return {"hits": [hit_json(hit) for hit in hits], "k": k, "offset": offset}
-
-
 def document_job(index: Index, doc_id: str, offset: int) -> dict:
     pk = stored(index, [doc_id])[doc_id]
     document = index.store.get([pk])[pk]
@@ -144,14 +136,13 @@ def describe_job(index: Index) -> dict:
     }
 
 
-def description_job(index: Index) -> tuple[dict[str, dict[str, Any]], bool]:
-    """What the tools' descriptions read of an index: its fields, and whether this Index has `similar`."""
-    return kinds_of(index), callable(getattr(index, "similar", None))
+def description_job(index: Index) -> dict[str, dict[str, Any]]:
+    """What the tools' descriptions read of an index: its fields."""
+    return kinds_of(index)
 
 
 class Tools:
-    """The tools over some named indexes (the first is the default); `allow_writes` adds the writing tools.
-    `similar` is listed where this semsearch's Index has it."""
+    """The tools over some named indexes (the first is the default); `allow_writes` adds the writing tools."""
 
     def __init__(self, served: list[Served], allow_writes: bool = False):
         if not served:
@@ -170,8 +161,8 @@ class Tools:
             import jsonschema
 
             default = next(iter(self.served.values()))
-            fields, similar = await default.read(request, description_job)
-            tools = tool_list(fields, list(self.served), similar, self.allow_writes)
+            fields = await default.read(request, description_job)
+            tools = tool_list(fields, list(self.served), self.allow_writes)
             self.listed = [replace(t, validator=jsonschema.Draft202012Validator(t.schema)) for t in tools]
         return self.listed
 
@@ -204,10 +195,6 @@ class Tools:
         if not a["query"].strip():
             raise ToolError("query: an empty query")
         return await served.read(request, search_job, *args)
-
-    async def similar(self, served: Served, a: dict[str, Any], request: Any) -> Any:
-        args = (a["ids"], a.get("negative", []), a.get("k", 10), a.get("where", []), a.get("offset", 0))
-        return await served.read(request, similar_job, *args)
 
     async def get_document(self, served: Served, a: dict[str, Any], request: Any) -> Any:
         return await served.read(request, document_job, a["id"], a.get("offset", 0))
