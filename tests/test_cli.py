@@ -590,3 +590,15 @@ def test_index_type_option(built, tmp_path):
     )
     ok(run("refit", "--index", target, "--index-type", "ivf"))
     assert info_json(target)["index_structure"] == "IVF1,Flat nprobe=1"
+
+
+def test_mcp_without_its_extra_says_what_to_install(monkeypatch, tmp_path):
+    import sys
+
+    from click.testing import CliRunner
+
+    from semsearch.cli import main
+
+    monkeypatch.setitem(sys.modules, "mcp", None)  # as if the mcp extra were not installed
+    result = CliRunner().invoke(main, ["mcp", "--index", str(tmp_path)])
+    assert result.exit_code == 1 and "pip install 'semsearch[mcp]'" in result.output

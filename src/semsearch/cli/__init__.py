@@ -58,10 +58,25 @@ from .copies import backup, export, restore  # noqa: E402
 from .info import info, inspect  # noqa: E402
 from .ingest import ingest  # noqa: E402
 from .maintain import check, delete, refit  # noqa: E402
+from .mcp import mcp  # noqa: E402
 from .query import query  # noqa: E402
 from .serve import serve  # noqa: E402
 
-for command in (ingest, query, refit, delete, info, inspect, check, export, serve, bench, backup, restore):
+for command in (
+    ingest,
+    query,
+    refit,
+    delete,
+    info,
+    inspect,
+    check,
+    export,
+    serve,
+    mcp,
+    bench,
+    backup,
+    restore,
+):
     main.add_command(command)
 
 

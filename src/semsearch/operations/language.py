@@ -9,7 +9,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from ..cjk import cjk_characters, letters
-from ..settings import DEFAULT_MODEL
+from ..settings import DEFAULT_MODEL, NO_MODEL
 from ..storage.store import DocumentStore
 
 SAMPLE = 1_000  # documents read for the share, drawn with SEED
@@ -19,6 +19,32 @@ MOSTLY = 0.5  # a corpus more than this share CJK gets the advice
 # Models known to be trained on English alone (the bundled MiniLM); other directories are not judged.
 ENGLISH_ONLY = frozenset({DEFAULT_MODEL})
 MULTILINGUAL_OPTION = "--model multilingual"
+# The languages a model reads, as its makers list them (Universal Sentence Encoder multilingual v3: external.py).
+MODEL_LANGUAGES = {
+    DEFAULT_MODEL: ["English"],
+    "multilingual": [
+        "Arabic",
+        "Chinese (simplified and traditional)",
+        "Dutch",
+        "English",
+        "French",
+        "German",
+        "Italian",
+        "Japanese",
+        "Korean",
+        "Polish",
+        "Portuguese",
+        "Russian",
+        "Spanish",
+        "Thai",
+        "Turkish",
+    ],
+}
+
+
+def model_languages(model: str) -> list[str] | None:
+    """The languages an index's model reads ([] for an index of vectors made elsewhere; None: not known)."""
+    return [] if model == NO_MODEL else MODEL_LANGUAGES.get(model)
 
 
 def cjk_share_of(texts: Iterable[str]) -> float | None:

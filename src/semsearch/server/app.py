@@ -7,7 +7,6 @@ Keys, limits and errors: protocol.py."""
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import inspect
 import time
 from collections.abc import Callable
@@ -21,9 +20,9 @@ from starlette.responses import FileResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from ..errors import SemsearchError
-from ..settings import NO_MODEL, SearchMode
 from .backups import backup_options, make_backup
+from .documents import add_documents, delete_documents, get_document, text_searchable
+from .mcp_http import McpEndpoint
 from .protocol import (
     ApiError,
     ServerSettings,
@@ -38,7 +37,7 @@ from .protocol import (
     require_key,
     string_list,
 )
-from .workers import IndexThreads, WriterProcess, identity
+from .workers import IndexThreads, WriterProcess, identity, warm
 
 if TYPE_CHECKING:
     from ..index import Index
@@ -75,11 +74,6 @@ class Service:
     async def write(self, request: Request, fn: Callable[..., dict], *args: Any) -> dict:
         require_key(request, self.settings, write=True)
         return await self.writer.run(fn, *args)
-
-    def warm(self, index: Index) -> None:
-        """Open the Index and load the encoder and vector index before the first query."""
-        with contextlib.suppress(SemsearchError):  # an empty index, or one without a model
-            index.search("warm up", k=1)
 
     def close(self) -> None:
         self.reader.close()
@@ -126,14 +120,6 @@ def query_text(value: Any, name: str = "q") -> str:
     return value
 
 
-def text_searchable(index: Index) -> None:
-    """An index of vectors made elsewhere has no model to encode a text query: the request's fault, a 400."""
-    if index.settings.model == NO_MODEL and index.default_mode is not SearchMode.KEYWORD:
-        raise ApiError(
-            400, "no_model", "this index holds vectors made elsewhere and has no model to encode a text query"
-        )
-
-
 def search_one(index: Index, q: str, options: dict[str, Any]) -> dict[str, Any]:
     if options.get("mode") != "keyword":
         text_searchable(index)
@@ -161,36 +147,7 @@ def json_object(body: Any, allowed: set[str]) -> dict[str, Any]:
     return body
 
 
-# ---- documents and the index ------------------------------------------------------------------------------
-
-
-def stored(index: Index, ids: list[str]) -> dict[str, int]:
-    """id -> row of the ids stored; 404 naming those that are not."""
-    found = {doc_id: pk for doc_id, (pk, _) in index.store.existing_ids(ids).items()}
-    if missing := [doc_id for doc_id in ids if doc_id not in found]:
-        raise ApiError(404, "not_found", f"no document with id {', '.join(map(repr, missing[:5]))}")
-    return found
-
-
-def get_document(index: Index, doc_id: str) -> dict[str, Any]:
-    pk = stored(index, [doc_id])[doc_id]
-    return {"document": index.store.get([pk])[pk]}
-
-
-def add_documents(index: Index, records: list[Any]) -> dict[str, Any]:
-    report = index.add(records)
-    return {**dataclasses.asdict(report), "refit_advised": report.refit_advised, "documents": len(index)}
-
-
-def delete_documents(index: Index, ids: list[str], where: list[str], confirm: bool = True) -> dict[str, Any]:
-    """Delete; a large delete (operations/deleting.py's rule) only with `confirm`."""
-    if ids:
-        stored(index, ids)
-    plan = index.preview_delete(ids, where)
-    if plan.needs_confirmation and not confirm:
-        message = f"{plan.describe()}: send confirm=true to delete them"
-        raise ApiError(409, "confirm_required", message)
-    return {"deleted": index.delete(ids, where, expect=plan.count), "documents": len(index)}
+# ---- the index ---------------------------------------------------------------------------------------------
 
 
 def describe(index: Index, settings: ServerSettings) -> dict[str, Any]:
@@ -294,14 +251,17 @@ def create_app(open_index: Callable[[float], Index], settings: ServerSettings | 
             time.perf_counter(),
         )
 
+    mcp = McpEndpoint(svc, settings)
+
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette):
         nonlocal service
         service = Service(open_index, settings)
         for _ in service.reader.threads:  # queued first: the first searches wait for them, not start them
-            service.reader.submit(service.warm)
+            service.reader.submit(warm)
         try:
-            yield
+            async with mcp.running():
+                yield
         finally:
             service.close()
             service = None
@@ -317,6 +277,7 @@ def create_app(open_index: Callable[[float], Index], settings: ServerSettings | 
         Route("/documents", endpoint(delete_where), methods=["DELETE"]),
         Route("/documents/{doc_id:path}", endpoint(document), methods=["GET", "DELETE"]),
         Route("/backup", endpoint(post_backup), methods=["POST"]),
+        Route("/mcp", mcp, methods=["GET", "POST", "DELETE"]),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: http_error})

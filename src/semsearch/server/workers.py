@@ -57,6 +57,12 @@ def current(index: Index | None, open_index: Callable[[], Index]) -> Index:
     return index
 
 
+def warm(index: Index) -> None:
+    """Load the encoder and vector index before the first query (a job for a reader thread)."""
+    with contextlib.suppress(SemsearchError):  # an empty index, or one without a model
+        index.search("warm up", k=1)
+
+
 class IndexThreads:
     """Threads taking jobs from one queue; a job is `fn(index, *args)` on the Index of the thread that takes it,
     opened by `open_index` on that thread's first job (again when its directory is replaced: `current`) and

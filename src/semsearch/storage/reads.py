@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import sqlite3
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -90,3 +91,23 @@ class StoreReads:
         cursor = self.db.conn.execute("SELECT pk, id, title, text, metadata FROM documents ORDER BY pk")
         while rows := cursor.fetchmany(size):
             yield rows
+
+    def field_kinds(self) -> dict[str, dict[str, Any]]:
+        """Each metadata field path (nested ones dotted) with the JSON kinds of its values (a list's members
+        counted as values), how many documents hold each kind and one value of it, from the typed `meta` table
+        (schema 2; an older store: {}). What an agent or a page may filter on (filters.py)."""
+        kinds: dict[str, dict[str, Any]] = {}
+        try:
+            with self.guarded():
+                rows = self.db.execute(
+                    "SELECT path, kind, count(DISTINCT pk) FROM meta GROUP BY path, kind ORDER BY path, kind"
+                ).fetchall()
+                for path, kind, documents in rows:
+                    example = self.db.execute(
+                        "SELECT coalesce(str, num) FROM meta WHERE path = ? AND kind = ? LIMIT 1",
+                        [path, kind],
+                    ).fetchone()[0]
+                    kinds.setdefault(path, {})[kind] = {"documents": documents, "example": example}
+        except sqlite3.OperationalError:  # no meta table: a store of schema 1, open read-only
+            return {}
+        return kinds
