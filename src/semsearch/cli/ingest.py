@@ -15,6 +15,7 @@ from ..settings import (
     IndexOptions,
     Pooling,
     Quantize,
+    RawPrecision,
     RefitPolicy,
     TransformKind,
     at_least,
@@ -97,7 +98,14 @@ from .options import (
 @click.option(
     "--chunk-overlap",
     type=click.IntRange(min=0),
-    help=f"Tokens consecutive passages share (default: {DEFAULT_CHUNK_OVERLAP}).",
+    help=f"Tokens consecutive passages share (default: a quarter of the passage, at most {DEFAULT_CHUNK_OVERLAP}: "
+    f"{min(DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_TOKENS // 4)} at the default {DEFAULT_CHUNK_TOKENS} tokens).",
+)
+@choice_option(
+    "--raw-precision",
+    RawPrecision,
+    help="How the raw vectors kept for rerank and refit are stored: int8 (a byte a dimension and a scale a "
+    "row, the default), float16, or float32 (as the encoder gives them; 4x int8's bytes). A new index only.",
 )
 @click.option("--id-field", help="The JSON field with the document id (default: id or _id).")
 @click.option("--text-field", default="text", show_default=True, help="The JSON field with the text.")
@@ -154,6 +162,7 @@ def ingest(
     batch_size,
     chunk_tokens,
     chunk_overlap,
+    raw_precision,
     id_field,
     text_field,
     title_field,
@@ -203,6 +212,7 @@ def ingest(
         backend=backend,
         chunk_tokens=chunk_tokens,
         chunk_overlap=chunk_overlap,
+        raw_precision=raw_precision,
     )
     corpus = Corpus(corpus, fields, vectors, skip_invalid=skip_invalid)
     if corpus.export and not (index_path / "manifest.json").exists():  # a new index: the export's settings
