@@ -51,7 +51,7 @@ def ingested(name: str, work: Path) -> tuple[Path, float]:
     from semsearch import Index
     from semsearch.evaluation.datasets import load_beir
 
-    path = work / "indexes" / f"{name}-float32"
+    path = work / "indexes" / f"{name}-ingested"
     timing = path.parent / f"{name}.seconds"
     if not timing.is_file():
         shutil.rmtree(path, ignore_errors=True)
@@ -80,7 +80,7 @@ def ndcg(path: Path, name: str, work: Path) -> tuple[float, str]:
         hits = index.search_many([data.queries[q] for q in ids], k=10)
         mode = index.query_defaults
     run = {q: {hit.id: hit.score for hit in found} for q, found in zip(ids, hits)}
-    return evaluate_run(data.qrels, run, ["ndcg_cut_10"])["ndcg_cut_10"], f"{mode.mode} {mode.alpha}"
+    return evaluate_run(data.qrels, run, ["ndcg@10"])["ndcg@10"], f"{mode.mode} {mode.alpha}"
 
 
 def reduced_copy(source: Path, precision: str, target: Path) -> float:

@@ -75,18 +75,19 @@ def describe(index: IndexDirectory, defaults: QueryDefaults) -> dict[str, Any]:
 
 def parts(index: IndexDirectory) -> dict[str, int]:
     """The bytes of every file under the index directory, by part: documents (the SQLite store with its
-    keyword index, its journal files), raw_vectors (the segments the manifest names, with their row ids and
+    keyword index, its write-ahead log), raw_vectors (the segments the manifest names, with their row ids and
     scales), vector_index (FAISS), transform (the generation's other files: transform, statistics), other."""
     generation = index.generation_dir
     segments = [name for segment in Segment.all_of(index.state.segments) for name in segment.files]
-    store = [index.path / (DocumentStore.FILE + tail) for tail in ("", "-wal", "-shm", "-journal")]
+    store = [index.path / (DocumentStore.FILE + tail) for tail in ("", "-wal", "-journal")]
     sizes = {
         "documents": sum(_size(path) for path in store),
         "raw_vectors": sum(_size(index.path / DIRECTORY / name) for name in segments),
         "vector_index": _size(generation / VectorIndex.FILE),
         "transform": sum(_size(p) for p in generation.glob("*") if p.name != VectorIndex.FILE),
     }
-    every = sum(_size(path) for path in index.path.rglob("*"))
+    # not SQLite's -shm: shared memory of the open connections, gone when the last one closes
+    every = sum(_size(path) for path in index.path.rglob("*") if not path.name.endswith("-shm"))
     return {**sizes, "other": every - sum(sizes.values()), "total": every}
 
 
