@@ -69,7 +69,7 @@ def ingested(name: str, work: Path) -> tuple[Path, float]:
     return path, float(timing.read_text())
 
 
-def ndcg(path: Path, name: str, work: Path) -> tuple[float, str]:
+def ndcg(path: Path, name: str, work: Path, mode: str | None = None) -> tuple[float, str]:
     from semsearch import Index
     from semsearch.evaluation.datasets import load_beir
     from semsearch.evaluation.metrics import evaluate_run
@@ -77,7 +77,7 @@ def ndcg(path: Path, name: str, work: Path) -> tuple[float, str]:
     data = load_beir(beir_directory(name, work / "sets"))
     ids = sorted(data.queries)
     with Index.open(path) as index:
-        hits = index.search_many([data.queries[q] for q in ids], k=10)
+        hits = index.search_many([data.queries[q] for q in ids], k=10, mode=mode)
         mode = index.query_defaults
     run = {q: {hit.id: hit.score for hit in found} for q, found in zip(ids, hits)}
     return evaluate_run(data.qrels, run, ["ndcg@10"])["ndcg@10"], f"{mode.mode} {mode.alpha}"
@@ -99,6 +99,7 @@ def reduce_segments(path: Path, precision: str) -> None:
     (the published one and its generation's copy): as an ingest at that precision would have written them."""
     from semsearch.storage.manifest import FILE
     from semsearch.storage.rawvectors import RawVectors, Segment, SegmentWriter
+    from semsearch.transforms.stats import RunningStats
 
     data = json.loads((path / FILE).read_text())
     dim = data["encoder_dim"]
@@ -114,6 +115,16 @@ def reduce_segments(path: Path, precision: str) -> None:
         listed = np.concatenate(pks) if segment.pks else None
         name = segment.name[:-4] + f".{precision}.npy"
         written.append(writer.finish(name, listed).to_json())
+    # the statistics an ingest at this precision counts: of the rows as kept (rawvectors.as_kept), so the refit
+    # fits its transform on the reduced rows
+    stats = None
+    for _, block in RawVectors(path, Segment.all_of(written), dim, mapped=False).blocks():
+        if stats is None:
+            stats = RunningStats.of(block)
+        else:
+            stats.merge(RunningStats.of(block))
+    for saved in path.glob("gen-*/" + RunningStats.FILE):
+        stats.save(saved)
     for manifest in [path / FILE, *path.glob("gen-*/" + FILE)]:
         data = json.loads(manifest.read_text())
         if [s["name"] for s in data["segments"]] == [s.name for s in segments]:
@@ -159,15 +170,19 @@ def main() -> None:
         if args.build_only:
             continue
         today, mode = ndcg(source, name, args.work)
+        dense_today, _ = ndcg(source, name, args.work, "dense")
         for precision in args.precisions.split(","):
             target = args.work / "indexes" / f"{name}-{precision}"
             refit_s = reduced_copy(source, precision, target)
             score, _ = ndcg(target, name, args.work)
+            dense, _ = ndcg(target, name, args.work, "dense")
             moved = transform_difference(source, target)
             raw_bytes = sum(f.stat().st_size for f in (target / "raw").iterdir())
             rows.append({  # noqa
                 "set": name, "precision": precision, "mode": mode, "ndcg@10 today": round(today, 4),
                 "ndcg@10 refitted": round(score, 4), "difference": round(score - today, 4),
+                "dense ndcg@10 today": round(dense_today, 4), "dense refitted": round(dense, 4),
+                "dense difference": round(dense - dense_today, 4),
                 "refit: largest cosine change": f"{moved:.1e}",
                 "raw bytes": raw_bytes, "refit_s": round(refit_s, 1),
             })  # fmt: skip
@@ -181,7 +196,8 @@ def main() -> None:
         "",
         f"`{command.strip()}` ({datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC). Each set ingested once with "
         "every default and float32 raw vectors; each precision a copy with its raw segments rewritten at that "
-        "precision and refitted (transform and vector index from the reduced rows), searched in the calibrated "
+        "precision, its statistics counted again from the reduced rows (as an ingest at that precision counts them), and "
+        "refitted (transform and vector index from the reduced rows), searched in the calibrated "
         "default mode with rerank 100. `today`: the float32 index as ingested.",
         "",
         *markdown_table(rows),

@@ -23,8 +23,7 @@ INDEX_TYPES = ("flat", "hnsw", "ivf", "pq", "auto")
 # HNSW's 0.6): wider vectors switch sooner (16,666 at 384 dims), narrower ones later. Above it the bytes decide:
 # HNSW32 kept 792 bytes a passage at 128 dims (the float32 vectors and the graph), more than the documents and
 # the raw vectors together; IVF-PQ keeps 40 (32 one-byte codes and the id) and re-scores its candidates exactly
-# from the raw vectors, tuned like HNSW for the recall target (tuning.py), at comparable speed
-# (benchmarks/results/bytes.md). Before that, at 1M (benchmarks/results/filter.md), HNSW found 0.986 of SciFact's
+# from the raw vectors, tuned like HNSW for the recall target (tuning.py; docs/performance.md, "Bytes"). Before that, at 1M (benchmarks/results/filter.md), HNSW found 0.986 of SciFact's
 # own queries' top 10 at 1.7 ms, IVF-Flat 0.958 at 0.65 ms, each tuned for 0.95.
 AUTO_FLAT_LIMIT, AUTO_REFERENCE_DIMS = 50_000, 128
 HNSW_NEIGHBOURS, HNSW_EF_CONSTRUCTION, HNSW_EF_SEARCH = 32, 80, 128  # efSearch: of indexes built untuned
