@@ -38,7 +38,9 @@ def fails(result, message: str) -> None:
 @pytest.fixture(scope="module")
 def sample_whole(tmp_path_factory):
     """The sample encoded a vector per document (no chunking): what vectors made elsewhere are."""
-    return encoded_once(SAMPLE, tmp_path_factory.mktemp("whole") / "index", chunk_tokens=0)
+    return encoded_once(
+        SAMPLE, tmp_path_factory.mktemp("whole") / "index", chunk_tokens=0, raw_precision="float32"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -67,8 +69,19 @@ def test_vectors_without_a_model_give_the_encoded_index_results(made_elsewhere, 
     target = tmp_path / "elsewhere"
     ok(
         run(
-            "ingest", corpus, "--vectors", vectors, "--index", target, "--transform", "whiten", "--dims", "64"
-        )
+            "ingest",
+            corpus,
+            "--vectors",
+            vectors,
+            "--index",
+            target,
+            "--transform",
+            "whiten",
+            "--dims",
+            "64",
+            "--raw-precision",
+            "float32",  # as the reference keeps them
+        )  # fmt: skip
     )
     reference = copy_index(sample_whole, tmp_path / "reference")
     with Index.open(reference) as index:
@@ -265,21 +278,32 @@ def test_a_vector_file_larger_than_a_read_block_keeps_every_row_in_place(tmp_pat
     path = tmp_path / "vectors.npy"
     np.save(path, np.asfortranarray(vectors) if order == "F" else vectors)
     corpus = write_jsonl(tmp_path / "corpus.jsonl", [{"id": f"d{i}", "text": f"t{i}"} for i in range(5000)])
-    with Index.create(tmp_path / "index", model="none", dim=8, transform="none") as index:
+    with Index.create(
+        tmp_path / "index", model="none", dim=8, transform="none", raw_precision="float32"
+    ) as index:
         index.ingest(corpus, vectors=path)
         rows = [0, 4095, 4096, 4999]
         np.testing.assert_array_equal(index.raw.get(np.array(rows)), vectors[rows])
         assert [hits[0].id for hits in index.search_vectors(vectors[rows], k=1)] == [f"d{i}" for i in rows]
 
 
-def test_raw_vectors_read_without_a_map_as_through_one(tmp_path):
+@pytest.mark.parametrize("precision", ["float32", "float16", "int8"])
+def test_raw_vectors_read_without_a_map_as_through_one(tmp_path, precision):
     """A write's reads (positioned reads, nearby rows merged, at most READ_SPAN rows a read) give the rows the
-    kept map gives, across segments, in any order, repeated, and at the read span's edges."""
+    kept map gives, across segments, in any order, repeated, and at the read span's edges; at every precision,
+    the rows as given within its rounding (exactly for float32)."""
     from semsearch.storage.rawvectors import READ_SPAN, RawVectors
 
     rng = np.random.default_rng(5)
     vectors = rng.standard_normal((3000, 8)).astype(np.float32)
-    with Index.create(tmp_path / "index", model="none", dim=8, transform="none") as index:
+    # the largest error a row's component may have: none, float16's half unit in the last place, half an int8 step
+    largest = np.abs(vectors).max(axis=1, keepdims=True)
+    tolerance = {"float32": 0, "float16": np.abs(vectors) * 2.0**-11 + 2.0**-24, "int8": largest / 127 / 2}[
+        precision
+    ]
+    with Index.create(
+        tmp_path / "index", model="none", dim=8, transform="none", raw_precision=precision
+    ) as index:
         for part in (slice(0, 2500), slice(2500, 3000)):  # two ingests: two segments
             docs = [{"id": f"d{i}", "text": f"t{i}"} for i in range(3000)][part]
             np.save(tmp_path / "v.npy", vectors[part])
@@ -291,6 +315,35 @@ def test_raw_vectors_read_without_a_map_as_through_one(tmp_path):
             rng.integers(0, 3000, 700),  # repeats, scattered
             np.array([READ_SPAN - 1, READ_SPAN, 2 * READ_SPAN - 1, 2499, 2500, 2999, 0]),
         ):
-            np.testing.assert_array_equal(unmapped.get(pks), vectors[pks])
+            assert np.all(
+                np.abs(unmapped.get(pks) - vectors[pks])
+                <= np.broadcast_to(tolerance, vectors.shape)[pks] * 1.0001
+            )
             np.testing.assert_array_equal(index.raw.read(pks), index.raw.get(pks))
         assert not unmapped._maps  # nothing mapped
+
+
+def test_int8_raw_vectors_rerank_and_refit_as_float32_do(made_elsewhere, tmp_path):
+    """The same real vectors kept in float32 and in int8 (the default): rerank's scores within int8's rounding
+    (a row's cosine moves by under 0.01), the same top 10 but for near ties, and the transform refitted from
+    the kept rows giving every pair of rows the same cosine within 0.02."""
+    corpus, vectors, query, given = made_elsewhere
+    found, transforms = {}, {}
+    for precision in ("float32", "int8"):
+        path = tmp_path / precision
+        with Index.create(path, model="none", dim=384, raw_precision=precision, rerank=100) as index:
+            index.ingest(corpus, vectors=vectors)
+            index.refit("whiten", 32, 0.5)
+            hits = index.search_vectors(np.load(query)[None], k=10)[0]
+            found[precision] = {hit.id: hit.score for hit in hits}
+            transforms[precision] = index.directory.transform.project(given)
+        assert (
+            sum(f.stat().st_size for f in (path / "raw").iterdir())
+            < given.size * (4 if precision == "float32" else 1.1) + 1024
+        )
+    assert len(set(found["float32"]) & set(found["int8"])) >= 9
+    for pk in set(found["float32"]) & set(found["int8"]):
+        assert abs(found["float32"][pk] - found["int8"][pk]) < 0.01
+    # the cosines of pairs of rows in the two spaces (the eigenvectors' signs may differ, the space does not)
+    a, b = (t / np.linalg.norm(t, axis=1, keepdims=True) for t in (transforms["float32"], transforms["int8"]))
+    assert np.abs(a @ a.T - b @ b.T).max() < 0.02

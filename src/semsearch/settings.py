@@ -67,6 +67,14 @@ class IndexType(Choice):
     AUTO = "auto"
 
 
+class RawPrecision(Choice):
+    """How the kept raw vectors are stored (storage/rawvectors.py)."""
+
+    FLOAT32 = "float32"  # as the encoder gives them (every index made before this choice)
+    FLOAT16 = "float16"
+    INT8 = "int8"  # each row scaled by its largest component
+
+
 class SearchMode(Choice):
     DENSE = "dense"  # the vector index (MaxP over a document's passages)
     KEYWORD = "keyword"  # the keyword index (SQLite FTS5, bm25)
@@ -106,6 +114,10 @@ DEFAULT_RERANK = 100
 DEFAULT_QUANTIZE = Quantize.INT8
 DEFAULT_BACKEND = Backend.ONNX
 DEFAULT_INDEX_TYPE = IndexType.AUTO
+# Raw vectors in int8 with a scale per row: about a quarter of float32's bytes (1,536 -> 388 a passage at 384
+# dims) for rerank and refit unchanged within 0.0003 nDCG@10 (Cranfield and its long documents, default mode and
+# dense; benchmarks/results/raw-precision.md); the statistics are still accumulated in float64, of the rows as kept.
+DEFAULT_RAW_PRECISION = RawPrecision.INT8
 # recall@10 against exact search that an approximate index's efSearch / nprobe are tuned for at build, measured
 # on a sample of its own vectors as queries (tuning.py); filtered search is tuned for 0.99 (strategy.py).
 DEFAULT_RECALL_TARGET = 0.95
@@ -238,9 +250,11 @@ class IndexOptions:
     recall_target: float | None = None  # recall@10 the approximate index types are tuned for at build
     chunk_tokens: int | None = None  # passage length in tokens (None: DEFAULT_CHUNK_TOKENS; 0: no chunking)
     chunk_overlap: int | None = None  # tokens shared by consecutive passages
+    raw_precision: str | None = None  # of the kept raw vectors (RawPrecision)
 
     def __post_init__(self):
         for name, choice in (
+            ("raw_precision", RawPrecision),
             ("pooling", Pooling),
             ("transform", TransformKind),
             ("index_type", IndexType),

@@ -16,6 +16,7 @@ from ..settings import (
     IndexOptions,
     Pooling,
     Quantize,
+    RawPrecision,
     RefitPolicy,
     TransformKind,
     at_least,
@@ -101,7 +102,14 @@ from .options import (
 @click.option(
     "--chunk-overlap",
     type=click.IntRange(min=0),
-    help=f"Tokens consecutive passages share (default: {DEFAULT_CHUNK_OVERLAP}).",
+    help=f"Tokens consecutive passages share (default: a quarter of the passage, at most {DEFAULT_CHUNK_OVERLAP}: "
+    f"{min(DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_TOKENS // 4)} at the default {DEFAULT_CHUNK_TOKENS} tokens).",
+)
+@choice_option(
+    "--raw-precision",
+    RawPrecision,
+    help="How the raw vectors kept for rerank and refit are stored: int8 (a byte a dimension and a scale a "
+    "row, the default), float16, or float32 (as the encoder gives them; 4x int8's bytes). A new index only.",
 )
 @click.option("--id-field", help="The JSON field or table column with the document id (default: id or _id).")
 @click.option(
@@ -204,6 +212,7 @@ def ingest(
     batch_size,
     chunk_tokens,
     chunk_overlap,
+    raw_precision,
     id_field,
     text_field,
     title_field,
@@ -269,6 +278,7 @@ def ingest(
         backend=backend,
         chunk_tokens=chunk_tokens,
         chunk_overlap=chunk_overlap,
+        raw_precision=raw_precision,
     )
     walk = dict(include=include, exclude=exclude, hidden=hidden, no_ignore=no_ignore)
     if all(str(path) != "-" and path.is_dir() for path in paths) and not vectors:

@@ -85,9 +85,10 @@ def index_type_option(func):
     return choice_option(
         "--index-type",
         IndexType,
-        help="The FAISS index: flat (exact), hnsw (graph), ivf (inverted lists), pq (compressed), auto (flat "
-        "up to 50,000 documents at 128 dims, fewer when wider, hnsw above: exact where that is fast, a 1 ms "
-        "search at 117k). Default: auto for a new index; refit: as now.",
+        help="The FAISS index: flat (exact), hnsw (graph), ivf (inverted lists), pq (compressed codes, "
+        "candidates re-scored from the raw vectors), auto (flat up to 50,000 documents at 128 dims, fewer when "
+        "wider, pq above: exact where that is fast, 40 bytes a passage where it is not). Default: auto for a new "
+        "index; refit: as now.",
     )(func)
 
 

@@ -28,6 +28,7 @@ from ..settings import (
     DEFAULT_MODEL,
     DEFAULT_POWER,
     DEFAULT_QUANTIZE,
+    DEFAULT_RAW_PRECISION,
     DEFAULT_RECALL_TARGET,
     DEFAULT_RERANK,
     DEFAULT_TRANSFORM,
@@ -124,6 +125,7 @@ def _settings(
         rerank=rerank,
         batch_size=options.batch_size,
         recall_target=options.recall_target or DEFAULT_RECALL_TARGET,
+        raw_precision=options.raw_precision or DEFAULT_RAW_PRECISION.value,
         **_chunking(options, max_length if model_path is not None else 0),
     )
 
@@ -227,12 +229,13 @@ def check_compatible(path: Path, settings: IndexSettings, options: IndexOptions)
         "backend": settings.backend,
         "chunk_tokens": settings.chunk_tokens,
         "chunk_overlap": settings.chunk_overlap,
+        "raw_precision": settings.raw_precision,
     }
     differ = {name: value for name, value in options.given().items() if name in have and value != have[name]}
     encoded = {
         name: value
         for name, value in differ.items()
-        if name in ("quantize", "backend", "chunk_tokens", "chunk_overlap")
+        if name in ("quantize", "backend", "chunk_tokens", "chunk_overlap", "raw_precision")
     }
     if encoded:
         said = ", ".join(f"{name} {have[name]} (asked {value})" for name, value in encoded.items())

@@ -122,7 +122,8 @@ class InProcess(Executor):
     def run(self, partitions: Iterable[list[Document]], job: Job) -> Iterator[EncodedPartition]:
         dim = job.settings.encoder_dim
         for docs in partitions:
-            yield encode_documents(docs, job.encode, dim, job.chunker, job.cache, job.progress)
+            precision = job.settings.raw_precision
+            yield encode_documents(docs, job.encode, dim, job.chunker, job.cache, job.progress, precision)
 
 
 class DaskExecutor(Executor):
@@ -365,7 +366,8 @@ def _shipped(doc: Document) -> Document:
 
 
 def _cached(docs: list[Document], job: Job) -> EncodedPartition | None:
-    return cached_partition(docs, job.settings.encoder_dim, job.chunker, job.cache)
+    settings = job.settings
+    return cached_partition(docs, settings.encoder_dim, job.chunker, job.cache, settings.raw_precision)
 
 
 def _result(future: Any, task: str, distributed: Any) -> Any:

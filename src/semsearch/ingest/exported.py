@@ -35,6 +35,7 @@ CARRIED = {
     "recall_target": "recall_target",
     "chunk_tokens": "chunk_tokens",
     "chunk_overlap": "chunk_overlap",
+    "raw_precision": "raw_precision",
 }
 
 
@@ -57,6 +58,8 @@ def export_header(path: Path) -> dict[str, Any] | None:
 def options_for(header: dict[str, Any], given: IndexOptions) -> IndexOptions:
     """The options of the index an export is ingested into: the header's, then those given."""
     settings = header["settings"]
+    # an export of a release before raw precisions kept float32 raw vectors: the same index keeps them so
+    settings = {"raw_precision": "float32", **settings}
     carried = {option: settings[name] for name, option in CARRIED.items() if settings.get(name) is not None}
     if settings.get("model") == NO_MODEL:
         carried = {k: v for k, v in carried.items() if k not in ("pooling", "max_length", "quantize")}

@@ -22,7 +22,7 @@ from ..encoding.factory import make_encoder
 from ..settings import DRIFT_LIMIT, Quantize
 from ..storage.faults import fault_point
 from ..storage.manifest import IndexSettings
-from ..storage.rawvectors import RawVectors, ResumeCache, SegmentWriter
+from ..storage.rawvectors import FLOAT32, RawVectors, ResumeCache, SegmentWriter, as_kept
 from ..storage.store import DocumentStore
 from ..transforms.stats import RunningStats
 from .chunking import Chunker, Passage, Span, given_passages
@@ -99,10 +99,13 @@ def encode_partition(
     dim: int,
     cache: ResumeCache | None = None,
     progress: Progress | None = None,
+    precision: str = FLOAT32,
 ) -> EncodedPartition:
     """Raw vectors of the documents: those made elsewhere as given; from the resume cache where an interrupted
     run left them; else encoded now, similar lengths together (and appended to the cache every RESUME_EVERY).
-    `progress(n)` counts documents as they are done: at once for given and cached ones, then batch by batch."""
+    `progress(n)` counts documents as they are done: at once for given and cached ones, then batch by batch.
+    The vectors and their statistics are of the rows as a segment keeps them at `precision` (rawvectors.as_kept),
+    so a delete takes out of the statistics exactly what the ingest put in."""
     out = np.empty((len(docs), dim), dtype=np.float32)
     given = [i for i, doc in enumerate(docs) if doc.vector is not None]
     if given:
@@ -132,6 +135,7 @@ def encode_partition(
             out[rest[part]] = encoded
     elif progress and len(docs):
         progress(len(docs))  # all given
+    out = as_kept(out, precision)
     return EncodedPartition(out, RunningStats.of(out), int(found.sum()), row_keys)
 
 
@@ -142,13 +146,14 @@ def encode_documents(
     chunker: Chunker | None = None,
     cache: ResumeCache | None = None,
     progress: Progress | None = None,
+    precision: str = FLOAT32,
 ) -> EncodedPartition:
     """One partition's documents cut into passages (the chunker's; without one, a passage per document), their
     raw vectors (encode_partition, in passage order) and each document's spans. `progress` counts documents."""
     passages = split(docs, chunker)
     flat = [passage for parts in passages for passage in parts]
     counted = whole_documents([len(parts) for parts in passages], progress) if progress else None
-    part = encode_partition(flat, encode, dim, cache, counted)
+    part = encode_partition(flat, encode, dim, cache, counted, precision)
     part.spans = [[passage.span for passage in parts] for parts in passages]
     return part
 
@@ -170,13 +175,13 @@ def whole_documents(passage_counts: Sequence[int], progress: Progress) -> Progre
 
 
 def cached_partition(
-    docs: Sequence[Document], dim: int, chunker: Chunker | None, cache: ResumeCache
+    docs: Sequence[Document], dim: int, chunker: Chunker | None, cache: ResumeCache, precision: str = FLOAT32
 ) -> EncodedPartition | None:
     """The partition's result from the resume cache alone, or None where any of its passages is not there."""
     keys = [text_key(p.embedding_text) for parts in split(docs, chunker) for p in parts if p.vector is None]
     if not cache.lookup(keys)[0].all():
         return None
-    return encode_documents(docs, None, dim, chunker, cache)
+    return encode_documents(docs, None, dim, chunker, cache, precision=precision)
 
 
 def fidelity_sample(docs: Sequence[Document], size: int = FIDELITY_SAMPLE) -> list[str]:

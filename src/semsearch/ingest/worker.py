@@ -37,7 +37,9 @@ def encode_partition_task(
     encoder, chunker = worker_encoder(settings)
     worker = distributed.get_worker()
     report = lambda n: worker.log_event(topic, (number, n))  # noqa: E731
-    return encode_documents(docs, encoder.encode, settings.encoder_dim, chunker, None, report)
+    return encode_documents(
+        docs, encoder.encode, settings.encoder_dim, chunker, None, report, settings.raw_precision
+    )
 
 
 def encode_texts_task(texts: list[str], settings: IndexSettings) -> np.ndarray:

@@ -10,6 +10,7 @@ from ..retrieval.query import QueryDefaults
 from ..retrieval.vectorindex import VectorIndex
 from ..settings import DRIFT_LIMIT
 from ..storage.manifest import FORMAT_VERSION
+from ..storage.rawvectors import DIRECTORY, Segment
 from ..storage.store import DocumentStore
 from .directory import IndexDirectory
 from .isotropy import current as current_isotropy
@@ -19,15 +20,8 @@ from .language import cjk_share
 def describe(index: IndexDirectory, defaults: QueryDefaults) -> dict[str, Any]:
     """The index in `index` as `info` shows it; `defaults`: what its queries take when they do not say."""
     s, state = index.settings, index.state
-    generation = index.generation_dir
-    sizes = {
-        "documents": _size(index.path / DocumentStore.FILE)
-        + _size(index.path / (DocumentStore.FILE + "-wal")),
-        "raw_vectors": sum(_size(index.path / "raw" / segment["name"]) for segment in state.segments),
-        "vector_index": _size(generation / VectorIndex.FILE),
-        "transform": sum(_size(p) for p in generation.glob("*") if p.name != VectorIndex.FILE),
-    }
-    sizes["total"] = sum(sizes.values())
+    sizes = parts(index)
+    passages = state.rows
     return {
         "path": str(index.path),
         "documents": state.count,
@@ -71,7 +65,12 @@ def describe(index: IndexDirectory, defaults: QueryDefaults) -> dict[str, Any]:
         "recall_target": s.recall_target,
         "search_params": state.search_params,
         "measured_recall": state.measured_recall,
+        # every file of the directory by part (`other`: the manifest, the lock, files a write leaves for
+        # readers of the previous generation), and per passage
         "bytes": sizes,
+        "bytes_per_passage": {name: round(size / passages) for name, size in sizes.items()}
+        if passages
+        else {},
         "created": state.created,
         "updated": state.updated,
         "format_version": FORMAT_VERSION,
@@ -82,6 +81,24 @@ def _shown(calibration: dict | None) -> dict | None:
     """The calibration record without its ranks (a character per pseudo-query and weight: the manifest keeps
     them for the choice to be made again, calibration.py)."""
     return {k: v for k, v in calibration.items() if k != "ranks"} if calibration else calibration
+
+
+def parts(index: IndexDirectory) -> dict[str, int]:
+    """The bytes of every file under the index directory, by part: documents (the SQLite store with its
+    keyword index, its write-ahead log), raw_vectors (the segments the manifest names, with their row ids and
+    scales), vector_index (FAISS), transform (the generation's other files: transform, statistics), other."""
+    generation = index.generation_dir
+    segments = [name for segment in Segment.all_of(index.state.segments) for name in segment.files]
+    store = [index.path / (DocumentStore.FILE + tail) for tail in ("", "-wal", "-journal")]
+    sizes = {
+        "documents": sum(_size(path) for path in store),
+        "raw_vectors": sum(_size(index.path / DIRECTORY / name) for name in segments),
+        "vector_index": _size(generation / VectorIndex.FILE),
+        "transform": sum(_size(p) for p in generation.glob("*") if p.name != VectorIndex.FILE),
+    }
+    # not SQLite's -shm: shared memory of the open connections, gone when the last one closes
+    every = sum(_size(path) for path in index.path.rglob("*") if not path.name.endswith("-shm"))
+    return {**sizes, "other": every - sum(sizes.values()), "total": every}
 
 
 def _size(path: Path) -> int:

@@ -32,7 +32,10 @@ def publish(
     live = store.vector_pks()
     if worth_compacting(segments, len(live)):
         compacted = compact(
-            RawVectors(generations.path, segments, settings.encoder_dim), live, building.number
+            RawVectors(generations.path, segments, settings.encoder_dim),
+            live,
+            building.number,
+            settings.raw_precision,
         )
         changes["segments"] = () if compacted is None else (compacted.to_json(),)
     if transform is not None and changes.get("isotropy") is None:  # figures of the vectors kept, raw and

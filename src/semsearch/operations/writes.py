@@ -58,7 +58,7 @@ def add(
         progress=progress,
         path=directory.path,
     )
-    writer = SegmentWriter(directory.path, state.next_pk, settings.encoder_dim)
+    writer = SegmentWriter(directory.path, state.next_pk, settings.encoder_dim, settings.raw_precision)
     fidelity: list[Callable[[], dict[str, Any]]] = []
     measure_fidelity = (
         job.encode is not None and settings.quantize != Quantize.NONE and state.quantize_fidelity is None

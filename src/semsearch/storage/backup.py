@@ -121,7 +121,7 @@ def expected_files(manifest: Manifest, source: Path) -> list[str]:
     if directory.is_dir():
         names += [f"{directory.name}/{p.name}" for p in sorted(directory.iterdir()) if p.is_file()]
     for segment in Segment.all_of(manifest.state.segments):
-        names += [f"{DIRECTORY}/{name}" for name in (segment.name, segment.pks) if name]
+        names += [f"{DIRECTORY}/{name}" for name in segment.files]
     return names
 
 
@@ -141,7 +141,7 @@ def _rows_bytes(source: Path, manifest: Manifest, name: str) -> int | None:
             if not problem:
                 return None
             offset = np.load(source / name, mmap_mode="r", allow_pickle=False).offset
-            return offset + segment.count * raw.dim * 4
+            return offset + segment.count * raw.dim * segment.dtype.itemsize
     return None
 
 

@@ -53,6 +53,9 @@ class IndexSettings:
     # max_length, as every index made before chunking), and the tokens consecutive passages share.
     chunk_tokens: int = 0
     chunk_overlap: int = 0
+    # Of the raw vectors an ingest keeps (settings.RawPrecision; each segment records its own): older indexes
+    # float32, which their new segments stay at.
+    raw_precision: str = "float32"
 
     @property
     def spec(self) -> TransformSpec:

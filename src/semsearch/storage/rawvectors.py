@@ -1,6 +1,13 @@
 """The kept raw encoder vectors: append-only .npy segments, one per ingest, so a refit or rerank never
 re-encodes. Segment files are written once under a temporary name and renamed; the manifest says which
-segments belong to the index, so a crashed ingest leaves only an unreferenced file."""
+segments belong to the index, so a crashed ingest leaves only an unreferenced file.
+
+A segment keeps its rows at a precision (settings.RawPrecision), recorded in the manifest's entry for it and in
+the .npy header: float32, as every release before this wrote them; float16; or int8, each row scaled by its
+largest component (its scale in a `.scale.npy` beside the segment; 388 bytes a row at 384 dims, a quarter of
+float32's). A row's codes depend on the row alone, so the same vector is stored the same in any segment (an
+export read back, a compaction, a copy). Rerank and refit are unchanged within the noise of the retrieval sets
+(benchmarks/results/raw-precision.md). Readers get float32 whatever the segment holds."""
 
 from __future__ import annotations
 
@@ -29,6 +36,11 @@ READ_GAP, READ_SPAN = 16, 1024
 COMPACT_SHARE, COMPACT_MIN_ROWS = 0.25, 256
 
 
+FLOAT32 = "float32"
+DTYPES = {FLOAT32: np.dtype("<f4"), "float16": np.dtype("<f2"), "int8": np.dtype("i1")}
+INT8_STEPS = 127  # codes -127 .. 127
+
+
 @dataclass(frozen=True)
 class Segment:
     name: str
@@ -37,12 +49,33 @@ class Segment:
     # A compacted segment lists its rows' pks in this .npy (int64, ascending); otherwise its rows are the
     # consecutive pks start .. start + count - 1.
     pks: str | None = None
+    precision: str = FLOAT32  # of its rows (DTYPES); int8's scale is in the file `scale` names
 
     def to_json(self) -> dict:
         data = asdict(self)
-        if self.pks is None:
-            del data["pks"]  # as every release wrote it
+        for name, before in (("pks", None), ("precision", FLOAT32)):
+            if data[name] == before:
+                del data[name]  # as every release before it wrote it
         return data
+
+    @property
+    def scale(self) -> str | None:
+        """int8: the file of each row's scale (float32, one per row)."""
+        return self.name[:-4] + ".scale.npy" if self.precision == "int8" else None
+
+    @property
+    def files(self) -> list[str]:
+        """The names of its files in `raw/`."""
+        return [name for name in (self.name, self.pks, self.scale) if name]
+
+    @property
+    def dtype(self) -> np.dtype:
+        if self.precision not in DTYPES:
+            raise IndexStateError(
+                f"raw segment {self.name} holds {self.precision} rows, which this release cannot read "
+                f"(known: {', '.join(DTYPES)}): upgrade semsearch"
+            )
+        return DTYPES[self.precision]
 
     @classmethod
     def all_of(cls, listed: Iterable[dict]) -> list[Segment]:
@@ -65,12 +98,15 @@ def lost(path: Path, problem: str, documents: str | None = None) -> DamagedFile:
 
 
 class SegmentWriter:
-    """Spools vectors to disk as they are encoded; `finish` turns them into an .npy segment."""
+    """Spools vectors to disk as they are encoded (float32); `finish` turns them into an .npy segment at
+    `precision` (int8: a first pass over the spool finds each dimension's range)."""
 
-    def __init__(self, directory: Path, start: int, dim: int):
+    def __init__(self, directory: Path, start: int, dim: int, precision: str = FLOAT32):
         self.directory = Path(directory) / DIRECTORY
         self.directory.mkdir(parents=True, exist_ok=True)
         self.start, self.dim, self.count = start, dim, 0
+        self.precision = precision
+        Segment("", 0, 0, precision=precision).dtype  # noqa: B018 (refuses an unknown precision now)
         self.spool_path = self.directory / f".spool-{start:012d}-{os.getpid()}"
         self.spool = open(self.spool_path, "wb")  # noqa: SIM115 (closed in finish/discard)
 
@@ -88,19 +124,39 @@ class SegmentWriter:
             self.discard()
             return None
         name = name or f"seg-{self.start:012d}.npy"
-        segment = Segment(name, self.start, self.count, None if pks is None else name[:-4] + ".pks.npy")
+        listed = None if pks is None else name[:-4] + ".pks.npy"
+        segment = Segment(name, self.start, self.count, listed, self.precision)
         if pks is not None:
             with atomic_path(self.directory / segment.pks) as tmp, open(tmp, "wb") as out:
                 np.save(out, np.asarray(pks, dtype="<i8"), allow_pickle=False)
-        # An .npy is a header and the raw rows: write the header, then copy the spool through a small buffer
-        # (a memory map of either file would count every page in this process's RSS).
+        encode = None
+        if segment.scale is not None:
+            with atomic_path(self.directory / segment.scale) as tmp, open(tmp, "wb") as out:
+                header = {"descr": "<f4", "fortran_order": False, "shape": (self.count,)}
+                np.lib.format.write_array_header_1_0(out, header)
+                for block in self._spooled():
+                    out.write(int8_scales(block).tobytes())
+            encode = lambda block: np.rint(block / int8_scales(block)[:, None]).astype(np.int8)  # noqa: E731
+        elif self.precision != FLOAT32:
+            encode = lambda block: block.astype(segment.dtype)  # noqa: E731
+        # An .npy is a header and the raw rows: write the header, then copy the spool through a small buffer,
+        # converted a block at a time (a memory map of either file would count every page in this process's RSS).
         with atomic_path(self.directory / segment.name) as tmp, open(tmp, "wb") as out:
-            header = {"descr": "<f4", "fortran_order": False, "shape": (self.count, self.dim)}
+            header = {"descr": segment.dtype.str, "fortran_order": False, "shape": (self.count, self.dim)}
             np.lib.format.write_array_header_1_0(out, header)
-            with open(self.spool_path, "rb") as spool:
-                shutil.copyfileobj(spool, out, COPY_BUFFER)
+            if encode is None:
+                with open(self.spool_path, "rb") as spool:
+                    shutil.copyfileobj(spool, out, COPY_BUFFER)
+            else:
+                for block in self._spooled():
+                    out.write(np.ascontiguousarray(encode(block)).tobytes())
         self.discard()
         return segment
+
+    def _spooled(self) -> Iterator[np.ndarray]:
+        with open(self.spool_path, "rb") as spool:
+            while len(block := np.fromfile(spool, dtype="<f4", count=BLOCK_ROWS * self.dim)):
+                yield block.reshape(-1, self.dim)
 
     def discard(self) -> None:
         self.spool.close()
@@ -108,8 +164,22 @@ class SegmentWriter:
             self.spool_path.unlink()
 
 
+def int8_scales(rows: np.ndarray) -> np.ndarray:
+    """Each row's int8 step: its largest magnitude is code INT8_STEPS (a zero row: 1)."""
+    largest = np.abs(rows).max(axis=1) / INT8_STEPS
+    return np.where(largest > 0, largest, 1.0).astype("<f4")
+
+
+def as_kept(rows: np.ndarray, precision: str) -> np.ndarray:
+    """float32 rows as a segment at `precision` gives them back (the ingest counts these in its statistics)."""
+    if precision == "int8":
+        scales = int8_scales(rows)[:, None]
+        return np.rint(rows / scales).astype(np.int8).astype(np.float32) * scales
+    return rows.astype(DTYPES[precision]).astype(np.float32)
+
+
 class RawVectors:
-    """Read access to the segments an index references."""
+    """Read access to the segments an index references (float32 rows whatever precision a segment holds)."""
 
     def __init__(self, directory: Path, segments: list[Segment], dim: int, mapped: bool = True):
         self.directory = Path(directory) / DIRECTORY
@@ -118,6 +188,7 @@ class RawVectors:
         self.mapped = mapped  # False: `get` reads as `read` does (a write's view of the segments)
         self._maps: dict[str, np.ndarray] = {}  # segments are written once: a map stays valid
         self._pks: dict[str, np.ndarray] = {}
+        self._scales: dict[str, np.ndarray] = {}
 
     def pks_of(self, segment: Segment) -> np.ndarray:
         """The pks of a segment's rows, in row order."""
@@ -133,6 +204,21 @@ class RawVectors:
                 raise lost(path, f"lists {listed.shape} pks, expected {segment.count}")
             self._pks[segment.name] = listed.astype(np.int64)
         return self._pks[segment.name]
+
+    def _decoded(self, segment: Segment, stored: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """A segment's stored rows (at positions `rows` of it) as float32."""
+        if segment.scale is None:
+            return stored.astype(np.float32, copy=False)
+        if segment.name not in self._scales:
+            path = self.directory / segment.scale
+            try:
+                scales = np.load(path, mmap_mode="r", allow_pickle=False)
+            except (OSError, ValueError, EOFError) as error:
+                raise lost(path, f"unreadable: {brief(error)}") from None
+            if scales.shape != (segment.count,) or scales.dtype != np.dtype("<f4"):
+                raise lost(path, f"holds {scales.dtype} {scales.shape}, expected float32 {(segment.count,)}")
+            self._scales[segment.name] = scales
+        return stored.astype(np.float32) * self._scales[segment.name][rows][:, None]
 
     def problem(self, segment: Segment) -> str | None:
         """What is wrong with a segment's file, from its header and size (the rows are not read), or None."""
@@ -151,13 +237,15 @@ class RawVectors:
                 offset = handle.tell()
         except (OSError, ValueError, EOFError) as error:
             return f"unreadable header ({brief(error)})"
-        if shape != (segment.count, self.dim) or fortran or dtype != np.dtype("<f4"):
-            return f"holds {dtype} {shape}, expected float32 {(segment.count, self.dim)}"
-        expected, size = offset + segment.count * self.dim * 4, path.stat().st_size
+        if shape != (segment.count, self.dim) or fortran or dtype != segment.dtype:
+            return f"holds {dtype} {shape}, expected {segment.precision} {(segment.count, self.dim)}"
+        expected, size = offset + segment.count * self.dim * dtype.itemsize, path.stat().st_size
         if size != expected:
             return f"{'truncated' if size < expected else 'too long'}: {size} bytes, expected {expected}"
         if segment.pks is not None and not (self.directory / segment.pks).is_file():
             return f"its list of row ids {segment.pks} is missing"
+        if segment.scale is not None and not (self.directory / segment.scale).is_file():
+            return f"its scale {segment.scale} is missing"
         return None
 
     def _open(self, segment: Segment) -> np.ndarray:
@@ -180,8 +268,13 @@ class RawVectors:
                 pks = self.pks_of(segment)
                 for begin in range(0, segment.count, rows):
                     count = min(rows, segment.count - begin)
-                    block = np.fromfile(handle, dtype="<f4", count=count * self.dim).reshape(count, self.dim)
-                    yield pks[begin : begin + count], block.astype(np.float32, copy=False)
+                    block = np.fromfile(handle, dtype=segment.dtype, count=count * self.dim)
+                    yield (
+                        pks[begin : begin + count],
+                        self._decoded(
+                            segment, block.reshape(count, self.dim), np.arange(begin, begin + count)
+                        ),
+                    )
 
     def get(self, pks: np.ndarray) -> np.ndarray:
         """Vectors for the given pks (any order). Each segment is memory-mapped once and the map kept, for
@@ -220,11 +313,11 @@ class RawVectors:
     def _mapped_rows(self, segment: Segment, rows: np.ndarray) -> np.ndarray:
         if segment.name not in self._maps:
             self._maps[segment.name] = self._open(segment)
-        return self._maps[segment.name][rows]
+        return self._decoded(segment, self._maps[segment.name][rows], rows)
 
     def _read_rows(self, segment: Segment, rows: np.ndarray) -> np.ndarray:
         """These rows of a segment by positioned reads, rows near each other (within READ_GAP) in one read."""
-        offset, width = self._open(segment).offset, self.dim * 4
+        offset, width = self._open(segment).offset, self.dim * segment.dtype.itemsize
         order = np.argsort(rows, kind="stable")
         ordered = rows[order]
         out = np.empty((len(rows), self.dim), dtype=np.float32)
@@ -239,8 +332,9 @@ class RawVectors:
                 data = os.pread(handle.fileno(), (last - first + 1) * width, offset + first * width)
                 if len(data) != (last - first + 1) * width:
                     raise lost(self.directory / segment.name, "truncated while reading")
-                span = np.frombuffer(data, dtype="<f4").reshape(-1, self.dim)
-                out[order[begin:end]] = span[ordered[begin:end] - first]
+                span = np.frombuffer(data, dtype=segment.dtype).reshape(-1, self.dim)
+                wanted = ordered[begin:end]
+                out[order[begin:end]] = self._decoded(segment, span[wanted - first], wanted)
         return out
 
 
@@ -250,11 +344,12 @@ def worth_compacting(segments: list[Segment], live: int) -> bool:
     return dead >= COMPACT_MIN_ROWS and dead >= COMPACT_SHARE * stored
 
 
-def compact(raw: RawVectors, live: np.ndarray, generation: int) -> Segment | None:
-    """One segment of the live rows only (their pks listed beside it), to take the place of all of `raw`'s: the
-    rows of deleted and replaced documents leave the disk. New file names, so readers of the published
-    generation keep theirs; the old files go once no published manifest names them (`unreferenced`)."""
-    writer = SegmentWriter(raw.directory.parent, int(live[0]) if len(live) else 0, raw.dim)
+def compact(raw: RawVectors, live: np.ndarray, generation: int, precision: str = FLOAT32) -> Segment | None:
+    """One segment of the live rows only (their pks listed beside it), at `precision`, to take the place of all
+    of `raw`'s: the rows of deleted and replaced documents leave the disk. New file names, so readers of the
+    published generation keep theirs; the old files go once no published manifest names them (`unreferenced`).
+    Rows coded int8 come back to the same codes."""
+    writer = SegmentWriter(raw.directory.parent, int(live[0]) if len(live) else 0, raw.dim, precision)
     kept = []
     for pks, block in raw.blocks():
         keep = np.isin(pks, live, assume_unique=True)
@@ -267,7 +362,7 @@ def compact(raw: RawVectors, live: np.ndarray, generation: int) -> Segment | Non
 def unreferenced(directory: Path, *segment_lists: Iterable[Segment]) -> list[Path]:
     """Files in `raw/` that none of the segment lists names: compacted-away segments and their pk lists, and
     spools of writers that were killed (call with the writer lock held, so no spool is live)."""
-    named = {name for segments in segment_lists for s in segments for name in (s.name, s.pks) if name}
+    named = {name for segments in segment_lists for s in segments for name in s.files}
     folder = Path(directory) / DIRECTORY
     if not folder.is_dir():
         return []

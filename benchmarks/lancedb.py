@@ -1,0 +1,254 @@
+"""semsearch against LanceDB (issue 37) on the 117,791 WordNet glosses, the same vectors, texts, metadata and
+queries, one run, the two alternating query by query: bytes on disk by part, and p50 milliseconds and recall@10
+of every query mode. Written to benchmarks/results/lancedb.md and lancedb.json.
+
+    python3 -m venv /work/lancedb-venv && /work/lancedb-venv/bin/pip install "lancedb==0.40.0" numpy pyarrow
+    .venv/bin/python benchmarks/lancedb.py [--vectors FILE.npy | --covariance-from INDEX] [--work DIR]
+                                           [--lancedb-python /work/lancedb-venv/bin/python] [--queries 200]
+
+LanceDB runs in its own virtualenv (benchmarks/peers/lancedb_worker.py, a subprocess answering one request a
+line and timing its own search), so the project never depends on it. Vectors: the raw encoder vectors of a
+WordNet ingest (--vectors, row i for the i-th gloss) or, where none is at hand, synthetic vectors with the mean
+and covariance of a real index's raw vectors (--covariance-from; like scale.py's million). Queries: vectors of
+documents spread over the corpus plus noise shaped like the corpus (tuning.sample_queries' rule: cosine about
+0.55 to their document, off the corpus as a question is), and as text the gloss's title.
+
+semsearch: one index with every default (int8 raw vectors, `auto` index type, which at this size is IVF-PQ
+re-scored from the raw vectors) and the same rows refitted with a flat index for the exact answers (and, for the
+bytes table, with HNSW and its raw vectors rewritten in float32: the defaults before issue 37). LanceDB: IVF-PQ on cosine (its
+default partitions and sub-vectors), its native FTS index on the text, bitmap indexes on the two filter fields.
+recall@10 of an approximate mode: against the same system's exact answer (semsearch: the flat index through the
+same query path; LanceDB: bypass_vector_index). Keyword search is exact in both.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+from raw_precision import reduce_segments
+from scale import command_line, markdown_table
+
+REPO = Path(__file__).resolve().parents[1]
+WORDNET = REPO.parent / "shared" / "data" / "wordnet"
+OUT = REPO / "benchmarks" / "results"
+FILTERS = {  # semsearch --where, LanceDB where: a verb (11.7% of rows), a lexicographer file of 2.0%, of 0.07%
+    "filtered 11.7%": (["pos=verb"], "pos = 'verb'"),
+    "filtered 2.0%": (["lexname=30"], "lexname = 30"),
+    "filtered 0.07%": (["lexname=43"], "lexname = 43"),
+}
+SEED = 37
+
+
+def synthetic(source: Path, count: int, out: Path) -> Path:
+    """`count` vectors with the mean and covariance of a real index's raw vectors, normalised as encoded."""
+    from semsearch import Index
+
+    if out.is_file():
+        return out
+    with Index.open(source) as index:
+        rows = np.concatenate([block for _, block in index.directory.raw.blocks()]).astype(np.float64)
+    mean, covariance = rows.mean(axis=0), np.cov(rows, rowvar=False)
+    values, basis = np.linalg.eigh(covariance)
+    rng = np.random.default_rng(SEED)
+    z = rng.standard_normal((count, len(mean)))
+    vectors = mean + (z * np.sqrt(np.maximum(values, 0))) @ basis.T
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    np.save(out, vectors.astype(np.float32), allow_pickle=False)
+    return out
+
+
+def query_vectors(vectors: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
+    from semsearch.retrieval.tuning import sample_queries, spread
+
+    live = np.arange(len(vectors))
+    positions = spread(len(vectors), count)
+    queries = sample_queries(live, lambda pks: vectors[pks])  # SAMPLE_QUERIES of them, spread the same way
+    return queries[: len(positions)], positions
+
+
+def semsearch_indexes(corpus: Path, vectors: Path, work: Path) -> dict[str, Path]:
+    """The defaults index from the given vectors, and copies refitted flat, and hnsw with float32 raw vectors."""
+    from semsearch import Index
+
+    paths = {name: work / f"semsearch-{name}" for name in ("defaults", "flat", "before")}
+    if not (paths["defaults"] / "manifest.json").is_file():
+        shutil.rmtree(paths["defaults"], ignore_errors=True)
+        started = time.perf_counter()
+        with Index.create(paths["defaults"], model="none", dim=384) as index:
+            index.ingest(corpus, vectors=vectors)
+        (work / "semsearch-build.seconds").write_text(f"{time.perf_counter() - started:.1f}\n")
+    for name in ("flat", "before"):
+        if not (paths[name] / "manifest.json").is_file():
+            shutil.rmtree(paths[name], ignore_errors=True)
+            shutil.copytree(paths["defaults"], paths[name])
+            if name == "before":  # the bytes of the defaults before issue 37: float32 raw vectors, HNSW
+                reduce_segments(paths[name], "float32")
+            with Index.open(paths[name]) as index:
+                index.refit(index_type="flat" if name == "flat" else "hnsw")
+    return paths
+
+
+def parts(path: Path) -> dict:
+    from semsearch import Index
+
+    with Index.open(path) as index:
+        info = index.info()
+    return {"structure": info["index_structure"], **info["bytes"], "per_passage": info["bytes_per_passage"]}
+
+
+class LanceDB:
+    def __init__(self, python: str):
+        worker = REPO / "benchmarks" / "peers" / "lancedb_worker.py"
+        self.process = subprocess.Popen(
+            [python, str(worker)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+
+    def ask(self, **request) -> dict:
+        self.process.stdin.write(json.dumps(request) + "\n")
+        self.process.stdin.flush()
+        return json.loads(self.process.stdout.readline())
+
+    def close(self) -> None:
+        self.process.stdin.close()
+        self.process.wait()
+
+
+def recall(found: list[list[str]], exact: list[list[str]]) -> float:
+    return float(np.mean([len(set(f) & set(e)) / max(1, len(e)) for f, e in zip(found, exact) if e]))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--wordnet", type=Path, default=WORDNET)
+    parser.add_argument("--vectors", type=Path)
+    parser.add_argument("--covariance-from", type=Path)
+    parser.add_argument("--work", type=Path, default=Path("/tmp/lancedb-bench"))
+    parser.add_argument("--lancedb-python", default="/work/lancedb-venv/bin/python")
+    parser.add_argument("--queries", type=int, default=200)
+    args = parser.parse_args()
+    corpus = args.wordnet / "corpus.jsonl"
+    if not corpus.is_file():
+        raise SystemExit(f"no WordNet corpus at {corpus}: give --wordnet DIR")
+    if not Path(args.lancedb_python).is_file():
+        raise SystemExit(
+            f"no LanceDB virtualenv at {args.lancedb_python}: make it as this file's docstring says"
+        )
+    args.work.mkdir(parents=True, exist_ok=True)
+    rows = [json.loads(line) for line in corpus.open()]
+    if args.vectors:
+        vectors_path, source = args.vectors, f"the raw vectors of a WordNet ingest ({args.vectors.name})"
+    else:
+        vectors_path = synthetic(args.covariance_from, len(rows), args.work / "synthetic.npy")
+        source = f"synthetic, with the mean and covariance of the raw vectors of {args.covariance_from.name}"
+    vectors = np.load(vectors_path)
+    queries, positions = query_vectors(vectors, args.queries)
+    texts = [rows[int(p)]["title"].split(",")[0] for p in positions]
+    np.save(args.work / "queries.npy", queries, allow_pickle=False)
+
+    from semsearch import Index
+
+    paths = semsearch_indexes(corpus, vectors_path, args.work)
+    lance = LanceDB(args.lancedb_python)
+    lance_dir = args.work / "lancedb"
+    if not lance_dir.is_dir():
+        built = lance.ask(op="build", rows=str(corpus), vectors=str(vectors_path), directory=str(lance_dir))
+        (args.work / "lancedb-build.json").write_text(json.dumps(built))
+    built = json.loads((args.work / "lancedb-build.json").read_text())
+    lance.ask(op="open", directory=str(lance_dir), queries=str(args.work / "queries.npy"))
+
+    defaults, flat = Index.open(paths["defaults"]), Index.open(paths["flat"])
+    modes = {  # name: (semsearch index, search options, LanceDB request)
+        "dense exact": (flat, dict(mode="dense"), dict(op="exact")),
+        "dense ANN": (defaults, dict(mode="dense"), dict(op="dense")),
+        **{
+            f"{name} (ANN)": (defaults, dict(mode="dense", where=ours), dict(op="dense", where=theirs))
+            for name, (ours, theirs) in FILTERS.items()
+        },
+        "keyword": (defaults, dict(mode="keyword"), dict(op="keyword")),
+        "hybrid": (defaults, dict(mode="hybrid"), dict(op="hybrid")),
+    }
+    exact_options = {"dense ANN": ("dense", None), **{f"{n} (ANN)": ("dense", f) for n, f in FILTERS.items()}}
+    results = []
+    for name, (index, options, request) in modes.items():
+        ours_ms, theirs_ms, ours, theirs = [], [], [], []
+        for i in range(len(queries)):
+            for turn in (0, 1) if i % 2 == 0 else (1, 0):  # alternating which goes first
+                if turn == 0:
+                    started = time.perf_counter()
+                    hits = index.search_vectors(queries[i : i + 1], k=10, texts=[texts[i]], **options)[0]
+                    ours_ms.append((time.perf_counter() - started) * 1000)
+                    ours.append([hit.id for hit in hits])
+                else:
+                    answer = lance.ask(query=i, text=texts[i], **request)
+                    theirs_ms.append(answer["ms"])
+                    theirs.append(answer["ids"])
+        row = {"mode": name, "semsearch p50 ms": round(float(np.median(ours_ms)), 3)}
+        row["LanceDB p50 ms"] = round(float(np.median(theirs_ms)), 3)
+        row["speedup"] = round(row["LanceDB p50 ms"] / row["semsearch p50 ms"], 1)
+        if name in exact_options:
+            where = options.get("where")
+            exact = [
+                [hit.id for hit in hits]
+                for hits in flat.search_vectors(queries, k=10, texts=texts, mode="dense", where=where)
+            ]
+            lance_exact = [
+                lance.ask(op="exact", query=i, text=texts[i], where=request.get("where"))["ids"]
+                for i in range(len(queries))
+            ]
+            row["semsearch recall@10"] = round(recall(ours, exact), 3)
+            row["LanceDB recall@10"] = round(recall(theirs, lance_exact), 3)
+        elif name == "hybrid":
+            exact = [
+                [hit.id for hit in hits]
+                for hits in flat.search_vectors(queries, k=10, texts=texts, mode="hybrid")
+            ]
+            row["semsearch recall@10"] = round(recall(ours, exact), 3)
+        results.append(row)
+        print(row, flush=True)
+    lance.close()
+    sizes = {name: parts(path) for name, path in paths.items()}
+    defaults.close()
+    flat.close()
+    table = [
+        {
+            "system": f"semsearch {name}",
+            "structure": s["structure"],
+            **{k: v for k, v in s.items() if k not in ("structure", "per_passage")},
+        }
+        for name, s in sizes.items()
+    ] + [{"system": f"LanceDB {built['version']} (IVF-PQ, FTS, bitmap)", "total": built["bytes"]}]
+    for row in table:
+        row["total MB"] = round(row["total"] / 1e6, 1)
+        row["bytes/passage"] = round(row["total"] / len(rows))
+    command = command_line()
+    lines = [
+        "# semsearch against LanceDB on WordNet (issue 37)",
+        "",
+        f"`{command}` ({datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC); {len(rows):,} glosses, {len(queries)} "
+        f"queries, the two alternating query by query in one run. Vectors: {source}. LanceDB {built['version']} "
+        f"built its table and indexes in {built['build_s']:.0f} s. 2 cores shared with other work: read the ratios.",
+        "",
+        "## Bytes on disk (every file of each directory)",
+        "",
+        *markdown_table(table),
+        "## Queries (p50 of one query at a time; recall@10 against the same system's exact answer)",
+        "",
+        *markdown_table(results),
+    ]
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / "lancedb.md").write_text("\n".join(lines))
+    (OUT / "lancedb.json").write_text(
+        json.dumps({"command": command, "bytes": table, "queries": results}, indent=1) + "\n"
+    )
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
