@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Any, Literal
 
 import numpy as np
 
-from .errors import DataError, IndexStateError
+from .errors import DataError, GenerationChanged, IndexStateError, SettingsError
 from .ingest import build
 from .ingest.creation import check_compatible, check_new_directory, new_settings
 from .ingest.distributed import Executor, executor_for
@@ -34,10 +34,13 @@ from .operations.describe import describe
 from .operations.directory import IndexDirectory
 from .operations.export import export as export_documents
 from .retrieval.calibration import Calibration
+from .retrieval.facets import FACET_VALUES, facet_fields
+from .retrieval.facets import count as count_facets
 from .retrieval.keywords import KeywordRetriever
 from .retrieval.query import QueryDefaults, QueryOptions
-from .retrieval.search import DenseRetriever, Hit, Request, Where, allowed_rows
+from .retrieval.search import DenseRetriever, Hit, Request, Results, Where, allowed_rows
 from .retrieval.search import search as run_search
+from .retrieval.similar import document_vectors, example_vector
 from .settings import (
     DEFAULT_WAIT,
     NO_MODEL,
@@ -53,7 +56,19 @@ from .storage.generations import cannot_write
 from .storage.manifest import FILE, PENDING, IndexState, Manifest
 from .transforms.stats import RunningStats
 
-__all__ = ["AddReport", "Hit", "Index"]
+__all__ = ["AddReport", "Hit", "Index", "Page", "Results"]
+
+
+@dataclass(frozen=True)
+class Page:
+    """What a search asks beside its query: where the page starts (`offset`), the metadata fields to count
+    (`facets`: names, or one comma-separated string) and how many values of each (`facet_values`), and the
+    generation an earlier page read (`generation`: refused with GenerationChanged once the index has moved on)."""
+
+    offset: int = 0
+    facets: Sequence[str] | str | None = None
+    facet_values: int = FACET_VALUES
+    generation: int | None = None
 
 
 class Index:
@@ -269,11 +284,13 @@ class Index:
 
     def search(
         self, text: str, k: int = 10, where: Where = None, rerank: int | None = None, **options: Any
-    ) -> list[Hit]:
+    ) -> Results:
         """The k documents that best match `text`; `where` filters first (k come back whenever k match). `rerank=N`
         re-scores N candidates by cosine of the kept raw vectors (None: the index's setting, 0: off). `options`
         as `search_many` takes them: `mode` dense, keyword or hybrid, `alpha` hybrid's dense weight (None: as
-        calibrated), `fusion` convex or rrf."""
+        calibrated), `fusion` convex or rrf, `offset` where the page starts, `facets` the fields to count,
+        `generation` the generation an earlier page read. The hits come as a list (Results) that also carries
+        the generation read and the facets."""
         return self.search_many([text], k, where, rerank, **options)[0]
 
     def search_many(
@@ -286,15 +303,17 @@ class Index:
         mode: SearchMode | str | None = None,
         alpha: float | None = None,
         fusion: Fusion | str | None = None,
-    ) -> list[list[Hit]]:
-        """`search` for several texts at once (encoded in one batch)."""
+        **page: Any,
+    ) -> list[Results]:
+        """`search` for several texts at once (encoded in one batch); `page`: `offset`, `facets`,
+        `facet_values`, `generation` (Page)."""
         if any(not text.strip() for text in texts):
             raise DataError("the query text is empty")
         options = QueryOptions.resolve(
             self.query_defaults, mode=mode, alpha=alpha, fusion=fusion, rerank=rerank
         )
         vectors = None if options.mode is SearchMode.KEYWORD else self.encoder.encode(list(texts))
-        return self._search(options, vectors, texts, k, where)
+        return self._search(options, vectors, texts, k, where, Page(**page))
 
     @property
     def query_defaults(self) -> QueryDefaults:
@@ -323,24 +342,84 @@ class Index:
         mode: SearchMode | str | None = None,
         alpha: float | None = None,
         fusion: Fusion | str | None = None,
-    ) -> list[list[Hit]]:
+        **page: Any,
+    ) -> list[Results]:
         """Search with query vectors from this index's encoder, or made elsewhere as its documents' were
         (before the transform), one row per query; with `texts` (the queries' words), keyword and hybrid too
-        (mode None: dense without texts, else the index's default)."""
+        (mode None: dense without texts, else the index's default). `page` as `search_many` takes it."""
         options = QueryOptions.resolve(
             self.query_defaults, mode=mode, alpha=alpha, fusion=fusion, rerank=rerank, texts=texts is not None
         )
-        return self._search(options, queries, texts, k, where)
+        return self._search(options, queries, texts, k, where, Page(**page))
 
-    def _search(self, options, vectors, texts, k, where) -> list[list[Hit]]:
-        request = Request.checked(k, options, vectors, texts, where, self.settings.encoder_dim)
+    def similar(
+        self,
+        ids: Sequence[str],
+        k: int = 10,
+        where: Where = None,
+        rerank: int | None = None,
+        *,
+        negative: Sequence[str] = (),
+        offset: int = 0,
+        generation: int | None = None,
+    ) -> Results:
+        """The k documents closest to the documents `ids` by their stored vectors, away from those of
+        `negative` (retrieval/similar.py: how a document of several passages is one vector), the examples
+        themselves left out; `where`, `rerank`, `offset` and `generation` as for `search`."""
+        ids, negative = list(dict.fromkeys(map(str, ids))), list(dict.fromkeys(map(str, negative)))
+        if not ids:
+            raise SettingsError("name at least one document to find documents like it", setting="ids")
         self.refresh()
+        found = self.store.existing_ids(ids + negative)
+        if missing := [doc_id for doc_id in ids + negative if doc_id not in found]:
+            raise DataError(f"no document with id {', '.join(map(repr, missing[:5]))} in {self.path}")
+        positive_pks = [found[doc_id][0] for doc_id in ids]
+        negative_pks = [found[doc_id][0] for doc_id in negative]
+        passages = self.store.passages()
+        vector = example_vector(
+            document_vectors(self.raw, passages, positive_pks),
+            document_vectors(self.raw, passages, negative_pks),
+        )
+        options = QueryOptions.resolve(self.query_defaults, mode=SearchMode.DENSE, rerank=rerank, texts=False)
+        page = Page(offset=offset, generation=generation)
+        return self._search(
+            options, vector[None], None, k, where, page, frozenset(positive_pks + negative_pks)
+        )[0]
+
+    def _search(self, options, vectors, texts, k, where, page: Page, exclude=frozenset()) -> list[Results]:
+        request = Request.checked(
+            k, options, vectors, texts, where, self.settings.encoder_dim, page.offset, exclude
+        )
+        fields = facet_fields(page.facets)
+        self.refresh()
+        generation = self.state.generation
+        if page.generation is not None and page.generation != generation:
+            raise GenerationChanged(page.generation, generation)
         if self.state.count == 0:
-            return [[] for _ in range(request.count)]
-        keywords_only = options.mode is SearchMode.KEYWORD
-        dense = None if keywords_only else DenseRetriever(self.transform, self.vectors, self.raw)
+            hits: list[list[Hit]] = [[] for _ in range(request.count)]
+        else:
+            keywords_only = options.mode is SearchMode.KEYWORD
+            dense = None if keywords_only else DenseRetriever(self.transform, self.vectors, self.raw)
+            keyword = KeywordRetriever(self.store, self.state.count)
+            hits = run_search(request, store=self.store, dense=dense, keyword=keyword)
+        results = [Results(found, generation=generation, offset=page.offset) for found in hits]
+        if fields:
+            self._count_facets(results, request, fields, page.facet_values)
+        return results
+
+    def _count_facets(self, results: list[Results], request: Request, fields: list[str], values: int) -> None:
+        """Facets over the documents the filter admits; in keyword mode, those that also hold a query word."""
+        allowed = allowed_rows(self.store, request.where)
         keyword = KeywordRetriever(self.store, self.state.count)
-        return run_search(request, store=self.store, dense=dense, keyword=keyword)
+        for n, result in enumerate(results):
+            members = allowed
+            if request.options.mode is SearchMode.KEYWORD and self.state.count:
+                matching = keyword.matching(request.texts[n])
+                members = (
+                    matching if allowed is None else np.intersect1d(matching, allowed, assume_unique=True)
+                )
+            counted = count_facets(self.store, fields, members, values)
+            result.facets, result.facet_stats = counted.counts, counted.stats
 
     def export(
         self, out: str | Path | IO[str], *, vectors: bool = False, progress: Progress | None = None
