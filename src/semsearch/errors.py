@@ -69,8 +69,8 @@ class GenerationChanged(IndexStateError):
 
     def __init__(self, asked: int, current: int):
         super().__init__(
-            f"the index was written since generation {asked} (now {current}): a page of it would not continue the "
-            "pages before; search again from the first page",
+            f"{asked}: the index has been written since (now generation {current}), so a page of it would not "
+            "continue the pages before; search again from the first page",
             setting="generation",
         )
         self.asked, self.current = asked, current

@@ -168,6 +168,8 @@ MAX_K = (1 << 31) - 1  # beyond any index; SQLite's LIMIT and FAISS take 64-bit 
 # Where a page may start (`--offset`): a page reads every window up to it (retrieval/search.py), so a deep page
 # costs about twice a search for offset + k results.
 MAX_OFFSET = 1_000_000
+FACET_VALUES = 10  # values a facet shows per field unless asked: the most frequent (retrieval/facets.py)
+MAX_FACET_VALUES = 1000
 
 
 def check_k(k: int) -> int:

@@ -60,8 +60,23 @@ from .ingest import ingest  # noqa: E402
 from .maintain import check, delete, refit  # noqa: E402
 from .query import query  # noqa: E402
 from .serve import serve  # noqa: E402
+from .similar import similar  # noqa: E402
 
-for command in (ingest, query, refit, delete, info, inspect, check, export, serve, bench, backup, restore):
+for command in (
+    ingest,
+    query,
+    similar,
+    refit,
+    delete,
+    info,
+    inspect,
+    check,
+    export,
+    serve,
+    bench,
+    backup,
+    restore,
+):
     main.add_command(command)
 
 

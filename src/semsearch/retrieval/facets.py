@@ -19,12 +19,11 @@ from typing import Any
 import numpy as np
 
 from ..errors import SettingsError
+from ..settings import FACET_VALUES, MAX_FACET_VALUES
 from ..storage.reads import FacetRow
 from ..storage.store import DocumentStore
-from .filters import COLUMN_FIELDS, check_fields
+from .filters import COLUMN_FIELDS
 
-FACET_VALUES = 10  # values shown per field unless asked: the most frequent
-MAX_FACET_VALUES = 1000
 NUMBER_KINDS = ("integer", "real")
 
 
@@ -151,7 +150,10 @@ def count(
         raise SettingsError("facets need the typed metadata of a newer store: open the index once writable")
     if bad := [name for name in fields if name in COLUMN_FIELDS]:
         raise SettingsError(f"{bad[0]}: facets count metadata fields, not the {bad[0]}", setting="facets")
-    check_fields([_Named(name) for name in fields], set(store.fields()))
+    known = set(store.fields())
+    if unknown := [name for name in fields if name.split(".")[0] not in known]:
+        listed = ", ".join(sorted(known)) or "none"
+        raise SettingsError(f"{unknown[0]}: no document has this field (fields: {listed})", setting="facets")
     flags = None
     if members is not None:
         flags = np.zeros(int(members[-1]) + 1 if len(members) else 0, dtype=bool)
@@ -164,10 +166,3 @@ def count(
             stats[name] = numbers
     documents = store.count() if members is None else len(members)
     return Facets(counts, stats, documents)
-
-
-@dataclass(frozen=True)
-class _Named:
-    """A field name as check_fields reads a condition's."""
-
-    field: str

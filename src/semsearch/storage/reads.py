@@ -28,6 +28,7 @@ class StoreReads:
 
     db: sqlite_utils.Database
     guarded: Callable[[], contextlib.AbstractContextManager[None]]
+    generation: Callable[[], int]
 
     def keyword_ranking(
         self, expression: str, limit: int, title_weight: float = 1.0, within: Sequence[int] | None = None
@@ -56,10 +57,15 @@ class StoreReads:
             return self.db.execute(sql, [path]).fetchall()
 
     def field_kinds(self) -> list[tuple[str, str, int]]:
-        """(field path, JSON kind, how many values) for every field path of the typed metadata, in path order."""
-        sql = "SELECT path, kind, count(*) FROM meta GROUP BY path, kind ORDER BY path, kind"
-        with self.guarded():
-            return self.db.execute(sql).fetchall()
+        """(field path, JSON kind, how many values) for every field path of the typed metadata, in path order
+        (a list is a value of kind array, its members values of their own kinds); read once per generation."""
+        generation = self.generation()
+        cached = self.__dict__.get("_field_kinds")
+        if cached is None or cached[0] != generation:
+            sql = "SELECT path, kind, count(*) FROM meta GROUP BY path, kind ORDER BY path, kind"
+            with self.guarded():
+                cached = self._field_kinds = (generation, self.db.execute(sql).fetchall())
+        return cached[1]
 
     def plain_keyword_ranking(self, expression: str, limit: int) -> Scored:
         """The `limit` best documents by FTS5's own bm25 (its default weights, ties in its order)."""
