@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import IO, Any, Literal
 
 import numpy as np
 
-from .errors import DataError, GenerationChanged, IndexStateError, SettingsError
+from .errors import DataError, IndexStateError
 from .ingest import build
 from .ingest.creation import check_compatible, check_new_directory, new_settings
 from .ingest.distributed import Executor, executor_for
@@ -34,13 +34,12 @@ from .operations.describe import describe
 from .operations.directory import IndexDirectory
 from .operations.export import export as export_documents
 from .retrieval.calibration import Calibration
-from .retrieval.facets import FACET_VALUES, facet_fields
-from .retrieval.facets import count as count_facets
+from .retrieval.facets import facet_fields, request_facets
 from .retrieval.keywords import KeywordRetriever
-from .retrieval.query import QueryDefaults, QueryOptions
+from .retrieval.query import Page, QueryDefaults, QueryOptions
 from .retrieval.search import DenseRetriever, Hit, Request, Results, Where, allowed_rows
 from .retrieval.search import search as run_search
-from .retrieval.similar import document_vectors, example_vector
+from .retrieval.similar import Examples
 from .settings import (
     DEFAULT_WAIT,
     NO_MODEL,
@@ -57,18 +56,6 @@ from .storage.manifest import FILE, PENDING, IndexState, Manifest
 from .transforms.stats import RunningStats
 
 __all__ = ["AddReport", "Hit", "Index", "Page", "Results"]
-
-
-@dataclass(frozen=True)
-class Page:
-    """What a search asks beside its query: where the page starts (`offset`), the metadata fields to count
-    (`facets`: names, or one comma-separated string) and how many values of each (`facet_values`), and the
-    generation an earlier page read (`generation`: refused with GenerationChanged once the index has moved on)."""
-
-    offset: int = 0
-    facets: Sequence[str] | str | None = None
-    facet_values: int = FACET_VALUES
-    generation: int | None = None
 
 
 class Index:
@@ -366,60 +353,27 @@ class Index:
         """The k documents closest to the documents `ids` by their stored vectors, away from those of
         `negative` (retrieval/similar.py: how a document of several passages is one vector), the examples
         themselves left out; `where`, `rerank`, `offset` and `generation` as for `search`."""
-        ids, negative = list(dict.fromkeys(map(str, ids))), list(dict.fromkeys(map(str, negative)))
-        if not ids:
-            raise SettingsError("name at least one document to find documents like it", setting="ids")
         self.refresh()
-        found = self.store.existing_ids(ids + negative)
-        if missing := [doc_id for doc_id in ids + negative if doc_id not in found]:
-            raise DataError(f"no document with id {', '.join(map(repr, missing[:5]))} in {self.path}")
-        positive_pks = [found[doc_id][0] for doc_id in ids]
-        negative_pks = [found[doc_id][0] for doc_id in negative]
-        passages = self.store.passages()
-        vector = example_vector(
-            document_vectors(self.raw, passages, positive_pks),
-            document_vectors(self.raw, passages, negative_pks),
-        )
+        vector, examples = Examples.of(self.store, ids, negative).vector(self.raw)
         options = QueryOptions.resolve(self.query_defaults, mode=SearchMode.DENSE, rerank=rerank, texts=False)
         page = Page(offset=offset, generation=generation)
-        return self._search(
-            options, vector[None], None, k, where, page, frozenset(positive_pks + negative_pks)
-        )[0]
+        return self._search(options, vector[None], None, k, where, page, examples)[0]
 
     def _search(self, options, vectors, texts, k, where, page: Page, exclude=frozenset()) -> list[Results]:
-        request = Request.checked(
-            k, options, vectors, texts, where, self.settings.encoder_dim, page.offset, exclude
-        )
-        fields = facet_fields(page.facets)
+        dim = self.settings.encoder_dim
+        request = Request.checked(k, options, vectors, texts, where, dim, page.offset, exclude)
         self.refresh()
-        generation = self.state.generation
-        if page.generation is not None and page.generation != generation:
-            raise GenerationChanged(page.generation, generation)
-        if self.state.count == 0:
-            hits: list[list[Hit]] = [[] for _ in range(request.count)]
-        else:
-            keywords_only = options.mode is SearchMode.KEYWORD
-            dense = None if keywords_only else DenseRetriever(self.transform, self.vectors, self.raw)
-            keyword = KeywordRetriever(self.store, self.state.count)
+        generation = page.check(self.state.generation)
+        keyword = KeywordRetriever(self.store, self.state.count)
+        hits: list[list[Hit]] = [[] for _ in range(request.count)]
+        if self.state.count:
+            dense = DenseRetriever(self.transform, self.vectors, self.raw) if vectors is not None else None
             hits = run_search(request, store=self.store, dense=dense, keyword=keyword)
         results = [Results(found, generation=generation, offset=page.offset) for found in hits]
-        if fields:
-            self._count_facets(results, request, fields, page.facet_values)
+        if fields := facet_fields(page.facets):
+            for result, counted in zip(results, request_facets(request, self.store, keyword, fields, page)):
+                result.facets, result.facet_stats = counted.counts, counted.stats
         return results
-
-    def _count_facets(self, results: list[Results], request: Request, fields: list[str], values: int) -> None:
-        """Facets over the documents the filter admits; in keyword mode, those that also hold a query word."""
-        allowed = allowed_rows(self.store, request.where)
-        keyword = KeywordRetriever(self.store, self.state.count)
-        for n, result in enumerate(results):
-            members = allowed
-            if request.options.mode is SearchMode.KEYWORD and self.state.count:
-                matching = keyword.matching(request.texts[n])
-                members = (
-                    matching if allowed is None else np.intersect1d(matching, allowed, assume_unique=True)
-                )
-            counted = count_facets(self.store, fields, members, values)
-            result.facets, result.facet_stats = counted.counts, counted.stats
 
     def export(
         self, out: str | Path | IO[str], *, vectors: bool = False, progress: Progress | None = None

@@ -19,10 +19,13 @@ from typing import Any
 import numpy as np
 
 from ..errors import SettingsError
-from ..settings import FACET_VALUES, MAX_FACET_VALUES
+from ..settings import FACET_VALUES, MAX_FACET_VALUES, SearchMode
 from ..storage.reads import FacetRow
 from ..storage.store import DocumentStore
 from .filters import COLUMN_FIELDS
+from .keywords import KeywordRetriever
+from .query import Page
+from .search import Request, allowed_rows
 
 NUMBER_KINDS = ("integer", "real")
 
@@ -166,3 +169,19 @@ def count(
             stats[name] = numbers
     documents = store.count() if members is None else len(members)
     return Facets(counts, stats, documents)
+
+
+def request_facets(
+    request: Request, store: DocumentStore, keyword: KeywordRetriever, fields: Sequence[str], page: Page
+) -> list[Facets]:
+    """Each query's facets over the documents its filter admits (every document without one); in keyword mode
+    those that also hold one of its words (the set its ranking draws from)."""
+    allowed = allowed_rows(store, request.where)
+    out = []
+    for n in range(request.count):
+        members = allowed
+        if request.options.mode is SearchMode.KEYWORD:
+            matching = keyword.matching(request.texts[n])
+            members = matching if allowed is None else np.intersect1d(matching, allowed, assume_unique=True)
+        out.append(count(store, fields, members, page.facet_values))
+    return out

@@ -9,11 +9,14 @@ examples push away as Qdrant's recommend does (its average_vector strategy): 2 x
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import DataError, SettingsError
 from ..storage.passages import PassageMap
 from ..storage.rawvectors import RawVectors
+from ..storage.store import DocumentStore
 from ..transforms import normalize_rows
 
 
@@ -37,3 +40,30 @@ def example_vector(positive: np.ndarray, negative: np.ndarray) -> np.ndarray:
     if len(negative):
         mean = 2 * mean - negative.mean(axis=0)
     return normalize_rows(mean[None].astype(np.float32))[0]
+
+
+@dataclass(frozen=True)
+class Examples:
+    """The documents a similar search starts from: positive and negative pks."""
+
+    positive: list[int]
+    negative: list[int]
+    passages: PassageMap
+
+    @classmethod
+    def of(cls, store: DocumentStore, ids: Sequence[str], negative: Sequence[str] = ()) -> Examples:
+        """The examples by id; an id not stored is an error naming it."""
+        ids, negative = list(dict.fromkeys(map(str, ids))), list(dict.fromkeys(map(str, negative)))
+        if not ids:
+            raise SettingsError("name at least one document to find documents like it", setting="ids")
+        found = store.existing_ids(ids + negative)
+        if missing := [doc_id for doc_id in ids + negative if doc_id not in found]:
+            raise DataError(f"no document with id {', '.join(map(repr, missing[:5]))} in {store.path.parent}")
+        pks = [found[doc_id][0] for doc_id in ids], [found[doc_id][0] for doc_id in negative]
+        return cls(*pks, store.passages())
+
+    def vector(self, raw: RawVectors) -> tuple[np.ndarray, frozenset[int]]:
+        """The query vector (raw space) and the pks to leave out of the results (every example)."""
+        positive = document_vectors(raw, self.passages, self.positive)
+        negative = document_vectors(raw, self.passages, self.negative)
+        return example_vector(positive, negative), frozenset(self.positive + self.negative)
