@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..cjk import CJK_SENTENCE_ENDS, HAN
 from ..encoding import Tokenizer
 from ..encoding.external import UnitTokenizer
-from ..retrieval.cjk import CJK_SENTENCE_ENDS, HAN
 from .documents import Document
 
 Span = tuple[int, int]  # character offsets [start, end) in a document's text

@@ -84,7 +84,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "INSERT INTO keywords (keywords) VALUES ('rebuild')",  # the documents already stored
         "PRAGMA user_version = 3",
     ),
-    (  # the documents' title and text pass through the one analysis queries pass through (retrieval/analysis.py)
+    (  # the documents' title and text pass through the one analysis queries pass through (storage/analysis.py)
         "DROP TRIGGER IF EXISTS keywords_insert",
         "DROP TRIGGER IF EXISTS keywords_delete",
         "DROP TRIGGER IF EXISTS keywords_update",
@@ -99,6 +99,20 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             INSERT INTO keywords (rowid, title, text) VALUES (new.pk, {ANALYZED.format(row="new")});
         END""",
         "PRAGMA user_version = 4",
+    ),
+    (  # the files a folder's ingest read (ingest/sync.py): what each held when read, and its documents
+        # `root` is the folder's absolute path, `path` the file's relative to it (POSIX); `documents` a JSON
+        # object of the ids its documents got, each with the content hash stored with it.
+        """CREATE TABLE IF NOT EXISTS files (
+            root TEXT NOT NULL,
+            path TEXT NOT NULL,
+            size INTEGER NOT NULL,
+            mtime_ns INTEGER NOT NULL,
+            hash TEXT NOT NULL,
+            documents TEXT NOT NULL DEFAULT '{}',
+            PRIMARY KEY (root, path)
+        )""",
+        "PRAGMA user_version = 5",
     ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
