@@ -9,7 +9,10 @@ Layout of an index directory:
                                and a copy of its manifest (`semsearch check --repair` restores from it)
 
 Writes take turns and publish whole generations (generations.py): ingest.py adds, build.py derives, search.py
-and calibration.py read."""
+and calibration.py read.
+
+Size: one short method per operation a program asks of an index (create, open, ingest and sync, add, delete,
+refit, search, similar, export, info), each a call into the stage that does it."""
 
 from __future__ import annotations
 
