@@ -20,9 +20,9 @@ import numpy as np
 
 from ..errors import SettingsError
 from ..settings import FACET_VALUES, MAX_FACET_VALUES, SearchMode
+from ..storage.filters import COLUMN_FIELDS
 from ..storage.reads import FacetRow
 from ..storage.store import DocumentStore
-from .filters import COLUMN_FIELDS
 from .keywords import KeywordRetriever
 from .query import Page
 from .search import Request, allowed_rows
