@@ -1,6 +1,7 @@
 """What several commands share: the options defined once (--index, --wait, --quiet, the index type and
-recall target, the flow's, a page's --offset and --generation, --json), the rule that turns a library setting into its flag, and the small printers of
-progress, sizes and a calibration."""
+recall target, the flow's; -k, --where, --rerank, a page's --offset and --generation, --json for query and
+similar), the rule that turns a library setting into its flag, and the small printers of progress, sizes and a
+calibration."""
 
 from __future__ import annotations
 
