@@ -530,29 +530,35 @@ def markdown_table(rows: list[dict]) -> list[str]:
 
 
 def write_report(results: dict, out: Path) -> None:
+    header = "Machine: 2 cores, no GPU; torch 2.13.0 CPU. Each section lists the command that made it."
+    write_sections(results, out, "scale", "Speed and scale", header, SECTIONS)
+
+
+def write_sections(results: dict, out: Path, name: str, title: str, header: str, sections) -> None:
+    """NAME.json with the results, and NAME.md: a part per section (in `sections`' order) with its command, a
+    table of each list of rows it holds, and its other figures a line each."""
     from semsearch.storage.files import atomic_write_text
 
     out.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(out / "scale.json", json.dumps(results, indent=1) + "\n")
-    lines = [
-        "# Speed and scale",
-        "",
-        "Machine: 2 cores, no GPU; torch 2.13.0 CPU. Each section lists the command that made it.",
-        "",
-    ]
-    for name in SECTIONS:
-        if name not in results:
+    atomic_write_text(out / f"{name}.json", json.dumps(results, indent=1) + "\n")
+    lines = [f"# {title}", "", header, ""]
+    for section_name in sections:
+        if section_name not in results:
             continue
-        section = results[name]
-        lines += [f"## {name}", "", f"`{section['command']}` ({section['when']})", ""]
-        table = section.get("rows") or section.get("table")
-        if table:
-            lines += markdown_table(table)
+        section = results[section_name]
+        lines += [f"## {section_name}", "", f"`{section['command']}` ({section['when']})", ""]
+        tables = [key for key, value in section.items() if key != "runs" and is_rows(value)]
+        for key in tables:
+            lines += markdown_table(section[key])
         for key, value in section.items():
-            if key not in ("rows", "table", "runs", "command", "when"):
+            if key not in (*tables, "runs", "command", "when"):
                 lines.append(f"- {key}: {json.dumps(value) if isinstance(value, dict) else value}")
         lines.append("")
-    atomic_write_text(out / "scale.md", "\n".join(lines))
+    atomic_write_text(out / f"{name}.md", "\n".join(lines))
+
+
+def is_rows(value) -> bool:
+    return isinstance(value, list) and bool(value) and all(isinstance(row, dict) for row in value)
 
 
 def main() -> None:

@@ -187,6 +187,59 @@ def test_unknown_routes_documents_and_methods(server):
     assert "PUT" in error_of(response, 405, "method_not_allowed") and "GET" in response.headers["allow"]
 
 
+def test_pages_facets_and_similar_documents(server, shared_copy):
+    """Pages, facets and similar documents over HTTP answer as the Index does in this process."""
+    from semsearch import Index
+
+    params = [
+        ("q", QUERY),
+        ("k", 5),
+        ("offset", 5),
+        ("facets", "kind"),
+        ("facets", "year"),
+        ("where", "year>=2005"),
+    ]
+    body = server.get("/search", params=params).json()
+    with Index.open(shared_copy) as index:
+        want = index.search(QUERY, k=5, offset=5, facets=["kind", "year"], where=["year>=2005"])
+        similar = index.similar(["argparse"], k=4, negative=["argparse.Action"], where=["kind=odd"], offset=2)
+        two = index.similar(["argparse", "zipfile"], k=3)
+    same_hits(body["hits"], [hit.to_json() for hit in want])
+    assert body["offset"] == 5 and body["generation"] == want.generation
+    assert body["facets"] == want.facets and body["facet_stats"] == want.facet_stats == {
+        "year": {"min": 2005, "max": 2019}
+    }
+    posted = server.post(
+        "/search", json={"q": QUERY, "k": 5, "offset": 5, "facets": ["kind", "year"], "where": ["year>=2005"]}
+    )
+    assert (
+        posted.json()["facets"] == want.facets
+        and "facets" not in server.get("/search", params={"q": QUERY}).json()
+    )
+
+    got = server.get(
+        "/documents/argparse/similar",
+        params={"k": 4, "not": "argparse.Action", "where": "kind=odd", "offset": 2},
+    )
+    same_hits(got.json()["hits"], [hit.to_json() for hit in similar])
+    assert got.json()["ids"] == ["argparse"] and got.json()["not"] == ["argparse.Action"]
+    same_hits(
+        server.post("/similar", json={"ids": ["argparse", "zipfile"], "k": 3}).json()["hits"],
+        [h.to_json() for h in two],
+    )
+
+    assert "'no-such-id'" in error_of(server.get("/documents/no-such-id/similar"), 404, "not_found")
+    stale = server.get("/search", params={"q": QUERY, "offset": 10, "generation": body["generation"] - 1})
+    assert "search again from the first page" in error_of(stale, 409, "generation_changed")
+    for params, message in (
+        ({"q": QUERY, "offset": 10_001}, "offset must be from 0 to 10000"),
+        ({"q": QUERY, "facets": "nosuch"}, "nosuch: no document has this field"),
+        ({"q": QUERY, "facets": "kind", "facet_values": 0}, "facet_values must be from 1"),
+    ):
+        assert message in error_of(server.get("/search", params=params), 400, "bad_parameter")
+    assert "ids must name" in error_of(server.post("/similar", json={"ids": []}), 400, "bad_parameter")
+
+
 # ---- keys ------------------------------------------------------------------------------------------------
 
 

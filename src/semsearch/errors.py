@@ -68,6 +68,18 @@ class WriterBusy(IndexStateError):
     """Another process held the index's writer lock for longer than a write would wait."""
 
 
+class GenerationChanged(IndexStateError):
+    """A page asked of the generation an earlier page read, after the index was written (pages: search.py)."""
+
+    def __init__(self, asked: int, current: int):
+        super().__init__(
+            f"{asked}: the index has been written since (now generation {current}), so a page of it would not "
+            "continue the pages before; search again from the first page",
+            setting="generation",
+        )
+        self.asked, self.current = asked, current
+
+
 DISK_FULL = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)
 
 

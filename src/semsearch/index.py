@@ -9,7 +9,10 @@ Layout of an index directory:
                                and a copy of its manifest (`semsearch check --repair` restores from it)
 
 Writes take turns and publish whole generations (generations.py): ingest.py adds, build.py derives, search.py
-and calibration.py read."""
+and calibration.py read.
+
+Size: one short method per operation a program asks of an index (create, open, ingest and sync, add, delete,
+refit, search, similar, export, info), each a call into the stage that does it."""
 
 from __future__ import annotations
 
@@ -38,10 +41,12 @@ from .operations.directory import IndexDirectory, derived_files
 from .operations.export import export as export_documents
 from .operations.syncing import SyncReport
 from .retrieval.calibration_age import age
+from .retrieval.facets import facet_fields, request_facets
 from .retrieval.keywords import KeywordRetriever
-from .retrieval.query import QueryDefaults, QueryOptions
-from .retrieval.search import DenseRetriever, Hit, Request, Where, allowed_rows
+from .retrieval.query import Page, QueryDefaults, QueryOptions
+from .retrieval.search import DenseRetriever, Hit, Request, Results, Where, allowed_rows
 from .retrieval.search import search as run_search
+from .retrieval.similar import Examples
 from .settings import (
     DEFAULT_WAIT,
     NO_MODEL,
@@ -57,7 +62,7 @@ from .storage.generations import cannot_write
 from .storage.manifest import FILE, PENDING, IndexState, Manifest
 from .transforms.stats import RunningStats
 
-__all__ = ["AddReport", "Hit", "Index"]
+__all__ = ["AddReport", "Hit", "Index", "Page", "Results"]
 
 
 class Index:
@@ -336,11 +341,13 @@ class Index:
 
     def search(
         self, text: str, k: int = 10, where: Where = None, rerank: int | None = None, **options: Any
-    ) -> list[Hit]:
+    ) -> Results:
         """The k documents that best match `text`; `where` filters first (k come back whenever k match). `rerank=N`
         re-scores N candidates by cosine of the kept raw vectors (None: the index's setting, 0: off). `options`
         as `search_many` takes them: `mode` dense, keyword or hybrid, `alpha` hybrid's dense weight (None: as
-        calibrated), `fusion` convex or rrf."""
+        calibrated), `fusion` convex or rrf, `offset` where the page starts, `facets` the fields to count,
+        `generation` the generation an earlier page read. The hits come as a list (Results) that also carries
+        the generation read and the facets."""
         return self.search_many([text], k, where, rerank, **options)[0]
 
     def search_many(
@@ -353,15 +360,17 @@ class Index:
         mode: SearchMode | str | None = None,
         alpha: float | None = None,
         fusion: Fusion | str | None = None,
-    ) -> list[list[Hit]]:
-        """`search` for several texts at once (encoded in one batch)."""
+        **page: Any,
+    ) -> list[Results]:
+        """`search` for several texts at once (encoded in one batch); `page`: `offset`, `facets`,
+        `facet_values`, `generation` (Page)."""
         if any(not text.strip() for text in texts):
             raise DataError("the query text is empty")
         options = QueryOptions.resolve(
             self.query_defaults, mode=mode, alpha=alpha, fusion=fusion, rerank=rerank
         )
         vectors = None if options.mode is SearchMode.KEYWORD else self.encoder.encode(list(texts))
-        return self._search(options, vectors, texts, k, where)
+        return self._search(options, vectors, texts, k, where, Page(**page))
 
     @property
     def query_defaults(self) -> QueryDefaults:
@@ -384,24 +393,51 @@ class Index:
         mode: SearchMode | str | None = None,
         alpha: float | None = None,
         fusion: Fusion | str | None = None,
-    ) -> list[list[Hit]]:
+        **page: Any,
+    ) -> list[Results]:
         """Search with query vectors from this index's encoder, or made elsewhere as its documents' were
         (before the transform), one row per query; with `texts` (the queries' words), keyword and hybrid too
-        (mode None: dense without texts, else the index's default)."""
+        (mode None: dense without texts, else the index's default). `page` as `search_many` takes it."""
         options = QueryOptions.resolve(
             self.query_defaults, mode=mode, alpha=alpha, fusion=fusion, rerank=rerank, texts=texts is not None
         )
-        return self._search(options, queries, texts, k, where)
+        return self._search(options, queries, texts, k, where, Page(**page))
 
-    def _search(self, options, vectors, texts, k, where) -> list[list[Hit]]:
-        request = Request.checked(k, options, vectors, texts, where, self.settings.encoder_dim)
+    def similar(
+        self,
+        ids: Sequence[str],
+        k: int = 10,
+        where: Where = None,
+        rerank: int | None = None,
+        *,
+        negative: Sequence[str] = (),
+        offset: int = 0,
+        generation: int | None = None,
+    ) -> Results:
+        """The k documents closest to the documents `ids` by their stored vectors, away from those of
+        `negative` (retrieval/similar.py: how a document of several passages is one vector), the examples
+        themselves left out; `where`, `rerank`, `offset` and `generation` as for `search`."""
         self.refresh()
-        if self.state.count == 0:
-            return [[] for _ in range(request.count)]
-        keywords_only = options.mode is SearchMode.KEYWORD
-        dense = None if keywords_only else DenseRetriever(self.transform, self.vectors, self.raw)
+        vector, examples = Examples.of(self.store, ids, negative).vector(self.raw)
+        options = QueryOptions.resolve(self.query_defaults, mode=SearchMode.DENSE, rerank=rerank, texts=False)
+        page = Page(offset=offset, generation=generation)
+        return self._search(options, vector[None], None, k, where, page, examples)[0]
+
+    def _search(self, options, vectors, texts, k, where, page: Page, exclude=frozenset()) -> list[Results]:
+        dim = self.settings.encoder_dim
+        request = Request.checked(k, options, vectors, texts, where, dim, page.offset, exclude)
+        self.refresh()
+        generation = page.check(self.state.generation)
         keyword = KeywordRetriever(self.store, self.state.count)
-        return run_search(request, store=self.store, dense=dense, keyword=keyword)
+        hits: list[list[Hit]] = [[] for _ in range(request.count)]
+        if self.state.count:
+            dense = DenseRetriever(self.transform, self.vectors, self.raw) if vectors is not None else None
+            hits = run_search(request, store=self.store, dense=dense, keyword=keyword)
+        results = [Results(found, generation=generation, offset=page.offset) for found in hits]
+        if fields := facet_fields(page.facets):
+            for result, counted in zip(results, request_facets(request, self.store, keyword, fields, page)):
+                result.facets, result.facet_stats = counted.counts, counted.stats
+        return results
 
     def export(
         self, out: str | Path | IO[str], *, vectors: bool = False, progress: Progress | None = None

@@ -136,7 +136,7 @@ DEFAULT_CHUNK_OVERLAP = 32
 MIN_CHUNK_TOKENS = 16  # shorter passages hold too little to be found by
 # Hybrid retrieval: the mode and fusion weight a query gets unless it asks (benchmarks/results/hybrid.md: hybrid is
 # the default only where it is at least as good as dense on every set measured). Each side contributes
-# FUSION_DEPTH candidates (or k, if more) before fusing.
+# FUSION_DEPTH candidates before fusing (deeper results and pages: further windows, retrieval/search.py).
 DEFAULT_MODE = SearchMode.HYBRID
 DEFAULT_ALPHA = 0.5
 DEFAULT_FUSION = Fusion.CONVEX
@@ -177,6 +177,11 @@ def check_alpha(alpha: float | None) -> float | None:
 
 
 MAX_K = (1 << 31) - 1  # beyond any index; SQLite's LIMIT and FAISS take 64-bit counts
+# Where a page may start (`--offset`): a page reads every window up to it (retrieval/search.py), so a deep page
+# costs about twice a search for offset + k results.
+MAX_OFFSET = 1_000_000
+FACET_VALUES = 10  # values a facet shows per field unless asked: the most frequent (retrieval/facets.py)
+MAX_FACET_VALUES = 1000
 
 
 def check_k(k: int) -> int:

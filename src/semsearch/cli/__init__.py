@@ -61,10 +61,12 @@ from .maintain import check, delete, refit  # noqa: E402
 from .mcp import mcp  # noqa: E402
 from .query import query  # noqa: E402
 from .serve import serve  # noqa: E402
+from .similar import similar  # noqa: E402
 
 for command in (
     ingest,
     query,
+    similar,
     refit,
     delete,
     info,

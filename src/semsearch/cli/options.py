@@ -1,6 +1,7 @@
 """What several commands share: the options defined once (--index, --wait, --quiet, the index type and
-recall target, the flow's), the rule that turns a library setting into its flag, and the small printers of
-progress, sizes and a calibration."""
+recall target, the flow's; -k, --where, --rerank, a page's --offset and --generation, --json for query and
+similar), the rule that turns a library setting into its flag, and the small printers of progress, sizes and a
+calibration."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import click
 
 from ..errors import SettingsError
 from ..retrieval.calibration_age import RENEW, Age
-from ..settings import DEFAULT_WAIT, Choice, IndexType
+from ..settings import DEFAULT_K, DEFAULT_WAIT, MAX_OFFSET, Choice, IndexType, check_k
 
 DEFAULT_INDEX = Path("indexes") / "default"
 INDEX_PATH = click.Path(file_okay=False, path_type=Path)
@@ -215,3 +216,55 @@ def ingest_summary(report, refused: int, documents: int, index_path: Path, ignor
         f"replaced, {report.unchanged} unchanged{passages}) to {index_path} in {report.seconds:.1f} s "
         f"({report.docs_per_second:.1f} docs/s); {documents} in the index"
     )
+
+
+def page_options(func):
+    """--offset and --generation: where a page starts, and the generation the pages before it read."""
+    func = click.option(
+        "--generation",
+        type=click.IntRange(min=0),
+        help="Refuse to answer if the index was written since this generation (the one the first page read; "
+        "`info` shows it): later pages then cannot repeat or skip a hit.",
+    )(func)
+    return click.option(
+        "--offset",
+        type=click.IntRange(0, MAX_OFFSET),
+        default=0,
+        show_default=True,
+        help="Skip this many hits: page n of size k is --offset (n - 1) * k; each page continues the one before.",
+    )(func)
+
+
+def json_option(func):
+    return click.option("--json", "as_json", is_flag=True, help="One JSON object per result and line.")(func)
+
+
+def search_options(func):
+    """-k, --where and --rerank, as query and similar take them."""
+    for option in reversed(
+        (
+            click.option(
+                "-k",
+                "k",
+                type=int,
+                default=DEFAULT_K,
+                show_default=True,
+                callback=checked(check_k),
+                help="How many results.",
+            ),
+            click.option(
+                "--where",
+                multiple=True,
+                metavar="FIELD=VALUE",
+                help="Filter on metadata before the search (repeatable, all must hold); also !=, <, <=, >, >=.",
+            ),
+            click.option(
+                "--rerank",
+                type=click.IntRange(min=0),
+                help="Re-score the top N candidates by cosine of the kept raw encoder vectors (0: off; default: "
+                "the index's own setting, see `info`).",
+            ),
+        )
+    ):
+        func = option(func)
+    return func

@@ -10,16 +10,18 @@ import click
 from ..settings import (
     DEFAULT_ALPHA,
     DEFAULT_FUSION,
-    DEFAULT_K,
     DEFAULT_MODE,
+    FACET_VALUES,
+    MAX_FACET_VALUES,
     Fusion,
     SearchMode,
-    check_k,
 )
 from .options import (
-    checked,
     choice_option,
     index_option,
+    json_option,
+    page_options,
+    search_options,
     shorten,
 )
 
@@ -32,27 +34,7 @@ from .options import (
     type=click.Path(dir_okay=False, path_type=Path),
     help="Query with a vector made elsewhere instead of TEXT: an .npy file of one vector, or a JSON list.",
 )
-@click.option(
-    "-k",
-    "k",
-    type=int,
-    default=DEFAULT_K,
-    show_default=True,
-    callback=checked(check_k),
-    help="How many results.",
-)
-@click.option(
-    "--where",
-    multiple=True,
-    metavar="FIELD=VALUE",
-    help="Filter on metadata before the search (repeatable, all must hold); also !=, <, <=, >, >=.",
-)
-@click.option(
-    "--rerank",
-    type=click.IntRange(min=0),
-    help="Re-score the top N candidates by cosine of the kept raw encoder vectors (0: off; default: the "
-    "index's own setting, see `info`).",
-)
+@search_options
 @choice_option(
     "--mode",
     SearchMode,
@@ -71,19 +53,51 @@ from .options import (
     help=f"hybrid: convex (each side's scores min-max normalised, weighted by --alpha) or rrf (reciprocal rank "
     f"fusion). Default: {DEFAULT_FUSION}.",
 )
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per result and line.")
-def query(text, index_path, vector, k, where, rerank, mode, alpha, fusion, as_json):
+@page_options
+@click.option(
+    "--facets",
+    metavar="FIELD[,FIELD]",
+    multiple=True,
+    help="Count the values of these metadata fields among the documents the query covers (its filters', and "
+    "in keyword mode holding a query word): the most frequent, with min and max for numbers.",
+)
+@click.option(
+    "--facet-values",
+    type=click.IntRange(1, MAX_FACET_VALUES),
+    default=FACET_VALUES,
+    show_default=True,
+    help="How many values of each facet field, the most frequent first.",
+)
+@json_option
+def query(
+    text,
+    index_path,
+    vector,
+    k,
+    where,
+    rerank,
+    mode,
+    alpha,
+    fusion,
+    offset,
+    generation,
+    facets,
+    facet_values,
+    as_json,
+):
     """Search an index for the documents closest in meaning to TEXT (or to a --vector).
 
     \b
     Example:
         semsearch query "how do vaccines work" -k 5 --where 'year>=2015' --where 'lang=en'
+        semsearch query "how do vaccines work" --offset 10 --facets year,journal
     """
     if (text is None) == (vector is None):
         raise click.UsageError("give the query TEXT or a --vector FILE (one of them)")
     from ..index import Index
 
-    how = dict(mode=mode, alpha=alpha, fusion=fusion)
+    how = dict(mode=mode, alpha=alpha, fusion=fusion, offset=offset, generation=generation)
+    how |= dict(facets=list(facets), facet_values=facet_values)
     with Index.open(index_path) as index:
         if vector is None:
             hits = index.search(text, k=k, where=list(where), rerank=rerank, **how)
@@ -92,7 +106,12 @@ def query(text, index_path, vector, k, where, rerank, mode, alpha, fusion, as_js
 
             query_vector = read_query_vector(vector)[None]
             hits = index.search_vectors(query_vector, k=k, where=list(where), rerank=rerank, **how)[0]
-    for rank, hit in enumerate(hits, start=1):
+    print_results(hits, as_json)
+
+
+def print_results(hits, as_json: bool) -> None:
+    """The hits, a line each in JSON or a few for people, ranked from the page's offset; then the facets."""
+    for rank, hit in enumerate(hits, start=hits.offset + 1):
         if as_json:
             click.echo(json.dumps(hit.to_json(), ensure_ascii=False))
         else:
@@ -105,3 +124,13 @@ def query(text, index_path, vector, k, where, rerank, mode, alpha, fusion, as_js
                 click.echo("      " + shorten(", ".join(f"{k}={v}" for k, v in hit.metadata.items()), 100))
     if not hits and not as_json:
         click.echo("no results", err=True)
+    if hits.facets is None:
+        return
+    if as_json:
+        click.echo(json.dumps({"facets": hits.facets, "facet_stats": hits.facet_stats}, ensure_ascii=False))
+        return
+    for name, counts in hits.facets.items():
+        values = ", ".join(f"{value} {n}" for value, n in counts.items()) or "none"
+        stats = hits.facet_stats.get(name)
+        bounds = f" (min {stats['min']}, max {stats['max']})" if stats else ""
+        click.echo(f"facet {name}: {values}{bounds}")

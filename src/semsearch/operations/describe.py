@@ -30,6 +30,10 @@ def describe(index: IndexDirectory, defaults: QueryDefaults) -> dict[str, Any]:
         "long_documents": state.long_documents,
         "chunk_tokens": s.chunk_tokens,
         "chunk_overlap": s.chunk_overlap,
+        "generation": state.generation,  # what a page reads (query --generation)
+        # the metadata fields (as --where and --facets name them, nested ones dotted) and their values' types
+        "fields": index.store.fields(),
+        "field_types": field_types(index.store),
         "keyword_index": index.store.has_keywords,
         "cjk_share": cjk_share(index.store),  # of the text, Chinese/Japanese/Korean (language.py: a sample)
         "default_mode": defaults.mode.value,
@@ -99,6 +103,22 @@ def parts(index: IndexDirectory) -> dict[str, int]:
     # not SQLite's -shm: shared memory of the open connections, gone when the last one closes
     every = sum(_size(path) for path in index.path.rglob("*") if not path.name.endswith("-shm"))
     return {**sizes, "other": every - sum(sizes.values()), "total": every}
+
+
+KIND_NAMES = {"text": "string", "true": "boolean", "false": "boolean", "array": "list"}
+
+
+def field_types(store: DocumentStore) -> dict[str, dict[str, int]]:
+    """Each metadata field path: how many values of each type (string, integer, real, boolean, list, object)
+    it holds, a list's members counted by their own types."""
+    if store.schema_version < 2:  # read-only, made before the typed metadata
+        return {}
+    types: dict[str, dict[str, int]] = {}
+    for path, kind, n in store.field_kinds():
+        named = types.setdefault(path, {})
+        name = KIND_NAMES.get(kind, kind)
+        named[name] = named.get(name, 0) + n
+    return types
 
 
 def _size(path: Path) -> int:

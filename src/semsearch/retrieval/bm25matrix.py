@@ -77,6 +77,12 @@ class Bm25Matrix:
         columns = {term: i for i, (term, _, _) in enumerate(rows)}
         return cls(key, columns, starts, pks.astype(np.int32), weights, idf, size)
 
+    def holding(self, stems: Sequence[str]) -> np.ndarray:
+        """The pks (sorted) of the documents holding any of the terms."""
+        columns = {self.columns[stem] for stem in stems if stem in self.columns}
+        parts = [self.pks[self.starts[c] : self.starts[c + 1]] for c in columns]
+        return np.unique(np.concatenate(parts)).astype(np.int64) if parts else np.empty(0, dtype=np.int64)
+
     def top(self, stems: Sequence[str], n: int, allowed: np.ndarray | None) -> list[tuple[int, float]]:
         """The n best documents for the terms (repeats count again), among the `allowed` pks if given."""
         wanted: dict[int, int] = {}

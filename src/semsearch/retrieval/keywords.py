@@ -110,6 +110,14 @@ class KeywordRetriever:
             return [matrix.top(STEMMER.stems(query_words(text)), n, allowed) for text in texts]
         return [self._top(text, n, allowed) for text in texts]
 
+    def matching(self, text: str) -> np.ndarray:
+        """The pks (sorted) of the documents holding any of the text's words: the set its ranking draws from."""
+        matrix = self.matrix()
+        if matrix is not None:
+            return matrix.holding(STEMMER.stems(query_words(text)))
+        expression = match_expression(text)
+        return self.store.keyword_matches(expression) if expression else np.empty(0, dtype=np.int64)
+
     def matrix(self) -> Bm25Matrix | None:
         """The store's bm25 matrix if its content is as when it was read; else read anew: at once for a small
         store; for a large one when a later query finds the content unchanged and has been so for QUIET_READS

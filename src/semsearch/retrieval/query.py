@@ -4,13 +4,16 @@ depth), else the defaults of settings.py."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import GenerationChanged
 from ..settings import (
     DEFAULT_ALPHA,
     DEFAULT_FUSION,
     DEFAULT_MODE,
+    FACET_VALUES,
     Fusion,
     SearchMode,
     at_least,
@@ -92,3 +95,21 @@ class QueryOptions:
             fusion=Fusion.parse(fusion or DEFAULT_FUSION, "fusion"),
             rerank=at_least(defaults.rerank if rerank is None else rerank, 0, "rerank"),
         )
+
+
+@dataclass(frozen=True)
+class Page:
+    """What a search asks beside its query: where the page starts (`offset`), the metadata fields to count
+    (`facets`: names, or one comma-separated string) and how many values of each (`facet_values`), and the
+    generation an earlier page read (`generation`: refused with GenerationChanged once the index has moved on)."""
+
+    offset: int = 0
+    facets: Sequence[str] | str | None = None
+    facet_values: int = FACET_VALUES
+    generation: int | None = None
+
+    def check(self, generation: int) -> int:
+        """The generation this page reads: the index's now, which must be the one asked if one was."""
+        if self.generation is not None and self.generation != generation:
+            raise GenerationChanged(self.generation, generation)
+        return generation

@@ -6,7 +6,15 @@ mode uses -> fuse -> join with the stored documents.
 - keyword: bm25 over the documents (keywords.py), the filter applied inside.
 - hybrid: both lists, FUSION_DEPTH deep (or k), fused: a convex combination of each side's min-max normalised
   scores, `alpha` the dense side's weight, a document missing from one side taking that side's 0 (Bruch et al.,
-  TOIS 2023); or reciprocal rank fusion."""
+  TOIS 2023); or reciprocal rank fusion.
+
+Pages (`offset`): a query's ranked list is built in windows of PAGE_WINDOW, then twice, four times ... as deep:
+the first window is the steps above at depth PAGE_WINDOW (rerank's and fusion's own depth), each further window
+appends, in its own order, the documents that the same steps twice as deep find and the list does not hold yet.
+A page is a slice of that list, reading the windows up to offset + k, so every page continues the one before
+exactly (no hit twice, none skipped) in every mode and index type: a deeper search never reorders what a
+shallower one ranked (re-scoring a larger candidate set, fusing deeper lists, an approximate index asked for more
+would). A hit's score is the one of the window that found it."""
 
 from __future__ import annotations
 
@@ -19,6 +27,7 @@ import numpy as np
 from ..errors import DataError, IndexStateError, SettingsError
 from ..settings import (
     FUSION_DEPTH,
+    MAX_OFFSET,
     RRF_K,
     Fusion,
     SearchMode,
@@ -36,6 +45,7 @@ from .vectorindex import VectorIndex
 
 Where = Sequence[str | Condition] | dict[str, Any] | None
 Ranked = strategy.Ranked
+PAGE_WINDOW = FUSION_DEPTH  # the first window's depth (pages: above)
 
 
 @dataclass(frozen=True)
@@ -56,6 +66,17 @@ class Hit:
 
 
 HIT_FIELDS = tuple(f.name for f in fields(Hit))
+
+
+class Results(list):
+    """One query's hits (a list of Hit) and what the answer was read from: the index `generation`, the page's
+    `offset`, and with facets asked their counts (`facets`, `facet_stats`: facets.py)."""
+
+    def __init__(self, hits: Sequence[Hit] = (), *, generation: int = 0, offset: int = 0):
+        super().__init__(hits)
+        self.generation, self.offset = generation, offset
+        self.facets: dict[str, dict[str, int]] | None = None
+        self.facet_stats: dict[str, dict[str, int | float]] | None = None
 
 
 @dataclass
@@ -80,6 +101,8 @@ class Request:
     vectors: np.ndarray | None = None
     texts: Sequence[str] | None = None
     where: Where = None
+    offset: int = 0  # hits skipped: the page starts there
+    exclude: frozenset[int] = frozenset()  # document pks never returned (similar's examples)
 
     @classmethod
     def checked(
@@ -90,9 +113,12 @@ class Request:
         texts: Sequence[str] | None,
         where: Where,
         dim: int,
+        offset: int = 0,
+        exclude: frozenset[int] = frozenset(),
     ) -> Request:
         """A request whose inputs are those its mode needs."""
         check_k(k)
+        check_offset(offset)
         mode = options.mode
         if vectors is not None:
             vectors = np.asarray(vectors, dtype=np.float32)
@@ -104,7 +130,7 @@ class Request:
             raise SettingsError(f"{mode} search needs the queries' text", setting="mode")
         if mode is not SearchMode.KEYWORD and vectors is None:
             raise SettingsError(f"{mode} search needs query vectors", setting="mode")
-        return cls(k, options, vectors, texts, where)
+        return cls(k, options, vectors, texts, where, offset, exclude)
 
     @property
     def count(self) -> int:
@@ -275,29 +301,62 @@ def search(
     dense: DenseRetriever | None,
     keyword: KeywordRetriever | None,
 ) -> list[list[Hit]]:
-    """The steps in order (the caller has checked that the mode's inputs and retrievers are there)."""
-    options, k = request.options, request.k
-    mode = options.mode
+    """The steps in order (the caller has checked that the mode's inputs and retrievers are there), each query's
+    page of its ranked list (pages: above)."""
+    mode = request.options.mode
     if mode is not SearchMode.DENSE and not store.has_keywords:
         raise IndexStateError(
             f"{store.path.parent} has no keyword index (made by an older semsearch and open read-only): open it "
             "once with write access to add one, or search with mode dense"
         )
     allowed = allowed_rows(store, request.where)
-    depth = k if mode is not SearchMode.HYBRID else max(k, FUSION_DEPTH)
-    dense_found: list[Found] = [[] for _ in range(request.count)]
-    keyword_found: list[Found] = [[] for _ in range(request.count)]
+    needed = request.offset + request.k
+    ranked: list[Found] = [[] for _ in range(request.count)]
+    taken = [set(request.exclude) for _ in range(request.count)]
+    todo, depth = np.arange(request.count), PAGE_WINDOW
+    while len(todo):
+        again = []
+        for query, found in zip(todo, window(request, todo, depth, allowed, store, dense, keyword)):
+            for match in found:
+                if match.pk not in taken[query]:
+                    taken[query].add(match.pk)
+                    ranked[query].append(match)
+            if len(ranked[query]) < needed and len(found) >= depth:  # more may be found deeper
+                again.append(query)
+        todo, depth = np.array(again, dtype=np.int64), depth * 2
+    return join(store, [found[request.offset : needed] for found in ranked], request.texts)
+
+
+def window(
+    request: Request,
+    queries: np.ndarray,
+    depth: int,
+    allowed: np.ndarray | None,
+    store: DocumentStore,
+    dense: DenseRetriever | None,
+    keyword: KeywordRetriever | None,
+) -> list[Found]:
+    """The `depth` best documents of each of these queries by the mode's steps (rerank and fusion included)."""
+    options = request.options
+    mode = options.mode
+    dense_found: list[Found] = [[] for _ in queries]
+    keyword_found: list[Found] = [[] for _ in queries]
     if mode is not SearchMode.KEYWORD:
-        dense_found = dense_documents(dense, store, request.vectors, depth, allowed, options.rerank)
+        dense_found = dense_documents(dense, store, request.vectors[queries], depth, allowed, options.rerank)
     if mode is not SearchMode.DENSE:
+        texts = [request.texts[query] for query in queries]
         keyword_found = [
-            [Match(pk, score) for pk, score in scored]
-            for scored in keyword.top(request.texts, depth, allowed)
+            [Match(pk, score) for pk, score in scored] for scored in keyword.top(texts, depth, allowed)
         ]
     if mode is SearchMode.DENSE:
-        found = dense_found
-    elif mode is SearchMode.KEYWORD:
-        found = keyword_found
-    else:
-        found = [fuse(d, kw, options.alpha, options.fusion, k) for d, kw in zip(dense_found, keyword_found)]
-    return join(store, found, request.texts)
+        return dense_found
+    if mode is SearchMode.KEYWORD:
+        return keyword_found
+    return [fuse(d, kw, options.alpha, options.fusion, depth) for d, kw in zip(dense_found, keyword_found)]
+
+
+def check_offset(offset: int) -> int:
+    """Where a page starts: at least 0, at most MAX_OFFSET."""
+    if not isinstance(offset, int) or isinstance(offset, bool) or not 0 <= offset <= MAX_OFFSET:
+        raise SettingsError(f"must be an integer from 0 to {MAX_OFFSET:,}, got {offset!r}", setting="offset")
+    return offset

@@ -246,7 +246,7 @@ class VectorIndex:
         k = min(k, self.count)
         if k == 0:
             return [[] for _ in queries]
-        settings = self._search_parameters(selector, params or self.search_params)
+        settings = self._search_parameters(selector, params or self.search_params, k)
         scores, ids = single_threaded(len(queries), lambda: self.index.search(queries, k, params=settings))
         return ranked(scores, ids)
 
@@ -262,13 +262,16 @@ class VectorIndex:
             self._selectors[key] = (allowed, Selector(allowed))
         return self._selectors[key][1]
 
-    def _search_parameters(self, selector: Selector | None, params: dict[str, Any]) -> faiss.SearchParameters:
+    def _search_parameters(
+        self, selector: Selector | None, params: dict[str, Any], k: int
+    ) -> faiss.SearchParameters:
         chosen = selector.faiss if selector is not None else None
         index = faiss.downcast_index(self.index)
         if isinstance(index, faiss.IndexIVF):
             return faiss.SearchParametersIVF(sel=chosen, nprobe=int(min(params["nprobe"], index.nlist)))
         if self.kind == "hnsw":
-            return faiss.SearchParametersHNSW(sel=chosen, efSearch=int(params["efSearch"]))
+            # HNSW keeps efSearch candidates: fewer than k, it answers fewer than k (a deep page would end early)
+            return faiss.SearchParametersHNSW(sel=chosen, efSearch=max(int(params["efSearch"]), k))
         return faiss.SearchParameters(sel=chosen)
 
     # ---- exact scores from the index's own vectors (strategy.py) ------------------------------------------

@@ -20,8 +20,9 @@ from starlette.responses import FileResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from ..settings import FACET_VALUES, MAX_FACET_VALUES
 from .backups import backup_options, make_backup
-from .documents import add_documents, delete_documents, get_document, text_searchable
+from .documents import add_documents, delete_documents, get_document, stored, text_searchable
 from .mcp_http import McpEndpoint
 from .protocol import (
     ApiError,
@@ -41,10 +42,14 @@ from .workers import IndexThreads, WriterProcess, identity, warm
 
 if TYPE_CHECKING:
     from ..index import Index
+    from ..retrieval.search import Results
 
+MAX_GENERATION = (1 << 63) - 1
 STATIC = Path(__file__).parent / "static"
 EXTRAS = ("mode", "alpha", "fusion")  # passed to Index.search only when the client sends them
-SEARCH_FIELDS = {"q", "k", "where", "rerank", *EXTRAS}
+PAGE_FIELDS = {"offset", "generation"}
+SEARCH_FIELDS = {"q", "k", "where", "rerank", "facets", "facet_values", *PAGE_FIELDS, *EXTRAS}
+SIMILAR_FIELDS = {"ids", "not", "k", "where", "rerank", *PAGE_FIELDS}
 # The page's scripts and styles come from this server only; nothing inline runs (a second wall behind the
 # page's textContent-only rendering).
 SECURITY_HEADERS = [
@@ -83,14 +88,25 @@ class Service:
 # ---- searching -------------------------------------------------------------------------------------------
 
 
-def search_options(values: dict[str, Any], settings: ServerSettings) -> dict[str, Any]:
-    """Index.search's keyword arguments from a request's parameters (a query string's or a JSON body's)."""
+def page_options(values: dict[str, Any], settings: ServerSettings) -> dict[str, Any]:
+    """What search and similar share: k, where, rerank, offset and generation."""
     where = values.get("where")
-    options = {
+    return {
         "k": bounded_int(values.get("k"), "k", 1, settings.max_k) or 10,
         "where": where if isinstance(where, dict) else string_list(where, "where"),
         "rerank": bounded_int(values.get("rerank"), "rerank", 0, settings.max_k),
+        "offset": bounded_int(values.get("offset"), "offset", 0, settings.max_offset) or 0,
+        "generation": bounded_int(values.get("generation"), "generation", 0, MAX_GENERATION),
     }
+
+
+def search_options(values: dict[str, Any], settings: ServerSettings) -> dict[str, Any]:
+    """Index.search's keyword arguments from a request's parameters (a query string's or a JSON body's)."""
+    options = page_options(values, settings)
+    if facets := string_list(values.get("facets"), "facets"):
+        options["facets"] = facets
+        values_asked = bounded_int(values.get("facet_values"), "facet_values", 1, MAX_FACET_VALUES)
+        options["facet_values"] = values_asked or FACET_VALUES
     for name in EXTRAS:
         if values.get(name) not in (None, ""):
             options[name] = values[name]
@@ -120,21 +136,33 @@ def query_text(value: Any, name: str = "q") -> str:
     return value
 
 
+def answered(hits: Results) -> dict[str, Any]:
+    """A query's answer: its page's hits, where the page starts, the generation read, the facets if asked."""
+    out = {"offset": hits.offset, "generation": hits.generation, "hits": [hit.to_json() for hit in hits]}
+    if hits.facets is not None:
+        out |= {"facets": hits.facets, "facet_stats": hits.facet_stats}
+    return out
+
+
 def search_one(index: Index, q: str, options: dict[str, Any]) -> dict[str, Any]:
     if options.get("mode") != "keyword":
         text_searchable(index)
     hits = index.search(q, **supported(index.search_many, options))
-    return {"q": q, "k": options["k"], "hits": [hit.to_json() for hit in hits]}
+    return {"q": q, "k": options["k"], **answered(hits)}
 
 
 def search_batch(index: Index, queries: list[str], options: dict[str, Any]) -> dict[str, Any]:
     if options.get("mode") != "keyword":
         text_searchable(index)
     results = index.search_many(queries, **supported(index.search_many, options))
-    return {
-        "k": options["k"],
-        "results": [{"q": q, "hits": [h.to_json() for h in hits]} for q, hits in zip(queries, results)],
-    }
+    return {"k": options["k"], "results": [{"q": q, **answered(hits)} for q, hits in zip(queries, results)]}
+
+
+def similar(index: Index, ids: list[str], negative: list[str], options: dict[str, Any]) -> dict[str, Any]:
+    """The documents like `ids` (404 for an id not stored), away from `negative`."""
+    stored(index, ids + negative)
+    hits = index.similar(ids, negative=negative, **options)
+    return {"ids": ids, "not": negative, "k": options["k"], **answered(hits)}
 
 
 def json_object(body: Any, allowed: set[str]) -> dict[str, Any]:
@@ -158,6 +186,7 @@ def describe(index: Index, settings: ServerSettings) -> dict[str, Any]:
         "writes": settings.api_key is not None,
         "search_key": settings.search_key is not None,
         "max_k": settings.max_k,
+        "max_offset": settings.max_offset,
         "max_batch": settings.max_batch,
         "max_body": settings.max_body,
         "extras": [name for name in EXTRAS if takes(index.search_many, name)],
@@ -181,7 +210,8 @@ def create_app(open_index: Callable[[float], Index], settings: ServerSettings | 
 
     async def get_search(request: Request) -> dict[str, Any]:
         params = request.query_params
-        values = {name: params.get(name) for name in SEARCH_FIELDS} | {"where": params.getlist("where")}
+        lists = {"where": params.getlist("where"), "facets": params.getlist("facets")}
+        values = {name: params.get(name) for name in SEARCH_FIELDS} | lists
         q = query_text(values["q"])
         return await svc().read(request, search_one, q, search_options(values, settings))
 
@@ -199,6 +229,19 @@ def create_app(open_index: Callable[[float], Index], settings: ServerSettings | 
             raise ApiError(400, "bad_parameter", f"queries: at most {settings.max_batch}, got {len(queries)}")
         queries = [query_text(q, "each query") for q in queries]
         return await svc().read(request, search_batch, queries, search_options(body, settings))
+
+    async def get_similar(request: Request) -> dict[str, Any]:
+        params = request.query_params
+        values = {name: params.get(name) for name in SIMILAR_FIELDS} | {"where": params.getlist("where")}
+        ids, negative = [request.path_params["doc_id"]], params.getlist("not")
+        return await svc().read(request, similar, ids, negative, page_options(values, settings))
+
+    async def post_similar(request: Request) -> dict[str, Any]:
+        body = json_object(await json_body(request, settings.max_body), SIMILAR_FIELDS)
+        ids, negative = string_list(body.get("ids"), "ids"), string_list(body.get("not"), "not")
+        if not ids:
+            raise ApiError(400, "bad_parameter", "ids must name at least one document")
+        return await svc().read(request, similar, ids, negative, page_options(body, settings))
 
     async def document(request: Request) -> dict[str, Any]:
         doc_id = request.path_params["doc_id"]
@@ -275,7 +318,9 @@ def create_app(open_index: Callable[[float], Index], settings: ServerSettings | 
         Route("/search/batch", endpoint(post_batch), methods=["POST"]),
         Route("/documents", endpoint(post_documents, invalid_documents=True), methods=["POST"]),
         Route("/documents", endpoint(delete_where), methods=["DELETE"]),
+        Route("/documents/{doc_id:path}/similar", endpoint(get_similar), methods=["GET"]),
         Route("/documents/{doc_id:path}", endpoint(document), methods=["GET", "DELETE"]),
+        Route("/similar", endpoint(post_similar), methods=["POST"]),
         Route("/backup", endpoint(post_backup), methods=["POST"]),
         Route("/mcp", mcp, methods=["GET", "POST", "DELETE"]),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),

@@ -106,7 +106,7 @@ def document_job(index: Index, doc_id: str, offset: int) -> dict:
 def kinds_of(index: Index) -> dict[str, dict[str, Any]]:
     """Each metadata field with its kinds (true and false as boolean), their counts and an example value."""
     fields: dict[str, dict[str, Any]] = {}
-    for path, kinds in index.store.field_kinds().items():
+    for path, kinds in index.store.field_examples().items():
         merged: dict[str, Any] = {}
         for kind, seen in kinds.items():
             name = "boolean" if kind in ("true", "false") else kind

@@ -2,7 +2,7 @@
 
 Every answer is a JSON object with `took_ms`; an error is `{"error": {"code", "message"}, "took_ms"}` with its
 status: 400 a bad parameter, 401 no key, 403 a wrong key or writes not enabled, 404 nothing there, 405, 409 a large
-delete without confirm=true, 413 a body over the limit, 422 an invalid document, 503 another writer holds the
+delete without confirm=true or a page asked of a generation the index has left (generation_changed), 413 a body over the limit, 422 an invalid document, 503 another writer holds the
 index (or it is being replaced), 507 a full disk (nothing written)."""
 
 from __future__ import annotations
@@ -17,7 +17,15 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from ..errors import DataError, SemsearchError, SettingsError, WriterBusy, disk_full, os_error_message
+from ..errors import (
+    DataError,
+    GenerationChanged,
+    SemsearchError,
+    SettingsError,
+    WriterBusy,
+    disk_full,
+    os_error_message,
+)
 from ..ingest.jsonl import MAX_DEPTH, depth
 
 MAX_LINE_BYTES = 16 << 20  # as ingest's longest line
@@ -31,6 +39,7 @@ class ServerSettings:
     api_key: str | None = None
     search_key: str | None = None
     max_k: int = 1000  # results per query, and rerank candidates
+    max_offset: int = 10_000  # where a page may start (a page reads the windows up to offset + k)
     max_batch: int = 64  # queries in one POST /search/batch
     max_body: int = MAX_LINE_BYTES  # bytes of a request body
     write_wait: float = 2.0  # seconds a write waits for another writer before answering 503
@@ -56,6 +65,8 @@ def error_of(error: Exception, invalid_documents: bool = False) -> ApiError:
             return ApiError(422, "invalid_document", message)
         if isinstance(error, DataError | SettingsError):
             return ApiError(400, "bad_parameter", message)
+        if isinstance(error, GenerationChanged):
+            return ApiError(409, "generation_changed", message)
         # The writer lock's message (generations.WriterLock); a WriterBusy error class would say it better.
         if isinstance(error, WriterBusy):
             return ApiError(503, "busy", message, {"Retry-After": "1"})

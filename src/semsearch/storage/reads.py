@@ -1,6 +1,7 @@
-"""The reads other stages ask of the document store, as its methods named for what they return: keyword rankings
-and the keyword index's terms (retrieval), the committed content's version (the bm25 matrix's cache key), a read
-snapshot and every row in order (export). SQL stays in storage/ (issue 24); every value is a bound parameter."""
+"""The reads other stages ask of the document store, as its methods named for what they return: keyword rankings,
+the documents a keyword expression matches and the keyword index's terms (retrieval), a metadata field's typed
+values (facets) and the fields' types (info), the committed content's version (the bm25 matrix's cache key), a
+read snapshot and every row in order (export). SQL stays in storage/ (issue 24); every value is a bound parameter."""
 
 from __future__ import annotations
 
@@ -17,8 +18,10 @@ if TYPE_CHECKING:
 
 Scored = list[tuple[int, float]]  # (document pk, bm25 score, higher better), best first
 DocumentRow = tuple[int, str, str | None, str, str]  # pk, id, title, text, metadata (JSON)
+FacetRow = tuple[int, str, int | float | None, str | None]  # pk, JSON kind, number, string
 RANKED = "SELECT rowid, -bm25(keywords, ?, 1.0) AS score FROM keywords WHERE keywords MATCH ?"
 WITHIN = " AND rowid IN (SELECT value FROM json_each(?))"
+SCALAR_KINDS = "('text', 'integer', 'real', 'true', 'false')"
 
 
 class StoreReads:
@@ -26,6 +29,7 @@ class StoreReads:
 
     db: sqlite_utils.Database
     guarded: Callable[[], contextlib.AbstractContextManager[None]]
+    generation: Callable[[], int]
 
     def keyword_ranking(
         self, expression: str, limit: int, title_weight: float = 1.0, within: Sequence[int] | None = None
@@ -38,6 +42,31 @@ class StoreReads:
         with self.guarded():
             rows = self.db.execute(sql + " ORDER BY score DESC, rowid LIMIT ?", [*params, limit])
             return [(int(pk), float(score)) for pk, score in rows]
+
+    def keyword_matches(self, expression: str) -> np.ndarray:
+        """The pks (sorted) of the documents a MATCH expression matches, fetched as one string."""
+        sql = "SELECT group_concat(rowid) FROM keywords WHERE keywords MATCH ?"
+        with self.guarded():
+            (joined,) = self.db.execute(sql, [expression]).fetchone()
+        return np.unique(np.array(joined.split(",") if joined else [], dtype=np.int64))
+
+    def facet_rows(self, path: str) -> list[FacetRow]:
+        """A metadata field's typed values (the `meta` table, schema 2): (pk, kind, number, string) a row per
+        value, a list's members each (not the list or an object itself), in no order."""
+        sql = f"SELECT pk, kind, num, str FROM meta WHERE path = ? AND kind IN {SCALAR_KINDS}"
+        with self.guarded():
+            return self.db.execute(sql, [path]).fetchall()
+
+    def field_kinds(self) -> list[tuple[str, str, int]]:
+        """(field path, JSON kind, how many values) for every field path of the typed metadata, in path order
+        (a list is a value of kind array, its members values of their own kinds); read once per generation."""
+        generation = self.generation()
+        cached = self.__dict__.get("_field_kinds")
+        if cached is None or cached[0] != generation:
+            sql = "SELECT path, kind, count(*) FROM meta GROUP BY path, kind ORDER BY path, kind"
+            with self.guarded():
+                cached = self._field_kinds = (generation, self.db.execute(sql).fetchall())
+        return cached[1]
 
     def plain_keyword_ranking(self, expression: str, limit: int) -> Scored:
         """The `limit` best documents by FTS5's own bm25 (its default weights, ties in its order)."""
@@ -92,7 +121,7 @@ class StoreReads:
         while rows := cursor.fetchmany(size):
             yield rows
 
-    def field_kinds(self) -> dict[str, dict[str, Any]]:
+    def field_examples(self) -> dict[str, dict[str, Any]]:
         """Each metadata field path (nested ones dotted) with the JSON kinds of its values (a list's members
         counted as values), how many documents hold each kind and one value of it, from the typed `meta` table
         (schema 2; an older store: {}). What an agent or a page may filter on (filters.py)."""

@@ -1,0 +1,309 @@
+"""Facets, pages and similar documents (issue 35), measured on this machine and written to
+benchmarks/results/controls.md and controls.json (sections merge, so one can be re-run alone).
+
+    .venv/bin/python benchmarks/controls.py [--sections facets,pages,similar] [--work DIR] [--docs 200000]
+
+- facets: an index of 200,000 documents (WordNet's 117,791 glosses, then again with new ids, as text; vectors
+  made here: 64 dimensions from a fixed seed, nothing encoded) with three metadata fields (`pos` a string,
+  `lexname` an integer, `tags` a list of strings). Facet counts on two or three fields equal a count in Python
+  over the documents `semsearch export` writes (unfiltered, filtered, and in keyword mode over the documents the
+  keyword ranking returns), and the p50 of a query with facets on two fields against the same query without,
+  alternated query by query in one process, dense, hybrid and keyword, filtered and not.
+- pages: SciFact (the real model, defaults; a field `bucket` = crc32(id) % 4 to filter on): for every mode, with
+  and without the filter `bucket=1`, pages 1-10 of size 10 concatenated against the top 100 of one request, and
+  pages of 100 up to offset 1,000 against one request for 1,100; every test query.
+- similar: SciFact's claims citing two abstracts or more: for each cited abstract, the other cited abstracts among
+  the 10 documents `Index.similar` finds for it, against a query by the abstract's own text (the default mode,
+  the abstract itself left out), and against scoring by the best pair of passages (max over passages); recall@10
+  and p50 per call.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+import zlib
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "benchmarks"))
+from scale import command_line, write_sections  # noqa: E402
+
+DATA = REPO.parent / "shared" / "data"
+OUT = REPO / "benchmarks" / "results"
+DIM = 64
+TAGS = [f"t{n}" for n in range(20)]
+SECTIONS = ("facets", "pages", "similar")
+
+
+def p50_ms(seconds: list[float]) -> float:
+    return round(statistics.median(seconds) * 1000, 3)
+
+
+# ---- facets -------------------------------------------------------------------------------------------------
+
+
+def facet_corpus(work: Path, n: int) -> tuple[Path, Path]:
+    """n documents from WordNet's glosses (repeated with new ids past its end) with pos, lexname and tags, and
+    their vectors (seeded)."""
+    corpus, vectors = work / f"facets-{n}.jsonl", work / f"facets-{n}.npy"
+    if corpus.is_file() and vectors.is_file():
+        return corpus, vectors
+    glosses = [json.loads(line) for line in (DATA / "wordnet" / "corpus.jsonl").open()]
+    rng = np.random.default_rng(35)
+    with corpus.open("w") as out:
+        for i in range(n):
+            gloss = glosses[i % len(glosses)]
+            tags = sorted(rng.choice(TAGS, int(rng.integers(1, 4)), replace=False).tolist())
+            doc = {"id": f"{gloss['id']}-{i // len(glosses)}", "title": gloss["title"], "text": gloss["text"]}
+            out.write(
+                json.dumps(doc | {"pos": gloss["pos"], "lexname": gloss["lexname"], "tags": tags}) + "\n"
+            )
+    np.save(vectors, rng.standard_normal((n, DIM), dtype=np.float32))
+    return corpus, vectors
+
+
+def brute_facets(docs: list[dict], fields: list[str]) -> dict[str, dict[str, int]]:
+    counts: dict[str, dict[str, int]] = {name: {} for name in fields}
+    for doc in docs:
+        for name in fields:
+            value = doc.get(name)
+            for member in set(value if isinstance(value, list) else [value]):
+                key = str(member)
+                counts[name][key] = counts[name].get(key, 0) + 1
+    return counts
+
+
+def facets(args, work: Path) -> dict:
+    from semsearch import Index
+
+    corpus, vectors_path = facet_corpus(work, args.docs)
+    target = work / f"facets-{args.docs}-index"
+    if not (target / "manifest.json").is_file():
+        started = time.perf_counter()
+        with Index.create(target, model="none", dim=DIM, transform="none") as index:
+            index.ingest(corpus, vectors=vectors_path)
+        print(f"built {target} in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+    exported = work / "facets-export.jsonl"
+    with Index.open(target) as index:
+        index.export(exported)
+        info = index.info()
+    docs = [json.loads(line) for line in exported.open()][1:]  # the first line is the header
+    docs = [{**doc.get("metadata", {}), **doc} for doc in docs]
+    rng = np.random.default_rng(7)
+    words = ["water", "animal", "music", "small", "person", "light", "plant", "metal"]
+    queries = rng.standard_normal((args.queries, DIM), dtype=np.float32)
+    texts = [words[i % len(words)] for i in range(args.queries)]
+    fields = ["pos", "lexname", "tags"]
+    checks = []
+    with Index.open(target) as index:
+        for where, keep in ((None, lambda d: True), (["pos=verb"], lambda d: d["pos"] == "verb")):
+            got = index.search_vectors(queries[:1], k=10, where=where, facets=fields, facet_values=1000)[0]
+            want = brute_facets([d for d in docs if keep(d)], fields)
+            checks.append({"set": f"dense, where {where}", "equal": got.facets == want})
+        for word in words[:3]:
+            everything = index.search_vectors(None, k=args.docs, texts=[word], mode="keyword")[0]
+            found = {hit.id for hit in everything}
+            got = index.search_vectors(
+                None, k=10, texts=[word], mode="keyword", facets=fields, facet_values=1000
+            )[0]
+            want = brute_facets([d for d in docs if d["id"] in found], fields)
+            checks.append({"set": f"keyword {word!r} ({len(found)} docs)", "equal": got.facets == want})
+        rows = []
+        asked = ["lexname", "tags"]
+        for mode, where in (
+            ("dense", None),
+            ("dense", ["pos=noun"]),
+            ("dense", ["tags=t3"]),
+            ("hybrid", None),
+            ("hybrid", ["pos=verb"]),
+            ("keyword", None),
+        ):
+            texts_or_none = None if mode == "dense" else texts
+            plain, faceted = [], []
+            for i in range(args.queries):
+                one = texts_or_none[i : i + 1] if texts_or_none else None
+                for facet_fields, times in ((None, plain), (asked, faceted)):
+                    started = time.perf_counter()
+                    index.search_vectors(
+                        queries[i : i + 1], k=10, where=where, texts=one, mode=mode, facets=facet_fields
+                    )
+                    times.append(time.perf_counter() - started)
+            rows.append(
+                {
+                    "mode": mode,
+                    "where": " ".join(where or []) or "-",
+                    "p50 ms": p50_ms(plain),
+                    "p50 ms with facets lexname,tags": p50_ms(faceted),
+                    "ratio": round(p50_ms(faceted) / p50_ms(plain), 2),
+                }
+            )
+            print(rows[-1], file=sys.stderr)
+    return {
+        "documents": info["documents"],
+        "index_type": info["index_type"],
+        "field_types": info["field_types"],
+        "checks": checks,
+        "rows": rows,
+    }
+
+
+# ---- SciFact ------------------------------------------------------------------------------------------------
+
+
+def scifact_index(work: Path) -> Path:
+    """SciFact with the defaults and a field `bucket` (crc32 of the id, mod 4)."""
+    from semsearch import Index
+
+    target = work / "scifact"
+    if (target / "manifest.json").is_file():
+        return target
+    corpus = work / "scifact.jsonl"
+    with (DATA / "scifact" / "corpus.jsonl").open() as source, corpus.open("w") as out:
+        for line in source:
+            doc = json.loads(line)
+            out.write(json.dumps(doc | {"bucket": zlib.crc32(doc["_id"].encode()) % 4}) + "\n")
+    with Index.create(target) as index:
+        index.ingest(corpus)
+    return target
+
+
+def pages(args, work: Path) -> dict:
+    from semsearch import Index
+    from semsearch.evaluation.datasets import load_beir
+
+    data = load_beir(DATA / "scifact")
+    texts = list(data.queries.values())
+    rows = []
+    with Index.open(scifact_index(work)) as index:
+        vectors = index.encoder.encode(texts)
+        for mode in ("dense", "keyword", "hybrid"):
+            for where in (None, ["bucket=1"]):
+                for size, count in ((10, 10), (100, 11)):
+                    options = dict(texts=texts, mode=mode, where=where)
+                    started = time.perf_counter()
+                    whole = index.search_vectors(vectors, k=size * count, **options)
+                    whole_seconds = time.perf_counter() - started
+                    paged = [[] for _ in texts]
+                    started = time.perf_counter()
+                    for page in range(count):
+                        for n, hits in enumerate(
+                            index.search_vectors(vectors, k=size, offset=page * size, **options)
+                        ):
+                            paged[n] += [hit.id for hit in hits]
+                    page_seconds = time.perf_counter() - started
+                    equal = sum(p == [hit.id for hit in w] for p, w in zip(paged, whole))
+                    repeated = sum(len(set(p)) != len(p) for p in paged)
+                    rows.append(
+                        {
+                            "mode": mode,
+                            "where": " ".join(where or []) or "-",
+                            "pages": f"{count} of {size}",
+                            "queries equal to one request": f"{equal} / {len(texts)}",
+                            "with a hit twice": repeated,
+                            "hits (mean)": round(float(np.mean([len(w) for w in whole])), 1),
+                            "ms per page (mean)": round(page_seconds / count / len(texts) * 1000, 2),
+                            "ms one request": round(whole_seconds / len(texts) * 1000, 2),
+                        }
+                    )
+                    print(rows[-1], file=sys.stderr)
+    return {"queries": len(texts), "rows": rows}
+
+
+def best_pair_similar(index, pk: int, k: int) -> list[str]:
+    """The alternative measured: each passage of the example a query, a document scored by its best passage
+    against the best of them (max over passages), the example left out."""
+    from semsearch.transforms import normalize_rows
+
+    count = int(index.store.passages().counts_of([pk])[0])
+    passages = normalize_rows(index.raw.get(np.arange(pk, pk + count)))
+    best: dict[str, float] = {}
+    for hits in index.search_vectors(passages, k=k + 1):
+        for hit in hits:
+            best[hit.id] = max(best.get(hit.id, -np.inf), hit.score)
+    example = index.store.get([pk])[pk]["id"]
+    ranked = sorted((doc_id for doc_id in best if doc_id != example), key=lambda d: -best[d])
+    return ranked[:k]
+
+
+def similar(args, work: Path) -> dict:
+    from semsearch import Index
+    from semsearch.evaluation.datasets import load_beir
+
+    data = load_beir(DATA / "scifact")
+    corpus = {
+        json.loads(line)["_id"]: json.loads(line) for line in (DATA / "scifact" / "corpus.jsonl").open()
+    }
+    cited = [sorted(docs) for docs in data.qrels.values() if len(docs) >= 2]
+    recalls = {"similar (mean of passages)": [], "similar (max over passages)": [], "query by its text": []}
+    seconds = {name: [] for name in recalls}
+    with Index.open(scifact_index(work)) as index:
+        pks = {doc_id: pk for doc_id, (pk, _) in index.store.existing_ids(list(corpus)).items()}
+        for group in cited:
+            for doc_id in group:
+                others = set(group) - {doc_id}
+                doc = corpus[doc_id]
+                text = (doc.get("title", "") + " " + doc["text"]).strip()
+                runs = {
+                    "similar (mean of passages)": lambda d=doc_id: [h.id for h in index.similar([d], k=10)],
+                    "similar (max over passages)": lambda d=doc_id: best_pair_similar(index, pks[d], 10),
+                    "query by its text": lambda d=doc_id, t=text: [
+                        h.id for h in index.search(t, k=11) if h.id != d
+                    ][:10],
+                }
+                for name, run in runs.items():
+                    started = time.perf_counter()
+                    found = run()
+                    seconds[name].append(time.perf_counter() - started)
+                    recalls[name].append(len(others & set(found)) / len(others))
+    rows = [
+        {
+            "method": name,
+            "recall@10": round(float(np.mean(recalls[name])), 4),
+            "p50 ms": p50_ms(seconds[name]),
+        }
+        for name in recalls
+    ]
+    return {"claims": len(cited), "examples": len(recalls["query by its text"]), "rows": rows}
+
+
+# ---- the report ---------------------------------------------------------------------------------------------
+
+
+def write_report(results: dict, out: Path) -> None:
+    header = "Machine: 2 cores shared with other jobs, no GPU. Each section lists the command that made it."
+    write_sections(results, out, "controls", "Facets, pages and similar documents", header, SECTIONS)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--sections", default=",".join(SECTIONS))
+    parser.add_argument("--work", type=Path, default=Path("/tmp/controls-bench"))
+    parser.add_argument("--docs", type=int, default=200_000)
+    parser.add_argument("--queries", type=int, default=200)
+    args = parser.parse_args()
+    for name in ("wordnet/corpus.jsonl", "scifact/corpus.jsonl"):
+        if not (DATA / name).is_file():
+            raise SystemExit(f"no {DATA / name}: the shared data sets are needed")
+    args.work.mkdir(parents=True, exist_ok=True)
+    path = OUT / "controls.json"
+    results = json.loads(path.read_text()) if path.is_file() else {}
+    for name in args.sections.split(","):
+        section = {"facets": facets, "pages": pages, "similar": similar}[name](args, args.work)
+        results[name] = {
+            "command": command_line(),
+            "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            **section,
+        }
+        write_report(results, OUT)
+
+
+if __name__ == "__main__":
+    main()

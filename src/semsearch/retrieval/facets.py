@@ -1,0 +1,187 @@
+"""Facets: for a metadata field, how many of a set of documents hold each of its values (the most frequent first),
+and the least and greatest of its numbers, as Meilisearch's facetDistribution and facetStats.
+
+A value is named as `--where FIELD=VALUE` takes it (filters.py), so a facet value is also the filter that finds its
+documents: a string as it is, a number in its shortest form (2021, 0.5), a boolean as true / false; a number and
+the string of its digits are one value (`year=2021` matches both), and so are a boolean and the string
+true / false. A document counts once per value it holds (a list's members each once). The counting is numpy over
+a field's values read once per generation from the typed `meta` table the filters already use (a row per value,
+store.py), never a pass over the documents' JSON: counting the allowed set of a query is a gather and a bincount.
+Which set is counted for which mode is the facade's (index.py); this module counts the set it is given."""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import SettingsError
+from ..settings import FACET_VALUES, MAX_FACET_VALUES, SearchMode
+from ..storage.filters import COLUMN_FIELDS
+from ..storage.reads import FacetRow
+from ..storage.store import DocumentStore
+from .keywords import KeywordRetriever
+from .query import Page
+from .search import Request, allowed_rows
+
+NUMBER_KINDS = ("integer", "real")
+
+
+def value_text(kind: str, number: int | float | None, text: str | None) -> str:
+    """A value as a filter names it (`FIELD=VALUE`)."""
+    if kind == "text":
+        return text
+    if kind in ("true", "false"):
+        return kind
+    if isinstance(number, float) and number.is_integer() and abs(number) < 2**63:
+        return str(int(number))
+    return repr(number) if isinstance(number, float) else str(number)
+
+
+@dataclass
+class FacetColumn:
+    """One field's values: a row per (document, distinct value), the values' names, and its numbers."""
+
+    pks: np.ndarray  # int64
+    codes: np.ndarray  # int64, into names
+    names: list[str]
+    number_pks: np.ndarray  # int64, a row per numeric value
+    numbers: np.ndarray  # float64
+    integral: bool  # every number an integer: min and max shown as integers
+    totals: np.ndarray = field(init=False)  # counts over every document
+    name_rank: np.ndarray = field(init=False)  # each value's place in the names' order (ties' order)
+
+    def __post_init__(self) -> None:
+        self.totals = np.bincount(self.codes, minlength=len(self.names))
+        self.name_rank = np.argsort(np.argsort(np.array(self.names, dtype=object)))
+
+    @classmethod
+    def of(cls, rows: Sequence[FacetRow]) -> FacetColumn:
+        names: dict[str, int] = {}
+        pairs = np.array(
+            [(pk, names.setdefault(value_text(kind, num, text), len(names))) for pk, kind, num, text in rows],
+            dtype=np.int64,
+        ).reshape(-1, 2)
+        pairs = np.unique(pairs, axis=0)  # a document holding a value twice (a list) counts once
+        numeric = [(pk, num) for pk, kind, num, _ in rows if kind in NUMBER_KINDS and num is not None]
+        numbers = np.array([num for _, num in numeric], dtype=np.float64)
+        return cls(
+            pairs[:, 0],
+            pairs[:, 1],
+            list(names),
+            np.array([pk for pk, _ in numeric], dtype=np.int64),
+            numbers,
+            all(isinstance(num, int) for _, num in numeric),
+        )
+
+    def count(self, members: np.ndarray | None) -> np.ndarray:
+        """Each value's count among `members` (a boolean per pk; None: every document)."""
+        if members is None:
+            return self.totals
+        below = np.searchsorted(self.pks, len(members))  # pks are sorted
+        inside = members[self.pks[:below]]
+        return np.bincount(self.codes[:below][inside], minlength=len(self.names))
+
+    def top(self, found: np.ndarray, values: int) -> dict[str, int]:
+        """The `values` most frequent of the values found, ties by name."""
+        shown = np.flatnonzero(found)
+        order = shown[np.lexsort((self.name_rank[shown], -found[shown]))][:values]
+        return {self.names[code]: int(found[code]) for code in order}
+
+    def stats(self, members: np.ndarray | None) -> dict[str, int | float] | None:
+        """The least and greatest number among `members` (None: no number there)."""
+        numbers = self.numbers
+        if members is not None:
+            below = self.number_pks < len(members)
+            chosen = np.zeros(len(numbers), dtype=bool)
+            chosen[below] = members[self.number_pks[below]]
+            numbers = numbers[chosen]
+        if not len(numbers):
+            return None
+        low, high = float(numbers.min()), float(numbers.max())
+        return {"min": int(low), "max": int(high)} if self.integral else {"min": low, "max": high}
+
+
+@dataclass
+class Facets:
+    """Counts per field, `{FIELD: {VALUE: COUNT}}` (most frequent first, ties by value), and `stats`:
+    `{FIELD: {"min": ..., "max": ...}}` for the fields with numbers among the documents counted."""
+
+    counts: dict[str, dict[str, int]]
+    stats: dict[str, dict[str, int | float]]
+    documents: int  # how many documents were counted
+
+    def to_json(self) -> dict[str, Any]:
+        return {"facets": self.counts, "facet_stats": self.stats}
+
+
+COLUMNS: weakref.WeakKeyDictionary[DocumentStore, dict[tuple[int, str], FacetColumn]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def column(store: DocumentStore, path: str) -> FacetColumn:
+    """The field's values as of the store's generation (documents change only with it), read once."""
+    cached = COLUMNS.setdefault(store, {})
+    key = (store.generation(), path)
+    if key not in cached:
+        for old in [k for k in cached if k[0] != key[0]]:
+            del cached[old]
+        cached[key] = FacetColumn.of(store.facet_rows(path))
+    return cached[key]
+
+
+def facet_fields(fields: Sequence[str] | str | None) -> list[str]:
+    """Facet fields from a list or one comma-separated string, in order, repeats dropped."""
+    if fields is None:
+        return []
+    names = fields.split(",") if isinstance(fields, str) else [part for f in fields for part in f.split(",")]
+    return list(dict.fromkeys(name.strip() for name in names if name.strip()))
+
+
+def count(
+    store: DocumentStore, fields: Sequence[str], members: np.ndarray | None, values: int = FACET_VALUES
+) -> Facets:
+    """Facets of `fields` over the documents `members` (sorted pks; None: every document), the `values` most
+    frequent of each field."""
+    if not 1 <= values <= MAX_FACET_VALUES:
+        raise SettingsError(f"must be from 1 to {MAX_FACET_VALUES}, got {values}", setting="facet_values")
+    if store.schema_version < 2:
+        raise SettingsError("facets need the typed metadata of a newer store: open the index once writable")
+    if bad := [name for name in fields if name in COLUMN_FIELDS]:
+        raise SettingsError(f"{bad[0]}: facets count metadata fields, not the {bad[0]}", setting="facets")
+    known = set(store.fields())
+    if unknown := [name for name in fields if name.split(".")[0] not in known]:
+        listed = ", ".join(sorted(known)) or "none"
+        raise SettingsError(f"{unknown[0]}: no document has this field (fields: {listed})", setting="facets")
+    flags = None
+    if members is not None:
+        flags = np.zeros(int(members[-1]) + 1 if len(members) else 0, dtype=bool)
+        flags[members] = True
+    counts, stats = {}, {}
+    for name in fields:
+        facet = column(store, name)
+        counts[name] = facet.top(facet.count(flags), values)
+        if (numbers := facet.stats(flags)) is not None:
+            stats[name] = numbers
+    documents = store.count() if members is None else len(members)
+    return Facets(counts, stats, documents)
+
+
+def request_facets(
+    request: Request, store: DocumentStore, keyword: KeywordRetriever, fields: Sequence[str], page: Page
+) -> list[Facets]:
+    """Each query's facets over the documents its filter admits (every document without one); in keyword mode
+    those that also hold one of its words (the set its ranking draws from)."""
+    allowed = allowed_rows(store, request.where)
+    out = []
+    for n in range(request.count):
+        members = allowed
+        if request.options.mode is SearchMode.KEYWORD:
+            matching = keyword.matching(request.texts[n])
+            members = matching if allowed is None else np.intersect1d(matching, allowed, assume_unique=True)
+        out.append(count(store, fields, members, page.facet_values))
+    return out
