@@ -84,3 +84,30 @@ class Document:
             places = [[s.start, s.end, s.location.to_json()] for s in self.sections]
             digest.update(json.dumps(places, sort_keys=True, ensure_ascii=False).encode())
         return digest.hexdigest()[:32]
+
+
+def passage_location(doc: Document, span: Span) -> Location | None:
+    """Where a passage (a character span of the document's text) sits in its file: the location of the first
+    section it covers (its page, anchor and heading path), its lines those of the passage's own first and last
+    characters, counted from the line its section starts on (clamped to the sections' ranges: a text that is
+    not the file's lines verbatim keeps its sections' lines). None for a document without sections."""
+    if not doc.sections:
+        return None
+    start, end = span
+    inside = [s for s in doc.sections if s.start < end and start < s.end] or [
+        min(doc.sections, key=lambda s: abs(s.start - start))
+    ]
+    first, last = inside[0], inside[-1]
+    line_start, line_end = first.location.line_start, last.location.line_end
+    if line_start is not None and line_end is not None and last.location.line_start is not None:
+        end = max(start + 1, end)
+        line_start = _line_at(doc.text, first, max(start, first.start))
+        line_end = max(line_start, _line_at(doc.text, last, min(end, last.end) - 1))
+    return Location(first.location.page, line_start, line_end, first.location.anchor, first.location.headings)
+
+
+def _line_at(text: str, section: Section, offset: int) -> int:
+    """The file line of a character of a section's text."""
+    low, high = section.location.line_start, section.location.line_end
+    line = low + text.count("\n", section.start, max(offset, section.start))
+    return line if high is None else min(line, high)

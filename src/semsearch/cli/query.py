@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -16,6 +17,9 @@ from ..settings import (
     SearchMode,
     check_k,
 )
+
+if TYPE_CHECKING:
+    from ..retrieval.search import Hit
 from .options import (
     checked,
     choice_option,
@@ -98,6 +102,8 @@ def query(text, index_path, vector, k, where, rerank, mode, alpha, fusion, as_js
         else:
             title = f"{hit.title}: " if hit.title else ""
             click.echo(f"{rank:>3}. [{hit.score:.3f}] {hit.id}  {shorten(title + hit.text, 100)}")
+            if hit.location:
+                click.echo(f"      at {place(hit)}")
             if hit.passage:
                 start, end = hit.passage["start"], hit.passage["end"]
                 click.echo(f"      passage [{start}:{end}]: " + shorten(hit.passage["text"], 80))
@@ -105,3 +111,18 @@ def query(text, index_path, vector, k, where, rerank, mode, alpha, fusion, as_js
                 click.echo("      " + shorten(", ".join(f"{k}={v}" for k, v in hit.metadata.items()), 100))
     if not hits and not as_json:
         click.echo("no results", err=True)
+
+
+def place(hit: Hit) -> str:
+    """Where a hit is in its file, as an editor or a browser opens it: `path:line`, `path (page 3)` or
+    `path#anchor`, then the heading path (`path`: the metadata's, else the id)."""
+    location = hit.location or {}
+    path = str(hit.metadata.get("path") or hit.id)
+    if location.get("line_start") is not None:
+        path += f":{location['line_start']}"
+    elif location.get("page") is not None:
+        path += f" (page {location['page']})"
+    if location.get("anchor"):
+        path += f"#{location['anchor']}"
+    headings = location.get("headings")
+    return f"{path}  {' > '.join(headings)}" if headings else path

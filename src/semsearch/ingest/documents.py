@@ -15,7 +15,7 @@ import numpy as np
 from ..documents import Document
 from ..errors import DataError
 from .exported import EXPORT_KEY, export_header
-from .given import PASSAGES, first_bad, parse_vector, passage_spans
+from .given import PASSAGES, SECTIONS, first_bad, parse_sections, parse_vector, passage_spans
 from .idcheck import RepeatedIds
 from .jsonl import MAX_LINE_BYTES, STDIN, needs_spooling, records, spooled
 from .reachable import check_id, check_key
@@ -43,6 +43,7 @@ class FieldNames:
     text: str = "text"
     title: str = "title"
     vector: str | None = None  # a field holding the document's precomputed vector (a list of numbers)
+    sections: str | None = None  # a field holding the document's sections (an export's, given.SECTIONS)
 
 
 def parse_document(
@@ -92,7 +93,12 @@ def parse_document(
     passages = None
     if vector is not None and vector.ndim == 2:
         passages = passage_spans(record.get(PASSAGES), len(vector), len(text), path=path, line=line)
-    taken = {id_key, fields.text, fields.title, "metadata", fields.vector, *id_keys}
+    sections = None
+    if fields.sections is not None and fields.sections in record:
+        sections = parse_sections(
+            record[fields.sections], len(text), path=path, line=line, field=fields.sections
+        )
+    taken = {id_key, fields.text, fields.title, "metadata", fields.vector, fields.sections, *id_keys}
     if passages is not None:
         taken.add(PASSAGES)
     top = {key: value for key, value in record.items() if key not in taken}
@@ -106,7 +112,13 @@ def parse_document(
         _check_values(value, name, path=path, line=line)
     check_id(str(doc_id), id_key, path=path, line=line)
     return Document(
-        id=str(doc_id), text=text, title=title or None, metadata=metadata, vector=vector, passages=passages
+        id=str(doc_id),
+        text=text,
+        title=title or None,
+        metadata=metadata,
+        vector=vector,
+        passages=passages,
+        sections=sections,
     )
 
 
@@ -281,6 +293,8 @@ class Corpus:
         self.export = export_header(self.path)
         if self.export and self.export.get("vectors") and fields.vector is None and vectors is None:
             fields = replace(fields, vector="vector")
+        if self.export:
+            fields = replace(fields, sections=SECTIONS)
         self.fields = fields
         self.vectors = None if vectors is None else Path(vectors)
         self.skip_invalid = skip_invalid

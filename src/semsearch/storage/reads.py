@@ -15,7 +15,8 @@ if TYPE_CHECKING:
     import sqlite_utils
 
 Scored = list[tuple[int, float]]  # (document pk, bm25 score, higher better), best first
-DocumentRow = tuple[int, str, str | None, str, str]  # pk, id, title, text, metadata (JSON)
+# pk, id, title, text, metadata (JSON), sections (JSON, None: none; stores made before them have none)
+DocumentRow = tuple[int, str, str | None, str, str, str | None]
 RANKED = "SELECT rowid, -bm25(keywords, ?, 1.0) AS score FROM keywords WHERE keywords MATCH ?"
 WITHIN = " AND rowid IN (SELECT value FROM json_each(?))"
 
@@ -87,6 +88,9 @@ class StoreReads:
 
     def document_batches(self, size: int) -> Iterator[list[DocumentRow]]:
         """Every document's row in pk order, `size` rows at a time, read by one cursor (memory stays a batch)."""
-        cursor = self.db.conn.execute("SELECT pk, id, title, text, metadata FROM documents ORDER BY pk")
+        sections = "sections" if self.db.execute("PRAGMA user_version").fetchone()[0] >= 5 else "NULL"
+        cursor = self.db.conn.execute(
+            f"SELECT pk, id, title, text, metadata, {sections} FROM documents ORDER BY pk"
+        )
         while rows := cursor.fetchmany(size):
             yield rows

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import sqlite_utils
 
-from ..documents import Document
+from ..documents import Document, Location, Section, passage_location
 from ..errors import IndexStateError
 from ..retrieval.analysis import register as register_analysis
 from ..retrieval.filters import Condition, RowCache, check_fields, condition_sql, where_sql
@@ -34,6 +34,20 @@ UNWRITABLE = (sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN)
 # process's last close deletes the write-ahead log under the live connections (SQLite's "How to corrupt", 2.2).
 _OPEN: dict[str, int] = {}
 _OPEN_LOCK = threading.Lock()
+
+
+def sections_json(doc: Document) -> str | None:
+    """A document's sections as stored (and exported): [[start, end, location], ...]; None without."""
+    if not doc.sections:
+        return None
+    return json.dumps([[s.start, s.end, s.location.to_json()] for s in doc.sections], ensure_ascii=False)
+
+
+def sections_from(value: Any) -> tuple[Section, ...] | None:
+    """The sections `sections_json` wrote (parsed JSON), back as Sections."""
+    if not value:
+        return None
+    return tuple(Section(start, end, Location.from_json(location)) for start, end, location in value)
 
 
 class DocumentStore(StoreReads):
@@ -245,6 +259,17 @@ class DocumentStore(StoreReads):
         )
         return {pk: (start, end) for pk, start, end in rows}
 
+    def locations(self, rows: Sequence[int]) -> dict[int, dict[str, Any]]:
+        """The locations in their files (Location.to_json()) of these vector rows, for those that have one (a
+        passage of a document with sections; none in a store made before locations)."""
+        if self.schema_version < 5:
+            return {}
+        found = self.db.execute(
+            "SELECT pk, location FROM locations WHERE pk IN (SELECT value FROM json_each(?))",
+            [json.dumps([int(row) for row in rows])],
+        )
+        return {pk: json.loads(location) for pk, location in found}
+
     def ids(self) -> set[str]:
         """Every document id in the store."""
         return {row[0] for row in self.db.execute("select id from documents")}
@@ -264,7 +289,8 @@ class DocumentStore(StoreReads):
         spans: Sequence[Sequence[tuple[int, int]]] | None = None,
     ) -> None:
         """Insert inside the caller's transaction (see `transaction`). `spans`: each document's passages as
-        character spans (a document of n > 1 passages owns the vector rows pk .. pk + n - 1)."""
+        character spans (a document of n > 1 passages owns the vector rows pk .. pk + n - 1); the passages of
+        a document with sections are stored with their locations."""
         documents, pks = list(documents), list(pks)
         spans = spans or [[]] * len(documents)
         rows = [
@@ -272,8 +298,21 @@ class DocumentStore(StoreReads):
             for doc, pk in zip(documents, pks)
         ]
         self.db.conn.executemany(
-            "INSERT INTO documents (pk, id, title, text, metadata, hash, passages) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [(*row, max(1, len(parts))) for row, parts in zip(rows, spans)],
+            "INSERT INTO documents (pk, id, title, text, metadata, hash, passages, sections) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                (*row, max(1, len(parts)), sections_json(doc))
+                for row, parts, doc in zip(rows, spans, documents)
+            ],
+        )
+        self.db.conn.executemany(
+            "INSERT INTO locations (pk, location) VALUES (?, ?)",
+            [
+                (pk + i, json.dumps(passage_location(doc, span).to_json(), ensure_ascii=False))
+                for doc, pk, parts in zip(documents, pks, spans)
+                if doc.sections
+                for i, span in enumerate(parts or [(0, len(doc.text))])
+            ],
         )
         self.db.conn.executemany(
             "INSERT INTO passages (pk, start, end) VALUES (?, ?, ?)",
@@ -305,10 +344,9 @@ class DocumentStore(StoreReads):
         ):
             for key in json.loads(metadata):
                 counts[key] = counts.get(key, 0) + 1
-        self.db.conn.execute(
-            "DELETE FROM passages WHERE pk IN (SELECT value FROM json_each(?))",
-            [json.dumps(self.passage_pks(np.asarray(pks, dtype=np.int64)).tolist())],
-        )
+        rows = [json.dumps(self.passage_pks(np.asarray(pks, dtype=np.int64)).tolist())]
+        self.db.conn.execute("DELETE FROM passages WHERE pk IN (SELECT value FROM json_each(?))", rows)
+        self.db.conn.execute("DELETE FROM locations WHERE pk IN (SELECT value FROM json_each(?))", rows)
         self.db.conn.execute("DELETE FROM documents WHERE pk IN (SELECT value FROM json_each(?))", payload)
         self.db.conn.execute("DELETE FROM meta WHERE pk IN (SELECT value FROM json_each(?))", payload)
         self._allowed().clear()
