@@ -270,7 +270,9 @@ def run(name: str, work: Path, make, queries, sentences) -> dict:
         if sentences:
             on_page = right = 0
             for s in sentences:
-                hit = next((h for h in index.search(s["sentence"], k=10, mode="keyword") if h.id == s["page"]), None)
+                hit = next(
+                    (h for h in index.search(s["sentence"], k=10, mode="keyword") if h.id == s["page"]), None
+                )
                 if hit is None:
                     continue
                 on_page += 1
@@ -292,7 +294,9 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=0, help="at most this many pages (0: all)")
     args = parser.parse_args()
     if not (args.html / "py-modindex.html").is_file():
-        sys.exit(f"{args.html} holds no Sphinx module index: apt-get install python-django-doc, or give --html")
+        sys.exit(
+            f"{args.html} holds no Sphinx module index: apt-get install python-django-doc, or give --html"
+        )
     from semsearch import Index
 
     root = args.html

@@ -66,14 +66,19 @@ HTML_SECTIONS = (  # sibling sections: each its own passage
     Section(20, 61, Location(anchor="s-linux", headings=("Linux",))),
     Section(61, len(HTML_TEXT), Location(anchor="s-windows", headings=("Windows",))),
 )
-PDF_PAGES = ["The first page talks about volcanoes and lava.", "Page two explains how glaciers carve valleys."]
+PDF_PAGES = [
+    "The first page talks about volcanoes and lava.",
+    "Page two explains how glaciers carve valleys.",
+]
 
 
 def documents() -> list[Document]:
     text = markdown()
     pdf = "\n".join(PDF_PAGES)
     return [
-        Document("notes/setup.md", text, "Setup", {"path": "notes/setup.md"}, sections=heading_sections(text)),
+        Document(
+            "notes/setup.md", text, "Setup", {"path": "notes/setup.md"}, sections=heading_sections(text)
+        ),
         Document("guide.html", HTML_TEXT, "Guide", {"path": "site/guide.html"}, sections=HTML_SECTIONS),
         Document(
             "manual.pdf",
@@ -167,7 +172,9 @@ def test_hits_carry_their_location_in_json_and_the_cli_prints_it(index):
     assert "at manual.pdf (page 2)" in result.output
     result = runner.invoke(main, ["query", "apt install Linux", "--index", str(index), "--mode", "keyword"])
     assert "at site/guide.html#s-linux  Linux" in result.output  # the metadata's path, not the id
-    result = runner.invoke(main, ["query", "Homebrew installs it", "--index", str(index), "--mode", "keyword"])
+    result = runner.invoke(
+        main, ["query", "Homebrew installs it", "--index", str(index), "--mode", "keyword"]
+    )
     line = homebrew.location["line_start"]
     assert f"at notes/setup.md:{line}  Installation > Mac" in result.output
     result = runner.invoke(main, ["query", "Homebrew", "--index", str(index), "--json", "-k", "1"])

@@ -16,11 +16,12 @@ from typing import Any
 import numpy as np
 import sqlite_utils
 
-from ..documents import Document, Location, Section, passage_location
+from ..documents import Document
 from ..errors import IndexStateError
 from ..retrieval.analysis import register as register_analysis
 from ..retrieval.filters import Condition, RowCache, check_fields, condition_sql, where_sql
 from .damage import RESTORE, DamagedFile, brief, size_problem, sqlite_problem
+from .locations import location_rows, sections_json
 from .passages import PassageMap
 from .reads import StoreReads
 from .schema import META_ROWS, MIGRATIONS, NEW_ROWS, SCHEMA_VERSION
@@ -34,20 +35,6 @@ UNWRITABLE = (sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN)
 # process's last close deletes the write-ahead log under the live connections (SQLite's "How to corrupt", 2.2).
 _OPEN: dict[str, int] = {}
 _OPEN_LOCK = threading.Lock()
-
-
-def sections_json(doc: Document) -> str | None:
-    """A document's sections as stored (and exported): [[start, end, location], ...]; None without."""
-    if not doc.sections:
-        return None
-    return json.dumps([[s.start, s.end, s.location.to_json()] for s in doc.sections], ensure_ascii=False)
-
-
-def sections_from(value: Any) -> tuple[Section, ...] | None:
-    """The sections `sections_json` wrote (parsed JSON), back as Sections."""
-    if not value:
-        return None
-    return tuple(Section(start, end, Location.from_json(location)) for start, end, location in value)
 
 
 class DocumentStore(StoreReads):
@@ -259,17 +246,6 @@ class DocumentStore(StoreReads):
         )
         return {pk: (start, end) for pk, start, end in rows}
 
-    def locations(self, rows: Sequence[int]) -> dict[int, dict[str, Any]]:
-        """The locations in their files (Location.to_json()) of these vector rows, for those that have one (a
-        passage of a document with sections; none in a store made before locations)."""
-        if self.schema_version < 5:
-            return {}
-        found = self.db.execute(
-            "SELECT pk, location FROM locations WHERE pk IN (SELECT value FROM json_each(?))",
-            [json.dumps([int(row) for row in rows])],
-        )
-        return {pk: json.loads(location) for pk, location in found}
-
     def ids(self) -> set[str]:
         """Every document id in the store."""
         return {row[0] for row in self.db.execute("select id from documents")}
@@ -306,13 +282,7 @@ class DocumentStore(StoreReads):
             ],
         )
         self.db.conn.executemany(
-            "INSERT INTO locations (pk, location) VALUES (?, ?)",
-            [
-                (pk + i, json.dumps(passage_location(doc, span).to_json(), ensure_ascii=False))
-                for doc, pk, parts in zip(documents, pks, spans)
-                if doc.sections
-                for i, span in enumerate(parts or [(0, len(doc.text))])
-            ],
+            "INSERT INTO locations (pk, location) VALUES (?, ?)", location_rows(documents, pks, spans)
         )
         self.db.conn.executemany(
             "INSERT INTO passages (pk, start, end) VALUES (?, ?, ?)",
