@@ -4,9 +4,12 @@ line of its whole text or of its main content (Python's own html.parser, as a co
 written to benchmarks/results/html-docs.md and html-docs.json.
 
     .venv/bin/python benchmarks/html_docs.py [--html /usr/share/doc/python-django-doc/html] [--work DIR]
-                                             [--merges nested,same,none] [--sentences 300] [--seed 34]
+                                             [--merges nested,none] [--sentences 300] [--seed 34]
+                                             [--text-kb N]
 
-The pages: every page but the release notes, the index pages and the highlighted sources (`_modules/`). The
+The pages: every page but the release notes, the index pages and the highlighted sources (`_modules/`) (with
+--text-kb, the known items' pages, smallest first, up to half that much whole-page text, then others drawn at
+random up to all of it: a run on a shared machine in the time there was). The
 known items: each module of the module index (py-modindex.html) with a synopsis, the synopsis as the query, the
 page it links as the one relevant page; nDCG@10 (one relevant page: 1 / log2(rank + 1) within the top 10) for
 dense, keyword and hybrid search with the defaults. Each row is an ingest with the defaults into its own index,
@@ -288,10 +291,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--html", type=Path, default=DEFAULT_HTML)
     parser.add_argument("--work", type=Path, default=Path("/tmp/semsearch-html-docs"))
-    parser.add_argument("--merges", default="nested,same,none")
+    parser.add_argument("--merges", default="nested,none")
     parser.add_argument("--sentences", type=int, default=300)
     parser.add_argument("--seed", type=int, default=34)
-    parser.add_argument("--limit", type=int, default=0, help="at most this many pages (0: all)")
+    parser.add_argument(
+        "--text-kb", type=int, default=0, help="pages up to this much whole-page text (0: all): half answers"
+    )
     args = parser.parse_args()
     if not (args.html / "py-modindex.html").is_file():
         sys.exit(
@@ -301,12 +306,19 @@ def main() -> None:
 
     root = args.html
     files = pages(root)
-    if args.limit:
+    if (
+        args.text_kb
+    ):  # the known items' pages, smallest first, to half the budget; then others drawn at random
         items = {page for _, page in known_items(root, {f.relative_to(root).as_posix() for f in files})}
-        rng = np.random.default_rng(args.seed)
-        rest = [f for f in files if f.relative_to(root).as_posix() not in items]
-        keep = {f for f in files if f.relative_to(root).as_posix() in items}
-        keep |= {rest[i] for i in rng.permutation(len(rest))[: max(0, args.limit - len(keep))]}
+        sizes = {f: len(page_record(f, root, False)["text"]) for f in files}
+        answers = sorted((f for f in files if f.relative_to(root).as_posix() in items), key=sizes.get)
+        rest = [files[i] for i in np.random.default_rng(args.seed).permutation(len(files))]
+        keep, total = [], 0
+        for share, pool in ((0.5, answers), (1.0, [f for f in rest if f not in answers])):
+            for f in pool:
+                if total + sizes[f] <= share * args.text_kb * 1000:
+                    keep.append(f)
+                    total += sizes[f]
         files = sorted(keep)
     ids = {f.relative_to(root).as_posix() for f in files}
     queries = known_items(root, ids)

@@ -1,13 +1,13 @@
 """Where passages are in their files, as the store keeps them: a document's sections (JSON in its row, what an
 export carries) and a row per vector row of a document with sections, its passage's location
-(documents.passage_location: the first section it covers, the lines of its own text)."""
+(documents.passage_locations: the first section it covers, the lines of its own text)."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
 
-from ..documents import Document, Span, passage_location
+from ..documents import Document, Span, passage_locations
 
 
 def sections_json(doc: Document) -> str | None:
@@ -23,8 +23,8 @@ def location_rows(
     """(vector row, location JSON) of each passage of the documents with sections (a document of one passage:
     its whole text)."""
     return [
-        (pk + i, json.dumps(passage_location(doc, span).to_json(), ensure_ascii=False))
+        (pk + i, json.dumps(location.to_json(), ensure_ascii=False))
         for doc, pk, parts in zip(documents, pks, spans)
         if doc.sections
-        for i, span in enumerate(parts or [(0, len(doc.text))])
+        for i, location in enumerate(passage_locations(doc, parts or [(0, len(doc.text))]))
     ]
