@@ -163,7 +163,8 @@ def _within(text: str, section: Section, offsets: np.ndarray, budget: int, overl
     """A long section's passages (`cut` of its own text), as spans of the document's text."""
     begin = int(offsets[0, 0])
     end = min(int(offsets[-1, 1]), section.end)
-    return [(begin + a, begin + b) for a, b in cut(text[begin:end], offsets - begin, budget, overlap)]
+    local = np.minimum(offsets, end) - begin  # a word piece running past the section ends with it
+    return [(begin + a, begin + b) for a, b in cut(text[begin:end], local, budget, overlap)]
 
 
 def _pieces(text: str) -> list[Span]:
