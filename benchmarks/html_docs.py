@@ -295,6 +295,8 @@ def main() -> None:
     parser.add_argument("--sentences", type=int, default=300)
     parser.add_argument("--seed", type=int, default=34)
     parser.add_argument("--reader", choices=("auto", "semsearch", "standin"), default="auto")
+    parser.add_argument("--no-jsonl", action="store_true", help="the folder's rows only (quality alone)")
+    parser.add_argument("--out", default="html-docs", help="results name in benchmarks/results/")
     parser.add_argument(
         "--text-kb", type=int, default=0, help="pages up to this much whole-page text (0: all): half answers"
     )
@@ -369,10 +371,12 @@ def main() -> None:
 
         return make
 
-    rows = [
-        run("whole page JSONL", work, jsonl(False), queries, []),
-        run("main content JSONL", work, jsonl(True), queries, []),
-    ]
+    rows = []
+    if not args.no_jsonl:
+        rows += [
+            run("whole page JSONL", work, jsonl(False), queries, []),
+            run("main content JSONL", work, jsonl(True), queries, []),
+        ]
     print(markdown_table(rows), flush=True)
     for policy in args.merges.split(","):
         rows.append(run(f"folder ({policy})", work, folder(policy), queries, sentences))
@@ -396,8 +400,8 @@ def main() -> None:
         *markdown_table(rows),
     ]
     OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / "html-docs.md").write_text("\n".join(lines) + "\n")
-    (OUT / "html-docs.json").write_text(json.dumps(rows, indent=1) + "\n")
+    (OUT / f"{args.out}.md").write_text("\n".join(lines) + "\n")
+    (OUT / f"{args.out}.json").write_text(json.dumps(rows, indent=1) + "\n")
     print("\n".join(lines))
 
 
