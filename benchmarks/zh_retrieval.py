@@ -57,7 +57,7 @@ ALPHAS = (0.3, 0.5, 0.7)  # dense weights of the fusion shown
 
 
 def analyzer(method: str):
-    from semsearch.retrieval.cjk import segment
+    from semsearch.cjk import segment
 
     return (lambda text: text) if method == "none" else (lambda text: segment(text, method))
 

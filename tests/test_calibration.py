@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+from functools import partial
 
 import numpy as np
 import pytest
@@ -17,7 +18,7 @@ from semsearch import Index
 from semsearch.cli import main
 from semsearch.evaluation.datasets import ensure_beir
 from semsearch.ingest.creation import make_chunker
-from semsearch.retrieval.analysis import register as register_analysis
+from semsearch.ingest.pipeline import split
 from semsearch.retrieval.calibration import (
     MIN_PASSAGES,
     QUERY_SHARE,
@@ -33,6 +34,7 @@ from semsearch.retrieval.choice import best_weight, choose
 from semsearch.retrieval.keywords import TITLE_WEIGHT
 from semsearch.retrieval.search import DenseRetriever
 from semsearch.settings import DEFAULT_ALPHA, FUSION_DEPTH
+from semsearch.storage.analysis import register as register_analysis
 
 # its module fixtures are built once: the whole module runs on one worker (--dist loadgroup)
 pytestmark = pytest.mark.xdist_group("calibration")
@@ -116,7 +118,7 @@ def test_the_scratch_copy_ranks_as_a_real_index_of_the_changed_documents(index, 
     store = index.store
     drawn = pseudo_queries(store, 60, seed=7)
     chunker = make_chunker(index.settings, lambda: index.encoder)
-    targets = Targets.of(drawn, store, index.encoder.encode, chunker)
+    targets = Targets.of(drawn, store, index.encoder.encode, partial(split, chunker=chunker))
     assert len(targets.queries) >= 55  # few are left out (more passages without the sentence than with it)
     assert (np.diff(targets.dropped) > 0).all() and len(targets.dropped) > len(targets.queries)  # passages
     dense = DenseRetriever(index.transform, index.vectors, index.raw)
@@ -237,9 +239,8 @@ def test_cropped_targets_rank_as_the_index_without_the_passages_holding_the_quer
 
     store = index.store
     drawn = pseudo_queries(store, 60, seed=7)
-    targets = Targets.drawn(
-        drawn, store, index.encoder.encode, make_chunker(index.settings, lambda: index.encoder)
-    )
+    chunker = make_chunker(index.settings, lambda: index.encoder)
+    targets = Targets.drawn(drawn, store, index.encoder.encode, partial(split, chunker=chunker))
     counts = dict(
         zip([q.pk for q in targets.queries], store.passages().counts_of([q.pk for q in targets.queries]))
     )

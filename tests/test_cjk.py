@@ -7,6 +7,7 @@ import sqlite3
 import pytest
 from conftest import EIGHT, shared_data, write_jsonl
 
+from semsearch.cjk import cjk_characters, segment, word_count
 from semsearch.encoding import Encoder
 from semsearch.evaluation.zh_retrieval import read_pairs, retrieval_set
 from semsearch.index import Index
@@ -14,7 +15,6 @@ from semsearch.ingest.chunking import Chunker
 from semsearch.ingest.documents import Document
 from semsearch.retrieval import calibration
 from semsearch.retrieval.calibration import sentences
-from semsearch.retrieval.cjk import cjk_characters, segment, word_count
 
 
 def test_segment_finds_two_character_words():

@@ -364,9 +364,7 @@ def test_unreadable_file(index, tmp_path):
     path.chmod(0)
     if os.access(path, os.R_OK):
         pytest.skip("a mode-000 file is still readable here (running as root)")
-    usage_fails(
-        run("ingest", path, "--index", index), f"Invalid value for 'CORPUS': File '{path}' is not readable."
-    )
+    fails(run("ingest", path, "--index", index), f"{path}: cannot read: Permission denied")
 
 
 def test_file_that_fails_while_read(index):
@@ -379,11 +377,9 @@ def test_file_that_fails_while_read(index):
     )
 
 
-def test_corpus_that_is_a_directory(index, tmp_path):
-    usage_fails(
-        run("ingest", tmp_path, "--index", index),
-        f"Invalid value for 'CORPUS': File '{tmp_path}' is a directory.",
-    )
+def test_corpus_that_is_an_empty_directory(index, tmp_path):
+    (tmp_path / "empty").mkdir()
+    fails(run("ingest", tmp_path / "empty", "--index", index), f"{tmp_path / 'empty'}: no documents")
 
 
 BAD_CORPORA = {

@@ -20,7 +20,7 @@ from semsearch import Index
 from semsearch.cli import main
 from semsearch.errors import SettingsError
 from semsearch.retrieval import strategy, tuning
-from semsearch.retrieval.filters import Condition, condition_sql, where_sql
+from semsearch.storage.filters import Condition, condition_sql, where_sql
 from semsearch.storage.store import SCHEMA_VERSION, DocumentStore
 
 # its module fixtures are built once: the whole module runs on one worker (--dist loadgroup)

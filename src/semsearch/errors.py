@@ -24,7 +24,8 @@ class SemsearchError(Exception):
 
 
 class DataError(SemsearchError):
-    """Input data that cannot be used; the message names the file, line and field where there is one."""
+    """Input data that cannot be used; the message names the file, line (a table: row) and field where there
+    is one."""
 
     def __init__(
         self,
@@ -34,13 +35,16 @@ class DataError(SemsearchError):
         line: int | None = None,
         field: str | None = None,
         setting: str | None = None,
+        row: int | None = None,
     ):
-        self.path, self.line, self.field = path, line, field
+        self.path, self.line, self.field, self.row = path, line, field, row
+        self.reason = message  # without the place
         where = ", ".join(
             part
             for part in (
                 str(path) if path is not None else "",
                 f"line {line}" if line is not None else "",
+                f"row {row}" if row is not None else "",
                 f"field {field!r}" if field is not None else "",
             )
             if part

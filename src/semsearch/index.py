@@ -14,6 +14,7 @@ and calibration.py read."""
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -27,12 +28,15 @@ from .ingest.creation import check_compatible, check_new_directory, new_settings
 from .ingest.distributed import Executor, executor_for
 from .ingest.documents import Corpus, Document, FieldNames, parse_document, validate_documents
 from .ingest.pipeline import AddReport, Progress
-from .operations import writes
+from .ingest.sources import is_table
+from .ingest.sync import FolderChanges
+from .operations import syncing, writes
 from .operations.check import health
 from .operations.deleting import Preview, preview
 from .operations.describe import describe
-from .operations.directory import IndexDirectory
+from .operations.directory import IndexDirectory, derived_files
 from .operations.export import export as export_documents
+from .operations.syncing import SyncReport
 from .retrieval.calibration import Calibration
 from .retrieval.keywords import KeywordRetriever
 from .retrieval.query import QueryDefaults, QueryOptions
@@ -103,7 +107,7 @@ class Index:
         directory = index.directory
         with _closed_on_error(index), directory.store.guarded():
             directory.manifest = directory.generations.current(directory.lock)
-            directory.generations.check(directory.manifest)
+            directory.generations.check(directory.manifest, derived_files(directory.manifest))
         return index
 
     @classmethod
@@ -176,15 +180,16 @@ class Index:
 
     def ingest(
         self,
-        corpus: Corpus | str | Path,
+        corpus: Corpus | str | Path | Sequence[str | Path] | Any,
         fields: FieldNames | None = None,
         progress: Progress | None = None,
         refit: RefitPolicy | str = RefitPolicy.NEVER,
         vectors: str | Path | None = None,
         cluster: Executor | str | int | None = None,
     ) -> AddReport:
-        """Add the documents of a JSONL file (a path, or a checked Corpus), validated whole before anything is
-        written. `refit` after adding: "never", "always" or "auto" (drift above DRIFT_LIMIT; the report's `drift`
+        """Add the documents of a corpus, validated whole before anything is written: a path (a JSONL file, a
+        directory, a document file, a CSV/TSV/Parquet table), several paths, a pandas DataFrame or pyarrow
+        Table (a row a document, columns named by `fields`), or a checked Corpus. `refit` after adding: "never", "always" or "auto" (drift above DRIFT_LIMIT; the report's `drift`
         says if one is advised). `vectors`: an .npy of vectors made elsewhere, row i for the i-th document (as a
         vector field in `fields`). `cluster`: where to encode (distributed.py): a Dask scheduler's address, a
         number of local worker processes or an Executor; the result is the same."""
@@ -199,11 +204,15 @@ class Index:
 
     def add(
         self,
-        documents: Iterable[Document | dict[str, Any]],
+        documents: Iterable[Document | dict[str, Any]] | Any,
         progress: Progress | None = None,
         refit: RefitPolicy | str = RefitPolicy.NEVER,
+        fields: FieldNames | None = None,
     ) -> AddReport:
-        """Add documents (Document objects or dicts shaped like the JSONL lines), validated first."""
+        """Add documents (Document objects or dicts shaped like the JSONL lines, or a pandas DataFrame or
+        pyarrow Table, a row a document with its columns named by `fields`), validated first."""
+        if is_table(documents):
+            return self.ingest(documents, fields, progress, refit)
         docs = [
             d if isinstance(d, Document) else parse_document(d, line=n) for n, d in enumerate(documents, 1)
         ]
@@ -211,16 +220,40 @@ class Index:
         return self._add(lambda: iter(docs), progress, refit)
 
     def _add(self, documents: Callable[[], Iterable[Document]], progress, refit, executor=None) -> AddReport:
-        refit = RefitPolicy.parse(refit, "refit")
         with self.directory.writing():
-            done, published = writes.add(self.directory, documents(), progress, executor)
-            if published is not None:
-                self.directory.take_up(published)
-            report, drift = done.report(), self.state.drift
-            if report.added and refit.due(drift) and not report.young:
-                self._refit_locked(build.refit_spec(self.settings, None, None, None, None, None), None)
-                return replace(report, refitted=True, drift=drift)
-            return replace(report, drift=drift)
+            return self._add_locked(documents, progress, refit, executor)
+
+    def _add_locked(self, documents, progress, refit, executor) -> AddReport:
+        refit = RefitPolicy.parse(refit, "refit")
+        done, published = writes.add(self.directory, documents(), progress, executor)
+        if published is not None:
+            self.directory.take_up(published)
+        report, drift = done.report(), self.state.drift
+        if report.added and refit.due(drift) and not report.young:
+            self._refit_locked(build.refit_spec(self.settings, None, None, None, None, None), None)
+            return replace(report, refitted=True, drift=drift)
+        return replace(report, drift=drift)
+
+    def sync(
+        self,
+        changes: FolderChanges,
+        *,
+        prune: bool = False,
+        progress: Progress | None = None,
+        refit: RefitPolicy | str = RefitPolicy.NEVER,
+        cluster: Executor | str | int | None = None,
+    ) -> SyncReport:
+        """Bring the index in step with a folder scanned by `ingest.sync.scan`, in one hold of the writer lock:
+        the new and changed files' documents added, the ids a changed file no longer gives removed, with `prune`
+        the documents of the files gone too; then the files recorded (operations/syncing.py)."""
+        if changes.documents:
+            validate_documents(changes.documents, path=changes.root, dim=self.settings.encoder_dim)
+        started = time.perf_counter()
+        with executor_for(cluster, self.wait) as executor, self.directory.writing():
+            docs = changes.documents
+            added = self._add_locked(lambda: docs, progress, refit, executor) if docs else None
+            removed = syncing.finish(self.directory, changes, prune)
+        return SyncReport.of(changes, removed, prune, added, time.perf_counter() - started)
 
     def delete(self, ids: Sequence[str] = (), where: Where = None, expect: int | None = None) -> int:
         """Delete by id and/or filter (from the statistics, exactly, and the vector index); how many. `expect`: chosen's."""

@@ -34,7 +34,7 @@ from .options import (
 
 
 @click.command()
-@click.argument("corpus", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path))
+@click.argument("paths", nargs=-1, required=True, type=click.Path(allow_dash=True, path_type=Path))
 @index_option
 @click.option(
     "--model",
@@ -99,16 +99,37 @@ from .options import (
     type=click.IntRange(min=0),
     help=f"Tokens consecutive passages share (default: {DEFAULT_CHUNK_OVERLAP}).",
 )
-@click.option("--id-field", help="The JSON field with the document id (default: id or _id).")
-@click.option("--text-field", default="text", show_default=True, help="The JSON field with the text.")
-@click.option("--title-field", default="title", show_default=True, help="The JSON field with the title.")
+@click.option("--id-field", help="The JSON field or table column with the document id (default: id or _id).")
+@click.option(
+    "--text-field", default="text", show_default=True, help="The JSON field or column with the text."
+)
+@click.option(
+    "--title-field", default="title", show_default=True, help="The JSON field or column with the title."
+)
+@click.option(
+    "--include",
+    multiple=True,
+    metavar="GLOB",
+    help="In a directory, read only the files matching GLOB (as .gitignore writes them: '*.md', "
+    "'docs/**/*.html'); repeatable.",
+)
+@click.option(
+    "--exclude",
+    multiple=True,
+    metavar="GLOB",
+    help="In a directory, leave out what matches GLOB; repeatable.",
+)
+@click.option("--hidden", is_flag=True, help="In a directory, read hidden files and directories too.")
+@click.option("--no-ignore", is_flag=True, help="In a directory, read what a .gitignore names too.")
 @click.option(
     "--vectors",
     type=click.Path(dir_okay=False, path_type=Path),
     help="An .npy file of vectors made elsewhere, row i for the i-th document: nothing is encoded. "
     "Without --model the index has no model, and queries give --vector.",
 )
-@click.option("--vector-field", help="A JSON field holding each document's vector made elsewhere.")
+@click.option(
+    "--vector-field", help="A JSON field or table column holding each document's vector made elsewhere."
+)
 @click.option(
     "--refit",
     type=click.Choice(RefitPolicy.names()),
@@ -131,13 +152,32 @@ from .options import (
 @click.option(
     "--skip-invalid",
     is_flag=True,
-    help="Leave out the lines that are not valid documents, each reported (file, line, field, reason), and "
-    "ingest the rest; without it one bad line refuses the whole file.",
+    help="Leave out the lines, rows and files that are not valid documents, each reported (file, line or row, "
+    "field, reason), and ingest the rest; without it one bad line refuses the whole corpus.",
+)
+@click.option(
+    "--prune",
+    is_flag=True,
+    help="With a directory: remove the documents of files that are gone from it since its last ingest (only "
+    "ids that came from that directory); a prune of most of the index asks first (--yes).",
+)
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="With a directory: print the files that would be read (added, changed) and the documents --prune "
+    "would remove; write nothing.",
+)
+@click.option("--yes", "-y", is_flag=True, help="Confirm a large --prune without asking.")
+@click.option(
+    "--watch",
+    is_flag=True,
+    help="With a directory: after the ingest, keep the index in step as files change (bursts of changes "
+    "make one write) until Ctrl-C. Needs the files extra.",
 )
 @wait_option
 @quiet_option
 def ingest(
-    corpus,
+    paths,
     index_path,
     model,
     pooling,
@@ -157,25 +197,38 @@ def ingest(
     id_field,
     text_field,
     title_field,
+    include,
+    exclude,
+    hidden,
+    no_ignore,
     vectors,
     vector_field,
     refit,
     cluster,
     workers,
     skip_invalid,
+    prune,
+    dry_run,
+    yes,
+    watch,
     wait,
     quiet,
 ):
-    """Add the documents of a JSONL file to an index, creating it if needed.
+    """Add the documents of folders, files, tables and JSONL corpora to an index, creating it if needed.
 
-    Each line is a JSON object with an id (`id` or `_id`), a `text` and optionally a `title`; every other
-    field, and those of a nested `metadata` object, is kept as metadata for --where. CORPUS may be `-`
-    (standard input), a pipe, a FIFO, a socket or a .gz file; lines over 16 MiB are refused. A new index is
-    built beside its directory and moved into place when complete: an interrupted first ingest leaves none.
-    The last line counts the documents read, added, replaced, unchanged and refused.
+    A directory is walked recursively: Markdown, text, reStructuredText, HTML, PDF, DOCX and source code
+    files are a document each (id: the path relative to the directory; metadata path, type, size, modified
+    and Markdown's front matter), CSV, TSV and Parquet tables a document a row, JSONL files a document a line;
+    hidden files and what .gitignore names are left out. A JSONL line is a JSON object with an id (`id` or
+    `_id`), a `text` and optionally a `title`; every other field is metadata for --where. A JSONL path may be
+    `-` (standard input), a pipe or a .gz file. A new index is built beside its directory and moved into
+    place when complete. The last line counts the documents read, added, replaced, unchanged, refused and
+    the files ignored (of no known type). The types and what is kept of each: docs/reference.md.
 
     \b
     Examples:
+        semsearch ingest docs/ --index indexes/docs --exclude 'drafts/'
+        semsearch ingest notes/ papers/report.pdf exports/table.parquet --index indexes/mine
         semsearch ingest corpus.jsonl --index indexes/papers --transform whiten --dims 256
         zcat dump.jsonl.gz | semsearch ingest - --index indexes/papers
         semsearch ingest corpus.jsonl --index indexes/papers --cluster tcp://10.0.0.5:8786
@@ -185,6 +238,8 @@ def ingest(
     from ..ingest.distributed import executor_for
     from ..ingest.documents import Corpus, FieldNames
     from ..ingest.first import building
+    from ..ingest.sources import open_source
+    from .folders import folder_sync
 
     fields = FieldNames(id=id_field, text=text_field, title=title_field, vector=vector_field)
     options = IndexOptions(
@@ -204,7 +259,14 @@ def ingest(
         chunk_tokens=chunk_tokens,
         chunk_overlap=chunk_overlap,
     )
-    corpus = Corpus(corpus, fields, vectors, skip_invalid=skip_invalid)
+    walk = dict(include=include, exclude=exclude, hidden=hidden, no_ignore=no_ignore)
+    if all(str(path) != "-" and path.is_dir() for path in paths) and not vectors:
+        folders = [open_source(path, fields, **walk) for path in paths]
+        sync = dict(prune=prune, yes=yes, skip_invalid=skip_invalid, quiet=quiet, refit=refit, watch=watch)
+        return folder_sync(folders, index_path, options, dry_run, wait, **sync)
+    if prune or dry_run or watch:
+        raise click.UsageError("--prune, --dry-run and --watch go with directories (every PATH one)")
+    corpus = Corpus(paths, fields, vectors, skip_invalid=skip_invalid, **walk)
     if corpus.export and not (index_path / "manifest.json").exists():  # a new index: the export's settings
         options = exported.options_for(corpus.export, options)
     total = corpus.check().count  # the whole file, before an index is created or touched
@@ -248,16 +310,18 @@ def ingest(
     if advice:  # the corpus is in a script the model was not trained on: once, before the last line
         click.echo(advice, err=True)
     if not quiet:
-        click.echo(_ingest_summary(report, len(corpus.refused), len(index), index_path), err=True)
+        summary = _ingest_summary(report, len(corpus.refused), len(index), index_path, corpus.ignored)
+        click.echo(summary, err=True)
 
 
-def _ingest_summary(report, refused: int, documents: int, index_path: Path) -> str:
+def _ingest_summary(report, refused: int, documents: int, index_path: Path, ignored: int = 0) -> str:
     """The last line of an ingest: read = added (replaced among them) + unchanged + refused, whatever the
-    source."""
+    source; files of no known type are counted apart."""
     read = report.added + report.unchanged + refused
     passages = f"; {report.passages} passages" if report.passages > report.added else ""
+    passed = f" ({ignored} files of unknown type ignored)" if ignored else ""
     return (
-        f"read {read} documents, {refused} refused: {report.added} documents added ({report.replaced} "
+        f"read {read} documents, {refused} refused{passed}: {report.added} documents added ({report.replaced} "
         f"replaced, {report.unchanged} unchanged{passages}) to {index_path} in {report.seconds:.1f} s "
         f"({report.docs_per_second:.1f} docs/s); {documents} in the index"
     )

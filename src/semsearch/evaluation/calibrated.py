@@ -13,7 +13,10 @@ def calibrated(index, config, rerank: int) -> list[tuple[dict[str, Any], dict[st
     """The search the corpus's own calibration (calibration.py) chooses for these settings, and what its row
     records beside the metrics (`calibrated`, the weight, the pseudo-queries' sweep); none unless hybrid is
     among the modes and the corpus can be calibrated."""
+    from functools import partial
+
     from ..ingest.creation import make_chunker
+    from ..ingest.pipeline import split
     from ..retrieval.calibration import Calibration, calibrate
     from ..retrieval.perquery import PerQueryWeights
     from ..retrieval.search import DenseRetriever
@@ -24,7 +27,7 @@ def calibrated(index, config, rerank: int) -> list[tuple[dict[str, Any], dict[st
         store=index.store,
         dense=DenseRetriever(index.transform, index.vectors, index.raw),
         encode=index.encoder.encode,
-        chunker=make_chunker(index.settings, lambda: index.encoder),
+        cut=partial(split, chunker=make_chunker(index.settings, lambda: index.encoder)),
         rerank=rerank,
     )
     if not isinstance(chosen, Calibration):

@@ -21,10 +21,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..cjk import CJK_SENTENCE_ENDS, HAN
 from ..documents import Document, Location, Section
 from ..encoding import Tokenizer
 from ..encoding.external import UnitTokenizer
-from ..retrieval.cjk import CJK_SENTENCE_ENDS, HAN
 
 Span = tuple[int, int]  # character offsets [start, end) in a document's text
 SENTENCE_ENDS = ".!?;:"

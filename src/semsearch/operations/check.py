@@ -36,7 +36,6 @@ from ..storage.generations import (
     Generations,
     WriterLock,
     cannot_write,
-    derived_files,
     file_problem,
     generation_name,
 )
@@ -45,7 +44,7 @@ from ..storage.rawvectors import DIRECTORY, RawVectors, Segment, lost
 from ..storage.store import DocumentStore
 from ..transforms import Transform, load_transform
 from ..transforms.stats import RunningStats
-from .directory import IndexDirectory
+from .directory import IndexDirectory, derived_files
 from .publish import publish
 
 OK, DAMAGED, REPAIRED = "ok", "damaged", "repaired"

@@ -20,8 +20,13 @@ from ..storage.generations import Generations, WriterLock
 from ..storage.manifest import IndexSettings, IndexState, Manifest
 from ..storage.rawvectors import RawVectors, Segment
 from ..storage.store import DocumentStore
-from ..transforms import Transform, load_transform
+from ..transforms import Transform, implementation, load_transform
 from ..transforms.stats import RunningStats
+
+
+def derived_files(manifest: Manifest) -> list[str]:
+    """The files a generation of this index holds: statistics, the transform's own, the vector index."""
+    return [RunningStats.FILE, *implementation(manifest.settings.spec.kind).FILES, VectorIndex.FILE]
 
 
 @dataclass(frozen=True)
@@ -99,7 +104,7 @@ class IndexDirectory:
                 if refresh:
                     self.generations.roll_forward()
                     self.use(Manifest(self.settings, Manifest.load(self.path).state))
-                    self.generations.check(self.manifest)
+                    self.generations.check(self.manifest, derived_files(self.manifest))
                 yield
         finally:
             self.lock.release()

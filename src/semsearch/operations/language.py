@@ -8,7 +8,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from ..retrieval.cjk import cjk_characters, letters
+from ..cjk import cjk_characters, letters
 from ..settings import DEFAULT_MODEL
 from ..storage.store import DocumentStore
 

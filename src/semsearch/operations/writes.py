@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -16,7 +17,7 @@ from ..ingest import build
 from ..ingest.chunking import Chunker
 from ..ingest.creation import make_chunker
 from ..ingest.distributed import Executor, InProcess, Job
-from ..ingest.pipeline import Added, Encode, Progress, add_documents, fidelity_sample
+from ..ingest.pipeline import Added, Encode, Progress, add_documents, fidelity_sample, split
 from ..retrieval.calibration import Calibration, calibrate
 from ..retrieval.search import DenseRetriever
 from ..retrieval.vectorindex import VectorIndex, resolve_index_type
@@ -220,7 +221,7 @@ def _calibrated(
         store=directory.store,
         dense=DenseRetriever(transform, vectors, raw),
         encode=encode,
-        chunker=chunker,
+        cut=partial(split, chunker=chunker),
         rerank=settings.rerank,
     )
     return chosen.to_json()  # a calibration, or why there is none

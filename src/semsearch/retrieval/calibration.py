@@ -30,15 +30,13 @@ from typing import Any
 
 import numpy as np
 
+from ..cjk import CJK_SENTENCE_ENDS, word_count
 from ..documents import Document
-from ..ingest.chunking import Chunker
-from ..ingest.pipeline import split
 from ..settings import FUSION_DEPTH, Fusion, SearchMode
 from ..storage.rawvectors import RawVectors
 from ..storage.store import DocumentStore
 from . import perquery
 from .choice import NOISE, TIE, choose
-from .cjk import CJK_SENTENCE_ENDS, word_count
 from .cropping import CROP_WORDS, crop, cropped
 from .keywords import KeywordRetriever
 from .search import DenseRetriever, Found, Match, dense_documents, fuse
@@ -65,6 +63,9 @@ METRIC = "ndcg@10"
 SENTENCE_END = re.compile(r"[.!?]+[\"')\]]*\s+|[。！？；…｡]+[”’」』）)\]]*\s*")
 ABBREVIATION = 3  # a word this short before a full stop ("al.", "Fig.", "e.g.") does not end a sentence
 Encode = Callable[[Sequence[str]], np.ndarray]
+# The index's own cut of documents into passages (ingest's, handed in by the caller: a query stage does not
+# reach up into ingest): each document's passages, each with its `embedding_text`.
+Cut = Callable[[Sequence[Document]], Sequence[Sequence[Any]]]
 
 
 @dataclass(frozen=True)
@@ -225,7 +226,7 @@ def calibrate(
     store: DocumentStore,
     dense: DenseRetriever,
     encode: Encode,
-    chunker: Chunker | None,
+    cut: Cut,
     rerank: int,
     queries: int | None = None,
     seed: int = SEED,
@@ -252,7 +253,7 @@ def calibrate(
             f"only {len(drawn)} pseudo-queries among the documents read, fewer than {MIN_QUERIES}: too few "
             f"have {MIN_SENTENCES} sentences or {2 * CROP_WORDS[0]} words"
         )
-    targets = Targets.drawn(drawn, store, encode, chunker)
+    targets = Targets.drawn(drawn, store, encode, cut)
     if len(targets.queries) < MIN_QUERIES:
         return skipped(
             f"only {len(targets.queries)} pseudo-queries keep a target, fewer than {MIN_QUERIES} (their "
@@ -293,13 +294,11 @@ class Targets:
     dropped: np.ndarray  # every row the targets had, sorted
 
     @classmethod
-    def drawn(
-        cls, drawn: list[PseudoQuery], store: DocumentStore, encode: Encode, chunker: Chunker | None
-    ) -> Targets:
+    def drawn(cls, drawn: list[PseudoQuery], store: DocumentStore, encode: Encode, cut: Cut) -> Targets:
         """Documents of one passage re-encoded without the query (`of`); of several, cropped (cropping.py)."""
         counts = store.passages().counts_of(np.array([q.pk for q in drawn], dtype=np.int64))
         several = [(q, int(n)) for q, n in zip(drawn, counts) if n > 1]
-        whole = cls.of([q for q, n in zip(drawn, counts) if n == 1], store, encode, chunker)
+        whole = cls.of([q for q, n in zip(drawn, counts) if n == 1], store, encode, cut)
         if not several:
             return whole
         rows = [q.pk + i for q, n in several for i in range(n)]
@@ -310,13 +309,11 @@ class Targets:
         )
 
     @classmethod
-    def of(
-        cls, drawn: list[PseudoQuery], store: DocumentStore, encode: Encode, chunker: Chunker | None
-    ) -> Targets:
+    def of(cls, drawn: list[PseudoQuery], store: DocumentStore, encode: Encode, cut: Cut) -> Targets:
         titles = {pk: row["title"] for pk, row in store.get([q.pk for q in drawn]).items()}
-        cut = split([Document(str(q.pk), q.rest, titles.get(q.pk)) for q in drawn], chunker)
+        parts_of = cut([Document(str(q.pk), q.rest, titles.get(q.pk)) for q in drawn])
         had = store.passages().counts_of(np.array([q.pk for q in drawn], dtype=np.int64))
-        kept = [(q, parts, int(n)) for q, parts, n in zip(drawn, cut, had) if len(parts) <= n]
+        kept = [(q, parts, int(n)) for q, parts, n in zip(drawn, parts_of, had) if len(parts) <= n]
         rows = [q.pk + i for q, parts, _ in kept for i in range(len(parts))]
         texts = [part.embedding_text for _, parts, _ in kept for part in parts]
         dropped = [q.pk + i for q, _, n in kept for i in range(n)]

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .cjk import word_spans
+from ..cjk import word_spans
 
 CROP_WORDS = (4, 16)
 

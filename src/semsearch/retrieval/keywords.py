@@ -18,10 +18,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..storage import analysis
 from ..storage.keywordterms import STEMMER
 from ..storage.reads import Scored
 from ..storage.store import DocumentStore
-from . import analysis
 from .bm25matrix import TITLE_WEIGHT, Bm25Matrix
 
 WORD = re.compile(r"\w+")

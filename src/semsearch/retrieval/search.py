@@ -24,12 +24,12 @@ from ..settings import (
     SearchMode,
     check_k,
 )
+from ..storage.filters import Condition
 from ..storage.passages import PassageMap
 from ..storage.rawvectors import RawVectors
 from ..storage.store import DocumentStore
 from ..transforms import Transform, normalize_rows
 from . import strategy
-from .filters import Condition
 from .keywords import KeywordRetriever, best_span
 from .query import QueryOptions
 from .vectorindex import VectorIndex

@@ -6,19 +6,28 @@ The steps, in the order a write passes them: `creating` (a new index's store is 
 written), `encoded` (a partition's vectors are in the resume cache),
 `generation-written` (the next generation's files and pending manifest are on disk, SQLite not committed),
 `committed` (SQLite committed, the manifest not yet replaced), `published` (the new manifest is current, the
-old generations not yet removed)."""
+old generations not yet removed).
+
+`SEMSEARCH_PAUSE=STEP:SECONDS` makes every passing of STEP wait that long instead: a write held open, so a test
+can act while it runs (a file changed during a watch's write)."""
 
 from __future__ import annotations
 
 import os
+import time
 
 FAULT_ENV = "SEMSEARCH_FAULT"
+PAUSE_ENV = "SEMSEARCH_PAUSE"
 FAULT_EXIT = 86
 STEPS = ("creating", "encoded", "generation-written", "committed", "published")
 _passed: dict[str, int] = {}
 
 
 def fault_point(step: str) -> None:
+    if pause := os.environ.get(PAUSE_ENV):
+        name, _, seconds = pause.partition(":")
+        if name == step:
+            time.sleep(float(seconds))
     wanted = os.environ.get(FAULT_ENV)
     if not wanted:
         return

@@ -17,14 +17,11 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import IndexStateError, WriterBusy
-from ..retrieval.vectorindex import VectorIndex
-from ..transforms import implementation
-from ..transforms.stats import RunningStats
 from .damage import derived, json_problem, safetensors_problem, size_problem
 from .faults import fault_point
 from .files import atomic_write_text, fsync_directory
@@ -35,11 +32,6 @@ from .store import DocumentStore
 
 def generation_name(generation: int) -> str:
     return f"gen-{generation:06d}"
-
-
-def derived_files(manifest: Manifest) -> list[str]:
-    """The files a generation of this index holds: statistics, the transform's own, the vector index."""
-    return [RunningStats.FILE, *implementation(manifest.settings.spec.kind).FILES, VectorIndex.FILE]
 
 
 def file_problem(path: Path) -> str | None:
@@ -209,9 +201,10 @@ class Generations:
         else:
             pending.unlink(missing_ok=True)
 
-    def check(self, manifest: Manifest) -> None:
-        """The manifest, the document store and the generation's files must agree, and each file be whole by
-        its header and size (checked on every open; `semsearch check` loads them all)."""
+    def check(self, manifest: Manifest, files: Sequence[str]) -> None:
+        """The manifest, the document store and the generation's `files` (operations.directory.derived_files:
+        this stage knows no transform or vector index) must agree, and each file be whole by its header and
+        size (checked on every open; `semsearch check` loads them all)."""
         if problem := self.disagreement(manifest):
             copy = self.directory(self.store.generation()) / FILE
             repair = (
@@ -223,7 +216,7 @@ class Generations:
             raise IndexStateError(f"{self.path} is inconsistent: {problem}; {repair}")
         if manifest.state.count:
             directory = self.directory(manifest.state.generation)
-            for name in derived_files(manifest):
+            for name in files:
                 if problem := file_problem(directory / name):
                     raise derived(directory / name, problem)
 

@@ -87,8 +87,8 @@ class StoreReads:
             connection.execute("COMMIT")
 
     def _has_locations(self) -> bool:
-        """Whether the store keeps sections and locations (schema 5; older ones, open read-only, do not)."""
-        return self.db.execute("PRAGMA user_version").fetchone()[0] >= 5
+        """Whether the store keeps sections and locations (schema 6; older ones, open read-only, do not)."""
+        return self.db.execute("PRAGMA user_version").fetchone()[0] >= 6
 
     def locations(self, rows: Sequence[int]) -> dict[int, dict[str, object]]:
         """The locations in their files (Location.to_json()) of these vector rows, for those that have one (a

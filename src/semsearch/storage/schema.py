@@ -84,7 +84,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "INSERT INTO keywords (keywords) VALUES ('rebuild')",  # the documents already stored
         "PRAGMA user_version = 3",
     ),
-    (  # the documents' title and text pass through the one analysis queries pass through (retrieval/analysis.py)
+    (  # the documents' title and text pass through the one analysis queries pass through (storage/analysis.py)
         "DROP TRIGGER IF EXISTS keywords_insert",
         "DROP TRIGGER IF EXISTS keywords_delete",
         "DROP TRIGGER IF EXISTS keywords_update",
@@ -100,12 +100,26 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         END""",
         "PRAGMA user_version = 4",
     ),
+    (  # the files a folder's ingest read (ingest/sync.py): what each held when read, and its documents
+        # `root` is the folder's absolute path, `path` the file's relative to it (POSIX); `documents` a JSON
+        # object of the ids its documents got, each with the content hash stored with it.
+        """CREATE TABLE IF NOT EXISTS files (
+            root TEXT NOT NULL,
+            path TEXT NOT NULL,
+            size INTEGER NOT NULL,
+            mtime_ns INTEGER NOT NULL,
+            hash TEXT NOT NULL,
+            documents TEXT NOT NULL DEFAULT '{}',
+            PRIMARY KEY (root, path)
+        )""",
+        "PRAGMA user_version = 5",
+    ),
     (  # where passages are in their files (documents.py's Section and Location, read from files)
         # A document's sections as JSON, [[start, end, location], ...] (NULL: none): what an export carries.
         "ALTER TABLE documents ADD COLUMN sections TEXT",
         # Each vector row's location in its file (Location.to_json()), for the rows of documents with sections.
         "CREATE TABLE IF NOT EXISTS locations (pk INTEGER PRIMARY KEY, location TEXT NOT NULL)",
-        "PRAGMA user_version = 5",
+        "PRAGMA user_version = 6",
     ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)

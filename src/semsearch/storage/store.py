@@ -18,13 +18,14 @@ import sqlite_utils
 
 from ..documents import Document
 from ..errors import IndexStateError
-from ..retrieval.analysis import register as register_analysis
-from ..retrieval.filters import Condition, RowCache, check_fields, condition_sql, where_sql
+from .analysis import register as register_analysis
 from .damage import RESTORE, DamagedFile, brief, size_problem, sqlite_problem
+from .filters import Condition, RowCache, check_fields, condition_sql, where_sql
 from .locations import location_rows, sections_json
 from .passages import PassageMap
 from .reads import StoreReads
 from .schema import META_ROWS, MIGRATIONS, NEW_ROWS, SCHEMA_VERSION
+from .synced import SyncedFiles
 
 TABLES = ("documents", "fields", "state")
 # A writable open failing so (the file or its directory cannot be written) opens read-only instead.
@@ -37,7 +38,7 @@ _OPEN: dict[str, int] = {}
 _OPEN_LOCK = threading.Lock()
 
 
-class DocumentStore(StoreReads):
+class DocumentStore(StoreReads, SyncedFiles):
     """`read_only`: never write (storage that cannot be written; also set when a writable open fails so).
     `create`: a missing or empty file is a new store (else it is damage: an index that has written documents
     needs them)."""

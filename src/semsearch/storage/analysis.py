@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from .cjk import segment
+from ..cjk import segment
 
 SQL_FUNCTION = "semsearch_analyze"
 

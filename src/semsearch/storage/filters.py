@@ -5,8 +5,10 @@
   apart); `true`, `false` match JSON booleans (and those strings); `null` matches JSON null and a missing field.
   A list matches when one of its members does (`tags=a`). `!=` is the negation: documents without the field
   count as different from any value.
-- `<`, `<=`, `>`, `>=` compare numbers only (SQLite ranks any text above every number); a list matches when one
-  of its numbers does.
+- `<`, `<=`, `>`, `>=` compare numbers (SQLite ranks any text above every number); a list matches when one
+  of its numbers does. A value written as an ISO 8601 date or date-time (`2026-01-01`, `2026-01-01T12:00`)
+  compares dates: text values in that form, as written by file ingest (`modified`), front matter and tables
+  (UTC, without a zone), ordered as text, which for ISO 8601 is time order.
 - What cannot be meant is refused with a message (`lang==zh`, a field no document has), never an empty answer.
 Every value, field paths included, is bound as an SQL parameter. The rules are read two ways: `condition_sql`
 over the typed, indexed `meta` table (store.py, schema 2: what every writable store has), and `where_sql` over
@@ -48,15 +50,24 @@ class Condition:
         if value[:1] in ("=", "<", ">", "!"):
             meant = f"{field}{operator}{value.lstrip('=<>!')}"
             raise SettingsError(f"{text!r}: an operator twice; did you mean {meant!r}?", setting="where")
-        if operator in NUMERIC_OPERATORS and number(value) is None:
+        if operator in NUMERIC_OPERATORS and number(value) is None and not is_date(value):
             raise SettingsError(
-                f"{text!r}: {operator} compares numbers, and {value!r} is not one", setting="where"
+                f"{text!r}: {operator} compares numbers or dates (2026-01-01), and {value!r} is neither",
+                setting="where",
             )
         return cls(field, operator, value)
 
     @property
     def json_path(self) -> str:
         return "$" + "".join(f'."{part}"' for part in self.field.split("."))
+
+
+DATE = re.compile(r"^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)?$")
+
+
+def is_date(text: str) -> bool:
+    """An ISO 8601 date or date-time without a zone, as `--where` compares dates."""
+    return bool(DATE.match(text))
 
 
 INT64 = (-(1 << 63), (1 << 63) - 1)  # SQLite's integers; a number beyond is compared as a float
@@ -102,6 +113,9 @@ def _clause(condition: Condition, n: int, params: dict[str, Any]) -> str:
     members = (
         f"json_each(metadata, :path{n}) WHERE {kind} IN ({SCALARS[1:-1]}, 'array') AND type IN {SCALARS}"
     )
+    if operator in NUMERIC_OPERATORS and parsed is None:  # a date: ISO 8601 text, ordered as text
+        params[f"value{n}"] = value.replace(" ", "T")
+        return f"EXISTS (SELECT 1 FROM {members} AND type = 'text' AND value {operator} :value{n})"
     if operator in NUMERIC_OPERATORS:
         params[f"value{n}"] = parsed
         return (
@@ -149,6 +163,8 @@ def condition_sql(condition: Condition) -> tuple[str, dict[str, Any], bool]:
         return f"SELECT pk FROM documents WHERE {column} IN (:value, :number)", params, operator == "!="
     params: dict[str, Any] = {"path": condition.field}
     at = "SELECT pk FROM meta WHERE path = :path"
+    if operator in NUMERIC_OPERATORS and parsed is None:  # a date: ISO 8601 text, ordered as text
+        return f"{at} AND str {operator} :value", {**params, "value": value.replace(" ", "T")}, False
     if operator in NUMERIC_OPERATORS:
         return f"{at} AND num {operator} :value", {**params, "value": parsed}, False
     if value == "null":  # null or missing: no non-null value at the path

@@ -1,0 +1,323 @@
+"""Files in (issue 34), written to benchmarks/results/files.md:
+
+- parsers: the candidates for HTML (lxml with semsearch's main-content rules, selectolax, trafilatura) and PDF
+  (pypdf, pdfminer.six), side by side on the same files: pages a second, and for HTML how much of each page's
+  main text they keep and how often the site's furniture (its banner) comes along;
+- split: documents parsed a second (the process pool of ingest/sources/files.py, and one process) against
+  documents encoded a second, on a folder of real documentation HTML (Debian's python-django-doc) and copies
+  of the mixed folder of tests/mixedfolder.py (Markdown, HTML, PDF, DOCX, text, code, CSV, Parquet);
+- parquet: one corpus with a vector column as Parquet and as JSONL, each ingested with --vector-field by a
+  whole `semsearch ingest` process: seconds and peak RSS.
+
+    .venv/bin/python benchmarks/files.py [--sections parsers,split,parquet] [--pages 120] [--copies 20]
+                                         [--rows 100000] [--dim 384]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO / "benchmarks"))
+from mixedfolder import write_folder  # noqa: E402
+from scale import SEMSEARCH, command_line, markdown_table, measure  # noqa: E402
+
+DJANGO = Path("/usr/share/doc/python-django-doc/html")
+PDFS = [
+    Path("/usr/share/doc/libtasn1-doc/libtasn1.pdf"),
+    Path("/usr/share/doc/shared-mime-info/shared-mime-info-spec.pdf"),
+]
+OUT = REPO / "benchmarks" / "results" / "files.md"
+BANNER = "Django 3.2.25 documentation"  # the site's header on every page: furniture
+
+
+def django_pages(count: int) -> list[Path]:
+    if not DJANGO.is_dir():
+        raise SystemExit(f"no {DJANGO}: apt-get install python-django-doc (a Debian documentation package)")
+    pages = sorted(p for p in DJANGO.rglob("*.html") if "_modules" not in p.parts and p.stat().st_size > 8000)
+    return pages[:: max(1, len(pages) // count)][:count]
+
+
+def first_paragraphs(page: bytes) -> list[str]:
+    """The page's own paragraphs inside its Sphinx sections: what a main-content extractor must keep."""
+    import lxml.html
+
+    root = lxml.html.document_fromstring(page)
+    return [" ".join(p.text_content().split()) for p in root.xpath("//div[@class='section']/p")][:5]
+
+
+def html_candidates():
+    def ours(data: bytes) -> str:
+        from semsearch.ingest.sources.formats import html
+
+        return html.parse(data).text
+
+    def selectolax(data: bytes) -> str:
+        from selectolax.lexbor import LexborHTMLParser as HTMLParser
+
+        tree = HTMLParser(data)
+        tree.strip_tags(["script", "style", "nav", "header", "footer", "aside", "form"])
+        return tree.body.text(separator=" ") if tree.body else ""
+
+    def trafilatura(data: bytes) -> str:
+        import trafilatura as t
+
+        return t.extract(data.decode("utf-8", "replace"), include_comments=False, include_tables=True) or ""
+
+    return {
+        "lxml + main-content rules (chosen)": ours,
+        "selectolax, furniture tags stripped": selectolax,
+        "trafilatura.extract": trafilatura,
+    }
+
+
+def parsers(args) -> list[str]:
+    pages = [p.read_bytes() for p in django_pages(args.pages)]
+    wanted = [first_paragraphs(page) for page in pages]
+    rows = []
+    for name, parse in html_candidates().items():
+        started = time.perf_counter()
+        texts = [parse(page) for page in pages]
+        seconds = time.perf_counter() - started
+        flat = [" ".join(text.split()) for text in texts]
+        kept = [sum(p in text for p in want) / len(want) for want, text in zip(wanted, flat) if want]
+        rows.append(
+            {
+                "HTML parser": name,
+                "pages/s": f"{len(pages) / seconds:.1f}",
+                "main paragraphs kept": f"{np.mean(kept):.1%}",
+                "pages with the site banner": f"{sum(BANNER in t for t in flat) / len(flat):.0%}",
+                "mean chars": f"{np.mean([len(t) for t in flat]):,.0f}",
+            }
+        )
+    pdf_rows = []
+    for name, extract in pdf_candidates().items():
+        started, pages_read, chars = time.perf_counter(), 0, 0
+        for path in PDFS:
+            if path.is_file():
+                n, c = extract(path.read_bytes())
+                pages_read, chars = pages_read + n, chars + c
+        seconds = time.perf_counter() - started
+        pdf_rows.append(
+            {
+                "PDF parser": name,
+                "pages": pages_read,
+                "pages/s": f"{pages_read / seconds:.1f}",
+                "chars": f"{chars:,}",
+            }
+        )
+    return [
+        f"## Parsers: {len(pages)} pages of Debian's python-django-doc, {', '.join(p.name for p in PDFS)}",
+        "",
+        *markdown_table(rows),
+        *markdown_table(pdf_rows),
+    ]
+
+
+def pdf_candidates():
+    def pypdf(data: bytes) -> tuple[int, int]:
+        from semsearch.ingest.sources.formats import pdf
+
+        parsed = pdf.parse(data)
+        return len(parsed.sections), len(parsed.text)
+
+    def pdfminer(data: bytes) -> tuple[int, int]:
+        import io
+
+        from pdfminer.high_level import extract_text
+
+        text = extract_text(io.BytesIO(data))
+        return text.count("\f") or 1, len(text)
+
+    return {"pypdf (chosen)": pypdf, "pdfminer.six": pdfminer}
+
+
+def split(args) -> list[str]:
+    from semsearch import Index
+    from semsearch.ingest.documents import Corpus
+    from semsearch.ingest.sources import files
+
+    work = Path(tempfile.mkdtemp(prefix="files-split-"))
+    try:
+        folder = work / "folder"
+        for n, page in enumerate(django_pages(args.pages)):
+            target = folder / "django" / f"{n:04d}-{page.name}"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(page, target)
+        for copy in range(args.copies):
+            write_folder(folder / f"mixed-{copy:03d}")
+            if copy:  # a table's rows keep their own ids: one copy of the tables
+                shutil.rmtree(folder / f"mixed-{copy:03d}" / "tables")
+        rows = []
+        for label, pool_from in (("a pool of processes (ingest's)", files.POOL_FROM), ("one process", 10**9)):
+            files.POOL_FROM = pool_from
+            corpus = Corpus(folder, skip_invalid=False)
+            started = time.perf_counter()
+            count = corpus.check().count
+            rows.append(
+                {
+                    "step": f"parse ({label}, {files.PARSE_WORKERS} workers)"
+                    if pool_from < 10**9
+                    else f"parse ({label})",
+                    "documents": count,
+                    "seconds": time.perf_counter() - started,
+                }
+            )
+        with Index.create(work / "index") as index:
+            started = time.perf_counter()
+            report = index.ingest(corpus)
+            rows.append(
+                {
+                    "step": "encode and write (the ingest after the check)",
+                    "documents": report.added,
+                    "seconds": time.perf_counter() - started,
+                }
+            )
+        for row in rows:
+            row["docs/s"] = f"{row['documents'] / row['seconds']:.1f}"
+            row["seconds"] = f"{row['seconds']:.1f}"
+        ratio = float(rows[0]["docs/s"]) / float(rows[-1]["docs/s"])
+        return [
+            f"## Parse against encode: {args.pages} Django HTML pages and {args.copies} mixed folders",
+            "",
+            *markdown_table(rows),
+            f"Parsed {ratio:.1f}x as fast as encoded (target: at least 5x).",
+            "",
+        ]
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def parquet(args) -> list[str]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    work = Path(tempfile.mkdtemp(prefix="files-parquet-"))
+    try:
+        rng = np.random.default_rng(0)
+        words = np.array(
+            [
+                "ocean",
+                "river",
+                "mountain",
+                "forest",
+                "desert",
+                "city",
+                "village",
+                "harbour",
+                "bridge",
+                "tower",
+                "garden",
+                "field",
+            ]
+        )
+        schema = pa.schema(
+            [
+                ("id", pa.string()),
+                ("text", pa.string()),
+                ("year", pa.int64()),
+                ("emb", pa.list_(pa.float32(), args.dim)),
+            ]
+        )
+        with (
+            pq.ParquetWriter(work / "corpus.parquet", schema) as writer,
+            open(work / "corpus.jsonl", "w") as jsonl,
+        ):
+            for start in range(0, args.rows, 10_000):
+                n = min(10_000, args.rows - start)
+                ids = [f"d{i}" for i in range(start, start + n)]
+                texts = [" ".join(rng.choice(words, 12)) for _ in range(n)]
+                years = rng.integers(1990, 2026, n)
+                vectors = rng.standard_normal((n, args.dim)).astype(np.float32)
+                arrays = [
+                    pa.array(ids),
+                    pa.array(texts),
+                    pa.array(years),
+                    pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), args.dim),
+                ]
+                writer.write_table(pa.Table.from_arrays(arrays, schema=schema), row_group_size=10_000)
+                for i in range(n):
+                    record = {
+                        "id": ids[i],
+                        "text": texts[i],
+                        "year": int(years[i]),
+                        "emb": [round(float(x), 6) for x in vectors[i]],
+                    }
+                    jsonl.write(json.dumps(record) + "\n")
+        rows = []
+        for name in ("corpus.parquet", "corpus.jsonl"):
+            path = work / name
+            run = measure(
+                [
+                    *SEMSEARCH,
+                    "ingest",
+                    str(path),
+                    "--vector-field",
+                    "emb",
+                    "--index",
+                    str(work / f"index-{name}"),
+                    "--quiet",
+                ]
+            )
+            rows.append(
+                {
+                    "corpus": name,
+                    "file MiB": f"{path.stat().st_size / 2**20:,.0f}",
+                    "rows": f"{args.rows:,}",
+                    "seconds": f"{run['seconds']:.1f}",
+                    "peak RSS MiB": f"{run['peak_rss_mib']:,.0f}",
+                }
+            )
+        return [
+            f"## Parquet (row groups of 10,000) against JSONL: {args.rows:,} rows with {args.dim}-dimension vectors",
+            "",
+            *markdown_table(rows),
+        ]
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def merged(blocks: dict[str, list[str]]) -> str:
+    """The results file with these sections replaced (each section keeps the command that made it)."""
+    kept: dict[str, list[str]] = {}
+    if OUT.is_file():
+        name = None
+        for line in OUT.read_text().splitlines():
+            if line.startswith("## "):
+                name = line.split(":")[0][3:]
+            if name is not None:
+                kept.setdefault(name, []).append(line)
+    kept.update(blocks)
+    order = ["Parsers", "Parse against encode", "Parquet (row groups of 10,000) against JSONL"]
+    names = sorted(kept, key=lambda n: order.index(n) if n in order else len(order))
+    return "\n".join(["# Files in (issue 34)", "", *[line for n in names for line in kept[n]]]) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sections", default="parsers,split,parquet")
+    parser.add_argument("--pages", type=int, default=120)
+    parser.add_argument("--copies", type=int, default=20)
+    parser.add_argument("--rows", type=int, default=100_000)
+    parser.add_argument("--dim", type=int, default=384)
+    args = parser.parse_args()
+    blocks = {}
+    for section in args.sections.split(","):
+        lines = {"parsers": parsers, "split": split, "parquet": parquet}[section](args)
+        lines[1:1] = ["", f"`{command_line()}`"]
+        print("\n".join(lines), flush=True)
+        blocks[lines[0].split(":")[0][3:]] = lines
+    OUT.write_text(merged(blocks))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,69 @@
+"""The one interface every source of documents has: it yields each Document, or the DataError one entry is,
+with the place it came from (file, line or row), so a corpus of any kind is validated, spooled, skipped and
+counted the same way (documents.Corpus)."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ...documents import Document
+from ...errors import DataError
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where an entry came from, as an error names it: a file and a line (JSONL) or row (a table, 1-based)."""
+
+    path: str | Path | None = None
+    line: int | None = None
+    row: int | None = None
+
+    def where(self) -> dict[str, Any]:
+        return {"path": self.path, "line": self.line, "row": self.row}
+
+    def within(self) -> str:
+        """The place inside its file, as `first at ...` says it."""
+        return f"line {self.line}" if self.line else f"row {self.row}" if self.row else str(self.path)
+
+
+Entry = tuple[Place, "Document | DataError"]
+
+
+class Source(ABC):
+    """Documents from somewhere. `entries` may be called more than once and gives the same entries each time;
+    `rereadable` False: reading is costly (files parsed), so a corpus spools them once rather than read twice.
+    `ignored`: files passed over as of no known type (counted after a full read)."""
+
+    rereadable = True
+    export: dict[str, Any] | None = None  # the header of a `semsearch export`, for the JSONL source of one
+    vectors: Path | None = None  # an .npy file of vectors made elsewhere (JSONL only)
+
+    def __init__(self, name: str | Path):
+        self.name = name  # as messages name it
+        self.ignored = 0
+
+    @abstractmethod
+    def entries(self) -> Iterator[Entry]: ...
+
+    def documents(self) -> Iterator[Document | DataError]:
+        for _, item in self.entries():
+            yield item
+
+
+class Sources(Source):
+    """Several sources read one after the other (`semsearch ingest A B C`)."""
+
+    def __init__(self, parts: Sequence[Source]):
+        super().__init__(", ".join(str(part.name) for part in parts))
+        self.parts = list(parts)
+        self.rereadable = all(part.rereadable for part in parts)
+
+    def entries(self) -> Iterator[Entry]:
+        for part in self.parts:
+            part.ignored = 0
+            yield from part.entries()
+        self.ignored = sum(part.ignored for part in self.parts)

@@ -1,0 +1,232 @@
+"""Document files as a source: one file, or a directory walked recursively. A file's id is its path relative to
+the directory given (POSIX separators; a single file: its name), its title its own (else the file name), its
+metadata `path` (as reached from the argument), `type`, `size`, `modified` and what the file carries (Markdown's
+front matter); its sections place every passage in the file. Files are parsed in a pool of processes."""
+
+from __future__ import annotations
+
+import datetime
+import os
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from multiprocessing import get_context
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from ...documents import Document
+from ...errors import DataError
+from ..reachable import check_id
+from .base import Entry, Place, Source
+from .fields import check_values
+from .formats import DOCUMENT_KINDS, MISSING_EXTRA, Unreadable, kind_of, parser
+
+MAX_FILE_BYTES = 64 << 20  # a document file larger than this is refused (a table or JSONL file is streamed)
+HEAD_BYTES = 4096  # what is read to tell a file's kind by its content
+PARSE_WORKERS = max(1, min(4, os.cpu_count() or 1))
+POOL_FROM = 32  # fewer files than this are parsed in this process (a pool costs more than it saves)
+
+
+@dataclass(frozen=True)
+class FileTask:
+    path: str  # to open
+    id: str  # relative to the directory given
+    shown: str  # as the user reaches it: metadata `path` and messages
+    kind: str
+
+
+def read_document(task: FileTask) -> tuple[str, Any]:
+    """("doc", Document) or ("error", reason) for one file; run in a worker process."""
+    try:
+        with open(task.path, "rb") as handle:
+            info = os.fstat(handle.fileno())
+            if info.st_size > MAX_FILE_BYTES:
+                return "error", f"larger than {MAX_FILE_BYTES >> 20} MiB ({info.st_size} bytes)"
+            data = handle.read()
+    except OSError as error:
+        return "error", f"cannot read: {error.strerror or error}"
+    try:
+        parsed = parser(task.kind)(data, task.shown)
+    except Unreadable as error:
+        return "error", str(error)
+    except ImportError as error:
+        if (error.name or "").startswith("semsearch"):
+            raise  # our own code, not a missing parser
+        return "error", MISSING_EXTRA.format(kind=task.kind)
+    except Exception as error:  # a parser's own failure on a damaged file: its reason, one line
+        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+        return "error", f"cannot be read as {task.kind}: {reason}"
+    if not parsed.text.strip():
+        return "error", "no text"
+    modified = datetime.datetime.fromtimestamp(info.st_mtime, datetime.timezone.utc)
+    facts = {
+        "path": task.shown,
+        "type": task.kind,
+        "size": info.st_size,
+        "modified": modified.replace(tzinfo=None).isoformat(timespec="seconds"),
+    }
+    name = PurePosixPath(task.id).name
+    try:  # what a front matter holds must be storable and filterable as a JSON line's fields are
+        check_values(parsed.metadata, "metadata")
+        check_id(task.id, "id")
+    except DataError as error:
+        field = f" (field {error.field!r})" if error.field and error.field != "metadata" else ""
+        return "error", f"{error.reason}{field}"
+    return "doc", Document(
+        id=task.id,
+        text=parsed.text,
+        title=(parsed.title or "").strip() or name,
+        metadata={**parsed.metadata, **facts},  # the file's own facts win over a front matter's fields
+        sections=tuple(parsed.sections) or None,
+    )
+
+
+class FilesSource(Source):
+    """Document files (of the kinds in formats/), each one document. Subclasses list the files."""
+
+    rereadable = False
+
+    def tasks(self) -> Iterator[FileTask | None]:  # None: a file passed over (no known kind)
+        raise NotImplementedError
+
+    def entries(self) -> Iterator[Entry]:
+        self.ignored = 0
+        tasks = []
+        for task in self.tasks():
+            if task is None:
+                self.ignored += 1
+            else:
+                tasks.append(task)
+        if len(tasks) >= POOL_FROM and PARSE_WORKERS > 1:
+            with ProcessPoolExecutor(PARSE_WORKERS, mp_context=get_context("forkserver")) as pool:
+                yield from self._entries(tasks, pool.map(read_document, tasks, chunksize=8))
+        else:
+            yield from self._entries(tasks, map(read_document, tasks))
+
+    @staticmethod
+    def _entries(tasks: Sequence[FileTask], results: Iterator[tuple[str, Any]]) -> Iterator[Entry]:
+        for task, (outcome, value) in zip(tasks, results):
+            place = Place(task.shown)
+            yield place, value if outcome == "doc" else DataError(value, path=task.shown)
+
+
+class FileSource(FilesSource):
+    """One document file named on the command line: its id is its name."""
+
+    def __init__(self, path: Path, kind: str):
+        super().__init__(path)
+        self.task = FileTask(str(path), path.name, path.as_posix(), kind)
+
+    def tasks(self) -> Iterator[FileTask | None]:
+        yield self.task
+
+
+class DirectorySource(FilesSource):
+    """The files under a directory, recursively, in a stable order: hidden files and directories and what a
+    `.gitignore` on the way names are left out unless `hidden` / `no_ignore`; `include` / `exclude` are globs
+    as .gitignore writes them (`*.md`, `drafts/`, `docs/**/*.html`) on the path relative to the directory.
+    Symbolic links are followed, a directory reached twice (a link loop) read once. Tables and JSONL files
+    inside are read as their own sources (sources/__init__.py)."""
+
+    def __init__(
+        self,
+        path: Path,
+        include: Sequence[str] = (),
+        exclude: Sequence[str] = (),
+        hidden: bool = False,
+        no_ignore: bool = False,
+        tables: Any = None,
+    ):
+        super().__init__(path)
+        self.root, self.include, self.exclude = path, list(include), list(exclude)
+        self.hidden, self.no_ignore = hidden, no_ignore
+        self.tables = tables  # makes the source of a table or JSONL file met in the walk
+
+    def files(self) -> Iterator[tuple[Path, str, str | None]]:
+        """(file, its path relative to the root, its kind or None) for each file the walk keeps."""
+        import pathspec
+
+        include = pathspec.GitIgnoreSpec.from_lines(self.include) if self.include else None
+        exclude = pathspec.GitIgnoreSpec.from_lines(self.exclude)
+        seen: set[tuple[int, int]] = set()
+        ignores: list[tuple[str, Any]] = []  # (directory relative to the root, its .gitignore)
+
+        def ignored(relative: str, is_dir: bool) -> bool:
+            probe = relative + "/" if is_dir else relative
+            if exclude.match_file(probe):
+                return True
+            for base, spec in ignores:
+                if (not base or relative.startswith(base + "/")) and spec.match_file(
+                    probe[len(base) + 1 if base else 0 :]
+                ):
+                    return True
+            return False
+
+        def walk(directory: Path, relative: str) -> Iterator[tuple[Path, str, str | None]]:
+            try:
+                info = directory.stat()
+            except OSError:
+                return
+            if (info.st_dev, info.st_ino) in seen:
+                return  # a link back to a directory already walked
+            seen.add((info.st_dev, info.st_ino))
+            pushed = False
+            if not self.no_ignore and (directory / ".gitignore").is_file():
+                try:
+                    lines = (
+                        (directory / ".gitignore").read_text(encoding="utf-8", errors="replace").splitlines()
+                    )
+                except OSError:
+                    lines = []
+                ignores.append((relative, pathspec.GitIgnoreSpec.from_lines(lines)))
+                pushed = True
+            try:
+                children = sorted(os.scandir(directory), key=lambda entry: entry.name)
+            except OSError as error:
+                raise DataError(f"cannot read: {error.strerror or error}", path=directory) from None
+            for child in children:
+                if not self.hidden and child.name.startswith("."):
+                    continue
+                child_relative = f"{relative}/{child.name}" if relative else child.name
+                try:
+                    is_dir = child.is_dir()  # follows links
+                except OSError:
+                    continue
+                if ignored(child_relative, is_dir):
+                    continue
+                if is_dir:
+                    yield from walk(Path(child.path), child_relative)
+                elif include is None or include.match_file(child_relative):
+                    yield Path(child.path), child_relative, _kind(Path(child.path))
+            if pushed:
+                ignores.pop()
+
+        yield from walk(self.root, "")
+
+    def shown(self, relative: str) -> str:
+        return (PurePosixPath(self.root.as_posix()) / relative).as_posix()
+
+    def tasks(self) -> Iterator[FileTask | None]:
+        for path, relative, kind in self.files():
+            yield (
+                FileTask(str(path), relative, self.shown(relative), kind) if kind in DOCUMENT_KINDS else None
+            )
+
+    def entries(self) -> Iterator[Entry]:
+        yield from super().entries()
+        ignored = self.ignored
+        if self.tables is not None:  # the tables and JSONL files of the walk, after its documents
+            for _, relative, kind in self.files():
+                if kind is not None and kind not in DOCUMENT_KINDS:
+                    ignored -= 1
+                    yield from self.tables(Path(self.shown(relative)), kind).entries()
+        self.ignored = ignored
+
+
+def _kind(path: Path) -> str | None:
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(HEAD_BYTES)
+    except OSError:
+        head = b""  # unreadable: told by its suffix, and reading it says why
+    return kind_of(path.name, head)

@@ -1,0 +1,36 @@
+"""DOCX with python-docx: paragraphs and tables in order, cut into sections at the Heading styles, each with
+its heading path; the title is the file's core property, else its Title-styled paragraph or first heading."""
+
+from __future__ import annotations
+
+import io
+
+from . import Parsed, Unreadable
+from .blocks import Assembly
+
+
+def parse(data: bytes, kind: str = "docx") -> Parsed:
+    import docx
+    from docx.opc.exceptions import PackageNotFoundError
+    from docx.table import Table
+
+    try:
+        document = docx.Document(io.BytesIO(data))
+    except (PackageNotFoundError, KeyError, ValueError) as error:
+        raise Unreadable(f"not a readable DOCX file ({error or type(error).__name__})") from None
+    out = Assembly()
+    styled_title = None
+    for block in document.iter_inner_content():
+        if isinstance(block, Table):
+            for row in block.rows:
+                out.add(" | ".join(cell.text.strip() for cell in row.cells))
+            continue
+        style = block.style.name if block.style is not None else ""
+        if style == "Title":
+            styled_title = styled_title or block.text.strip()
+            out.add(block.text)
+        elif style.startswith("Heading") and style[7:].strip().isdigit():
+            out.heading(int(style[7:]), block.text)
+        else:
+            out.add(block.text)
+    return out.parsed(document.core_properties.title or styled_title)

@@ -1,0 +1,177 @@
+"""HTML with lxml: the main content only (`<main>`, `role=main` or `<article>` where the page has one; never
+navigation, banners, footers, sidebars, scripts or forms), cut into sections at its headings, each with its
+heading path and the id of the nearest enclosing element that has one (so `path#anchor` opens the place); the
+title is the page's `<title>`, else its first heading."""
+
+from __future__ import annotations
+
+from ....documents import Location
+from . import Parsed, Unreadable
+from .blocks import Assembly
+
+HEADINGS = {f"h{n}": n for n in range(1, 7)}
+BLOCKS = set(HEADINGS) | set(
+    [
+        "p",
+        "div",
+        "li",
+        "ul",
+        "ol",
+        "pre",
+        "blockquote",
+        "dd",
+        "dt",
+        "dl",
+        "td",
+        "th",
+        "tr",
+        "table",
+        "figcaption",
+        "caption",
+        "section",
+        "article",
+        "main",
+        "aside",
+        "nav",
+        "header",
+        "footer",
+        "form",
+        "fieldset",
+        "details",
+        "summary",
+        "address",
+        "hr",
+        "br",
+    ]
+)
+# Never content: the page's furniture, repeated on every page, and what is not text.
+FURNITURE = (
+    "//script | //style | //noscript | //template | //nav | //aside | //form | //svg | //button | //iframe"
+    " | //*[@role='navigation' or @role='banner' or @role='contentinfo' or @role='complementary' or @role='search']"
+    " | //*[@aria-hidden='true']"
+)
+# Themes (Sphinx, MkDocs, Docusaurus, ...) keep their sidebars, breadcrumbs and "¶" links in classes and ids.
+FURNITURE_NAMES = {
+    "related",
+    "headerlink",
+    "toc",
+    "footer",
+    "header",
+    "nav",
+    "navigation",
+    "menu",
+    "skip-link",
+}
+FURNITURE_PARTS = ("sidebar", "navbar", "breadcrumb", "global-nav", "footer")
+# A block that is mostly links (a menu, a table of contents, "previous | up | next") is furniture too.
+LINK_SHARE, LINKS = 0.6, 3
+LINK_BLOCKS = ("div", "ul", "ol", "table", "dl", "p")
+
+
+def _chars(text: str | None) -> int:
+    return len("".join(text.split())) if text else 0
+
+
+def furniture(body) -> list:
+    """The elements under `body` that are the site's furniture: named so (class or id), or mostly links and
+    not most of the page (a page that is a list of links, a table of contents, keeps its list). One pass from
+    the leaves up counts each element's characters and linked characters."""
+    elements = list(body.iter())
+    chars: dict = {}
+    linked: dict = {}
+    links: dict = {}
+    for element in reversed(elements):  # children before their parents
+        text, link, count = _chars(element.text), 0, 0
+        for child in element:
+            text += chars.get(child, 0) + _chars(child.tail)
+            link += linked.get(child, 0)
+            count += links.get(child, 0)
+        if element.tag == "a":
+            link, count = text, count + 1
+        chars[element], linked[element], links[element] = text, link, count
+    page = chars.get(body, 0)
+    found, inside = [], set()
+    for element in elements:
+        if not isinstance(element.tag, str) or element.getparent() in inside:
+            inside.add(element)
+            continue
+        names = f"{element.get('class', '')} {element.get('id', '')}".lower().split()
+        named = any(
+            name in FURNITURE_NAMES or any(part in name for part in FURNITURE_PARTS) for name in names
+        )
+        text = chars[element]
+        linky = (
+            element.tag in LINK_BLOCKS
+            and links[element] >= LINKS
+            and 0 < text < page / 2
+            and linked[element] / text >= LINK_SHARE
+        )
+        if element is not body and (named or linky):
+            found.append(element)
+            inside.add(element)
+    return found
+
+
+def parse(data: bytes, kind: str = "html") -> Parsed:
+    import lxml.etree
+    import lxml.html
+
+    try:
+        root = lxml.html.document_fromstring(data)
+    except (lxml.etree.ParserError, ValueError) as error:
+        raise Unreadable(f"not HTML ({error})") from None
+    title = " ".join((root.findtext(".//title") or "").split()) or None
+    for element in root.xpath(FURNITURE):
+        if element.getparent() is not None:
+            element.drop_tree()
+    for element in furniture(root.find("body") if root.find("body") is not None else root):
+        element.drop_tree()
+    main = next(iter(root.xpath("//main | //*[@role='main'] | //article")), None)
+    if main is None:
+        main = root.find("body") if root.find("body") is not None else root
+        for element in main.xpath(".//header | .//footer"):  # the page's own, outside any article
+            element.drop_tree()
+    out = Assembly()
+    ids: list[str] = []
+    for ancestor in main.iterancestors():  # ids enclosing the main content count too
+        if ancestor.get("id"):
+            ids.insert(0, ancestor.get("id"))
+    out.place = Location(anchor=ids[-1] if ids else None)
+    buffer: list[str] = []
+
+    def flush() -> None:
+        out.add(" ".join("".join(buffer).split()))
+        buffer.clear()
+
+    def walk(element, preformatted: bool = False) -> None:
+        tag = element.tag if isinstance(element.tag, str) else ""
+        own_id = element.get("id") if tag else None
+        if own_id:
+            ids.append(own_id)
+        if tag in HEADINGS:
+            flush()
+            out.heading(HEADINGS[tag], element.text_content(), ids[-1] if ids else None)
+        elif tag == "pre":
+            flush()
+            out.add(element.text_content())
+        elif tag:
+            block = tag in BLOCKS
+            if block:
+                flush()
+            if element.text:
+                buffer.append(element.text)
+            for child in element:
+                walk(child)
+                if child.tail:
+                    buffer.append(child.tail)
+            if block:
+                flush()
+        if own_id:
+            ids.pop()
+
+    walk(main)
+    flush()
+    parsed = out.parsed(title)
+    if not parsed.text.strip():
+        raise Unreadable("no text in the page's main content")
+    return parsed

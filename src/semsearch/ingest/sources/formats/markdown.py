@@ -1,0 +1,52 @@
+"""Markdown with markdown-it-py: YAML front matter (Obsidian, Hugo, Jekyll) becomes metadata, the headings cut
+the text into sections, each with its line range and heading path; the title is the front matter's, else the
+first heading."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..fields import json_value
+from . import Parsed, Unreadable, decoded
+from .lines import Lines
+
+
+def parse(data: bytes, kind: str = "markdown") -> Parsed:
+    import yaml
+    from markdown_it import MarkdownIt
+    from mdit_py_plugins.front_matter import front_matter_plugin
+
+    source = decoded(data)
+    tokens = MarkdownIt("commonmark").use(front_matter_plugin).parse(source)
+    metadata: dict[str, Any] = {}
+    skip = 0  # lines of front matter before the text
+    if tokens and tokens[0].type == "front_matter":
+        try:
+            loaded = yaml.safe_load(tokens[0].content)
+        except yaml.YAMLError as error:
+            mark = getattr(error, "problem_mark", None)
+            where = f" at line {mark.line + 2}" if mark is not None else ""
+            raise Unreadable(f"front matter that is not valid YAML{where}") from None
+        if loaded is not None and not isinstance(loaded, dict):
+            raise Unreadable("front matter that is not a mapping of fields")
+        metadata = {str(key): json_value(value) for key, value in (loaded or {}).items()}
+        skip = tokens[0].map[1]
+    lines = Lines("\n".join(source.split("\n")[skip:]), first=skip + 1)
+    headings: list[tuple[int, int, str]] = []  # (text line, level, heading)
+    for token, inline in zip(tokens, tokens[1:]):
+        if token.type == "heading_open" and token.map:
+            headings.append((token.map[0] - skip, int(token.tag[1]), inline.content.strip()))
+    sections, path = [], []
+    starts = [0] + [line for line, _, _ in headings] + [len(lines)]
+    for n, (begin, end) in enumerate(zip(starts, starts[1:])):
+        if n > 0:
+            _, level, heading = headings[n - 1]
+            path = [(lvl, h) for lvl, h in path if lvl < level] + [(level, heading)]
+        if begin < end and (section := lines.section(begin, end, [h for _, h in path])) is not None:
+            sections.append(section)
+    title = metadata.pop("title", None)
+    if not isinstance(title, str) or not title.strip():
+        title = next((heading for _, level, heading in headings if level == 1), None) or (
+            headings[0][2] if headings else None
+        )
+    return Parsed(lines.text, title or None, sections, metadata)

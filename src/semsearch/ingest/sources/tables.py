@@ -1,0 +1,137 @@
+"""A table as a source, a row a document: CSV and TSV (pyarrow's streaming reader, which infers each column's
+type), Parquet (read a row group at a time) and, from Python, a pandas DataFrame or a pyarrow Table. The id,
+text and title columns are named as for JSONL (`FieldNames`); every other column is metadata with its type
+kept (ints, floats, booleans, lists; timestamps and dates as ISO 8601 text, which `--where` compares as dates).
+A vector column (`FieldNames.vector`) is read as one array per row group, never as Python numbers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ...errors import DataError
+from .base import Entry, Place, Source
+from .fields import FieldNames, json_value, parse_document
+
+BATCH_ROWS = 4096  # rows turned into Python values at once
+
+
+class TableSource(Source):
+    """`table`: a path (with its `kind`: csv, tsv, parquet) or an in-memory pandas DataFrame / pyarrow Table.
+    `found`: met in a directory's walk, so each row's metadata names the file (`path`, `type`), as a document
+    file's does, unless the table has columns of those names."""
+
+    def __init__(
+        self, table: Any, fields: FieldNames = FieldNames(), kind: str | None = None, found: bool = False
+    ):
+        in_memory = not isinstance(table, (str, Path))
+        super().__init__("<table>" if in_memory else Path(table))
+        self.table, self.kind, self.fields = table, kind, fields
+        self.facts = {"path": Path(table).as_posix(), "type": kind} if found and not in_memory else {}
+        if not in_memory:
+            self.path = Path(table)
+
+    def batches(self) -> Iterator[Any]:
+        try:
+            import pyarrow as pa
+        except ImportError:
+            raise DataError(
+                "reading tables needs pyarrow: pip install 'semsearch[files]'", path=self.name
+            ) from None
+        if self.kind is None:
+            table = self.table
+            if not isinstance(table, (pa.Table, pa.RecordBatch)):  # a pandas DataFrame
+                table = pa.Table.from_pandas(table, preserve_index=False)
+            yield from table.to_batches(BATCH_ROWS) if isinstance(table, pa.Table) else [table]
+        elif self.kind == "parquet":
+            import pyarrow.parquet as pq
+
+            # Arrow's allocator keeps what it freed (a row group's buffers, 80 MB at 10,000 rows of 384
+            # floats) for the rest of the process; the system's gives it back before the index is built.
+            pa.set_memory_pool(pa.system_memory_pool())
+            with pq.ParquetFile(self.table, pre_buffer=False, buffer_size=1 << 20) as reader:
+                for group in range(reader.num_row_groups):  # one row group read at a time, in small batches
+                    yield from reader.iter_batches(BATCH_ROWS, row_groups=[group])
+                    pa.system_memory_pool().release_unused()
+        else:
+            import pyarrow.csv as csv
+
+            delimiter = "\t" if self.kind == "tsv" else ","
+            with csv.open_csv(self.table, parse_options=csv.ParseOptions(delimiter=delimiter)) as reader:
+                yield from reader
+
+    def entries(self) -> Iterator[Entry]:
+        import pyarrow as pa
+
+        row, checked = 0, False
+        batches = self.batches()
+        while True:
+            try:
+                batch = next(batches)
+            except StopIteration:
+                return
+            except (pa.ArrowException, OSError, ValueError) as error:  # unreadable, or a type that changes
+                reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+                yield (
+                    Place(self.name, row=row + 1),
+                    DataError(f"cannot read: {reason}", path=self.name, row=row + 1),
+                )
+                return
+            if not checked:
+                if (missing := self._missing(batch.schema.names)) is not None:
+                    yield Place(self.name), missing
+                    return
+                checked = True
+            vectors = self._vectors(batch)
+            names = [name for name in batch.schema.names if name != self.fields.vector]
+            columns = [batch.column(name).to_pylist() for name in names]
+            fields = replace(self.fields, vector=None)
+            for offset, values in enumerate(zip(*columns)):
+                row += 1
+                place = Place(self.name, row=row)
+                record = {name: json_value(value) for name, value in zip(names, values) if value is not None}
+                record = {**self.facts, **record} if self.facts else record
+                try:
+                    doc = parse_document(record, fields)
+                except DataError as error:
+                    yield place, DataError(error.reason, path=self.name, row=row, field=error.field)
+                    continue
+                if vectors is not None:
+                    vector = vectors[offset].copy()  # its own: a view would keep its whole batch alive
+                    if not np.isfinite(vector).all():
+                        message = "a vector value that is not finite"
+                        yield place, DataError(message, path=self.name, row=row, field=self.fields.vector)
+                        continue
+                    doc = replace(doc, vector=vector)
+                yield place, doc
+
+    def _missing(self, names: list[str]) -> DataError | None:
+        """The file-level error of a table without the columns its documents need."""
+        ids = [self.fields.id] if self.fields.id else ["id", "_id"]
+        needed = [("id", ids), ("text", [self.fields.text])]
+        if self.fields.vector:
+            needed.append(("vector", [self.fields.vector]))
+        for what, options in needed:
+            if not set(options) & set(names):
+                listed = ", ".join(names) or "none"
+                name = " or ".join(options)
+                return DataError(f"no {what} column (columns: {listed})", path=self.name, field=name)
+        return None
+
+    def _vectors(self, batch: Any) -> np.ndarray | None:
+        """The batch's vector column as one float32 array (rows x width)."""
+        if not self.fields.vector:
+            return None
+        column = batch.column(self.fields.vector)
+        widths = set(column.value_lengths().to_pylist()) if hasattr(column, "value_lengths") else set()
+        if column.null_count or len(widths) > 1 or not widths:
+            raise DataError(
+                "vectors must be lists of numbers of one width", path=self.name, field=self.fields.vector
+            )
+        return np.asarray(column.flatten().to_numpy(zero_copy_only=False), dtype=np.float32).reshape(
+            len(column), -1
+        )

@@ -1,0 +1,274 @@
+"""Issue 34, the ingest front: a folder of every kind of file (Markdown, HTML, PDF, DOCX, text, code, CSV,
+Parquet; written in code by tests/mixedfolder.py) ingests into one index with the real model,
+each file's sentence found in its file with its metadata, its types kept and its place in the file; bad files
+named one a line (nothing written without --skip-invalid); unknown files counted as ignored; the walk's rules
+(hidden, .gitignore, include/exclude, a symlink loop) and content sniffing on the source alone."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from mixedfolder import PARQUET_ROWS, SENTENCES, TABLE_ROWS, write_folder
+
+from semsearch import Index
+from semsearch.cli import main
+from semsearch.documents import Location
+from semsearch.ingest.documents import Corpus
+from semsearch.ingest.sources import FieldNames, open_source
+from semsearch.ingest.sources.formats import kind_of
+
+pytestmark = pytest.mark.xdist_group("sources")
+
+
+def run(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def bad_files(root: Path) -> dict[str, str]:
+    """Files of known kinds that cannot be read, under `root`: name -> the reason the error must give."""
+    from fpdf import FPDF
+    from fpdf.enums import EncryptionMethod
+
+    (root / "bad").mkdir(parents=True, exist_ok=True)
+    pdf = FPDF()
+    pdf.add_page()  # a page and no text: what a scan without a text layer gives
+    pdf.output(str(root / "bad/scan.pdf"))
+    locked = FPDF()
+    locked.add_page()
+    locked.set_font("helvetica", size=12)
+    locked.cell(0, 10, "Words behind a password.")
+    locked.set_encryption(owner_password="o", user_password="u", encryption_method=EncryptionMethod.RC4)
+    locked.output(str(root / "bad/locked.pdf"))
+    (root / "bad/broken.docx").write_bytes(b"PK\x03\x04 not really a zip archive")
+    (root / "bad/latin1.md").write_bytes("# Caf\xe9\n\nna\xefve\n".encode("latin-1"))
+    (root / "bad/ids.csv").write_text("id,text\na,first row\na,second row\n")
+    (root / "bad/noid.csv").write_text("name,text\nx,a row without an id column\n")
+    return {
+        "bad/scan.pdf": "no text layer",
+        "bad/locked.pdf": "encrypted (a password is needed)",
+        "bad/broken.docx": "cannot be read as docx",
+        "bad/latin1.md": "not UTF-8 at line 1",
+        "bad/ids.csv": "id 'a' appears twice",
+        "bad/noid.csv": "no id column",
+    }
+
+
+@pytest.fixture(scope="module")
+def mixed(tmp_path_factory):
+    """The mixed folder with its bad files, ingested in one command with --skip-invalid."""
+    root = write_folder(tmp_path_factory.mktemp("sources") / "folder")
+    reasons = bad_files(root)
+    (root / "bad/ids.csv").unlink()  # a repeated id refuses the corpus even with --skip-invalid: apart below
+    index = root.parent / "index"
+    result = run("ingest", root, "--index", index, "--skip-invalid")
+    assert result.exit_code == 0, result.output
+    return root, index, result, reasons
+
+
+def search(index: Path, text: str, **options):
+    with Index.open(index) as opened:
+        return opened.search(text, k=options.pop("k", 1), **options)
+
+
+def test_every_kind_is_found_in_its_file(mixed):
+    root, index, _, _ = mixed
+    for name, (sentence, place) in SENTENCES.items():
+        (hit,) = search(index, sentence)
+        assert hit.id == name
+        assert hit.metadata["path"] == f"{root.as_posix()}/{name}"
+        assert hit.metadata["size"] == (root / name).stat().st_size
+        # the section holding the sentence (read again from the file) is at the place written by hand
+        (doc,) = (d for _, d in open_source(root / name).entries())
+        assert doc.id == Path(name).name  # a single file: its name
+        start = doc.text.index(sentence)
+        (section,) = (s for s in doc.sections if s.start <= start < s.end)
+        assert doc.text.index(sentence) + len(sentence) <= section.end
+        assert {k: v for k, v in section.location.to_json().items() if k in place} == place
+    for row_id, sentence, *_ in TABLE_ROWS + [(p[0], p[1]) for p in PARQUET_ROWS]:
+        (hit,) = search(index, sentence)
+        assert hit.id == row_id
+
+
+def test_metadata_and_types(mixed):
+    root, index, _, _ = mixed
+    assert {h.metadata["type"] for h in search(index, "anything", k=20, where=["path!=null"])} == {
+        "markdown",
+        "html",
+        "pdf",
+        "docx",
+        "text",
+        "code",
+        "csv",
+        "parquet",
+    }
+    titles = {h.id: h.title for h in search(index, "anything", k=20)}
+    assert titles["notes/garden.md"] == "Garden notes"  # front matter
+    assert titles["site/guide.html"] == "Lighthouse guide"  # <title>
+    assert titles["papers/volcano.pdf"] == "Volcanic rocks"  # PDF metadata
+    assert titles["reports/bees.docx"] == "Bees at work"  # DOCX core properties
+    assert titles["plain/readme.txt"] == "readme.txt"  # none of its own: the file name
+    ids = lambda *where: {h.id for h in search(index, "anything", k=20, where=list(where))}  # noqa: E731
+    assert ids("tags=garden", "rating=4", "draft=false", "date>=2024-05-01") == {"notes/garden.md"}
+    assert ids("modified>=2000-01-01") >= set(SENTENCES)
+    assert not ids("modified<2000-01-01") & set(SENTENCES)
+    assert ids("count>=8") == {"p2"} and ids("published>=2026-01-01") == {"p2"} and ids("tags=sea") == {"p1"}
+    assert ids("year>2010", "active=false") == {"r2"} and ids("price=2.25") == {"r2"}
+
+
+def test_summary_counts_refused_and_ignored(mixed):
+    root, _, result, reasons = mixed
+    lines = result.stderr.splitlines()
+    for name, reason in reasons.items():
+        if name != "bad/ids.csv":
+            (line,) = [line for line in lines if f"{root.as_posix()}/{name}" in line]
+            assert line.startswith("skipped: ") and reason in line
+    assert "read 16 documents, 5 refused (2 files of unknown type ignored)" in lines[-1]
+
+
+def test_bad_files_refuse_the_corpus_one_line_each(mixed, tmp_path):
+    root, _, _, _ = mixed
+    folder = tmp_path / "folder"
+    (folder / "good").mkdir(parents=True)
+    (folder / "good/ok.md").write_text("# Fine\n\nA readable note.\n")
+    reasons = bad_files(folder)
+    result = run("ingest", folder, "--index", tmp_path / "index")
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    for name, reason in reasons.items():
+        (line,) = [line for line in result.stderr.splitlines() if f"{folder.as_posix()}/{name}" in line]
+        assert reason in line
+    assert "6 files refused: nothing written" in result.stderr
+    assert not (tmp_path / "index").exists()
+
+
+def test_unreadable_and_oversize_files(tmp_path, monkeypatch):
+    from semsearch.ingest.sources import files
+
+    (tmp_path / "big.txt").write_text("x" * 2000)
+    (tmp_path / "locked.md").write_text("# Locked\n")
+    (tmp_path / "locked.md").chmod(0)
+    monkeypatch.setattr(files, "MAX_FILE_BYTES", 1000)
+    errors = {str(e.path): e.reason for _, e in open_source(tmp_path).entries() if isinstance(e, Exception)}
+    assert errors[f"{tmp_path.as_posix()}/big.txt"] == "larger than 0 MiB (2000 bytes)"
+    if not os.access(tmp_path / "locked.md", os.R_OK):
+        assert errors[f"{tmp_path.as_posix()}/locked.md"] == "cannot read: Permission denied"
+
+
+def test_walk_hidden_gitignore_globs_and_a_symlink_loop(tmp_path):
+    for name in ["a.md", ".hidden.md", ".dir/b.md", "build/c.md", "sub/d.md", "sub/e.log.md", "sub/keep.txt"]:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(f"# {name}\n\nwords\n")
+    (tmp_path / ".gitignore").write_text("build/\n")
+    (tmp_path / "sub/.gitignore").write_text("*.log.md\n")
+    (tmp_path / "sub/loop").symlink_to(tmp_path, target_is_directory=True)  # back up: read once
+    (tmp_path / "sub/linked.md").symlink_to(tmp_path / "a.md")  # a link to a file is followed
+
+    def ids(**walk):
+        return sorted(doc.id for _, doc in open_source(tmp_path, **walk).entries())
+
+    assert ids() == ["a.md", "sub/d.md", "sub/keep.txt", "sub/linked.md"]
+    assert "build/c.md" in ids(no_ignore=True) and "sub/e.log.md" in ids(no_ignore=True)
+    assert {".hidden.md", ".dir/b.md"} <= set(ids(hidden=True))
+    assert ids(include=["*.md"], exclude=["sub/linked.md"]) == ["a.md", "sub/d.md"]
+    assert ids(include=["sub/**"]) == ["sub/d.md", "sub/keep.txt", "sub/linked.md"]
+
+
+def test_kind_by_suffix_and_content():
+    pdf, html, jsonl = b"%PDF-1.7\n", b"<!DOCTYPE html><html>", b'{"id": 1, "text": "x"}\n'
+    assert kind_of("paper.txt", pdf) == "pdf"  # the content wins over a suffix that lies
+    assert kind_of("page.pdf", html) == "html"
+    assert kind_of("page", html) == "html" and kind_of("LICENSE", b"MIT License\n") == "text"
+    assert kind_of("notes.md", b"# x") == "markdown" and kind_of("x.py", b"import os") == "code"
+    assert kind_of("photo.png", b"\x89PNG") is None and kind_of("blob", bytes(range(256))) is None
+    assert kind_of("corpus.data", jsonl, given=True) == "jsonl"  # named on the command line: JSONL as always
+    assert kind_of("corpus.data", jsonl) is None  # met in a directory: an unknown suffix is ignored
+
+
+def test_sections_cover_pieces_of_the_text(mixed):
+    root, _, _, _ = mixed
+    for place, doc in open_source(root, FieldNames()).entries():
+        if not hasattr(doc, "sections") or doc.sections is None:
+            continue
+        ends = 0
+        for section in doc.sections:
+            assert ends <= section.start < section.end <= len(doc.text), place
+            assert doc.text[ends : section.start].strip() == "", place  # nothing left out between
+            assert isinstance(section.location, Location)
+            ends = section.end
+        assert doc.text[ends:].strip() == ""
+
+
+def test_parquet_is_read_a_row_group_at_a_time_with_its_vectors(tmp_path):
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    vectors = np.random.default_rng(0).standard_normal((10, 8)).astype(np.float32)
+    table = pa.table(
+        {
+            "doc": [f"d{i}" for i in range(10)],
+            "body": [f"text {i}" for i in range(10)],
+            "emb": pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), 8),
+        }
+    )
+    pq.write_table(table, tmp_path / "v.parquet", row_group_size=3)
+    corpus = Corpus(tmp_path / "v.parquet", FieldNames(id="doc", text="body", vector="emb"))
+    assert corpus.check().vector_width == 8
+    docs = list(corpus.documents())
+    assert [d.id for d in docs] == [f"d{i}" for i in range(10)]
+    assert np.array_equal(np.stack([d.vector for d in docs]), vectors)
+    source = corpus.source
+    assert [b.num_rows for b in source.batches()] == [3, 3, 3, 1]  # never the whole table at once
+
+
+def test_html_without_main_keeps_the_content_and_leaves_the_furniture():
+    from semsearch.ingest.sources.formats import html
+
+    links = " | ".join(f'<a href="/p{i}.html">Page {i}</a>' for i in range(6))
+    page = f"""<html><head><title>Old theme</title></head><body>
+    <div id="hd"><div class="global-nav">{links}</div></div>
+    <div class="yui-b"><div id="s-setup" class="section"><h1>Setup</h1><p>Install the package first.</p>
+    <div id="s-linux" class="section"><h2>Linux</h2><p>Use the <a href="x">system</a> package manager.</p>
+    <dl><dt id="opt-force">--force</dt><dd>Overwrite existing files.</dd></dl></div></div></div>
+    <div class="yui-b"><h3>Browse</h3><ul><li>{links}</li></ul></div>
+    <footer>Footer words</footer></body></html>""".encode()
+    parsed = html.parse(page)
+    assert parsed.title == "Old theme"
+    assert "Page 3" not in parsed.text and "Footer words" not in parsed.text and "Browse" not in parsed.text
+    places = {parsed.text[s.start : s.end].split("\n")[0]: s.location for s in parsed.sections}
+    assert places["Setup"] == Location(anchor="s-setup", headings=("Setup",))
+    assert places["Linux"] == Location(anchor="s-linux", headings=("Setup", "Linux"))
+    linux = next(s for s in parsed.sections if s.location.anchor == "s-linux")
+    assert "Overwrite existing files." in parsed.text[linux.start : linux.end]
+
+
+def test_a_dataframe_is_a_table_with_its_types():
+    import pandas as pd
+
+    frame = pd.DataFrame(
+        {
+            "id": ["f1", "f2"],
+            "text": [
+                "Penguins huddle together to survive the polar winter.",
+                "Kites fly best in steady wind.",
+            ],
+            "stars": [5, 3],
+            "ratio": [0.25, 0.75],
+            "seen": [True, False],
+            "when": pd.to_datetime(["2021-06-01 10:00", "2027-01-02 03:04"]),
+            "tags": [["bird", "ice"], []],
+        }
+    )
+    corpus = Corpus(frame)  # what Index.add(frame) and Index.ingest(frame) read
+    assert corpus.check().count == 2
+    first, second = corpus.documents()
+    assert first.metadata == {
+        "stars": 5,
+        "ratio": 0.25,
+        "seen": True,
+        "when": "2021-06-01T10:00:00",
+        "tags": ["bird", "ice"],
+    }
+    assert type(first.metadata["stars"]) is int and second.metadata["when"] == "2027-01-02T03:04:00"
