@@ -5,8 +5,10 @@ a heading path), which a hit carries back."""
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -84,3 +86,35 @@ class Document:
             places = [[s.start, s.end, s.location.to_json()] for s in self.sections]
             digest.update(json.dumps(places, sort_keys=True, ensure_ascii=False).encode())
         return digest.hexdigest()[:32]
+
+
+def passage_locations(doc: Document, spans: Sequence[Span]) -> list[Location | None]:
+    """Where each passage (a character span of the document's text) sits in its file: the location of the first
+    section it covers (its page, anchor and heading path), its lines those of the passage's own first and last
+    characters, counted from the line its section starts on (clamped to the sections' ranges: a text that is
+    not the file's lines verbatim keeps its sections' lines). None for a document without sections."""
+    if not doc.sections:
+        return [None] * len(spans)
+    sections = doc.sections
+    ends = [section.end for section in sections]  # in order, so sorted
+    out: list[Location | None] = []
+    for start, end in spans:
+        at = min(bisect.bisect_right(ends, start), len(sections) - 1)  # the first section ending after start
+        last = at
+        while last + 1 < len(sections) and sections[last + 1].start < end:
+            last += 1
+        first, final = sections[at], sections[last]
+        line_start, line_end = first.location.line_start, final.location.line_end
+        if line_start is not None and line_end is not None and final.location.line_start is not None:
+            line_start = _line_at(doc.text, first, max(start, first.start))
+            line_end = max(line_start, _line_at(doc.text, final, min(max(end, start + 1), final.end) - 1))
+        place = first.location
+        out.append(Location(place.page, line_start, line_end, place.anchor, place.headings))
+    return out
+
+
+def _line_at(text: str, section: Section, offset: int) -> int:
+    """The file line of a character of a section's text."""
+    low, high = section.location.line_start, section.location.line_end
+    line = low + text.count("\n", section.start, max(offset, section.start))
+    return line if high is None else min(line, high)

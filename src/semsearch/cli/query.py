@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -16,6 +17,9 @@ from ..settings import (
     Fusion,
     SearchMode,
 )
+
+if TYPE_CHECKING:
+    from ..retrieval.search import Hit
 from .options import (
     choice_option,
     index_option,
@@ -117,6 +121,8 @@ def print_results(hits, as_json: bool) -> None:
         else:
             title = f"{hit.title}: " if hit.title else ""
             click.echo(f"{rank:>3}. [{hit.score:.3f}] {hit.id}  {shorten(title + hit.text, 100)}")
+            if hit.location:
+                click.echo(f"      at {place(hit)}")
             if hit.passage:
                 start, end = hit.passage["start"], hit.passage["end"]
                 click.echo(f"      passage [{start}:{end}]: " + shorten(hit.passage["text"], 80))
@@ -134,3 +140,18 @@ def print_results(hits, as_json: bool) -> None:
         stats = hits.facet_stats.get(name)
         bounds = f" (min {stats['min']}, max {stats['max']})" if stats else ""
         click.echo(f"facet {name}: {values}{bounds}")
+
+
+def place(hit: Hit) -> str:
+    """Where a hit is in its file, as an editor or a browser opens it: `path:line`, `path (page 3)` or
+    `path#anchor`, then the heading path (`path`: the metadata's, else the id)."""
+    location = hit.location or {}
+    path = str(hit.metadata.get("path") or hit.id)
+    if location.get("line_start") is not None:
+        path += f":{location['line_start']}"
+    elif location.get("page") is not None:
+        path += f" (page {location['page']})"
+    if location.get("anchor"):
+        path += f"#{location['anchor']}"
+    headings = location.get("headings")
+    return f"{path}  {' > '.join(headings)}" if headings else path

@@ -7,10 +7,13 @@ from typing import Any
 
 import numpy as np
 
+from ..documents import Location, Section
 from ..errors import DataError
 
 NUMBERS = {int, float}  # what JSON numbers parse to (a set of the types seen: 20x faster than a check each)
 PASSAGES = "passages"  # an export's field: the character spans of a document's passages, one vector each
+SECTIONS = "sections"  # an export's field: a document's sections, [[start, end, location], ...]
+LOCATION_KEYS = {"page": int, "line_start": int, "line_end": int, "anchor": str, "headings": list}
 
 
 def parse_vector(value: Any, passages: bool = False, **where: Any) -> np.ndarray:
@@ -47,3 +50,30 @@ def passage_spans(value: Any, count: int, length: int, **where: Any) -> tuple[tu
             raise DataError(f"{span!r} is not a [start, end] span inside the text", **where)
         spans.append((span[0], span[1]))
     return tuple(spans)
+
+
+def parse_sections(value: Any, length: int, **where: Any) -> tuple[Section, ...]:
+    """A document's sections as an export writes them (storage's sections_json): in order, inside the text, each
+    location's fields of their types."""
+    if not isinstance(value, list):
+        raise DataError("sections must be a list of [start, end, location]", **where)
+    sections, previous = [], 0
+    for item in value:
+        ok = isinstance(item, list) and len(item) == 3 and all(type(x) is int for x in item[:2])
+        if not ok or not previous <= item[0] <= item[1] <= length or not isinstance(item[2], dict):
+            raise DataError(
+                f"{item!r} is not a [start, end, location] section in order inside the text", **where
+            )
+        location = item[2]
+        for key, kind in LOCATION_KEYS.items():
+            if key in location and type(location[key]) is not kind:
+                raise DataError(
+                    f"a section's {key} must be a {kind.__name__}, got {location[key]!r}", **where
+                )
+        if not set(location) <= set(LOCATION_KEYS) or not all(
+            isinstance(h, str) for h in location.get("headings", [])
+        ):
+            raise DataError(f"{location!r} is not a location (keys {', '.join(LOCATION_KEYS)})", **where)
+        sections.append(Section(item[0], item[1], Location.from_json(location)))
+        previous = item[1]
+    return tuple(sections)

@@ -7,7 +7,9 @@ fields), its query defaults (`query_defaults`: mode, alpha, rerank) and the cali
 `metadata` as ingested. With vectors, `vector` is the raw encoder vector (before the transform) as a list of
 numbers (9 significant digits: each float32 exactly); a document the index cut into passages has one per
 passage: `vector` is then a list of lists and `passages` their character spans in the text, `[[start, end],
-...]`, so an import takes them as they are and encodes nothing (documents.py reads them back).
+...]`, so an import takes them as they are and encodes nothing (documents.py reads them back). A document read
+from a file has `sections`, `[[start, end, location], ...]` (documents.py's Section): an import cuts and places
+its passages as the index did.
 
 `semsearch ingest` of the file makes a new index with the header's settings and calibration. Memory stays at one batch of
 documents: rows are read by a cursor, vectors a batch at a time."""
@@ -26,6 +28,7 @@ import numpy as np
 
 from ..errors import IndexStateError
 from ..ingest.exported import EXPORT_KEY
+from ..ingest.given import SECTIONS
 from ..retrieval.query import QueryDefaults
 from ..settings import NO_MODEL
 from ..storage.files import atomic_path
@@ -111,7 +114,7 @@ def _batches(index: IndexDirectory, vectors: bool) -> Iterator[list[str]]:
     store = index.store
     passages = store.passages() if store.has_keywords else None  # older stores: a passage per document
     for rows in store.document_batches(BATCH_DOCS):
-        records = [_record(doc_id, title, text, metadata) for _, doc_id, title, text, metadata in rows]
+        records = [_record(*row[1:]) for row in rows]
         if not vectors:
             yield [json.dumps(record, ensure_ascii=False) for record in records]
             continue
@@ -120,12 +123,14 @@ def _batches(index: IndexDirectory, vectors: bool) -> Iterator[list[str]]:
         yield list(_with_vectors(index, records, pks, counts))
 
 
-def _record(doc_id: str, title: str | None, text: str, metadata: str) -> dict[str, Any]:
+def _record(doc_id: str, title: str | None, text: str, metadata: str, sections: str | None) -> dict[str, Any]:
     record: dict[str, Any] = {"id": doc_id}
     if title is not None:
         record["title"] = title
     record["text"] = text
     record["metadata"] = json.loads(metadata)
+    if sections is not None:
+        record[SECTIONS] = json.loads(sections)
     return record
 
 

@@ -59,6 +59,9 @@ class Hit:
     passage: dict[str, Any] | None = None
     # hybrid: each side's own score of the document (None: not among that side's candidates)
     scores: dict[str, float | None] | None = None
+    # Where the passage (or the document) is in its file: Location.to_json() (page, line_start, line_end, anchor,
+    # headings, each only where known); None for a document without sections.
+    location: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The hit as JSON-ready fields (shallow: dataclasses.asdict deep-copies, 0.1 ms a page of hits)."""
@@ -272,26 +275,39 @@ def join(store: DocumentStore, found: list[Found], texts: Sequence[str] | None) 
         for row in ([match.row] if match.row is not None else range(match.pk, match.pk + long[match.pk]))
     ]
     spans = store.spans(wanted) if wanted else {}
-    out = []
+    chosen: list[list[tuple[Match, int, dict[str, Any] | None]]] = []  # each hit's passage row and passage
     for n, matches in enumerate(found):
         hits = []
         for match in matches:
             if match.pk not in docs:
                 continue
-            doc = docs[match.pk]
-            passage = None
+            row, passage = match.pk, None
             if match.pk in long:
+                rows = [r for r in range(match.pk, match.pk + long[match.pk]) if r in spans]
                 if match.row is not None and match.row in spans:
-                    start, end = spans[match.row]
+                    row = match.row
                 else:
-                    rows = range(match.pk, match.pk + long[match.pk])
-                    start, end = best_span(
-                        doc["text"], [spans[r] for r in rows if r in spans], texts[n] if texts else ""
-                    )
-                passage = {"start": start, "end": end, "text": doc["text"][start:end]}
-            hits.append(Hit(score=match.score, **doc, passage=passage, scores=match.sides))
-        out.append(hits)
-    return out
+                    options = [spans[r] for r in rows]
+                    best = best_span(docs[match.pk]["text"], options, texts[n] if texts else "")
+                    row = rows[options.index(best)]
+                start, end = spans[row]
+                passage = {"start": start, "end": end, "text": docs[match.pk]["text"][start:end]}
+            hits.append((match, row, passage))
+        chosen.append(hits)
+    locations = store.locations([row for hits in chosen for _, row, _ in hits])
+    return [
+        [
+            Hit(
+                score=match.score,
+                **docs[match.pk],
+                passage=passage,
+                scores=match.sides,
+                location=locations.get(row),
+            )
+            for match, row, passage in hits
+        ]
+        for hits in chosen
+    ]
 
 
 def search(

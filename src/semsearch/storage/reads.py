@@ -1,7 +1,8 @@
 """The reads other stages ask of the document store, as its methods named for what they return: keyword rankings,
 the documents a keyword expression matches and the keyword index's terms (retrieval), a metadata field's typed
 values (facets) and the fields' types (info), the committed content's version (the bm25 matrix's cache key), a
-read snapshot and every row in order (export). SQL stays in storage/ (issue 24); every value is a bound parameter."""
+read snapshot and every row in order (export), the passages' locations in their files (a hit's). SQL stays in
+storage/ (issue 24); every value is a bound parameter."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ if TYPE_CHECKING:
     import sqlite_utils
 
 Scored = list[tuple[int, float]]  # (document pk, bm25 score, higher better), best first
-DocumentRow = tuple[int, str, str | None, str, str]  # pk, id, title, text, metadata (JSON)
+# pk, id, title, text, metadata (JSON), sections (JSON, None: none; stores made before them have none)
+DocumentRow = tuple[int, str, str | None, str, str, str | None]
 FacetRow = tuple[int, str, int | float | None, str | None]  # pk, JSON kind, number, string
 RANKED = "SELECT rowid, -bm25(keywords, ?, 1.0) AS score FROM keywords WHERE keywords MATCH ?"
 WITHIN = " AND rowid IN (SELECT value FROM json_each(?))"
@@ -115,9 +117,27 @@ class StoreReads:
         finally:
             connection.execute("COMMIT")
 
+    def _has_locations(self) -> bool:
+        """Whether the store keeps sections and locations (schema 6; older ones, open read-only, do not)."""
+        return self.db.execute("PRAGMA user_version").fetchone()[0] >= 6
+
+    def locations(self, rows: Sequence[int]) -> dict[int, dict[str, object]]:
+        """The locations in their files (Location.to_json()) of these vector rows, for those that have one (a
+        passage of a document with sections; none in a store made before locations)."""
+        if not self._has_locations():
+            return {}
+        found = self.db.execute(
+            "SELECT pk, location FROM locations WHERE pk IN (SELECT value FROM json_each(?))",
+            [json.dumps([int(row) for row in rows])],
+        )
+        return {pk: json.loads(location) for pk, location in found}
+
     def document_batches(self, size: int) -> Iterator[list[DocumentRow]]:
         """Every document's row in pk order, `size` rows at a time, read by one cursor (memory stays a batch)."""
-        cursor = self.db.conn.execute("SELECT pk, id, title, text, metadata FROM documents ORDER BY pk")
+        sections = "sections" if self._has_locations() else "NULL"
+        cursor = self.db.conn.execute(
+            f"SELECT pk, id, title, text, metadata, {sections} FROM documents ORDER BY pk"
+        )
         while rows := cursor.fetchmany(size):
             yield rows
 

@@ -114,5 +114,12 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         )""",
         "PRAGMA user_version = 5",
     ),
+    (  # where passages are in their files (documents.py's Section and Location, read from files)
+        # A document's sections as JSON, [[start, end, location], ...] (NULL: none): what an export carries.
+        "ALTER TABLE documents ADD COLUMN sections TEXT",
+        # Each vector row's location in its file (Location.to_json()), for the rows of documents with sections.
+        "CREATE TABLE IF NOT EXISTS locations (pk INTEGER PRIMARY KEY, location TEXT NOT NULL)",
+        "PRAGMA user_version = 6",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -21,6 +21,7 @@ from ..errors import IndexStateError
 from .analysis import register as register_analysis
 from .damage import RESTORE, DamagedFile, brief, size_problem, sqlite_problem
 from .filters import Condition, RowCache, check_fields, condition_sql, where_sql
+from .locations import location_rows, sections_json
 from .passages import PassageMap
 from .reads import StoreReads
 from .schema import META_ROWS, MIGRATIONS, NEW_ROWS, SCHEMA_VERSION
@@ -265,7 +266,8 @@ class DocumentStore(StoreReads, SyncedFiles):
         spans: Sequence[Sequence[tuple[int, int]]] | None = None,
     ) -> None:
         """Insert inside the caller's transaction (see `transaction`). `spans`: each document's passages as
-        character spans (a document of n > 1 passages owns the vector rows pk .. pk + n - 1)."""
+        character spans (a document of n > 1 passages owns the vector rows pk .. pk + n - 1); the passages of
+        a document with sections are stored with their locations."""
         documents, pks = list(documents), list(pks)
         spans = spans or [[]] * len(documents)
         rows = [
@@ -273,8 +275,15 @@ class DocumentStore(StoreReads, SyncedFiles):
             for doc, pk in zip(documents, pks)
         ]
         self.db.conn.executemany(
-            "INSERT INTO documents (pk, id, title, text, metadata, hash, passages) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [(*row, max(1, len(parts))) for row, parts in zip(rows, spans)],
+            "INSERT INTO documents (pk, id, title, text, metadata, hash, passages, sections) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                (*row, max(1, len(parts)), sections_json(doc))
+                for row, parts, doc in zip(rows, spans, documents)
+            ],
+        )
+        self.db.conn.executemany(
+            "INSERT INTO locations (pk, location) VALUES (?, ?)", location_rows(documents, pks, spans)
         )
         self.db.conn.executemany(
             "INSERT INTO passages (pk, start, end) VALUES (?, ?, ?)",
@@ -306,10 +315,9 @@ class DocumentStore(StoreReads, SyncedFiles):
         ):
             for key in json.loads(metadata):
                 counts[key] = counts.get(key, 0) + 1
-        self.db.conn.execute(
-            "DELETE FROM passages WHERE pk IN (SELECT value FROM json_each(?))",
-            [json.dumps(self.passage_pks(np.asarray(pks, dtype=np.int64)).tolist())],
-        )
+        rows = [json.dumps(self.passage_pks(np.asarray(pks, dtype=np.int64)).tolist())]
+        self.db.conn.execute("DELETE FROM passages WHERE pk IN (SELECT value FROM json_each(?))", rows)
+        self.db.conn.execute("DELETE FROM locations WHERE pk IN (SELECT value FROM json_each(?))", rows)
         self.db.conn.execute("DELETE FROM documents WHERE pk IN (SELECT value FROM json_each(?))", payload)
         self.db.conn.execute("DELETE FROM meta WHERE pk IN (SELECT value FROM json_each(?))", payload)
         self._allowed().clear()

@@ -12,7 +12,7 @@ from typing import Any
 
 from ...documents import Document
 from ...errors import DataError
-from ..given import PASSAGES, parse_vector, passage_spans
+from ..given import PASSAGES, parse_sections, parse_vector, passage_spans
 from ..reachable import check_id, check_key
 
 RESERVED = ("id", "_id", "text", "title", "metadata")
@@ -26,6 +26,7 @@ class FieldNames:
     text: str = "text"
     title: str = "title"
     vector: str | None = None  # a field holding the document's precomputed vector (a list of numbers)
+    sections: str | None = None  # a field holding the document's sections (an export's, given.SECTIONS)
 
 
 def parse_document(
@@ -75,7 +76,11 @@ def parse_document(
     passages = None
     if vector is not None and vector.ndim == 2:
         passages = passage_spans(record.get(PASSAGES), len(vector), len(text), path=path, line=line)
-    taken = {id_key, fields.text, fields.title, "metadata", fields.vector, *id_keys}
+    sections = None
+    if fields.sections is not None and fields.sections in record:
+        where = dict(path=path, line=line, field=fields.sections)
+        sections = parse_sections(record[fields.sections], len(text), **where)
+    taken = {id_key, fields.text, fields.title, "metadata", fields.vector, fields.sections, *id_keys}
     if passages is not None:
         taken.add(PASSAGES)
     top = {key: value for key, value in record.items() if key not in taken}
@@ -89,7 +94,13 @@ def parse_document(
         check_values(value, name, path=path, line=line)
     check_id(str(doc_id), id_key, path=path, line=line)
     return Document(
-        id=str(doc_id), text=text, title=title or None, metadata=metadata, vector=vector, passages=passages
+        id=str(doc_id),
+        text=text,
+        title=title or None,
+        metadata=metadata,
+        vector=vector,
+        passages=passages,
+        sections=sections,
     )
 
 

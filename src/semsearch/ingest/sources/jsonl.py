@@ -12,7 +12,7 @@ import numpy as np
 
 from ...errors import DataError
 from ..exported import EXPORT_KEY, export_header
-from ..given import first_bad
+from ..given import SECTIONS, first_bad
 from ..jsonl import STDIN, needs_spooling, records, spooled
 from ..vectorfiles import _rows, read_vector_file
 from .base import Entry, Place, Source
@@ -31,6 +31,8 @@ class JsonlSource(Source):
         self.export = export_header(self.path)
         if self.export and self.export.get("vectors") and fields.vector is None and vectors is None:
             fields = replace(fields, vector="vector")
+        if self.export:  # a document read from a file: its sections, placed as the index placed them
+            fields = replace(fields, sections=SECTIONS)
         if vectors is not None and fields.vector is not None:
             raise DataError(f"vectors come from {vectors} or from the field {fields.vector!r}, not both")
         self.fields = fields

@@ -65,6 +65,30 @@ function snippet(text, words) {
   return (start > 0 ? "… " : "") + text.slice(start, end) + (end < text.length ? " …" : "");
 }
 
+// Where a hit is in its file (path:line, path (page 3), path#anchor, then the heading path), linked: the path
+// made relative to the page and percent-encoded, so no document's text becomes a scheme (javascript:) or markup.
+function placeLink(hit) {
+  const location = hit.location;
+  const path = String((hit.metadata && hit.metadata.path) || hit.id);
+  let label = path;
+  let fragment = "";
+  if (location.line_start != null) {
+    label += ":" + location.line_start;
+    fragment = "#L" + location.line_start;
+  } else if (location.page != null) {
+    label += " (page " + location.page + ")";
+    fragment = "#page=" + location.page;
+  }
+  if (location.anchor) {
+    label += "#" + location.anchor;
+    fragment = "#" + encodeURIComponent(location.anchor);
+  }
+  if (Array.isArray(location.headings) && location.headings.length) label += "  " + location.headings.join(" > ");
+  const link = el("a", "place", label);
+  link.href = "./" + path.split("/").map(encodeURIComponent).join("/") + fragment;
+  return link;
+}
+
 function render(hits, query) {
   const words = queryWords(query);
   const items = hits.map((hit) => {
@@ -79,6 +103,7 @@ function render(hits, query) {
     const text = hit.passage && typeof hit.passage.text === "string" ? hit.passage.text : hit.text;
     passage.append(marked(snippet(text || "", words), words));
     const meta = el("div", "meta");
+    if (hit.location) meta.append(placeLink(hit));
     meta.append(el("span", "doc-id", "id " + hit.id));
     for (const [name, value] of Object.entries(hit.metadata || {})) {
       meta.append(el("span", null, name + ": " + (typeof value === "string" ? value : JSON.stringify(value))));

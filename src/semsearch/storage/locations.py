@@ -1,0 +1,30 @@
+"""Where passages are in their files, as the store keeps them: a document's sections (JSON in its row, what an
+export carries) and a row per vector row of a document with sections, its passage's location
+(documents.passage_locations: the first section it covers, the lines of its own text)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from ..documents import Document, Span, passage_locations
+
+
+def sections_json(doc: Document) -> str | None:
+    """A document's sections as stored (and exported): [[start, end, location], ...]; None without."""
+    if not doc.sections:
+        return None
+    return json.dumps([[s.start, s.end, s.location.to_json()] for s in doc.sections], ensure_ascii=False)
+
+
+def location_rows(
+    documents: Sequence[Document], pks: Sequence[int], spans: Sequence[Sequence[Span]]
+) -> list[tuple[int, str]]:
+    """(vector row, location JSON) of each passage of the documents with sections (a document of one passage:
+    its whole text)."""
+    return [
+        (pk + i, json.dumps(location.to_json(), ensure_ascii=False))
+        for doc, pk, parts in zip(documents, pks, spans)
+        if doc.sections
+        for i, location in enumerate(passage_locations(doc, parts or [(0, len(doc.text))]))
+    ]
