@@ -273,7 +273,8 @@ class Index:
         """The k documents that best match `text`; `where` filters first (k come back whenever k match). `rerank=N`
         re-scores N candidates by cosine of the kept raw vectors (None: the index's setting, 0: off). `options`
         as `search_many` takes them: `mode` dense, keyword or hybrid, `alpha` hybrid's dense weight (None: as
-        calibrated), `fusion` convex or rrf."""
+        calibrated), `fusion` convex or rrf, `typos` the edits a keyword query word may hold (0, 1 or 2, the
+        default: retrieval/typos.py), `crop` each hit's snippet in words (retrieval/snippets.py)."""
         return self.search_many([text], k, where, rerank, **options)[0]
 
     def search_many(
@@ -286,12 +287,14 @@ class Index:
         mode: SearchMode | str | None = None,
         alpha: float | None = None,
         fusion: Fusion | str | None = None,
+        typos: int | None = None,
+        crop: int | None = None,
     ) -> list[list[Hit]]:
         """`search` for several texts at once (encoded in one batch)."""
         if any(not text.strip() for text in texts):
             raise DataError("the query text is empty")
         options = QueryOptions.resolve(
-            self.query_defaults, mode=mode, alpha=alpha, fusion=fusion, rerank=rerank
+            self.query_defaults, mode=mode, alpha=alpha, fusion=fusion, rerank=rerank, typos=typos, crop=crop
         )
         vectors = None if options.mode is SearchMode.KEYWORD else self.encoder.encode(list(texts))
         return self._search(options, vectors, texts, k, where)
@@ -323,12 +326,21 @@ class Index:
         mode: SearchMode | str | None = None,
         alpha: float | None = None,
         fusion: Fusion | str | None = None,
+        typos: int | None = None,
+        crop: int | None = None,
     ) -> list[list[Hit]]:
         """Search with query vectors from this index's encoder, or made elsewhere as its documents' were
         (before the transform), one row per query; with `texts` (the queries' words), keyword and hybrid too
         (mode None: dense without texts, else the index's default)."""
         options = QueryOptions.resolve(
-            self.query_defaults, mode=mode, alpha=alpha, fusion=fusion, rerank=rerank, texts=texts is not None
+            self.query_defaults,
+            mode=mode,
+            alpha=alpha,
+            fusion=fusion,
+            rerank=rerank,
+            texts=texts is not None,
+            typos=typos,
+            crop=crop,
         )
         return self._search(options, queries, texts, k, where)
 
@@ -339,8 +351,9 @@ class Index:
             return [[] for _ in range(request.count)]
         keywords_only = options.mode is SearchMode.KEYWORD
         dense = None if keywords_only else DenseRetriever(self.transform, self.vectors, self.raw)
-        keyword = KeywordRetriever(self.store, self.state.count)
-        return run_search(request, store=self.store, dense=dense, keyword=keyword)
+        keyword = KeywordRetriever(self.store, self.state.count, options.typos)
+        encode = None if self.settings.model == NO_MODEL else self.encoder.encode
+        return run_search(request, store=self.store, dense=dense, keyword=keyword, encode=encode)
 
     def export(
         self, out: str | Path | IO[str], *, vectors: bool = False, progress: Progress | None = None

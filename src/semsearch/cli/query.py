@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from ..retrieval.snippets import DEFAULT_CROP
+from ..retrieval.typos import DEFAULT_TYPOS
 from ..settings import (
     DEFAULT_ALPHA,
     DEFAULT_FUSION,
@@ -71,8 +73,23 @@ from .options import (
     help=f"hybrid: convex (each side's scores min-max normalised, weighted by --alpha) or rrf (reciprocal rank "
     f"fusion). Default: {DEFAULT_FUSION}.",
 )
+@click.option(
+    "--typos",
+    type=click.IntRange(0, 2),
+    default=DEFAULT_TYPOS,
+    show_default=True,
+    help="keyword side: edits a query word the index lacks may hold to match an index word (1 from 5 letters, "
+    "2 from 9; weighted below exact words). 0: exact words only.",
+)
+@click.option(
+    "--crop",
+    type=click.IntRange(min=1),
+    default=DEFAULT_CROP,
+    show_default=True,
+    help="Words of each hit's snippet: the part of its best passage that answers, matched words marked.",
+)
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per result and line.")
-def query(text, index_path, vector, k, where, rerank, mode, alpha, fusion, as_json):
+def query(text, index_path, vector, k, where, rerank, mode, alpha, fusion, typos, crop, as_json):
     """Search an index for the documents closest in meaning to TEXT (or to a --vector).
 
     \b
@@ -83,7 +100,7 @@ def query(text, index_path, vector, k, where, rerank, mode, alpha, fusion, as_js
         raise click.UsageError("give the query TEXT or a --vector FILE (one of them)")
     from ..index import Index
 
-    how = dict(mode=mode, alpha=alpha, fusion=fusion)
+    how = dict(mode=mode, alpha=alpha, fusion=fusion, typos=typos, crop=crop)
     with Index.open(index_path) as index:
         if vector is None:
             hits = index.search(text, k=k, where=list(where), rerank=rerank, **how)
@@ -100,8 +117,21 @@ def query(text, index_path, vector, k, where, rerank, mode, alpha, fusion, as_js
             click.echo(f"{rank:>3}. [{hit.score:.3f}] {hit.id}  {shorten(title + hit.text, 100)}")
             if hit.passage:
                 start, end = hit.passage["start"], hit.passage["end"]
-                click.echo(f"      passage [{start}:{end}]: " + shorten(hit.passage["text"], 80))
+                click.echo(f"      passage [{start}:{end}]")
+            if hit.snippet:
+                click.echo("      " + emphasized(hit.snippet))
             if hit.metadata:
                 click.echo("      " + shorten(", ".join(f"{k}={v}" for k, v in hit.metadata.items()), 100))
     if not hits and not as_json:
         click.echo("no results", err=True)
+
+
+def emphasized(snippet: dict) -> str:
+    """A snippet on one line, its highlights bold (click.echo drops the styling where the output is not a
+    terminal: piped, the text is plain)."""
+    text, at, pieces = snippet["text"], 0, []
+    for start, end in snippet["highlights"]:
+        pieces += [text[at:start], click.style(text[start:end], bold=True)]
+        at = end
+    pieces.append(text[at:])
+    return " ".join("".join(pieces).split())

@@ -14,7 +14,7 @@ transaction). Until then keywords.py asks FTS5 itself, which ranks the same."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -77,13 +77,25 @@ class Bm25Matrix:
         columns = {term: i for i, (term, _, _) in enumerate(rows)}
         return cls(key, columns, starts, pks.astype(np.int32), weights, idf, size)
 
-    def top(self, stems: Sequence[str], n: int, allowed: np.ndarray | None) -> list[tuple[int, float]]:
-        """The n best documents for the terms (repeats count again), among the `allowed` pks if given."""
-        wanted: dict[int, int] = {}
-        for stem in stems:
+    def document_frequencies(self) -> dict[str, int]:
+        """Each term and how many documents hold it."""
+        counts = np.diff(self.starts).tolist()
+        return {term: counts[column] for term, column in self.columns.items()}
+
+    def top(
+        self, stems: Sequence[str] | Mapping[str, float], n: int, allowed: np.ndarray | None
+    ) -> list[tuple[int, float]]:
+        """The n best documents for the terms (repeats count again; or each term's weight), among the `allowed`
+        pks if given."""
+        weighted = stems if isinstance(stems, Mapping) else {}
+        if not isinstance(stems, Mapping):
+            for stem in stems:
+                weighted[stem] = weighted.get(stem, 0) + 1
+        wanted: dict[int, float] = {}
+        for stem, weight in weighted.items():
             column = self.columns.get(stem)
             if column is not None:
-                wanted[column] = wanted.get(column, 0) + 1
+                wanted[column] = weight
         if not wanted:
             return []
         scores = np.zeros(self.size)

@@ -10,8 +10,8 @@ mode uses -> fuse -> join with the stored documents.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field, fields
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Protocol
 
 import numpy as np
@@ -28,7 +28,7 @@ from ..storage.passages import PassageMap
 from ..storage.rawvectors import RawVectors
 from ..storage.store import DocumentStore
 from ..transforms import Transform, normalize_rows
-from . import strategy
+from . import snippets, strategy
 from .filters import Condition
 from .keywords import KeywordRetriever, best_span
 from .query import QueryOptions
@@ -49,6 +49,8 @@ class Hit:
     passage: dict[str, Any] | None = None
     # hybrid: each side's own score of the document (None: not among that side's candidates)
     scores: dict[str, float | None] | None = None
+    # The part that answers, cropped, with what matched marked: {"text", "highlights", "kind"} (snippets.py)
+    snippet: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The hit as JSON-ready fields (shallow: dataclasses.asdict deep-copies, 0.1 ms a page of hits)."""
@@ -268,12 +270,46 @@ def join(store: DocumentStore, found: list[Found], texts: Sequence[str] | None) 
     return out
 
 
+def with_snippets(
+    hits: list[list[Hit]],
+    request: Request,
+    keyword: KeywordRetriever,
+    encode: Callable[[list[str]], np.ndarray] | None,
+) -> list[list[Hit]]:
+    """The hits with their snippets (snippets.py): the words the keyword side matched marked in the best part;
+    where none is there, a dense or hybrid hit's sentence closest to the query in meaning (encoded here, one
+    batch for every such hit)."""
+    crop, mode = request.options.crop, request.options.mode
+    meaning = mode is not SearchMode.KEYWORD and encode is not None and request.vectors is not None
+    out: list[list[Hit]] = []
+    unmarked: list[tuple[int, int, str]] = []  # (query, hit, part) of the hits with no word marked
+    for n, found in enumerate(hits):
+        terms = keyword.terms(request.texts[n]) if request.texts is not None else {}
+        done = []
+        for i, hit in enumerate(found):
+            part = hit.passage["text"] if hit.passage else hit.text
+            marks = snippets.word_marks(part, terms)
+            if not marks and meaning:
+                unmarked.append((n, i, part))
+            done.append(replace(hit, snippet=snippets.snippet(part, marks, crop, "words")))
+        out.append(done)
+    if unmarked:
+        queries = np.asarray(request.vectors, dtype=np.float32)[[n for n, _, _ in unmarked]]
+        closest = snippets.closest_sentences([part for _, _, part in unmarked], queries, encode)
+        for (n, i, part), sentence in zip(unmarked, closest):
+            if sentence is not None:
+                meant = snippets.snippet(part, [sentence], crop, "meaning", anchor=sentence[0])
+                out[n][i] = replace(out[n][i], snippet=meant)
+    return out
+
+
 def search(
     request: Request,
     *,
     store: DocumentStore,
     dense: DenseRetriever | None,
     keyword: KeywordRetriever | None,
+    encode: Callable[[list[str]], np.ndarray] | None = None,
 ) -> list[list[Hit]]:
     """The steps in order (the caller has checked that the mode's inputs and retrievers are there)."""
     options, k = request.options, request.k
@@ -300,4 +336,4 @@ def search(
         found = keyword_found
     else:
         found = [fuse(d, kw, options.alpha, options.fusion, k) for d, kw in zip(dense_found, keyword_found)]
-    return join(store, found, request.texts)
+    return with_snippets(join(store, found, request.texts), request, keyword, encode)

@@ -44,7 +44,14 @@ if TYPE_CHECKING:
     from ..index import Index
 
 STATIC = Path(__file__).parent / "static"
-EXTRAS = ("mode", "alpha", "fusion")  # passed to Index.search only when the client sends them
+EXTRAS = (
+    "mode",
+    "alpha",
+    "fusion",
+    "typos",
+    "crop",
+)  # passed to Index.search only when the client sends them
+MAX_CROP = 1_000  # words of a snippet
 SEARCH_FIELDS = {"q", "k", "where", "rerank", *EXTRAS}
 # The page's scripts and styles come from this server only; nothing inline runs (a second wall behind the
 # page's textContent-only rendering).
@@ -102,6 +109,9 @@ def search_options(values: dict[str, Any], settings: ServerSettings) -> dict[str
             options[name] = values[name]
     if "alpha" in options:  # a query string's is text
         options["alpha"] = bounded_float(options["alpha"], "alpha", 0.0, 1.0)
+    for name, high in (("typos", 2), ("crop", MAX_CROP)):
+        if name in options:
+            options[name] = bounded_int(options[name], name, 0 if name == "typos" else 1, high)
     for name in ("mode", "fusion"):
         if name in options and not isinstance(options[name], str):
             raise ApiError(400, "bad_parameter", f"{name} must be a string")

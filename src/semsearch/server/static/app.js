@@ -3,7 +3,6 @@
 "use strict";
 
 const DEBOUNCE_MS = 200;
-const SNIPPET_CHARS = 280;
 const $ = (id) => document.getElementById(id);
 const form = $("search-form"), input = $("q"), kSelect = $("k"), statusLine = $("status");
 const results = $("results"), filterBox = $("filters"), filterInputs = $("filter-inputs");
@@ -28,56 +27,38 @@ async function api(path, options = {}) {
   return { ok: response.ok, status: response.status, body };
 }
 
-function queryWords(query) {
-  const words = (query.toLowerCase().match(/[\p{L}\p{N}]+/gu) || []).filter((w) => w.length >= 2);
-  return [...new Set(words)].sort((a, b) => b.length - a.length);
-}
-
-function escapeRegExp(text) {
-  return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-}
-
-// Text with the query's words in <mark> elements: text nodes and elements, never HTML.
-function marked(text, words) {
-  const fragment = document.createDocumentFragment();
-  if (!words.length) {
-    fragment.append(text);
-    return fragment;
-  }
-  const pattern = new RegExp(words.map(escapeRegExp).join("|"), "giu");
+// A hit's snippet (the server's: its text and the [start, end) spans to mark) as text nodes and <mark> elements:
+// the text is only ever textContent, never HTML. A "meaning" mark (no word matched: the sentence closest in
+// meaning) has its own class.
+function snippetNode(hit) {
+  const snippet = hit.snippet && typeof hit.snippet.text === "string" ? hit.snippet : { text: hit.text || "", highlights: [] };
+  const text = snippet.text, fragment = document.createDocumentFragment();
+  const whole = typeof hit.text === "string" ? hit.text : text;
+  if (!whole.startsWith(text)) fragment.append("… ");
   let last = 0;
-  for (const match of text.matchAll(pattern)) {
-    fragment.append(text.slice(last, match.index), el("mark", null, match[0]));
-    last = match.index + match[0].length;
+  for (const [start, end] of snippet.highlights || []) {
+    const from = Math.max(Number(start), last), to = Math.min(Number(end), text.length);
+    if (!(to > from)) continue;
+    fragment.append(text.slice(last, from), el("mark", snippet.kind === "meaning" ? "meaning" : null, text.slice(from, to)));
+    last = to;
   }
   fragment.append(text.slice(last));
+  if (!whole.endsWith(text)) fragment.append(" …");
   return fragment;
 }
 
-// A window of the text around the first query word found (the whole text when short).
-function snippet(text, words) {
-  if (text.length <= SNIPPET_CHARS) return text;
-  const lower = text.toLowerCase();
-  const found = words.map((w) => lower.indexOf(w)).filter((i) => i >= 0);
-  let start = found.length ? Math.max(0, Math.min(...found) - 80) : 0;
-  if (start > 0) start = text.indexOf(" ", start) + 1 || start;
-  const end = Math.min(text.length, start + SNIPPET_CHARS);
-  return (start > 0 ? "… " : "") + text.slice(start, end) + (end < text.length ? " …" : "");
-}
-
-function render(hits, query) {
-  const words = queryWords(query);
+function render(hits) {
   const items = hits.map((hit) => {
     const item = el("li");
     item.tabIndex = 0;
     item.dataset.id = hit.id;
     const head = el("div", "hit-head");
-    const title = el("span", "title");
-    title.append(marked(hit.title || hit.id, words));
-    head.append(title, el("span", "score", "score " + Number(hit.score).toFixed(3)));
+    head.append(el("span", "title", hit.title || hit.id), el("span", "score", "score " + Number(hit.score).toFixed(3)));
     const passage = el("p", "passage");
-    const text = hit.passage && typeof hit.passage.text === "string" ? hit.passage.text : hit.text;
-    passage.append(marked(snippet(text || "", words), words));
+    passage.append(snippetNode(hit));
+    if (hit.snippet && hit.snippet.kind === "meaning") {
+      passage.title = "No word of the query is here: the marked sentence is the closest in meaning";
+    }
     const meta = el("div", "meta");
     meta.append(el("span", "doc-id", "id " + hit.id));
     for (const [name, value] of Object.entries(hit.metadata || {})) {
@@ -133,7 +114,7 @@ async function search() {
     return;
   }
   const ms = performance.now() - started;
-  render(answer.body.hits, query);
+  render(answer.body.hits);
   const count = answer.body.hits.length;
   showStatus(`${count} result${count === 1 ? "" : "s"} in ${ms.toFixed(0)} ms (search ${answer.body.took_ms.toFixed(1)} ms)`);
   results.dataset.query = query;
