@@ -18,7 +18,10 @@ from functools import cached_property
 
 DEFAULT_TYPOS = 2
 ONE_TYPO_FROM, TWO_TYPOS_FROM = 5, 9  # letters in the query word
-CORRECTION_WEIGHT = {1: 0.5, 2: 0.25}  # of an exact term's weight (benchmarks/results/text-controls.md)
+CORRECTION_WEIGHT = {
+    1: 0.8,
+    2: 0.5,
+}  # of an exact term's weight: swept in benchmarks/results/text-controls.md
 MAX_CORRECTIONS = 4
 
 
