@@ -274,7 +274,7 @@ class Index:
         re-scores N candidates by cosine of the kept raw vectors (None: the index's setting, 0: off). `options`
         as `search_many` takes them: `mode` dense, keyword or hybrid, `alpha` hybrid's dense weight (None: as
         calibrated), `fusion` convex or rrf, `typos` the edits a keyword query word may hold (0, 1 or 2, the
-        default: retrieval/typos.py), `crop` each hit's snippet in words (retrieval/snippets.py)."""
+        default: retrieval/typos.py), `crop` each hit's snippet in words (retrieval/snippets.py; 0: no snippets)."""
         return self.search_many([text], k, where, rerank, **options)[0]
 
     def search_many(
@@ -352,8 +352,8 @@ class Index:
         keywords_only = options.mode is SearchMode.KEYWORD
         dense = None if keywords_only else DenseRetriever(self.transform, self.vectors, self.raw)
         keyword = KeywordRetriever(self.store, self.state.count, options.typos)
-        encode = None if self.settings.model == NO_MODEL else self.encoder.encode
-        return run_search(request, store=self.store, dense=dense, keyword=keyword, encode=encode)
+        encoder = None if self.settings.model == NO_MODEL else self.encoder
+        return run_search(request, store=self.store, dense=dense, keyword=keyword, encoder=encoder)
 
     def export(
         self, out: str | Path | IO[str], *, vectors: bool = False, progress: Progress | None = None

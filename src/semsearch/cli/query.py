@@ -83,10 +83,11 @@ from .options import (
 )
 @click.option(
     "--crop",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=0),
     default=DEFAULT_CROP,
     show_default=True,
-    help="Words of each hit's snippet: the part of its best passage that answers, matched words marked.",
+    help="Words of each hit's snippet: the part of its best passage that answers, matched words marked "
+    "(0: no snippets).",
 )
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per result and line.")
 def query(text, index_path, vector, k, where, rerank, mode, alpha, fusion, typos, crop, as_json):

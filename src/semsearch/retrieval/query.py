@@ -49,7 +49,7 @@ class QueryOptions:
     fusion: Fusion
     rerank: int  # candidates re-scored by the kept raw vectors (0: off)
     typos: int = DEFAULT_TYPOS  # edits a keyword query word may hold (typos.py; 0: none)
-    crop: int = DEFAULT_CROP  # a hit's snippet, in words (snippets.py)
+    crop: int = DEFAULT_CROP  # a hit's snippet, in words (snippets.py; 0: none)
 
     @classmethod
     def resolve(
@@ -83,7 +83,7 @@ class QueryOptions:
             fusion=Fusion.parse(fusion or DEFAULT_FUSION, "fusion"),
             rerank=at_least(defaults.rerank if rerank is None else rerank, 0, "rerank"),
             typos=check_typos(DEFAULT_TYPOS if typos is None else typos),
-            crop=at_least(DEFAULT_CROP if crop is None else crop, 1, "crop"),
+            crop=at_least(DEFAULT_CROP if crop is None else crop, 0, "crop"),
         )
 
 

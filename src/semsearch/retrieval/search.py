@@ -10,7 +10,7 @@ mode uses -> fuse -> join with the stored documents.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Protocol
 
@@ -274,13 +274,15 @@ def with_snippets(
     hits: list[list[Hit]],
     request: Request,
     keyword: KeywordRetriever,
-    encode: Callable[[list[str]], np.ndarray] | None,
+    encoder: snippets.Encoding | None,
 ) -> list[list[Hit]]:
     """The hits with their snippets (snippets.py): the words the keyword side matched marked in the best part;
     where none is there, a dense or hybrid hit's sentence closest to the query in meaning (encoded here, one
     batch for every such hit)."""
     crop, mode = request.options.crop, request.options.mode
-    meaning = mode is not SearchMode.KEYWORD and encode is not None and request.vectors is not None
+    if not crop:
+        return hits
+    meaning = mode is not SearchMode.KEYWORD and encoder is not None and request.vectors is not None
     out: list[list[Hit]] = []
     unmarked: list[tuple[int, int, str]] = []  # (query, hit, part) of the hits with no word marked
     for n, found in enumerate(hits):
@@ -295,7 +297,7 @@ def with_snippets(
         out.append(done)
     if unmarked:
         queries = np.asarray(request.vectors, dtype=np.float32)[[n for n, _, _ in unmarked]]
-        closest = snippets.closest_sentences([part for _, _, part in unmarked], queries, encode)
+        closest = snippets.closest_sentences([part for _, _, part in unmarked], queries, encoder)
         for (n, i, part), sentence in zip(unmarked, closest):
             if sentence is not None:
                 meant = snippets.snippet(part, [sentence], crop, "meaning", anchor=sentence[0])
@@ -309,7 +311,7 @@ def search(
     store: DocumentStore,
     dense: DenseRetriever | None,
     keyword: KeywordRetriever | None,
-    encode: Callable[[list[str]], np.ndarray] | None = None,
+    encoder: snippets.Encoding | None = None,
 ) -> list[list[Hit]]:
     """The steps in order (the caller has checked that the mode's inputs and retrievers are there)."""
     options, k = request.options, request.k
@@ -336,4 +338,4 @@ def search(
         found = keyword_found
     else:
         found = [fuse(d, kw, options.alpha, options.fusion, k) for d, kw in zip(dense_found, keyword_found)]
-    return with_snippets(join(store, found, request.texts), request, keyword, encode)
+    return with_snippets(join(store, found, request.texts), request, keyword, encoder)

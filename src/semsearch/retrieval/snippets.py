@@ -15,8 +15,11 @@ A snippet is JSON-ready: {"text", "highlights": [[start, end], ...] (character o
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+import threading
+import weakref
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -30,6 +33,10 @@ CONTEXT = 4  # words shown before the first mark where the window allows
 TOKEN = re.compile(f"[{HAN}]+|[{HANGUL}]+|[^\\W_{HAN}{HANGUL}]+")
 SENTENCE_END = re.compile(f"\n\\s*\n|[.!?;:]+[\"')\\]]*(?=\\s)|[{CJK_SENTENCE_ENDS}]+")
 Span = tuple[int, int]
+
+
+class Encoding(Protocol):
+    def encode(self, texts: Sequence[str]) -> np.ndarray: ...
 
 
 def word_marks(text: str, terms: Mapping[str, Any]) -> list[Span]:
@@ -121,16 +128,50 @@ def snippet(text: str, marks: list[Span], crop: int, kind: str, anchor: int | No
     return {"text": text[start:end], "highlights": highlights, "kind": kind}
 
 
+class SentenceVectors:
+    """The sentences an encoder has encoded for snippets, normalised, the CACHED most recent kept: a hit found
+    again (the page searching as one types, a popular document) costs no encoding."""
+
+    CACHED = 10_000
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.by_encoder: weakref.WeakKeyDictionary[Any, OrderedDict[str, np.ndarray]] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def get(self, encoder: Encoding, texts: list[str]) -> np.ndarray:
+        """The texts' normalised vectors, those not kept encoded in one batch."""
+        with self.lock:
+            known = self.by_encoder.setdefault(encoder, OrderedDict())
+            found = {text: known.get(text) for text in texts}
+        new = [text for text, vector in found.items() if vector is None]
+        if new:  # encoded outside the lock: another thread's snippets need not wait
+            vectors = np.asarray(encoder.encode(new), dtype=np.float32)
+            vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+            found.update(zip(new, vectors))
+        with self.lock:
+            for text, vector in found.items():
+                known[text] = vector
+                known.move_to_end(text)
+            while len(known) > self.CACHED:
+                known.popitem(last=False)
+        return np.stack([found[text] for text in texts])
+
+
+SENTENCE_VECTORS = SentenceVectors()
+
+
 def closest_sentences(
-    parts: Sequence[str], query_vectors: np.ndarray, encode: Callable[[list[str]], np.ndarray]
+    parts: Sequence[str], query_vectors: np.ndarray, encoder: Encoding
 ) -> list[Span | None]:
-    """Of each part, its sentence of the highest cosine to its query's raw vector (one encoder batch)."""
+    """Of each part, its sentence of the highest cosine to its query's raw vector (new sentences encoded in one
+    batch)."""
     sentences = [sentence_spans(part) for part in parts]
     texts = [part[s:e] for part, spans in zip(parts, sentences) for s, e in spans]
     if not texts:
         return [None] * len(parts)
-    vectors = np.asarray(encode(texts), dtype=np.float32)
-    vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    vectors = SENTENCE_VECTORS.get(encoder, texts)
     out: list[Span | None] = []
     at = 0
     for spans, query in zip(sentences, query_vectors):

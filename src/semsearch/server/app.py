@@ -111,7 +111,7 @@ def search_options(values: dict[str, Any], settings: ServerSettings) -> dict[str
         options["alpha"] = bounded_float(options["alpha"], "alpha", 0.0, 1.0)
     for name, high in (("typos", 2), ("crop", MAX_CROP)):
         if name in options:
-            options[name] = bounded_int(options[name], name, 0 if name == "typos" else 1, high)
+            options[name] = bounded_int(options[name], name, 0, high)
     for name in ("mode", "fusion"):
         if name in options and not isinstance(options[name], str):
             raise ApiError(400, "bad_parameter", f"{name} must be a string")
