@@ -1,7 +1,7 @@
 """Issue 35's text controls measured: typo tolerance and snippets; written to benchmarks/results/text-controls.md
 and text-controls.json.
 
-    .venv/bin/python benchmarks/text_controls.py [--sections typos,snippets] [--work DIR]
+    .venv/bin/python benchmarks/text_controls.py [--sections typos,chinese,snippets] [--work DIR]
 
 - typos: SciFact's test queries, each with one misspelled content word, built here (seeded): its rarest word of
   at least five letters (fewest documents holding its term) gets a deletion, insertion, substitution or
@@ -11,6 +11,10 @@ and text-controls.json.
   weights swept; keyword and hybrid on SUBSET documents (the judged ones and a seeded draw,
   longdoc_sets.documents_subset) ingested with every default (encoding all 5,183 took too long on the shared
   machine that day). p50 ms of keyword search with and without typos, side by side.
+- chinese: semsearch's keyword side (the store's FTS5 index and bm25 matrix, no encoding) over the four Chinese
+  sets of zh_retrieval.py's keyword section (500 queries each), typos on and off: the analysis is unchanged for
+  text without Hangul (these sets hold none), so typos off is last round's keyword side; typos on must stay
+  within 0.005 of it.
 - snippets: the SciFact subset and a mixed-topic long-document set (evaluation/longdoc_sets.py, 500 SciFact
   documents as 50 long ones): for every dense hit (k=10) whose snippet is of kind "meaning", whether its marked
   sentence is
@@ -298,20 +302,53 @@ def snippets(work: Path) -> dict:
     return out
 
 
+def chinese(work: Path) -> list[dict]:
+    from zh_retrieval import DATA as ZH
+    from zh_retrieval import FILES
+
+    from semsearch.documents import Document
+    from semsearch.evaluation.metrics import evaluate_run
+    from semsearch.evaluation.zh_retrieval import read_pairs, retrieval_set, without_own
+    from semsearch.retrieval.keywords import KeywordRetriever
+    from semsearch.storage.store import DocumentStore
+
+    rows = []
+    for name, relative in FILES.items():
+        data = retrieval_set(name, read_pairs(ZH / relative), max_queries=500)
+        ids = list(data.corpus)
+        for leftover in work.glob(f"zh-{name}.db*"):
+            leftover.unlink()
+        store = DocumentStore(work / f"zh-{name}.db")
+        with store.transaction():
+            store.insert([Document(doc, data.corpus[doc]) for doc in ids], range(len(ids)))
+        row = {"set": name, "queries": len(data.queries), "documents": len(ids)}
+        for typos in (0, 2):
+            retriever = KeywordRetriever(store, len(ids), typos)
+            run = {
+                query_id: {ids[pk]: score for pk, score in retriever.top([text], 100, None)[0]}
+                for query_id, text in data.queries.items()
+            }
+            metric = evaluate_run(data.qrels, without_own(run, data.own), ("ndcg@10",))["ndcg@10"]
+            row[f"keyword, typos {typos}"] = round(metric, 4)
+        row["difference"] = round(row["keyword, typos 2"] - row["keyword, typos 0"], 4)
+        rows.append(row)
+        store.close()
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sections", default="typos,snippets")
+    parser.add_argument("--sections", default="typos,chinese,snippets")
     parser.add_argument("--work", type=Path, default=Path("/tmp/semsearch-text-controls"))
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     sections = args.sections.split(",")
     path = OUT / "text-controls.json"
     results = json.loads(path.read_text()) if path.exists() else {}
-    if "typos" in sections:
-        results["typos"] = typos(args.work)
-    if "snippets" in sections:
-        results["snippets"] = snippets(args.work)
-    results["command"] = command_line()
+    made = {"typos": typos, "chinese": chinese, "snippets": snippets}
+    for section in sections:
+        results[section] = made[section](args.work)
+        results.setdefault("commands", {})[section] = command_line()
     results["date"] = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     path.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
     (OUT / "text-controls.md").write_text(report(results))
@@ -322,8 +359,13 @@ def report(results: dict) -> str:
     lines = [
         "# Text controls: typo tolerance and snippets (issue 35)",
         "",
-        f"Made by `{results['command']}` on {results['date']} (benchmarks/text_controls.py; its docstring says",
-        "what each section measures). Timings: one process, warm, one query at a time, on a shared 2-core machine.",
+        f"Made on {results['date']} by benchmarks/text_controls.py (its docstring says what each section measures):",
+        *(
+            f"`{command}` ({section})" + ("," if n < len(results["commands"]) - 1 else ".")
+            for n, (section, command) in enumerate(results["commands"].items())
+        ),
+        "",
+        "Timings: one process, warm, one query at a time, on a 2-core machine shared by nine agents (load 15-20).",
         "",
     ]
     if "typos" in results:
@@ -338,6 +380,14 @@ def report(results: dict) -> str:
             " typos 2 - misspelled, typos 0) / (unaltered, typos 0 - misspelled, typos 0).",
             "",
             *markdown_table(typo["rows"]),
+        ]
+    if "chinese" in results:
+        lines += [
+            "## Chinese: the keyword side with typos on and off",
+            "",
+            "No Hangul in these sets: the analysis is last round's, so typos 0 is last round's keyword side.",
+            "",
+            *markdown_table(results["chinese"]),
         ]
     if "snippets" in results:
         snip = results["snippets"]

@@ -323,25 +323,12 @@ class Index:
         rerank: int | None = None,
         *,
         texts: Sequence[str] | None = None,
-        mode: SearchMode | str | None = None,
-        alpha: float | None = None,
-        fusion: Fusion | str | None = None,
-        typos: int | None = None,
-        crop: int | None = None,
+        **options: Any,
     ) -> list[list[Hit]]:
         """Search with query vectors from this index's encoder, or made elsewhere as its documents' were
         (before the transform), one row per query; with `texts` (the queries' words), keyword and hybrid too
-        (mode None: dense without texts, else the index's default)."""
-        options = QueryOptions.resolve(
-            self.query_defaults,
-            mode=mode,
-            alpha=alpha,
-            fusion=fusion,
-            rerank=rerank,
-            texts=texts is not None,
-            typos=typos,
-            crop=crop,
-        )
+        (mode None: dense without texts, else the index's default). `options` as `search_many` takes them."""
+        options = QueryOptions.resolve(self.query_defaults, rerank=rerank, texts=texts is not None, **options)
         return self._search(options, queries, texts, k, where)
 
     def _search(self, options, vectors, texts, k, where) -> list[list[Hit]]:
