@@ -7,6 +7,14 @@ const $ = (id) => document.getElementById(id);
 const form = $("search-form"), input = $("q"), kSelect = $("k"), statusLine = $("status");
 const results = $("results"), filterBox = $("filters"), filterInputs = $("filter-inputs");
 const keyBox = $("key-box"), keyInput = $("key");
+const facetBox = $("facets"), pager = $("pager"), previousButton = $("previous"), nextButton = $("next");
+const pageLabel = $("page");
+const FACET_FIELDS = 6; // facet counts asked for the first fields the index lists
+
+// What the results show: a search, or the documents like one (similar); which page, of which generation.
+let view = { kind: "search", id: null, offset: 0, generation: null };
+let fieldNames = [];
+let restarted = false; // a page asked of a generation the index has left: started again at page 1
 
 let timer = null, controller = null, sequence = 0;
 keyInput.value = sessionStorage.getItem("semsearch-key") || "";
@@ -53,7 +61,11 @@ function render(hits) {
     item.tabIndex = 0;
     item.dataset.id = hit.id;
     const head = el("div", "hit-head");
-    head.append(el("span", "title", hit.title || hit.id), el("span", "score", "score " + Number(hit.score).toFixed(3)));
+    const like = el("button", "similar", "similar");
+    like.type = "button";
+    like.title = "Documents like this one";
+    like.addEventListener("click", () => showSimilar(hit.id));
+    head.append(el("span", "title", hit.title || hit.id), el("span", "score", "score " + Number(hit.score).toFixed(3)), like);
     const passage = el("p", "passage");
     passage.append(snippetNode(hit));
     if (hit.snippet && hit.snippet.kind === "meaning") {
@@ -71,6 +83,8 @@ function render(hits) {
 }
 
 function showStatus(text, isError = false) {
+  if (restarted && !isError) text += " (the index changed: back to the first page)";
+  restarted = false;
   statusLine.textContent = text;
   statusLine.classList.toggle("error", isError);
 }
@@ -86,43 +100,120 @@ function whereConditions() {
   return conditions;
 }
 
-async function search() {
+// The facet counts as buttons: a value's button puts it in that field's filter and searches again.
+function renderFacets(facets) {
+  const groups = [];
+  for (const [field, values] of Object.entries(facets || {})) {
+    const entries = Object.entries(values || {});
+    if (!entries.length) continue;
+    const group = el("div", "facet");
+    group.append(el("span", "facet-field", field));
+    for (const [value, count] of entries) {
+      const button = el("button", "facet-value", `${value} (${Number(count)})`);
+      button.type = "button";
+      button.dataset.field = field;
+      button.dataset.value = value;
+      button.addEventListener("click", () => {
+        const box = filterInputs.querySelector(`input[data-field="${CSS.escape(field)}"]`);
+        if (box) box.value = "=" + value;
+        view = { kind: "search", id: null, offset: 0, generation: null };
+        search();
+      });
+      group.append(button);
+    }
+    groups.push(group);
+  }
+  facetBox.replaceChildren(...groups);
+  facetBox.hidden = groups.length === 0;
+}
+
+function renderPager(count) {
+  const k = Number(kSelect.value);
+  previousButton.disabled = view.offset === 0;
+  nextButton.disabled = count < k;
+  pageLabel.textContent = "page " + (Math.floor(view.offset / k) + 1);
+  pager.hidden = view.offset === 0 && count < k;
+}
+
+function turnPage(step) {
+  const k = Number(kSelect.value);
+  view.offset = Math.max(0, view.offset + step * k);
+  (view.kind === "similar" ? showSimilar(view.id, true) : search(true));
+}
+
+// One request of the results' view; a page of a generation the index has left (409) starts again at page 1.
+async function fetchView(path, params, paging) {
   clearTimeout(timer);
-  const query = input.value.trim();
   const mine = ++sequence;
   if (controller) controller.abort();
-  if (!query) {
-    results.replaceChildren();
-    showStatus("");
-    return;
-  }
   controller = new AbortController();
-  const params = new URLSearchParams({ q: query, k: kSelect.value });
+  params.set("k", kSelect.value);
   for (const condition of whereConditions()) params.append("where", condition);
+  if (view.offset) params.set("offset", String(view.offset));
+  if (view.offset && view.generation !== null) params.set("generation", String(view.generation));
   const started = performance.now();
   let answer;
   try {
-    answer = await api("/search?" + params, { signal: controller.signal });
+    answer = await api(path + "?" + params, { signal: controller.signal });
   } catch (error) {
     if (error.name !== "AbortError") showStatus("no answer from the server: " + error.message, true);
-    return;
+    return null;
   }
-  if (mine !== sequence) return; // a later search has started
+  if (mine !== sequence) return null; // a later request has started
+  if (answer.status === 409 && view.offset) {
+    restarted = true;
+    view.kind === "similar" ? showSimilar(view.id) : search();
+    return null;
+  }
   if (!answer.ok) {
     results.replaceChildren();
+    pager.hidden = true;
     showStatus(answer.body.error ? answer.body.error.message : "error " + answer.status, true);
+    return null;
+  }
+  if (answer.body.generation !== undefined) view.generation = answer.body.generation;
+  return { body: answer.body, ms: performance.now() - started };
+}
+
+async function search(paging = false) {
+  const query = input.value.trim();
+  if (!paging) view = { kind: "search", id: null, offset: 0, generation: null };
+  if (!query) {
+    ++sequence;
+    results.replaceChildren();
+    facetBox.replaceChildren();
+    pager.hidden = true;
+    showStatus("");
     return;
   }
-  const ms = performance.now() - started;
-  render(answer.body.hits);
-  const count = answer.body.hits.length;
-  showStatus(`${count} result${count === 1 ? "" : "s"} in ${ms.toFixed(0)} ms (search ${answer.body.took_ms.toFixed(1)} ms)`);
+  const params = new URLSearchParams({ q: query });
+  for (const field of fieldNames.slice(0, FACET_FIELDS)) params.append("facets", field);
+  const answer = await fetchView("/search", params, paging);
+  if (!answer) return;
+  const { body, ms } = answer;
+  render(body.hits);
+  renderFacets(body.facets);
+  renderPager(body.hits.length);
+  const count = body.hits.length;
+  showStatus(`${count} result${count === 1 ? "" : "s"} in ${ms.toFixed(0)} ms (search ${body.took_ms.toFixed(1)} ms)`);
   results.dataset.query = query;
+}
+
+async function showSimilar(id, paging = false) {
+  if (!paging) view = { kind: "similar", id, offset: 0, generation: null };
+  const answer = await fetchView("/documents/" + encodeURIComponent(id) + "/similar", new URLSearchParams(), paging);
+  if (!answer) return;
+  const { body } = answer;
+  render(body.hits);
+  facetBox.replaceChildren();
+  renderPager(body.hits.length);
+  showStatus(`${body.hits.length} documents like ${id}`);
+  results.dataset.similar = id;
 }
 
 function later() {
   clearTimeout(timer);
-  timer = setTimeout(search, DEBOUNCE_MS);
+  timer = setTimeout(() => search(), DEBOUNCE_MS);
 }
 
 const INFO_FIELDS = [
@@ -197,6 +288,7 @@ async function loadInfo() {
   if (info.isotropy) rows.push(...isotropyRows(info.isotropy));
   list.replaceChildren(...rows);
   const fields = info.fields || [];
+  fieldNames = fields;
   filterInputs.replaceChildren(...fields.map((field) => {
     const label = el("label", null, field);
     const box = el("input");
@@ -215,7 +307,9 @@ form.addEventListener("submit", (event) => {
   search();
 });
 input.addEventListener("input", later);
-kSelect.addEventListener("change", search);
+kSelect.addEventListener("change", () => search());
+previousButton.addEventListener("click", () => turnPage(-1));
+nextButton.addEventListener("click", () => turnPage(1));
 keyInput.addEventListener("change", () => {
   sessionStorage.setItem("semsearch-key", keyInput.value);
   loadInfo();
