@@ -14,6 +14,7 @@ const FACET_FIELDS = 6; // facet counts asked for the first fields the index lis
 // What the results show: a search, or the documents like one (similar); which page, of which generation.
 let view = { kind: "search", id: null, offset: 0, generation: null };
 let fieldNames = [];
+let paging = false; // the server pages and finds similar documents (its /info names a max_offset)
 let restarted = false; // a page asked of a generation the index has left: started again at page 1
 
 let timer = null, controller = null, sequence = 0;
@@ -61,11 +62,14 @@ function render(hits) {
     item.tabIndex = 0;
     item.dataset.id = hit.id;
     const head = el("div", "hit-head");
-    const like = el("button", "similar", "similar");
-    like.type = "button";
-    like.title = "Documents like this one";
-    like.addEventListener("click", () => showSimilar(hit.id));
-    head.append(el("span", "title", hit.title || hit.id), el("span", "score", "score " + Number(hit.score).toFixed(3)), like);
+    head.append(el("span", "title", hit.title || hit.id), el("span", "score", "score " + Number(hit.score).toFixed(3)));
+    if (paging) {
+      const like = el("button", "similar", "similar");
+      like.type = "button";
+      like.title = "Documents like this one";
+      like.addEventListener("click", () => showSimilar(hit.id));
+      head.append(like);
+    }
     const passage = el("p", "passage");
     passage.append(snippetNode(hit));
     if (hit.snippet && hit.snippet.kind === "meaning") {
@@ -132,7 +136,7 @@ function renderPager(count) {
   previousButton.disabled = view.offset === 0;
   nextButton.disabled = count < k;
   pageLabel.textContent = "page " + (Math.floor(view.offset / k) + 1);
-  pager.hidden = view.offset === 0 && count < k;
+  pager.hidden = !paging || (view.offset === 0 && count < k);
 }
 
 function turnPage(step) {
@@ -289,6 +293,7 @@ async function loadInfo() {
   list.replaceChildren(...rows);
   const fields = info.fields || [];
   fieldNames = fields;
+  paging = Boolean(info.server && info.server.max_offset);
   filterInputs.replaceChildren(...fields.map((field) => {
     const label = el("label", null, field);
     const box = el("input");
