@@ -365,7 +365,7 @@ def report(results: dict) -> str:
             for n, (section, command) in enumerate(results["commands"].items())
         ),
         "",
-        "Timings: one process, warm, one query at a time, on a 2-core machine shared by nine agents (load 15-20).",
+        "Timings: one process, warm, one query at a time, on a 2-core machine shared by nine agents (load average 28-31 during the run): read the timings as ratios within a row pair.",
         "",
     ]
     if "typos" in results:
