@@ -123,19 +123,21 @@ class KeywordRetriever:
         words = [(word, STEMMER.stems([word])) for word in query_words(text)]
         return weighted_terms(words, self.typos, self.vocabulary() if self.typos else None)
 
-    def vocabulary(self) -> Vocabulary:
-        """The keyword index's terms as the store's committed content has them (read again when it changes)."""
+    def vocabulary(self) -> Vocabulary | None:
+        """The keyword index's terms as the store's committed content has them (read again when it changes);
+        None inside a transaction (a write's calibration searching its scratch state: its pseudo-queries are
+        the documents' own words, and a vocabulary read per query would cost the write dearly)."""
         with self.store.guarded():
             key = self.store.content_version()
+            if key is None:
+                return None
             cached = MATRICES.setdefault(self.store, Cached())
-            if key is not None and cached.vocabulary is not None and cached.vocabulary[0] == key:
+            if cached.vocabulary is not None and cached.vocabulary[0] == key:
                 return cached.vocabulary[1]
             matrix = cached.matrix if cached.matrix is not None and cached.matrix.key == key else None
             counts = matrix.document_frequencies() if matrix is not None else self.store.keyword_vocabulary()
-            vocabulary = Vocabulary(counts)
-            if key is not None:
-                cached.vocabulary = (key, vocabulary)
-            return vocabulary
+            cached.vocabulary = (key, Vocabulary(counts))
+            return cached.vocabulary[1]
 
     def matrix(self) -> Bm25Matrix | None:
         """The store's bm25 matrix if its content is as when it was read; else read anew: at once for a small
