@@ -27,9 +27,9 @@ def test_segment_keeps_mixed_chinese_and_english_right():
     words = segment("用iPhone拍照, state-of-the-art 模型").split()
     assert "iPhone" in words and "拍照" in words and "state-of-the-art" in words and "模型" in words
     assert segment("plain English text.") == "plain English text."  # untouched
-    # kana and Hangul are not broken up (unicode61 cuts Hangul at its spaces already)
+    # kana is not broken up; Hangul runs become their bigrams (a noun is found with its particle: issue 35)
     assert "のテキスト" in segment("日本語のテキスト").split()
-    assert segment("한국어 텍스트") == "한국어 텍스트"
+    assert segment("한국어 텍스트").split() == ["한국", "국어", "텍스", "스트"]
 
 
 @pytest.mark.parametrize("method", ["bigram+unigram", "bigram", "jieba"])

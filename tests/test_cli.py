@@ -165,23 +165,25 @@ def test_ingest_summary(built):
 def test_query_prints_a_readable_ranked_list(index):
     result = ok(run("query", QUERY, "--index", index, "-k", "3"))
     lines = result.stdout.splitlines()
-    ranked = [re.match(r"^\s+(\d+)\. \[(-?\d\.\d{3})\] (\S+)  (.+)$", line) for line in lines[0::2]]
+    ranked = [re.match(r"^\s+(\d+)\. \[(-?\d\.\d{3})\] (\S+)  (.+)$", line) for line in lines[0::3]]
     assert [m.group(1) for m in ranked] == ["1", "2", "3"], result.stdout
     scores = [float(m.group(2)) for m in ranked]
     assert scores == sorted(scores, reverse=True)
     top = next(d for d in DOCS if d["id"] == ranked[0].group(3))
     assert top["genre"] == "sport" and ranked[0].group(4).startswith(f"{top['title']}: {top['text'][:20]}")
-    # each result's metadata on the line below it (the nested `metadata` object's fields flattened into it)
-    shown = set(lines[1].strip().split(", "))
+    # its snippet below it (piped: plain text), then its metadata (the nested `metadata` object's fields
+    # flattened into it)
+    assert lines[1].strip() in " ".join(top["text"].split())
+    shown = set(lines[2].strip().split(", "))
     assert shown == {"genre=sport", f"year={top['year']}", f"source={top['metadata']['source']}"}
-    assert len(lines) == 6
+    assert len(lines) == 9
 
 
 def test_query_json_one_object_per_line(index):
     hits = query_json(index, "planets and stars", "-k", "5")
     assert len(hits) == 5
     for hit in hits:
-        assert set(hit) == {"id", "score", "title", "text", "metadata", "passage", "scores"}
+        assert set(hit) == {"id", "score", "title", "text", "metadata", "passage", "scores", "snippet"}
         assert isinstance(hit["metadata"], dict) and set(hit["metadata"]) == {"genre", "year", "source"}
         assert isinstance(hit["score"], float) and isinstance(hit["text"], str)
     assert hits[0]["id"] == "doc-2" and hits[0]["title"] == "New exoplanet"

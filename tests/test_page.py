@@ -91,6 +91,13 @@ def test_search_as_you_type_filter_and_keyboard(browser, index_copy, tmp_path):
             "#results mark", "marks => marks.map(m => m.textContent.toLowerCase())"
         )
         assert {"date", "string"} <= set(marks)
+        # the snippet's highlights as the server made them: whole words, never a piece of one
+        beside = page.eval_on_selector_all(
+            "#results mark",
+            "marks => marks.map(m => (m.previousSibling ? m.previousSibling.textContent.slice(-1) : ' ') +"
+            " (m.nextSibling ? m.nextSibling.textContent.slice(0, 1) : ' '))",
+        )
+        assert beside and not any(char.isalnum() for pair in beside for char in pair)
 
         page.fill("#filter-inputs input[data-field=kind]", "odd")
         page.fill("#filter-inputs input[data-field=year]", ">= 2010")
@@ -153,6 +160,10 @@ def test_documents_cannot_run_code_in_the_page(browser, index_copy):
         assert 'onerror="window.__pwned=3; alert(3)"' in text and "<svg onload=alert(4)>" in text
         assert hostile[0]["id"] in text
         assert page.evaluate("window.__pwned") is None and dialogs == []
+        # the marks of a hostile snippet hold its text as text: the words asked, `<img` left as it stands
+        marks = page.eval_on_selector_all("#results mark", "ms => ms.map(m => m.textContent.toLowerCase())")
+        assert {"zebra", "marker", "img", "onerror"} <= set(marks)
+        assert "<img" in text and page.locator("#results .passage *:not(mark)").count() == 0
         assert (
             page.locator("#results img, #results script, #results svg, #results iframe, #results b").count()
             == 0

@@ -4,7 +4,9 @@ unicode61 makes one token of every run of Chinese characters (`苹果公司发�
 word is ever matched. `segment` rewrites each run of Han characters as space-separated words that unicode61 then
 keeps apart, applied alike to documents and queries: by default its overlapping character bigrams (Lucene's
 CJKAnalyzer) and its single characters; or bigrams alone, or a segmenter's search-mode words (jieba, rjieba).
-Latin text, Japanese kana and Hangul pass through untouched (unicode61 already cuts Hangul at spaces).
+Hangul runs become their overlapping syllable bigrams (as Lucene's CJKAnalyzer makes them): Korean writes
+particles onto its words (김치는, 서울은), so the space-cut word of unicode61 never equals the bare noun a query
+asks for, while the noun's bigrams are among the word's. Latin text and Japanese kana pass through untouched.
 
 Chosen by measurement (benchmarks/results/zh-retrieval.md: plain FTS5 over four Chinese retrieval sets, nDCG@10):
 bigrams with unigrams beat bigrams alone on all four (+0.013 to +0.023 but PAWSX -0.003) and jieba's words on
@@ -20,6 +22,9 @@ from typing import Literal
 # Han ideographs (CJK Unified, Extension A, Compatibility): the script segment() rewrites.
 HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 HAN_RUN = re.compile(f"[{HAN}]+")
+# Hangul syllables and jamo: the runs segment() cuts into bigrams.
+HANGUL = "\uac00-\ud7af\u1100-\u11ff\u3130-\u318f"
+HANGUL_RUN = re.compile(f"[{HANGUL}]+")
 # Every CJK script, for the share of a corpus's text: Han, kana, Hangul, CJK punctuation and full-width forms.
 CJK_CHAR = re.compile(
     f"[{HAN}\u3000-\u303f\u3040-\u30ff\u31f0-\u31ff\uac00-\ud7af\u1100-\u11ff\uff00-\uffef]"
@@ -31,19 +36,22 @@ DEFAULT_METHOD: Method = "bigram+unigram"
 
 
 def bigrams(run: str) -> list[str]:
-    """Overlapping character bigrams of a run of Han characters (a single character is its own word)."""
+    """Overlapping character bigrams of a run of Han or Hangul characters (a single character is its own word)."""
     return [run] if len(run) < 2 else [run[i : i + 2] for i in range(len(run) - 1)]
 
 
-def segment(text: str, method: Method = DEFAULT_METHOD) -> str:
+def segment(text: str, method: Method = DEFAULT_METHOD, hangul: bool = True) -> str:
     """The text with each run of Han characters replaced by its words, space-separated, with spaces around them
     (`我每天早上吃一个苹果` has 苹果 among them; `用iPhone拍照` keeps `iPhone` whole). Methods: bigrams and single
     characters (the default), bigrams alone, jieba's search-mode words (needs rjieba or jieba), and those with
-    single characters. Other text is unchanged."""
-    if not HAN_RUN.search(text):
-        return text
-    words = _WORDS[method]
-    return HAN_RUN.sub(lambda run: " " + " ".join(words(run.group())) + " ", text)
+    single characters. Each run of Hangul becomes its bigrams (김치는 -> 김치 치는; `hangul=False`: untouched, as
+    before schema 5). Other text is unchanged."""
+    if HAN_RUN.search(text):
+        words = _WORDS[method]
+        text = HAN_RUN.sub(lambda run: " " + " ".join(words(run.group())) + " ", text)
+    if hangul and HANGUL_RUN.search(text):
+        text = HANGUL_RUN.sub(lambda run: " " + " ".join(bigrams(run.group())) + " ", text)
+    return text
 
 
 def bigrams_and_unigrams(run: str) -> list[str]:

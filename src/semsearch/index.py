@@ -345,9 +345,10 @@ class Index:
         """The k documents that best match `text`; `where` filters first (k come back whenever k match). `rerank=N`
         re-scores N candidates by cosine of the kept raw vectors (None: the index's setting, 0: off). `options`
         as `search_many` takes them: `mode` dense, keyword or hybrid, `alpha` hybrid's dense weight (None: as
-        calibrated), `fusion` convex or rrf, `offset` where the page starts, `facets` the fields to count,
-        `generation` the generation an earlier page read. The hits come as a list (Results) that also carries
-        the generation read and the facets."""
+        calibrated), `fusion` convex or rrf, `typos` the edits a keyword query word may hold (0, 1 or 2, the
+        default: retrieval/typos.py), `crop` each hit's snippet in words (retrieval/snippets.py; 0: no snippets),
+        `offset` where the page starts, `facets` the fields to count, `generation` the generation an earlier page
+        read. The hits come as a list (Results) that also carries the generation read and the facets."""
         return self.search_many([text], k, where, rerank, **options)[0]
 
     def search_many(
@@ -360,6 +361,8 @@ class Index:
         mode: SearchMode | str | None = None,
         alpha: float | None = None,
         fusion: Fusion | str | None = None,
+        typos: int | None = None,
+        crop: int | None = None,
         **page: Any,
     ) -> list[Results]:
         """`search` for several texts at once (encoded in one batch); `page`: `offset`, `facets`,
@@ -367,7 +370,7 @@ class Index:
         if any(not text.strip() for text in texts):
             raise DataError("the query text is empty")
         options = QueryOptions.resolve(
-            self.query_defaults, mode=mode, alpha=alpha, fusion=fusion, rerank=rerank
+            self.query_defaults, mode=mode, alpha=alpha, fusion=fusion, rerank=rerank, typos=typos, crop=crop
         )
         vectors = None if options.mode is SearchMode.KEYWORD else self.encoder.encode(list(texts))
         return self._search(options, vectors, texts, k, where, Page(**page))
@@ -393,13 +396,22 @@ class Index:
         mode: SearchMode | str | None = None,
         alpha: float | None = None,
         fusion: Fusion | str | None = None,
+        typos: int | None = None,
+        crop: int | None = None,
         **page: Any,
     ) -> list[Results]:
         """Search with query vectors from this index's encoder, or made elsewhere as its documents' were
         (before the transform), one row per query; with `texts` (the queries' words), keyword and hybrid too
         (mode None: dense without texts, else the index's default). `page` as `search_many` takes it."""
         options = QueryOptions.resolve(
-            self.query_defaults, mode=mode, alpha=alpha, fusion=fusion, rerank=rerank, texts=texts is not None
+            self.query_defaults,
+            mode=mode,
+            alpha=alpha,
+            fusion=fusion,
+            rerank=rerank,
+            texts=texts is not None,
+            typos=typos,
+            crop=crop,
         )
         return self._search(options, queries, texts, k, where, Page(**page))
 
@@ -428,11 +440,12 @@ class Index:
         request = Request.checked(k, options, vectors, texts, where, dim, page.offset, exclude)
         self.refresh()
         generation = page.check(self.state.generation)
-        keyword = KeywordRetriever(self.store, self.state.count)
+        keyword = KeywordRetriever(self.store, self.state.count, options.typos)
         hits: list[list[Hit]] = [[] for _ in range(request.count)]
         if self.state.count:
             dense = DenseRetriever(self.transform, self.vectors, self.raw) if vectors is not None else None
-            hits = run_search(request, store=self.store, dense=dense, keyword=keyword)
+            encoder = None if self.settings.model == NO_MODEL else self.encoder  # meaning snippets
+            hits = run_search(request, store=self.store, dense=dense, keyword=keyword, encoder=encoder)
         results = [Results(found, generation=generation, offset=page.offset) for found in hits]
         if fields := facet_fields(page.facets):
             for result, counted in zip(results, request_facets(request, self.store, keyword, fields, page)):

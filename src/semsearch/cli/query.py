@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from ..retrieval.snippets import DEFAULT_CROP
+from ..retrieval.typos import DEFAULT_TYPOS
 from ..settings import (
     DEFAULT_ALPHA,
     DEFAULT_FUSION,
@@ -72,6 +74,22 @@ from .options import (
     show_default=True,
     help="How many values of each facet field, the most frequent first.",
 )
+@click.option(
+    "--typos",
+    type=click.IntRange(0, 2),
+    default=DEFAULT_TYPOS,
+    show_default=True,
+    help="keyword side: edits a query word the index lacks may hold to match an index word (1 from 5 letters, "
+    "2 from 9; weighted below exact words). 0: exact words only.",
+)
+@click.option(
+    "--crop",
+    type=click.IntRange(min=0),
+    default=DEFAULT_CROP,
+    show_default=True,
+    help="Words of each hit's snippet: the part of its best passage that answers, matched words marked "
+    "(0: no snippets).",
+)
 @json_option
 def query(
     text,
@@ -87,6 +105,8 @@ def query(
     generation,
     facets,
     facet_values,
+    typos,
+    crop,
     as_json,
 ):
     """Search an index for the documents closest in meaning to TEXT (or to a --vector).
@@ -102,6 +122,7 @@ def query(
 
     how = dict(mode=mode, alpha=alpha, fusion=fusion, offset=offset, generation=generation)
     how |= dict(facets=list(facets), facet_values=facet_values)
+    how |= dict(typos=typos, crop=crop)
     with Index.open(index_path) as index:
         if vector is None:
             hits = index.search(text, k=k, where=list(where), rerank=rerank, **how)
@@ -125,7 +146,9 @@ def print_results(hits, as_json: bool) -> None:
                 click.echo(f"      at {place(hit)}")
             if hit.passage:
                 start, end = hit.passage["start"], hit.passage["end"]
-                click.echo(f"      passage [{start}:{end}]: " + shorten(hit.passage["text"], 80))
+                click.echo(f"      passage [{start}:{end}]")
+            if hit.snippet:
+                click.echo("      " + emphasized(hit.snippet))
             if hit.metadata:
                 click.echo("      " + shorten(", ".join(f"{k}={v}" for k, v in hit.metadata.items()), 100))
     if not hits and not as_json:
@@ -155,3 +178,14 @@ def place(hit: Hit) -> str:
         path += f"#{location['anchor']}"
     headings = location.get("headings")
     return f"{path}  {' > '.join(headings)}" if headings else path
+
+
+def emphasized(snippet: dict) -> str:
+    """A snippet on one line, its highlights bold (click.echo drops the styling where the output is not a
+    terminal: piped, the text is plain)."""
+    text, at, pieces = snippet["text"], 0, []
+    for start, end in snippet["highlights"]:
+        pieces += [text[at:start], click.style(text[start:end], bold=True)]
+        at = end
+    pieces.append(text[at:])
+    return " ".join("".join(pieces).split())

@@ -141,7 +141,9 @@ def run_beir(directory: Path, config: BenchConfig) -> list[dict[str, Any]]:
                     if weights is not None:
                         results = per_query_search(index, queries, texts, rerank, weights)
                     else:
-                        results = index.search_vectors(queries, k=100, rerank=rerank, texts=texts, **how)
+                        results = index.search_vectors(
+                            queries, k=100, rerank=rerank, texts=texts, crop=0, **how
+                        )
                     run = {q: {hit.id: hit.score for hit in hits} for q, hits in zip(query_ids, results)}
                     metrics = evaluate_run(data.qrels, run, RETRIEVAL_METRICS)
                     search_ms, search_p90 = _search_ms(index, queries, texts, rerank, how)

@@ -55,7 +55,7 @@ def per_query_search(index, queries: np.ndarray, texts: list[str], rerank: int, 
     from ..settings import FUSION_DEPTH, Fusion
 
     sides = [
-        index.search_vectors(queries, k=FUSION_DEPTH, rerank=rerank, texts=texts, mode=mode)
+        index.search_vectors(queries, k=FUSION_DEPTH, rerank=rerank, texts=texts, mode=mode, crop=0)
         for mode in ("dense", "keyword")
     ]
     out = []

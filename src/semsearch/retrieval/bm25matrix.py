@@ -14,7 +14,7 @@ transaction). Until then keywords.py asks FTS5 itself, which ranks the same."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -77,19 +77,31 @@ class Bm25Matrix:
         columns = {term: i for i, (term, _, _) in enumerate(rows)}
         return cls(key, columns, starts, pks.astype(np.int32), weights, idf, size)
 
-    def holding(self, stems: Sequence[str]) -> np.ndarray:
+    def holding(self, stems: Sequence[str] | Mapping[str, float]) -> np.ndarray:
         """The pks (sorted) of the documents holding any of the terms."""
         columns = {self.columns[stem] for stem in stems if stem in self.columns}
         parts = [self.pks[self.starts[c] : self.starts[c + 1]] for c in columns]
         return np.unique(np.concatenate(parts)).astype(np.int64) if parts else np.empty(0, dtype=np.int64)
 
-    def top(self, stems: Sequence[str], n: int, allowed: np.ndarray | None) -> list[tuple[int, float]]:
-        """The n best documents for the terms (repeats count again), among the `allowed` pks if given."""
-        wanted: dict[int, int] = {}
-        for stem in stems:
+    def document_frequencies(self) -> dict[str, int]:
+        """Each term and how many documents hold it."""
+        counts = np.diff(self.starts).tolist()
+        return {term: counts[column] for term, column in self.columns.items()}
+
+    def top(
+        self, stems: Sequence[str] | Mapping[str, float], n: int, allowed: np.ndarray | None
+    ) -> list[tuple[int, float]]:
+        """The n best documents for the terms (repeats count again; or each term's weight), among the `allowed`
+        pks if given."""
+        weighted = stems if isinstance(stems, Mapping) else {}
+        if not isinstance(stems, Mapping):
+            for stem in stems:
+                weighted[stem] = weighted.get(stem, 0) + 1
+        wanted: dict[int, float] = {}
+        for stem, weight in weighted.items():
             column = self.columns.get(stem)
             if column is not None:
-                wanted[column] = wanted.get(column, 0) + 1
+                wanted[column] = weight
         if not wanted:
             return []
         scores = np.zeros(self.size)

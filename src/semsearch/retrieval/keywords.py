@@ -23,6 +23,7 @@ from ..storage.keywordterms import STEMMER
 from ..storage.reads import Scored
 from ..storage.store import DocumentStore
 from .bm25matrix import TITLE_WEIGHT, Bm25Matrix
+from .typos import DEFAULT_TYPOS, Vocabulary, weighted_terms
 
 WORD = re.compile(r"\w+")
 STOPWORDS = frozenset(
@@ -79,7 +80,11 @@ def query_words(text: str) -> list[str]:
 
 def match_expression(text: str) -> str | None:
     """An FTS5 query matching documents with any of the words, every word a quoted string (None: no words)."""
-    words = query_words(text)
+    return any_of(query_words(text))
+
+
+def any_of(words: Sequence[str]) -> str | None:
+    """An FTS5 query matching documents with any of the words, each a quoted string (None: no words)."""
     return " OR ".join('"' + word.replace('"', '""') + '"' for word in words) if words else None
 
 
@@ -93,6 +98,7 @@ class Cached:
     seen_at: float = 0.0
     read_seconds: float = 0.0
     too_large: tuple[int, int] | None = None  # the content key whose matrix would be over MAX_POSTINGS
+    vocabulary: tuple[tuple[int, int], Vocabulary] | None = None  # of that content key
 
 
 MATRICES: weakref.WeakKeyDictionary[DocumentStore, Cached] = weakref.WeakKeyDictionary()
@@ -102,21 +108,44 @@ MATRICES: weakref.WeakKeyDictionary[DocumentStore, Cached] = weakref.WeakKeyDict
 class KeywordRetriever:
     store: DocumentStore
     documents: int  # in the store: how deep a filter allowing some of them reads
+    typos: int = DEFAULT_TYPOS  # edits a query word may hold (typos.py; 0: exact words only)
 
     def top(self, texts: Sequence[str], n: int, allowed: np.ndarray | None) -> list[Scored]:
         """The n best documents of each text by bm25, among the `allowed` pks (sorted) if given."""
         matrix = self.matrix()
         if matrix is not None:
-            return [matrix.top(STEMMER.stems(query_words(text)), n, allowed) for text in texts]
+            return [matrix.top(self.terms(text), n, allowed) for text in texts]
         return [self._top(text, n, allowed) for text in texts]
 
     def matching(self, text: str) -> np.ndarray:
         """The pks (sorted) of the documents holding any of the text's words: the set its ranking draws from."""
         matrix = self.matrix()
         if matrix is not None:
-            return matrix.holding(STEMMER.stems(query_words(text)))
+            return matrix.holding(list(self.terms(text)))  # typo corrections counted too
         expression = match_expression(text)
         return self.store.keyword_matches(expression) if expression else np.empty(0, dtype=np.int64)
+
+    def terms(self, text: str) -> dict[str, float]:
+        """The index terms a query text asks for, each with its weight: its words' own terms (1 each time said)
+        and the corrections of a word the index lacks (typos.py)."""
+        words = [(word, STEMMER.stems([word])) for word in query_words(text)]
+        return weighted_terms(words, self.typos, self.vocabulary() if self.typos else None)
+
+    def vocabulary(self) -> Vocabulary | None:
+        """The keyword index's terms as the store's committed content has them (read again when it changes);
+        None inside a transaction (a write's calibration searching its scratch state: its pseudo-queries are
+        the documents' own words, and a vocabulary read per query would cost the write dearly)."""
+        with self.store.guarded():
+            key = self.store.content_version()
+            if key is None:
+                return None
+            cached = MATRICES.setdefault(self.store, Cached())
+            if cached.vocabulary is not None and cached.vocabulary[0] == key:
+                return cached.vocabulary[1]
+            matrix = cached.matrix if cached.matrix is not None and cached.matrix.key == key else None
+            counts = matrix.document_frequencies() if matrix is not None else self.store.keyword_vocabulary()
+            cached.vocabulary = (key, Vocabulary(counts))
+            return cached.vocabulary[1]
 
     def matrix(self) -> Bm25Matrix | None:
         """The store's bm25 matrix if its content is as when it was read; else read anew: at once for a small
@@ -142,7 +171,23 @@ class KeywordRetriever:
             return cached.matrix
 
     def _top(self, text: str, n: int, allowed: np.ndarray | None) -> Scored:
-        expression = match_expression(text)
+        """FTS5's ranking of the query's words; a typo's corrections ranked by their own query, their scores
+        added at their weight (exact for the documents in both top n, a lower bound beyond)."""
+        ranked = self._ranked(match_expression(text), n, allowed)
+        corrections: dict[float, list[str]] = {}
+        exact = set(STEMMER.stems(query_words(text)))
+        for term, weight in self.terms(text).items():
+            if term not in exact:
+                corrections.setdefault(weight, []).append(term)
+        if not corrections:
+            return ranked
+        scores = dict(ranked)
+        for weight, terms in corrections.items():
+            for pk, score in self._ranked(any_of(terms), n, allowed):
+                scores[pk] = scores.get(pk, 0.0) + weight * score
+        return sorted(scores.items(), key=lambda item: (-item[1], item[0]))[:n]
+
+    def _ranked(self, expression: str | None, n: int, allowed: np.ndarray | None) -> Scored:
         if expression is None or (allowed is not None and not len(allowed)):
             return []
         if allowed is None:

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import GenerationChanged
+from ..errors import GenerationChanged, SettingsError
 from ..settings import (
     DEFAULT_ALPHA,
     DEFAULT_FUSION,
@@ -19,6 +19,8 @@ from ..settings import (
     at_least,
     check_alpha,
 )
+from .snippets import DEFAULT_CROP
+from .typos import DEFAULT_TYPOS
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,8 @@ class QueryOptions:
     alpha: float  # hybrid's dense weight
     fusion: Fusion
     rerank: int  # candidates re-scored by the kept raw vectors (0: off)
+    typos: int = DEFAULT_TYPOS  # edits a keyword query word may hold (typos.py; 0: none)
+    crop: int = DEFAULT_CROP  # a hit's snippet, in words (snippets.py; 0: none)
 
     @classmethod
     def resolve(
@@ -75,6 +79,8 @@ class QueryOptions:
         fusion: Fusion | str | None = None,
         rerank: int | None = None,
         texts: bool = True,
+        typos: int | None = None,
+        crop: int | None = None,
     ) -> QueryOptions:
         """The options asked, checked, the rest from `defaults`. A weight asked without a mode means hybrid
         on a calibrated index (whose own mode may be dense); without `texts` (vectors only) the mode is dense
@@ -94,6 +100,8 @@ class QueryOptions:
             alpha=alpha,
             fusion=Fusion.parse(fusion or DEFAULT_FUSION, "fusion"),
             rerank=at_least(defaults.rerank if rerank is None else rerank, 0, "rerank"),
+            typos=check_typos(DEFAULT_TYPOS if typos is None else typos),
+            crop=at_least(DEFAULT_CROP if crop is None else crop, 0, "crop"),
         )
 
 
@@ -113,3 +121,10 @@ class Page:
         if self.generation is not None and self.generation != generation:
             raise GenerationChanged(self.generation, generation)
         return generation
+
+
+def check_typos(typos: int) -> int:
+    """0, 1 or 2."""
+    if isinstance(typos, bool) or not isinstance(typos, int) or not 0 <= typos <= 2:
+        raise SettingsError(f"typos must be 0, 1 or 2, not {typos!r}", setting="typos")
+    return typos

@@ -19,7 +19,7 @@ would). A hit's score is the one of the window that found it."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Protocol
 
 import numpy as np
@@ -38,7 +38,7 @@ from ..storage.passages import PassageMap
 from ..storage.rawvectors import RawVectors
 from ..storage.store import DocumentStore
 from ..transforms import Transform, normalize_rows
-from . import strategy
+from . import snippets, strategy
 from .keywords import KeywordRetriever, best_span
 from .query import QueryOptions
 from .vectorindex import VectorIndex
@@ -62,6 +62,8 @@ class Hit:
     # Where the passage (or the document) is in its file: Location.to_json() (page, line_start, line_end, anchor,
     # headings, each only where known); None for a document without sections.
     location: dict[str, Any] | None = None
+    # The part that answers, cropped, with what matched marked: {"text", "highlights", "kind"} (snippets.py)
+    snippet: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The hit as JSON-ready fields (shallow: dataclasses.asdict deep-copies, 0.1 ms a page of hits)."""
@@ -310,12 +312,48 @@ def join(store: DocumentStore, found: list[Found], texts: Sequence[str] | None) 
     ]
 
 
+def with_snippets(
+    hits: list[list[Hit]],
+    request: Request,
+    keyword: KeywordRetriever,
+    encoder: snippets.Encoding | None,
+) -> list[list[Hit]]:
+    """The hits with their snippets (snippets.py): the words the keyword side matched marked in the best part;
+    where none is there, a dense or hybrid hit's sentence closest to the query in meaning (encoded here, one
+    batch for every such hit)."""
+    crop, mode = request.options.crop, request.options.mode
+    if not crop:
+        return hits
+    meaning = mode is not SearchMode.KEYWORD and encoder is not None and request.vectors is not None
+    out: list[list[Hit]] = []
+    unmarked: list[tuple[int, int, str]] = []  # (query, hit, part) of the hits with no word marked
+    for n, found in enumerate(hits):
+        terms = keyword.terms(request.texts[n]) if request.texts is not None and keyword is not None else {}
+        done = []
+        for i, hit in enumerate(found):
+            part = hit.passage["text"] if hit.passage else hit.text
+            marks = snippets.word_marks(part, terms)
+            if not marks and meaning:
+                unmarked.append((n, i, part))
+            done.append(replace(hit, snippet=snippets.snippet(part, marks, crop, "words")))
+        out.append(done)
+    if unmarked:
+        queries = np.asarray(request.vectors, dtype=np.float32)[[n for n, _, _ in unmarked]]
+        closest = snippets.closest_sentences([part for _, _, part in unmarked], queries, encoder)
+        for (n, i, part), sentence in zip(unmarked, closest):
+            if sentence is not None:
+                meant = snippets.snippet(part, [sentence], crop, "meaning", anchor=sentence[0])
+                out[n][i] = replace(out[n][i], snippet=meant)
+    return out
+
+
 def search(
     request: Request,
     *,
     store: DocumentStore,
     dense: DenseRetriever | None,
     keyword: KeywordRetriever | None,
+    encoder: snippets.Encoding | None = None,
 ) -> list[list[Hit]]:
     """The steps in order (the caller has checked that the mode's inputs and retrievers are there), each query's
     page of its ranked list (pages: above)."""
@@ -340,7 +378,8 @@ def search(
             if len(ranked[query]) < needed and len(found) >= depth:  # more may be found deeper
                 again.append(query)
         todo, depth = np.array(again, dtype=np.int64), depth * 2
-    return join(store, [found[request.offset : needed] for found in ranked], request.texts)
+    page = join(store, [found[request.offset : needed] for found in ranked], request.texts)
+    return with_snippets(page, request, keyword, encoder)
 
 
 def window(

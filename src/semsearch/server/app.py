@@ -46,10 +46,17 @@ if TYPE_CHECKING:
 
 MAX_GENERATION = (1 << 63) - 1
 STATIC = Path(__file__).parent / "static"
-EXTRAS = ("mode", "alpha", "fusion")  # passed to Index.search only when the client sends them
+EXTRAS = (
+    "mode",
+    "alpha",
+    "fusion",
+    "typos",
+    "crop",
+)  # passed to Index.search only when the client sends them
 PAGE_FIELDS = {"offset", "generation"}
 SEARCH_FIELDS = {"q", "k", "where", "rerank", "facets", "facet_values", *PAGE_FIELDS, *EXTRAS}
 SIMILAR_FIELDS = {"ids", "not", "k", "where", "rerank", *PAGE_FIELDS}
+MAX_CROP = 1_000  # words of a snippet
 # The page's scripts and styles come from this server only; nothing inline runs (a second wall behind the
 # page's textContent-only rendering).
 SECURITY_HEADERS = [
@@ -112,6 +119,9 @@ def search_options(values: dict[str, Any], settings: ServerSettings) -> dict[str
             options[name] = values[name]
     if "alpha" in options:  # a query string's is text
         options["alpha"] = bounded_float(options["alpha"], "alpha", 0.0, 1.0)
+    for name, high in (("typos", 2), ("crop", MAX_CROP)):
+        if name in options:
+            options[name] = bounded_int(options[name], name, 0, high)
     for name in ("mode", "fusion"):
         if name in options and not isinstance(options[name], str):
             raise ApiError(400, "bad_parameter", f"{name} must be a string")

@@ -25,11 +25,17 @@ class Stemmer:
 
     def stems(self, words: Sequence[str]) -> list[str]:
         """The index terms of the words, in order (a word may give none, or several)."""
+        known = self.terms_of(words)
+        return [term for word in words for term in known[word]]
+
+    def terms_of(self, words: Sequence[str]) -> dict[str, tuple[str, ...]]:
+        """Each of the words and its index terms."""
         with self.lock:  # one thread at a time on the in-memory table and the cache
             new = [word for word in dict.fromkeys(words) if word not in self.cache]
             if new:
                 if len(self.cache) + len(new) > STEMS_CACHED:
                     self.cache.clear()
+                    new = list(dict.fromkeys(words))  # the words cached before are gone too
                 self.db.executemany("INSERT INTO words (rowid, word) VALUES (?, ?)", enumerate(new))
                 found: dict[int, list[tuple[int, str]]] = {}
                 for term, row, offset in self.db.execute("SELECT term, doc, offset FROM tokens"):
@@ -38,7 +44,7 @@ class Stemmer:
                 self.db.commit()
                 for row, word in enumerate(new):
                     self.cache[word] = tuple(term for _, term in sorted(found.get(row, [])))
-            return [term for word in words for term in self.cache[word]]
+            return {word: self.cache[word] for word in words}
 
 
 STEMMER = Stemmer()

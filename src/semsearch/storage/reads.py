@@ -92,6 +92,11 @@ class StoreReads:
         )
         return connection.execute("SELECT coalesce(sum(doc), 0) FROM temp.keyword_terms").fetchone()[0]
 
+    def keyword_vocabulary(self) -> dict[str, int]:
+        """Each term of the keyword index and how many documents hold it (fts5vocab)."""
+        self.keyword_postings()  # makes the vocabulary table
+        return dict(self.db.conn.execute("SELECT term, doc FROM temp.keyword_terms WHERE doc > 0").fetchall())
+
     def keyword_term_rows(self) -> list[tuple[str, int, str]]:
         """Each term of the keyword index, in term order: (term, occurrences, the occurrences as one string of
         comma-separated `pk * 2 + 1 if in the title else 0`, in order of document then column)."""

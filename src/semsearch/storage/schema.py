@@ -29,6 +29,7 @@ META_ROWS = """INSERT INTO meta (pk, path, kind, num, str)
         CASE WHEN kind = 'text' THEN value END
     FROM found"""
 ANALYZED = "semsearch_analyze({row}.title), semsearch_analyze({row}.text)"  # analysis.SQL_FUNCTION
+HANGUL_ROWS = "semsearch_has_hangul(title) OR semsearch_has_hangul(text)"
 NEW_ROWS = "d.pk IN (SELECT value FROM json_each(?))"
 
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
@@ -120,6 +121,15 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         # Each vector row's location in its file (Location.to_json()), for the rows of documents with sections.
         "CREATE TABLE IF NOT EXISTS locations (pk INTEGER PRIMARY KEY, location TEXT NOT NULL)",
         "PRAGMA user_version = 6",
+    ),
+    (  # Hangul runs analysed into bigrams (cjk.py): the documents holding Hangul re-analysed, their
+        # old tokens taken out by the analysis they went in with (analysis.py registers both)
+        f"""INSERT INTO keywords (keywords, rowid, title, text)
+            SELECT 'delete', pk, semsearch_analyze_v4(title), semsearch_analyze_v4(text) FROM documents
+            WHERE {HANGUL_ROWS}""",
+        f"""INSERT INTO keywords (rowid, title, text)
+            SELECT pk, semsearch_analyze(title), semsearch_analyze(text) FROM documents WHERE {HANGUL_ROWS}""",
+        "PRAGMA user_version = 7",
     ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -3,11 +3,19 @@
 "use strict";
 
 const DEBOUNCE_MS = 200;
-const SNIPPET_CHARS = 280;
 const $ = (id) => document.getElementById(id);
 const form = $("search-form"), input = $("q"), kSelect = $("k"), statusLine = $("status");
 const results = $("results"), filterBox = $("filters"), filterInputs = $("filter-inputs");
 const keyBox = $("key-box"), keyInput = $("key");
+const facetBox = $("facets"), pager = $("pager"), previousButton = $("previous"), nextButton = $("next");
+const pageLabel = $("page");
+const FACET_FIELDS = 6; // facet counts asked for the first fields the index lists
+
+// What the results show: a search, or the documents like one (similar); which page, of which generation.
+let view = { kind: "search", id: null, offset: 0, generation: null };
+let fieldNames = [];
+let paging = false; // the server pages and finds similar documents (its /info names a max_offset)
+let restarted = false; // a page asked of a generation the index has left: started again at page 1
 
 let timer = null, controller = null, sequence = 0;
 keyInput.value = sessionStorage.getItem("semsearch-key") || "";
@@ -28,41 +36,24 @@ async function api(path, options = {}) {
   return { ok: response.ok, status: response.status, body };
 }
 
-function queryWords(query) {
-  const words = (query.toLowerCase().match(/[\p{L}\p{N}]+/gu) || []).filter((w) => w.length >= 2);
-  return [...new Set(words)].sort((a, b) => b.length - a.length);
-}
-
-function escapeRegExp(text) {
-  return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-}
-
-// Text with the query's words in <mark> elements: text nodes and elements, never HTML.
-function marked(text, words) {
-  const fragment = document.createDocumentFragment();
-  if (!words.length) {
-    fragment.append(text);
-    return fragment;
-  }
-  const pattern = new RegExp(words.map(escapeRegExp).join("|"), "giu");
+// A hit's snippet (the server's: its text and the [start, end) spans to mark) as text nodes and <mark> elements:
+// the text is only ever textContent, never HTML. A "meaning" mark (no word matched: the sentence closest in
+// meaning) has its own class.
+function snippetNode(hit) {
+  const snippet = hit.snippet && typeof hit.snippet.text === "string" ? hit.snippet : { text: hit.text || "", highlights: [] };
+  const text = snippet.text, fragment = document.createDocumentFragment();
+  const whole = typeof hit.text === "string" ? hit.text : text;
+  if (!whole.startsWith(text)) fragment.append("… ");
   let last = 0;
-  for (const match of text.matchAll(pattern)) {
-    fragment.append(text.slice(last, match.index), el("mark", null, match[0]));
-    last = match.index + match[0].length;
+  for (const [start, end] of snippet.highlights || []) {
+    const from = Math.max(Number(start), last), to = Math.min(Number(end), text.length);
+    if (!(to > from)) continue;
+    fragment.append(text.slice(last, from), el("mark", snippet.kind === "meaning" ? "meaning" : null, text.slice(from, to)));
+    last = to;
   }
   fragment.append(text.slice(last));
+  if (!whole.endsWith(text)) fragment.append(" …");
   return fragment;
-}
-
-// A window of the text around the first query word found (the whole text when short).
-function snippet(text, words) {
-  if (text.length <= SNIPPET_CHARS) return text;
-  const lower = text.toLowerCase();
-  const found = words.map((w) => lower.indexOf(w)).filter((i) => i >= 0);
-  let start = found.length ? Math.max(0, Math.min(...found) - 80) : 0;
-  if (start > 0) start = text.indexOf(" ", start) + 1 || start;
-  const end = Math.min(text.length, start + SNIPPET_CHARS);
-  return (start > 0 ? "… " : "") + text.slice(start, end) + (end < text.length ? " …" : "");
 }
 
 // Where a hit is in its file (path:line, path (page 3), path#anchor, then the heading path), linked: the path
@@ -89,19 +80,25 @@ function placeLink(hit) {
   return link;
 }
 
-function render(hits, query) {
-  const words = queryWords(query);
+function render(hits) {
   const items = hits.map((hit) => {
     const item = el("li");
     item.tabIndex = 0;
     item.dataset.id = hit.id;
     const head = el("div", "hit-head");
-    const title = el("span", "title");
-    title.append(marked(hit.title || hit.id, words));
-    head.append(title, el("span", "score", "score " + Number(hit.score).toFixed(3)));
+    head.append(el("span", "title", hit.title || hit.id), el("span", "score", "score " + Number(hit.score).toFixed(3)));
+    if (paging) {
+      const like = el("button", "similar", "similar");
+      like.type = "button";
+      like.title = "Documents like this one";
+      like.addEventListener("click", () => showSimilar(hit.id));
+      head.append(like);
+    }
     const passage = el("p", "passage");
-    const text = hit.passage && typeof hit.passage.text === "string" ? hit.passage.text : hit.text;
-    passage.append(marked(snippet(text || "", words), words));
+    passage.append(snippetNode(hit));
+    if (hit.snippet && hit.snippet.kind === "meaning") {
+      passage.title = "No word of the query is here: the marked sentence is the closest in meaning";
+    }
     const meta = el("div", "meta");
     if (hit.location) meta.append(placeLink(hit));
     meta.append(el("span", "doc-id", "id " + hit.id));
@@ -115,6 +112,8 @@ function render(hits, query) {
 }
 
 function showStatus(text, isError = false) {
+  if (restarted && !isError) text += " (the index changed: back to the first page)";
+  restarted = false;
   statusLine.textContent = text;
   statusLine.classList.toggle("error", isError);
 }
@@ -130,43 +129,120 @@ function whereConditions() {
   return conditions;
 }
 
-async function search() {
+// The facet counts as buttons: a value's button puts it in that field's filter and searches again.
+function renderFacets(facets) {
+  const groups = [];
+  for (const [field, values] of Object.entries(facets || {})) {
+    const entries = Object.entries(values || {});
+    if (!entries.length) continue;
+    const group = el("div", "facet");
+    group.append(el("span", "facet-field", field));
+    for (const [value, count] of entries) {
+      const button = el("button", "facet-value", `${value} (${Number(count)})`);
+      button.type = "button";
+      button.dataset.field = field;
+      button.dataset.value = value;
+      button.addEventListener("click", () => {
+        const box = filterInputs.querySelector(`input[data-field="${CSS.escape(field)}"]`);
+        if (box) box.value = "=" + value;
+        view = { kind: "search", id: null, offset: 0, generation: null };
+        search();
+      });
+      group.append(button);
+    }
+    groups.push(group);
+  }
+  facetBox.replaceChildren(...groups);
+  facetBox.hidden = groups.length === 0;
+}
+
+function renderPager(count) {
+  const k = Number(kSelect.value);
+  previousButton.disabled = view.offset === 0;
+  nextButton.disabled = count < k;
+  pageLabel.textContent = "page " + (Math.floor(view.offset / k) + 1);
+  pager.hidden = !paging || (view.offset === 0 && count < k);
+}
+
+function turnPage(step) {
+  const k = Number(kSelect.value);
+  view.offset = Math.max(0, view.offset + step * k);
+  (view.kind === "similar" ? showSimilar(view.id, true) : search(true));
+}
+
+// One request of the results' view; a page of a generation the index has left (409) starts again at page 1.
+async function fetchView(path, params, paging) {
   clearTimeout(timer);
-  const query = input.value.trim();
   const mine = ++sequence;
   if (controller) controller.abort();
-  if (!query) {
-    results.replaceChildren();
-    showStatus("");
-    return;
-  }
   controller = new AbortController();
-  const params = new URLSearchParams({ q: query, k: kSelect.value });
+  params.set("k", kSelect.value);
   for (const condition of whereConditions()) params.append("where", condition);
+  if (view.offset) params.set("offset", String(view.offset));
+  if (view.offset && view.generation !== null) params.set("generation", String(view.generation));
   const started = performance.now();
   let answer;
   try {
-    answer = await api("/search?" + params, { signal: controller.signal });
+    answer = await api(path + "?" + params, { signal: controller.signal });
   } catch (error) {
     if (error.name !== "AbortError") showStatus("no answer from the server: " + error.message, true);
-    return;
+    return null;
   }
-  if (mine !== sequence) return; // a later search has started
+  if (mine !== sequence) return null; // a later request has started
+  if (answer.status === 409 && view.offset) {
+    restarted = true;
+    view.kind === "similar" ? showSimilar(view.id) : search();
+    return null;
+  }
   if (!answer.ok) {
     results.replaceChildren();
+    pager.hidden = true;
     showStatus(answer.body.error ? answer.body.error.message : "error " + answer.status, true);
+    return null;
+  }
+  if (answer.body.generation !== undefined) view.generation = answer.body.generation;
+  return { body: answer.body, ms: performance.now() - started };
+}
+
+async function search(paging = false) {
+  const query = input.value.trim();
+  if (!paging) view = { kind: "search", id: null, offset: 0, generation: null };
+  if (!query) {
+    ++sequence;
+    results.replaceChildren();
+    facetBox.replaceChildren();
+    pager.hidden = true;
+    showStatus("");
     return;
   }
-  const ms = performance.now() - started;
-  render(answer.body.hits, query);
-  const count = answer.body.hits.length;
-  showStatus(`${count} result${count === 1 ? "" : "s"} in ${ms.toFixed(0)} ms (search ${answer.body.took_ms.toFixed(1)} ms)`);
+  const params = new URLSearchParams({ q: query });
+  for (const field of fieldNames.slice(0, FACET_FIELDS)) params.append("facets", field);
+  const answer = await fetchView("/search", params, paging);
+  if (!answer) return;
+  const { body, ms } = answer;
+  render(body.hits);
+  renderFacets(body.facets);
+  renderPager(body.hits.length);
+  const count = body.hits.length;
+  showStatus(`${count} result${count === 1 ? "" : "s"} in ${ms.toFixed(0)} ms (search ${body.took_ms.toFixed(1)} ms)`);
   results.dataset.query = query;
+}
+
+async function showSimilar(id, paging = false) {
+  if (!paging) view = { kind: "similar", id, offset: 0, generation: null };
+  const answer = await fetchView("/documents/" + encodeURIComponent(id) + "/similar", new URLSearchParams(), paging);
+  if (!answer) return;
+  const { body } = answer;
+  render(body.hits);
+  facetBox.replaceChildren();
+  renderPager(body.hits.length);
+  showStatus(`${body.hits.length} documents like ${id}`);
+  results.dataset.similar = id;
 }
 
 function later() {
   clearTimeout(timer);
-  timer = setTimeout(search, DEBOUNCE_MS);
+  timer = setTimeout(() => search(), DEBOUNCE_MS);
 }
 
 const INFO_FIELDS = [
@@ -241,6 +317,8 @@ async function loadInfo() {
   if (info.isotropy) rows.push(...isotropyRows(info.isotropy));
   list.replaceChildren(...rows);
   const fields = info.fields || [];
+  fieldNames = fields;
+  paging = Boolean(info.server && info.server.max_offset);
   filterInputs.replaceChildren(...fields.map((field) => {
     const label = el("label", null, field);
     const box = el("input");
@@ -259,7 +337,9 @@ form.addEventListener("submit", (event) => {
   search();
 });
 input.addEventListener("input", later);
-kSelect.addEventListener("change", search);
+kSelect.addEventListener("change", () => search());
+previousButton.addEventListener("click", () => turnPage(-1));
+nextButton.addEventListener("click", () => turnPage(1));
 keyInput.addEventListener("change", () => {
   sessionStorage.setItem("semsearch-key", keyInput.value);
   loadInfo();

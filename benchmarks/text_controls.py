@@ -1,0 +1,404 @@
+"""Issue 35's text controls measured: typo tolerance and snippets; written to benchmarks/results/text-controls.md
+and text-controls.json.
+
+    .venv/bin/python benchmarks/text_controls.py [--sections typos,chinese,snippets] [--work DIR]
+
+- typos: SciFact's test queries, each with one misspelled content word, built here (seeded): its rarest word of
+  at least five letters (fewest documents holding its term) gets a deletion, insertion, substitution or
+  transposition. nDCG@10 with typos on (the default, 2) and off (--typos 0), on the unaltered and the
+  misspelled queries, and the share of the loss from misspelling that typo tolerance recovers: keyword search on
+  the full corpus (stored as an ingest stores it; the keyword side reads only the store), with the corrections'
+  weights swept; keyword and hybrid on SUBSET documents (the judged ones and a seeded draw,
+  longdoc_sets.documents_subset) ingested with every default (encoding all 5,183 took too long on the shared
+  machine that day). p50 ms of keyword search with and without typos, side by side.
+- chinese: semsearch's keyword side (the store's FTS5 index and bm25 matrix, no encoding) over the four Chinese
+  sets of zh_retrieval.py's keyword section (500 queries each), typos on and off: the analysis is unchanged for
+  text without Hangul (these sets hold none), so typos off is last round's keyword side; typos on must stay
+  within 0.005 of it.
+- snippets: the SciFact subset and a mixed-topic long-document set (evaluation/longdoc_sets.py, 500 SciFact
+  documents as 50 long ones): for every dense hit (k=10) whose snippet is of kind "meaning", whether its marked
+  sentence is
+  the part's sentence of highest cosine to the query, each sentence encoded alone (the brute force); the cost of
+  snippets: p50 ms of a search at k=10 with them and without (the same search, snippets skipped), side by side,
+  per mode, and a snippet's share (the difference over k) of the query's p50.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import re
+import statistics
+import time
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+from scale import command_line, markdown_table
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO.parent / "shared" / "data"
+OUT = REPO / "benchmarks" / "results"
+SEED = 35
+SUBSET = 1000
+EDITS = ("deletion", "insertion", "substitution", "transposition")
+WEIGHTS = ((0.5, 0.25), (0.8, 0.5), (1.0, 1.0))  # a correction's weight at one and two edits
+LETTERS = "abcdefghijklmnopqrstuvwxyz"
+
+
+def built(corpus: Path, target: Path):
+    """An index of the corpus with every default, made once in the work directory."""
+    from semsearch import Index
+
+    done = target.parent / (target.name + ".built")
+    if not done.exists():
+        started = time.perf_counter()
+        with Index.open_or_create(target) as index:
+            index.ingest(corpus)
+        done.write_text(f"{time.perf_counter() - started:.0f} s\n")
+    return Index.open(target)
+
+
+def misspelled(text: str, frequency, rng: random.Random) -> tuple[str, str | None]:
+    """The query with its rarest word of five letters or more misspelled by one seeded edit (and that word)."""
+    from semsearch.retrieval.keywords import STOPWORDS
+
+    words = [m for m in re.finditer(r"[A-Za-z]+", text) if len(m.group()) >= 5]
+    words = [m for m in words if m.group().lower() not in STOPWORDS]
+    if not words:
+        return text, None
+    rarest = min(words, key=lambda m: (frequency(m.group().lower()), m.start()))
+    word = rarest.group()
+    while True:
+        edit, at = rng.choice(EDITS), rng.randrange(len(word))
+        if edit == "deletion":
+            wrong = word[:at] + word[at + 1 :]
+        elif edit == "insertion":
+            wrong = word[:at] + rng.choice(LETTERS) + word[at:]
+        elif edit == "substitution":
+            wrong = word[:at] + rng.choice(LETTERS.replace(word[at].lower(), "")) + word[at + 1 :]
+        else:
+            at = min(at, len(word) - 2)
+            wrong = word[:at] + word[at + 1] + word[at] + word[at + 2 :]
+        if wrong.lower() != word.lower():
+            return text[: rarest.start()] + wrong + text[rarest.end() :], word
+
+
+def ndcg(index, data, queries: dict[str, str], **options) -> tuple[float, float]:
+    """nDCG@10 and p50 ms of the queries searched one at a time."""
+    from semsearch.evaluation.metrics import evaluate_run
+
+    run, times = {}, []
+    for query_id, text in queries.items():
+        started = time.perf_counter()
+        hits = index.search(text, k=10, **options)
+        times.append((time.perf_counter() - started) * 1000)
+        run[query_id] = {hit.id: hit.score for hit in hits}
+    return evaluate_run(data.qrels, run, ["ndcg@10"])["ndcg@10"], statistics.median(times)
+
+
+def scifact(work: Path):
+    from semsearch.evaluation.datasets import ensure_beir, load_beir
+
+    return load_beir(ensure_beir(DATA / "scifact", work / "converted"))
+
+
+def misspelled_queries(queries: dict[str, str], vocabulary) -> tuple[dict[str, str], list[str]]:
+    from semsearch.storage.keywordterms import STEMMER
+
+    def frequency(word: str) -> int:
+        return min((vocabulary.documents.get(term, 0) for term in STEMMER.stems([word])), default=0)
+
+    rng = random.Random(SEED)
+    altered, examples = {}, []
+    for query_id, text in queries.items():
+        altered[query_id], word = misspelled(text, frequency, rng)
+        if word:
+            examples.append(f"{word} -> {altered[query_id]}")
+    return altered, examples
+
+
+def recovered(figures: dict, name: str = "typos 2") -> float | None:
+    loss = figures["unaltered", "typos 0"][0] - figures["misspelled", "typos 0"][0]
+    return (
+        round((figures["misspelled", name][0] - figures["misspelled", "typos 0"][0]) / loss, 3)
+        if loss
+        else None
+    )
+
+
+def rows_of(label: str, figures: dict) -> list[dict]:
+    rows = [
+        {
+            "set, mode": label,
+            "queries": name,
+            "typos": typo,
+            "ndcg@10": round(value, 4),
+            "p50 ms": round(ms, 2),
+        }
+        for (name, typo), (value, ms) in figures.items()
+    ]
+    return rows + [
+        {"set, mode": label, "queries": "share of the loss recovered", "ndcg@10": recovered(figures)}
+    ]
+
+
+def keyword_full(work: Path, data) -> tuple[list[dict], list[str], int]:
+    """Keyword search over the whole corpus as an ingest stores it (no encoding), corrections' weights swept."""
+    from semsearch.documents import Document
+    from semsearch.evaluation.metrics import evaluate_run
+    from semsearch.retrieval import typos as typo_module
+    from semsearch.retrieval.keywords import KeywordRetriever
+    from semsearch.storage.store import DocumentStore
+
+    docs = [json.loads(line) for line in data.corpus_path.read_text().splitlines()]
+    for leftover in work.glob("scifact-keywords.db*"):
+        leftover.unlink()
+    store = DocumentStore(work / "scifact-keywords.db")
+    with store.transaction():
+        store.insert([Document(d["_id"], d["text"], d.get("title") or None) for d in docs], range(len(docs)))
+    altered, examples = misspelled_queries(data.queries, KeywordRetriever(store, len(docs)).vocabulary())
+
+    def measured(queries: dict[str, str], typos: int) -> tuple[float, float]:
+        retriever = KeywordRetriever(store, len(docs), typos)
+        retriever.top(["warm"], 10, None)
+        run, times = {}, []
+        for query_id, text in queries.items():
+            started = time.perf_counter()
+            hits = retriever.top([text], 10, None)[0]
+            times.append((time.perf_counter() - started) * 1000)
+            run[query_id] = {docs[pk]["_id"]: score for pk, score in hits}
+        return evaluate_run(data.qrels, run, ["ndcg@10"])["ndcg@10"], statistics.median(times)
+
+    saved = dict(typo_module.CORRECTION_WEIGHT)
+    rows = []
+    try:
+        for one, two in WEIGHTS:
+            typo_module.CORRECTION_WEIGHT.update({1: one, 2: two})
+            figures = {
+                (name, f"typos {typo}"): measured(queries, typo)
+                for name, queries in (("unaltered", data.queries), ("misspelled", altered))
+                for typo in (2, 0)
+            }
+            default = (one, two) == (saved[1], saved[2])
+            label = f"SciFact (5,183), keyword, weights {one}/{two}" + (" (default)" if default else "")
+            rows += rows_of(label, figures)
+    finally:
+        typo_module.CORRECTION_WEIGHT.update(saved)
+    store.close()
+    return rows, examples, sum(1 for q in data.queries if altered[q] != data.queries[q])
+
+
+def typos(work: Path) -> dict:
+    from semsearch.evaluation.datasets import load_beir
+    from semsearch.retrieval.keywords import KeywordRetriever
+
+    data = scifact(work)
+    rows, examples, changed = keyword_full(work, data)
+    subset = load_beir(documents_subset_of(work))
+    index = built(subset.corpus_path, work / "scifact-subset")
+    altered, _ = misspelled_queries(subset.queries, KeywordRetriever(index.store, len(index)).vocabulary())
+    index.search("warm up", k=1)
+    for mode in ("keyword", "hybrid"):
+        figures = {
+            (name, f"typos {typo}"): ndcg(index, subset, queries, mode=mode, typos=typo)
+            for name, queries in (("unaltered", subset.queries), ("misspelled", altered))
+            for typo in (2, 0)
+        }
+        rows += rows_of(f"SciFact subset ({SUBSET}), {mode}", figures)
+    index.close()
+    return {"rows": rows, "misspelled": changed, "queries": len(data.queries), "examples": examples[:5]}
+
+
+def documents_subset_of(work: Path) -> Path:
+    from semsearch.evaluation.longdoc_sets import documents_subset
+
+    return documents_subset(DATA / "scifact", work / "scifact-subset-set", SUBSET)
+
+
+@contextmanager
+def without_snippets():
+    from semsearch.retrieval import search
+
+    saved = search.with_snippets
+    search.with_snippets = lambda hits, *args, **kwargs: hits
+    try:
+        yield
+    finally:
+        search.with_snippets = saved
+
+
+def meaning_agreement(index, queries: dict[str, str]) -> tuple[int, int]:
+    """Dense hits of kind meaning whose marked sentence is the brute-force argmax (and how many there were)."""
+    from semsearch.retrieval.snippets import sentence_spans
+
+    agree = total = 0
+    for text in queries.values():
+        query = index.encoder.encode([text])[0]
+        for hit in index.search(text, k=10, mode="dense", crop=10_000):
+            if hit.snippet["kind"] != "meaning":
+                continue
+            part = hit.passage["text"] if hit.passage else hit.text
+            sentences = [part[s:e] for s, e in sentence_spans(part)]
+            vectors = np.stack([index.encoder.encode([sentence])[0] for sentence in sentences])
+            cosines = vectors @ query / np.linalg.norm(vectors, axis=1) / np.linalg.norm(query)
+            ((start, end),) = hit.snippet["highlights"]
+            agree += hit.snippet["text"][start:end] == sentences[int(np.argmax(cosines))]
+            total += 1
+    return agree, total
+
+
+def snippet_cost(index, queries: list[str], mode: str) -> dict:
+    """p50 ms at k=10 with and without snippets, alternating query by query (the machine's swings hit both)."""
+    from semsearch.retrieval.snippets import SENTENCE_VECTORS
+
+    SENTENCE_VECTORS.by_encoder.clear()  # no sentence encoded before: a hit found again within the run is cached
+    with_times, without_times, kinds = [], [], {"words": 0, "meaning": 0}
+    for text in queries:
+        started = time.perf_counter()
+        hits = index.search(text, k=10, mode=mode)
+        with_times.append((time.perf_counter() - started) * 1000)
+        for hit in hits:
+            kinds[hit.snippet["kind"]] += 1
+        with without_snippets():
+            started = time.perf_counter()
+            index.search(text, k=10, mode=mode)
+            without_times.append((time.perf_counter() - started) * 1000)
+    p50_with, p50_without = statistics.median(with_times), statistics.median(without_times)
+    per_snippet = (p50_with - p50_without) / 10
+    return {
+        "mode": mode,
+        "p50 ms with snippets": round(p50_with, 2),
+        "p50 ms without": round(p50_without, 2),
+        "a snippet, ms": round(per_snippet, 3),
+        "a snippet / query p50": round(per_snippet / p50_without, 3),
+        "meaning snippets": f"{kinds['meaning']} of {sum(kinds.values())}",
+    }
+
+
+def snippets(work: Path) -> dict:
+    from semsearch.evaluation.datasets import load_beir
+    from semsearch.evaluation.longdoc_sets import mixed_topic
+
+    data = load_beir(documents_subset_of(work))
+    longdocs = load_beir(mixed_topic(DATA / "scifact", work / "mixed-topic", subset=500))
+    out = {"agreement": [], "cost": []}
+    for name, corpus, queries, directory in (
+        (f"SciFact subset ({SUBSET})", data, data.queries, "scifact-subset"),
+        ("mixed-topic long documents (500 as 50)", longdocs, longdocs.queries, "mixed-topic-index"),
+    ):
+        index = built(corpus.corpus_path, work / directory)
+        index.search("warm up", k=1)
+        sample = dict(list(queries.items())[:100])
+        agree, total = meaning_agreement(index, sample)
+        out["agreement"].append(
+            {"set": name, "queries": len(sample), "meaning hits": total, "argmax equal": agree}
+        )
+        for mode in ("dense", "hybrid", "keyword"):
+            out["cost"].append({"set": name, **snippet_cost(index, list(sample.values()), mode)})
+        index.close()
+    return out
+
+
+def chinese(work: Path) -> list[dict]:
+    from zh_retrieval import DATA as ZH
+    from zh_retrieval import FILES
+
+    from semsearch.documents import Document
+    from semsearch.evaluation.metrics import evaluate_run
+    from semsearch.evaluation.zh_retrieval import read_pairs, retrieval_set, without_own
+    from semsearch.retrieval.keywords import KeywordRetriever
+    from semsearch.storage.store import DocumentStore
+
+    rows = []
+    for name, relative in FILES.items():
+        data = retrieval_set(name, read_pairs(ZH / relative), max_queries=500)
+        ids = list(data.corpus)
+        for leftover in work.glob(f"zh-{name}.db*"):
+            leftover.unlink()
+        store = DocumentStore(work / f"zh-{name}.db")
+        with store.transaction():
+            store.insert([Document(doc, data.corpus[doc]) for doc in ids], range(len(ids)))
+        row = {"set": name, "queries": len(data.queries), "documents": len(ids)}
+        for typos in (0, 2):
+            retriever = KeywordRetriever(store, len(ids), typos)
+            run = {
+                query_id: {ids[pk]: score for pk, score in retriever.top([text], 100, None)[0]}
+                for query_id, text in data.queries.items()
+            }
+            metric = evaluate_run(data.qrels, without_own(run, data.own), ("ndcg@10",))["ndcg@10"]
+            row[f"keyword, typos {typos}"] = round(metric, 4)
+        row["difference"] = round(row["keyword, typos 2"] - row["keyword, typos 0"], 4)
+        rows.append(row)
+        store.close()
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sections", default="typos,chinese,snippets")
+    parser.add_argument("--work", type=Path, default=Path("/tmp/semsearch-text-controls"))
+    args = parser.parse_args()
+    args.work.mkdir(parents=True, exist_ok=True)
+    sections = args.sections.split(",")
+    path = OUT / "text-controls.json"
+    results = json.loads(path.read_text()) if path.exists() else {}
+    made = {"typos": typos, "chinese": chinese, "snippets": snippets}
+    for section in sections:
+        results[section] = made[section](args.work)
+        results.setdefault("commands", {})[section] = command_line()
+    results["date"] = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    path.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
+    (OUT / "text-controls.md").write_text(report(results))
+    print(report(results))
+
+
+def report(results: dict) -> str:
+    lines = [
+        "# Text controls: typo tolerance and snippets (issue 35)",
+        "",
+        f"Made on {results['date']} by benchmarks/text_controls.py (its docstring says what each section measures):",
+        *(
+            f"`{command}` ({section})" + ("," if n < len(results["commands"]) - 1 else ".")
+            for n, (section, command) in enumerate(results["commands"].items())
+        ),
+        "",
+        "Timings: one process, warm, one query at a time, on a 2-core machine shared by nine agents (load average 28-31 during the run): read the timings as ratios within a row pair.",
+        "",
+    ]
+    if "typos" in results:
+        typo = results["typos"]
+        lines += [
+            "## Typos: SciFact with one misspelled content word per query",
+            "",
+            f"{typo['misspelled']} of {typo['queries']} queries misspelled (the rest have no word of five letters);"
+            " e.g. "
+            + "; ".join(f"`{e}`" for e in typo["examples"][:3])
+            + ". The loss recovered: (misspelled,"
+            " typos 2 - misspelled, typos 0) / (unaltered, typos 0 - misspelled, typos 0).",
+            "",
+            *markdown_table(typo["rows"]),
+        ]
+    if "chinese" in results:
+        lines += [
+            "## Chinese: the keyword side with typos on and off",
+            "",
+            "No Hangul in these sets: the analysis is last round's, so typos 0 is last round's keyword side.",
+            "",
+            *markdown_table(results["chinese"]),
+        ]
+    if "snippets" in results:
+        snip = results["snippets"]
+        lines += [
+            "## Snippets: the meaning-kind sentence against brute force, and the cost",
+            "",
+            *markdown_table(snip["agreement"]),
+            *markdown_table(snip["cost"]),
+        ]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,184 @@
+"""Snippets: the part of a hit's document that answers, cropped to `crop` words, with what matched marked.
+
+The part: the hit's best passage (a document cut into several) or its whole text. The marks, kind "words": the
+words the keyword side matched, found as the keyword analysis cuts them (analysis.py, the index's porter
+tokenizer: storage/keywordterms.py), so a mark is a whole word whose index term is one of the query's terms
+(corrections of a typo included, stopwords never, as keywords.py drops them), or a Han or Hangul bigram the
+query holds (a single Han character only where the query has it alone); never a substring of a longer word
+("zip" is not marked inside "gzip"). The crop: the window of `crop` reader's words (cjk.word_spans) holding the
+most marks, a few words of context before the first. Kind "meaning": where no word of the part matches, the
+part's sentence closest to the query in meaning (cosine of the model's raw vectors: each sentence of the part is
+encoded at query time, in one batch for all such hits) is marked, and the window starts at it.
+
+A snippet is JSON-ready: {"text", "highlights": [[start, end], ...] (character offsets in text), "kind"}."""
+
+from __future__ import annotations
+
+import re
+import threading
+import weakref
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+import numpy as np
+
+from ..cjk import CJK_SENTENCE_ENDS, HAN, HAN_RUN, HANGUL, HANGUL_RUN, bigrams, word_spans
+from ..storage.keywordterms import STEMMER
+
+DEFAULT_CROP = 32  # words: about two lines of a page, Meilisearch's cropLength is 10, Typesense's 30
+CONTEXT = 4  # words shown before the first mark where the window allows
+# unicode61's tokens: runs of letters and digits; Han and Hangul runs are cut apart from the rest (the analysis
+# puts spaces around them)
+TOKEN = re.compile(f"[{HAN}]+|[{HANGUL}]+|[^\\W_{HAN}{HANGUL}]+")
+SENTENCE_END = re.compile(f"\n\\s*\n|[.!?;:]+[\"')\\]]*(?=\\s)|[{CJK_SENTENCE_ENDS}]+")
+Span = tuple[int, int]
+
+
+class Encoding(Protocol):
+    def encode(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+def word_marks(text: str, terms: Mapping[str, Any]) -> list[Span]:
+    """Where the text's words that the keyword side matched are: whole tokens whose index term is among
+    `terms`, Han and Hangul bigrams among them (merged where they overlap)."""
+    if not terms:
+        return []
+    tokens = [(match.group(), match.start()) for match in TOKEN.finditer(text)]
+    # a lone Han character marks only where the query asks for it alone, not as part of its bigrams
+    paired = {char for term in terms if len(term) == 2 and HAN_RUN.fullmatch(term) for char in term}
+    plain = [token for token, _ in tokens if not (HAN_RUN.match(token) or HANGUL_RUN.match(token))]
+    stems = STEMMER.terms_of(plain)
+    marks: list[Span] = []
+    for token, start in tokens:
+        if HAN_RUN.match(token) or HANGUL_RUN.match(token):
+            if len(token) >= 2:
+                marks += [
+                    (start + i, start + i + 2) for i, pair in enumerate(bigrams(token)) if pair in terms
+                ]
+            if HAN_RUN.match(token):
+                marks += [
+                    (start + i, start + i + 1)
+                    for i, char in enumerate(token)
+                    if char in terms and char not in paired
+                ]
+            elif len(token) == 1 and token in terms:
+                marks.append((start, start + 1))
+        elif any(stem in terms for stem in stems[token]):
+            marks.append((start, start + len(token)))
+    return merged(marks)
+
+
+def merged(spans: list[Span]) -> list[Span]:
+    out: list[Span] = []
+    for start, end in sorted(spans):
+        if out and start <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], end))
+        else:
+            out.append((start, end))
+    return out
+
+
+def sentence_spans(text: str) -> list[Span]:
+    """The text's sentences (ending at . ! ? ; : before whitespace, or at a CJK sentence end), trimmed."""
+    spans, begin = [], 0
+    for end in [match.end() for match in SENTENCE_END.finditer(text)] + [len(text)]:
+        piece = text[begin:end]
+        stripped = piece.strip()
+        if stripped:
+            left = begin + len(piece) - len(piece.lstrip())
+            spans.append((left, left + len(stripped)))
+        begin = end
+    return spans
+
+
+def crop_window(text: str, marks: Sequence[Span], crop: int, anchor: int | None = None) -> Span:
+    """The character span of the `crop`-word window: the one holding most marks (the first such, with CONTEXT
+    words before its first mark where it keeps them all), or starting at `anchor` (a character offset)."""
+    words = word_spans(text)
+    if len(words) <= crop:
+        return (0, len(text))
+    starts = np.array([start for start, _ in words])
+    last = len(words) - crop
+    if anchor is not None:
+        first = min(int(np.searchsorted(starts, anchor, side="right")) - 1, last)
+        first = max(first, 0)
+    else:
+        marked = np.zeros(len(words), dtype=np.int64)
+        for start, _ in marks:
+            marked[max(int(np.searchsorted(starts, start, side="right")) - 1, 0)] += 1
+        totals = np.convolve(
+            marked, np.ones(crop, dtype=np.int64), mode="valid"
+        )  # window i: words i..i+crop-1
+        first = int(np.argmax(totals))
+        held = totals[first]
+        if held:  # a few words before the first mark, where stepping back keeps every mark of the window
+            lead = int(np.flatnonzero(marked[first:])[0])
+            back = max(min(CONTEXT - lead, first), 0)
+            while back > 0 and totals[first - back] != held:
+                back -= 1
+            first -= back
+    return (words[first][0], words[first + crop - 1][1])
+
+
+def snippet(text: str, marks: list[Span], crop: int, kind: str, anchor: int | None = None) -> dict[str, Any]:
+    """The snippet of `text` (marks: its spans to mark, in text's offsets)."""
+    start, end = crop_window(text, marks, crop, anchor)
+    highlights = [[max(s, start) - start, min(e, end) - start] for s, e in marks if s < end and e > start]
+    return {"text": text[start:end], "highlights": highlights, "kind": kind}
+
+
+class SentenceVectors:
+    """The sentences an encoder has encoded for snippets, normalised, the CACHED most recent kept: a hit found
+    again (the page searching as one types, a popular document) costs no encoding."""
+
+    CACHED = 10_000
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.by_encoder: weakref.WeakKeyDictionary[Any, OrderedDict[str, np.ndarray]] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def get(self, encoder: Encoding, texts: list[str]) -> np.ndarray:
+        """The texts' normalised vectors, those not kept encoded in one batch."""
+        with self.lock:
+            known = self.by_encoder.setdefault(encoder, OrderedDict())
+            found = {text: known.get(text) for text in texts}
+        new = [text for text, vector in found.items() if vector is None]
+        if new:  # encoded outside the lock: another thread's snippets need not wait
+            vectors = np.asarray(encoder.encode(new), dtype=np.float32)
+            vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+            found.update(zip(new, vectors))
+        with self.lock:
+            for text, vector in found.items():
+                known[text] = vector
+                known.move_to_end(text)
+            while len(known) > self.CACHED:
+                known.popitem(last=False)
+        return np.stack([found[text] for text in texts])
+
+
+SENTENCE_VECTORS = SentenceVectors()
+
+
+def closest_sentences(
+    parts: Sequence[str], query_vectors: np.ndarray, encoder: Encoding
+) -> list[Span | None]:
+    """Of each part, its sentence of the highest cosine to its query's raw vector (new sentences encoded in one
+    batch)."""
+    sentences = [sentence_spans(part) for part in parts]
+    texts = [part[s:e] for part, spans in zip(parts, sentences) for s, e in spans]
+    if not texts:
+        return [None] * len(parts)
+    vectors = SENTENCE_VECTORS.get(encoder, texts)
+    out: list[Span | None] = []
+    at = 0
+    for spans, query in zip(sentences, query_vectors):
+        if not spans:
+            out.append(None)
+            continue
+        cosines = vectors[at : at + len(spans)] @ (query / max(float(np.linalg.norm(query)), 1e-12))
+        out.append(spans[int(np.argmax(cosines))])
+        at += len(spans)
+    return out
