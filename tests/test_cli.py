@@ -183,7 +183,7 @@ def test_query_json_one_object_per_line(index):
     hits = query_json(index, "planets and stars", "-k", "5")
     assert len(hits) == 5
     for hit in hits:
-        assert set(hit) == {"id", "score", "title", "text", "metadata", "passage", "scores", "snippet"}
+        assert set(hit) == {"id", "score", "title", "text", "metadata", "passage", "scores", "snippet", "location"}
         assert isinstance(hit["metadata"], dict) and set(hit["metadata"]) == {"genre", "year", "source"}
         assert isinstance(hit["score"], float) and isinstance(hit["text"], str)
     assert hits[0]["id"] == "doc-2" and hits[0]["title"] == "New exoplanet"

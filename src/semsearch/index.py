@@ -33,7 +33,7 @@ from .ingest.documents import Corpus, Document, FieldNames, parse_document, vali
 from .ingest.pipeline import AddReport, Progress
 from .ingest.sources import is_table
 from .ingest.sync import FolderChanges
-from .operations import syncing, writes
+from .operations import searching, syncing, writes
 from .operations.check import health
 from .operations.deleting import Preview, preview
 from .operations.describe import describe
@@ -41,11 +41,8 @@ from .operations.directory import IndexDirectory, derived_files
 from .operations.export import export as export_documents
 from .operations.syncing import SyncReport
 from .retrieval.calibration_age import age
-from .retrieval.facets import facet_fields, request_facets
-from .retrieval.keywords import KeywordRetriever
 from .retrieval.query import Page, QueryDefaults, QueryOptions
-from .retrieval.search import DenseRetriever, Hit, Request, Results, Where, allowed_rows
-from .retrieval.search import search as run_search
+from .retrieval.search import Hit, Results, Where, allowed_rows
 from .retrieval.similar import Examples
 from .settings import (
     DEFAULT_WAIT,
@@ -61,6 +58,8 @@ from .storage.faults import fault_point
 from .storage.generations import cannot_write
 from .storage.manifest import FILE, PENDING, IndexState, Manifest
 from .transforms.stats import RunningStats
+
+QUERY_OPTIONS = ("mode", "alpha", "fusion", "typos", "crop")  # how a query ranks; search's other options: its page
 
 __all__ = ["AddReport", "Hit", "Index", "Page", "Results"]
 
@@ -393,27 +392,14 @@ class Index:
         rerank: int | None = None,
         *,
         texts: Sequence[str] | None = None,
-        mode: SearchMode | str | None = None,
-        alpha: float | None = None,
-        fusion: Fusion | str | None = None,
-        typos: int | None = None,
-        crop: int | None = None,
-        **page: Any,
+        **options: Any,
     ) -> list[Results]:
         """Search with query vectors from this index's encoder, or made elsewhere as its documents' were
         (before the transform), one row per query; with `texts` (the queries' words), keyword and hybrid too
-        (mode None: dense without texts, else the index's default). `page` as `search_many` takes it."""
-        options = QueryOptions.resolve(
-            self.query_defaults,
-            mode=mode,
-            alpha=alpha,
-            fusion=fusion,
-            rerank=rerank,
-            texts=texts is not None,
-            typos=typos,
-            crop=crop,
-        )
-        return self._search(options, queries, texts, k, where, Page(**page))
+        (mode None: dense without texts, else the index's default). `options` as `search_many` takes them."""
+        how = {name: options.pop(name) for name in QUERY_OPTIONS if name in options}
+        resolved = QueryOptions.resolve(self.query_defaults, rerank=rerank, texts=texts is not None, **how)
+        return self._search(resolved, queries, texts, k, where, Page(**options))
 
     def similar(
         self,
@@ -436,21 +422,7 @@ class Index:
         return self._search(options, vector[None], None, k, where, page, examples)[0]
 
     def _search(self, options, vectors, texts, k, where, page: Page, exclude=frozenset()) -> list[Results]:
-        dim = self.settings.encoder_dim
-        request = Request.checked(k, options, vectors, texts, where, dim, page.offset, exclude)
-        self.refresh()
-        generation = page.check(self.state.generation)
-        keyword = KeywordRetriever(self.store, self.state.count, options.typos)
-        hits: list[list[Hit]] = [[] for _ in range(request.count)]
-        if self.state.count:
-            dense = DenseRetriever(self.transform, self.vectors, self.raw) if vectors is not None else None
-            encoder = None if self.settings.model == NO_MODEL else self.encoder  # meaning snippets
-            hits = run_search(request, store=self.store, dense=dense, keyword=keyword, encoder=encoder)
-        results = [Results(found, generation=generation, offset=page.offset) for found in hits]
-        if fields := facet_fields(page.facets):
-            for result, counted in zip(results, request_facets(request, self.store, keyword, fields, page)):
-                result.facets, result.facet_stats = counted.counts, counted.stats
-        return results
+        return searching.search(self.directory, options, vectors, texts, k, where, page, exclude)
 
     def export(
         self, out: str | Path | IO[str], *, vectors: bool = False, progress: Progress | None = None

@@ -27,7 +27,7 @@ def folder_sync(
             show_dry_run(folder, index_path, sync["prune"])
         return
     with building(index_path) as build_path, Index.open_or_create(build_path, options, wait=wait) as index:
-        sync_once(index, folders, watching=False, target=index_path, **sync)
+        sync_once(index, folders, watching=False, target=index_path, empty_ok=watch, **sync)
     if watch:
         watch_folders(folders, index_path, wait, **sync)
 
@@ -68,6 +68,7 @@ def sync_once(
     quiet: bool,
     watching: bool,
     target: Path | None = None,
+    empty_ok: bool = False,
     **add,
 ):
     """Scan the folders against the index, then bring the index in step with each: a line per folder, then the
@@ -76,6 +77,17 @@ def sync_once(
     from ..ingest.sync import scan
 
     scanned = [(folder, scan(folder, index.store)) for folder in folders]
+    for folder, changes in scanned:
+        if not (
+            watching
+            or empty_ok
+            or changes.added
+            or changes.changed
+            or changes.unchanged
+            or changes.gone
+            or changes.refused
+        ):
+            raise DataError("no documents (no file of a known type, none recorded before)", path=folder.root)
     refused = [error for _, changes in scanned for error in changes.refused]
     if refused and not (skip_invalid or watching):
         count = len(refused)

@@ -14,7 +14,10 @@ appends, in its own order, the documents that the same steps twice as deep find 
 A page is a slice of that list, reading the windows up to offset + k, so every page continues the one before
 exactly (no hit twice, none skipped) in every mode and index type: a deeper search never reorders what a
 shallower one ranked (re-scoring a larger candidate set, fusing deeper lists, an approximate index asked for more
-would). A hit's score is the one of the window that found it."""
+would). A hit's score is the one of the window that found it.
+
+Size: the steps of one path, a query to its page of joined hits with their snippets, kept together so the
+order they run in reads from top to bottom."""
 
 from __future__ import annotations
 

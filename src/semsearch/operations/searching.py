@@ -1,0 +1,49 @@
+"""A search of one open index directory: the request checked, the generation it reads fixed, the retrievers
+made from the directory's parts, the steps run (retrieval/search.py), and the page's facets counted."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..retrieval.facets import facet_fields, request_facets
+from ..retrieval.keywords import KeywordRetriever
+from ..retrieval.query import Page, QueryOptions
+from ..retrieval.search import DenseRetriever, Hit, Request, Results
+from ..retrieval.search import search as run_search
+from ..settings import NO_MODEL
+from .directory import IndexDirectory
+
+
+def search(
+    directory: IndexDirectory,
+    options: QueryOptions,
+    vectors: np.ndarray | None,
+    texts: Any,
+    k: int,
+    where: Any,
+    page: Page,
+    exclude: frozenset[int] = frozenset(),
+) -> list[Results]:
+    """Each query's page of hits, with the generation it read and, if asked, the facets of what it covers."""
+    request = Request.checked(
+        k, options, vectors, texts, where, directory.settings.encoder_dim, page.offset, exclude
+    )
+    directory.refresh()
+    generation = page.check(directory.state.generation)
+    keyword = KeywordRetriever(directory.store, directory.state.count, options.typos)
+    hits: list[list[Hit]] = [[] for _ in range(request.count)]
+    if directory.state.count:
+        dense = (
+            DenseRetriever(directory.transform, directory.vectors, directory.raw)
+            if vectors is not None
+            else None
+        )
+        encoder = None if directory.settings.model == NO_MODEL else directory.encoder  # meaning snippets
+        hits = run_search(request, store=directory.store, dense=dense, keyword=keyword, encoder=encoder)
+    results = [Results(found, generation=generation, offset=page.offset) for found in hits]
+    if fields := facet_fields(page.facets):
+        for result, counted in zip(results, request_facets(request, directory.store, keyword, fields, page)):
+            result.facets, result.facet_stats = counted.counts, counted.stats
+    return results
