@@ -59,7 +59,13 @@ from .storage.generations import cannot_write
 from .storage.manifest import FILE, PENDING, IndexState, Manifest
 from .transforms.stats import RunningStats
 
-QUERY_OPTIONS = ("mode", "alpha", "fusion", "typos", "crop")  # how a query ranks; search's other options: its page
+QUERY_OPTIONS = (
+    "mode",
+    "alpha",
+    "fusion",
+    "typos",
+    "crop",
+)  # how a query ranks; search's other options: its page
 
 __all__ = ["AddReport", "Hit", "Index", "Page", "Results"]
 

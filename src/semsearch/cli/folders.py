@@ -87,7 +87,7 @@ def sync_once(
             or changes.gone
             or changes.refused
         ):
-            raise DataError("no documents (no file of a known type, none recorded before)", path=folder.root)
+            raise DataError("no documents", path=folder.root)  # no file of a known type, none recorded
     refused = [error for _, changes in scanned for error in changes.refused]
     if refused and not (skip_invalid or watching):
         count = len(refused)

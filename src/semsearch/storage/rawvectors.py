@@ -7,7 +7,9 @@ the .npy header: float32, as every release before this wrote them; float16; or i
 largest component (its scale in a `.scale.npy` beside the segment; 388 bytes a row at 384 dims, a quarter of
 float32's). A row's codes depend on the row alone, so the same vector is stored the same in any segment (an
 export read back, a compaction, a copy). Rerank and refit are unchanged within the noise of the retrieval sets
-(benchmarks/results/raw-precision.md). Readers get float32 whatever the segment holds."""
+(benchmarks/results/raw-precision.md). Readers get float32 whatever the segment holds.
+
+Size: segments, their precisions and their rows' ids, compaction and the readers are one file format."""
 
 from __future__ import annotations
 
