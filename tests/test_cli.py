@@ -183,7 +183,17 @@ def test_query_json_one_object_per_line(index):
     hits = query_json(index, "planets and stars", "-k", "5")
     assert len(hits) == 5
     for hit in hits:
-        assert set(hit) == {"id", "score", "title", "text", "metadata", "passage", "scores", "snippet", "location"}
+        assert set(hit) == {
+            "id",
+            "score",
+            "title",
+            "text",
+            "metadata",
+            "passage",
+            "scores",
+            "snippet",
+            "location",
+        }
         assert isinstance(hit["metadata"], dict) and set(hit["metadata"]) == {"genre", "year", "source"}
         assert isinstance(hit["score"], float) and isinstance(hit["text"], str)
     assert hits[0]["id"] == "doc-2" and hits[0]["title"] == "New exoplanet"
@@ -241,9 +251,9 @@ def test_info_json(index, built):
     files = [path for path in Path(index).rglob("*") if path.is_file() and not path.name.endswith("-shm")]
     on_disk = sum(path.stat().st_size for path in files)
     assert sizes["total"] == sum(v for k, v in sizes.items() if k != "total") == on_disk
-    # raw vectors in int8 (the default): a byte a dimension and a float32 scale a row, with .npy headers
+    # raw vectors in float32 (the default): four bytes a dimension, with .npy headers
     passages = details["passages"]
-    assert passages * (384 + 4) < sizes["raw_vectors"] < passages * (384 + 4) + 1024
+    assert passages * 384 * 4 < sizes["raw_vectors"] < passages * 384 * 4 + 1024
     per_passage = details["bytes_per_passage"]
     assert per_passage["total"] == round(on_disk / passages) and set(per_passage) == set(sizes)
     assert details["created"] <= details["updated"] and details["created"].startswith("20")
