@@ -59,13 +59,8 @@ from .storage.generations import cannot_write
 from .storage.manifest import FILE, PENDING, IndexState, Manifest
 from .transforms.stats import RunningStats
 
-QUERY_OPTIONS = (
-    "mode",
-    "alpha",
-    "fusion",
-    "typos",
-    "crop",
-)  # how a query ranks; search's other options: its page
+# How a query ranks; search's other options are its page's.
+QUERY_OPTIONS = ("mode", "alpha", "fusion", "typos", "crop")
 
 __all__ = ["AddReport", "Hit", "Index", "Page", "Results"]
 

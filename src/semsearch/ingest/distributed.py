@@ -13,7 +13,9 @@ no model. The driver keeps a few partitions in flight per worker thread and appe
 cache as it arrives, so a driver killed and run again skips the partitions it had received; a worker killed
 mid-task has its task run again elsewhere by Dask. An ivf or pq index is trained on the driver and filled on
 the workers (`add_blocks`), its shards merged in block order: byte for byte the index filled here. Dask is an
-optional extra (`pip install 'semsearch[dask]'`), imported only here and only when a cluster is asked for."""
+optional extra (`pip install 'semsearch[dask]'`), imported only here and only when a cluster is asked for.
+
+Size: the two executors, the resume spool and the worker tasks' messages are one protocol, read in one place."""
 
 from __future__ import annotations
 
