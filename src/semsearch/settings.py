@@ -109,6 +109,10 @@ DEFAULT_TRANSFORM = TransformKind.WHITEN
 DEFAULT_POWER = 0.5
 DEFAULT_DIMS = 128
 DEFAULT_RERANK = 100
+# The keyword side forgives up to two edits in a query word the index lacks (retrieval/typos.py), and each hit
+# shows a snippet of this many words (retrieval/snippets.py): here, so the CLI's help needs neither module.
+DEFAULT_TYPOS = 2
+DEFAULT_CROP = 32  # words: about two lines of a page, Meilisearch's cropLength is 10, Typesense's 30
 # int8 encoder (ONNX Runtime, per-channel weights, per-row activations): 2x the fp32 ingest speed and a 1.5 ms query
 # encoding instead of 5, for SciFact nDCG@10 0.646 against 0.645 and STS-B Spearman 86.58 against 86.72 (determinism.md).
 DEFAULT_QUANTIZE = Quantize.INT8

@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ..retrieval.snippets import DEFAULT_CROP
-from ..retrieval.typos import DEFAULT_TYPOS
 from ..settings import (
     DEFAULT_ALPHA,
+    DEFAULT_CROP,
     DEFAULT_FUSION,
     DEFAULT_MODE,
+    DEFAULT_TYPOS,
     FACET_VALUES,
     MAX_FACET_VALUES,
     Fusion,

@@ -11,16 +11,16 @@ from typing import Any
 from ..errors import GenerationChanged, SettingsError
 from ..settings import (
     DEFAULT_ALPHA,
+    DEFAULT_CROP,
     DEFAULT_FUSION,
     DEFAULT_MODE,
+    DEFAULT_TYPOS,
     FACET_VALUES,
     Fusion,
     SearchMode,
     at_least,
     check_alpha,
 )
-from .snippets import DEFAULT_CROP
-from .typos import DEFAULT_TYPOS
 
 
 @dataclass(frozen=True)

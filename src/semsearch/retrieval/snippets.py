@@ -26,7 +26,6 @@ import numpy as np
 from ..cjk import CJK_SENTENCE_ENDS, HAN, HAN_RUN, HANGUL, HANGUL_RUN, bigrams, word_spans
 from ..storage.keywordterms import STEMMER
 
-DEFAULT_CROP = 32  # words: about two lines of a page, Meilisearch's cropLength is 10, Typesense's 30
 CONTEXT = 4  # words shown before the first mark where the window allows
 # unicode61's tokens: runs of letters and digits; Han and Hangul runs are cut apart from the rest (the analysis
 # puts spaces around them)

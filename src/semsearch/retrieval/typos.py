@@ -16,7 +16,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
-DEFAULT_TYPOS = 2
 ONE_TYPO_FROM, TWO_TYPOS_FROM = 5, 9  # letters in the query word
 CORRECTION_WEIGHT = {
     1: 0.8,
