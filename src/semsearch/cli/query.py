@@ -8,12 +8,11 @@ from typing import TYPE_CHECKING
 
 import click
 
+from .. import settings
 from ..settings import (
     DEFAULT_ALPHA,
-    DEFAULT_CROP,
     DEFAULT_FUSION,
     DEFAULT_MODE,
-    DEFAULT_TYPOS,
     FACET_VALUES,
     MAX_FACET_VALUES,
     Fusion,
@@ -77,7 +76,7 @@ from .options import (
 @click.option(
     "--typos",
     type=click.IntRange(0, 2),
-    default=DEFAULT_TYPOS,
+    default=settings.DEFAULT_TYPOS,
     show_default=True,
     help="keyword side: edits a query word the index lacks may hold to match an index word (1 from 5 letters, "
     "2 from 9; weighted below exact words). 0: exact words only.",
@@ -85,7 +84,7 @@ from .options import (
 @click.option(
     "--crop",
     type=click.IntRange(min=0),
-    default=DEFAULT_CROP,
+    default=settings.DEFAULT_CROP,
     show_default=True,
     help="Words of each hit's snippet: the part of its best passage that answers, matched words marked "
     "(0: no snippets).",

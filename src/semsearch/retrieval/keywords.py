@@ -18,12 +18,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..settings import DEFAULT_TYPOS
 from ..storage import analysis
 from ..storage.keywordterms import STEMMER
 from ..storage.reads import Scored
 from ..storage.store import DocumentStore
 from .bm25matrix import TITLE_WEIGHT, Bm25Matrix
-from .typos import DEFAULT_TYPOS, Vocabulary, weighted_terms
+from .typos import Vocabulary, weighted_terms
 
 WORD = re.compile(r"\w+")
 STOPWORDS = frozenset(
