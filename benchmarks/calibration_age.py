@@ -26,6 +26,8 @@ from pathlib import Path
 
 from scale import command_line
 
+from semsearch.settings import FUSION_DEPTH
+
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data"
 OUT = REPO / "benchmarks" / "results"
@@ -74,6 +76,33 @@ def compared(source: list, other: list) -> str:
     same = [(a, b) for a, b in zip(source, other) if [i for i, _ in a] == [i for i, _ in b]]
     worst = max((abs(x[1] - y[1]) for a, b in same for x, y in zip(a, b)), default=0.0)
     return f"{len(same)} of {len(source)} (scores within {worst:.1e})"
+
+
+def diagnosis(source: Path, other: Path, queries: list[str]) -> dict:
+    """Where an import that fitted its own transform (`other`) parts from its source: the transforms and the
+    statistics (largest difference), and each side's candidates as hybrid search takes them (FUSION_DEPTH)."""
+    import numpy as np
+    from safetensors.numpy import load_file
+
+    from semsearch.index import Index
+    from semsearch.settings import FUSION_DEPTH
+
+    def files(path: Path, name: str) -> dict:
+        generation = json.loads((path / "manifest.json").read_text())["generation"]
+        return load_file(str(path / f"gen-{generation:06d}" / name))
+
+    out = {}
+    for name in ("transform.safetensors", "stats.safetensors"):
+        mine, theirs = files(source, name), files(other, name)
+        # a direction's sign is arbitrary: the transform's columns are compared up to it
+        out[name] = max(float(np.abs(np.abs(mine[k]) - np.abs(theirs[k])).max()) for k in mine)
+    with Index.open(source) as a, Index.open(other) as b:
+        for mode in ("dense", "keyword"):
+            runs = [index.search_many(queries, k=FUSION_DEPTH, mode=mode, crop=0) for index in (a, b)]
+            same = sum([h.id for h in x] == [h.id for h in y] for x, y in zip(*runs))
+            sets = sum({h.id for h in x} == {h.id for h in y} for x, y in zip(*runs))
+            out[f"{mode} candidates"] = f"same list on {same}, same set on {sets} of {len(queries)}"
+    return out
 
 
 def beir_of(name: str, work: Path) -> Path:
@@ -148,6 +177,14 @@ def main() -> None:
         for path in (source, imported, refitted)
     )
 
+    diagnosed = diagnosis(source, refitted, queries)
+    row["--refit always against the source: largest difference"] = (
+        f"transform {diagnosed['transform.safetensors']:.2g}, statistics {diagnosed['stats.safetensors']:.2g}"
+    )
+    for mode in ("dense", "keyword"):
+        row[f"--refit always against the source: {mode} candidates ({FUSION_DEPTH})"] = diagnosed[
+            f"{mode} candidates"
+        ]
     row["refit --calibrate s"], _ = semsearch("refit", "--index", str(source), "--calibrate")
     renewed = calibration_of(source)
     row["its calibration s"] = renewed["seconds"]
