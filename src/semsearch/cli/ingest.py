@@ -148,7 +148,8 @@ from .options import (
     type=click.Choice(RefitPolicy.names()),
     default=RefitPolicy.NEVER.value,
     show_default=True,
-    help="Refit the transform after adding: auto refits when the corpus has drifted from the fitted one.",
+    help="Refit the transform after adding: auto refits when the corpus has drifted from the fitted one. An "
+    "export ingested into a new index keeps the transform its source fitted unless always.",
 )
 @click.option(
     "--cluster",
