@@ -109,7 +109,8 @@ def measure(name: str, work: Path) -> dict:
             ids = list(queries)
             texts = [queries[q] for q in ids]
             sides = {
-                mode: index.search_many(texts, k=FUSION_DEPTH, mode=mode) for mode in ("dense", "keyword")
+                mode: index.search_many(texts, k=FUSION_DEPTH, mode=mode, crop=0)
+                for mode in ("dense", "keyword")
             }
             figures = {}
             for weight in WEIGHTS:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import refitted_copy
+from conftest import SAMPLE, refitted_copy
 
 SEMSEARCH = [sys.executable, "-m", "semsearch"]
 QUERIES = ["parse a date from a string", "read a csv file", "compress data with gzip", "random numbers"]
@@ -141,3 +141,73 @@ def test_vectors_of_another_model_are_refused(sample_encoded, tmp_path):
     with pytest.raises(DataError, match="vectors were made by all-MiniLM-L6-v2.*another-model"):
         check_model(header, other, "export.jsonl")
     check_model({**header, "vectors": False}, other, "export.jsonl")  # texts alone: encoded by this model
+
+
+def test_an_export_keeps_the_transform_its_source_fitted_before_upserts(sample_encoded, tmp_path):
+    """A source whitened, then a fifth of it upserted (the upserts keep the transform: drift > 0), exported
+    with its vectors: the import keeps that transform (the same arrays, read back from the header's
+    safetensors) and answers every query as the source does, ids and scores; --refit always, other settings or
+    an export without the transform (as written before issue 38) fit their own."""
+    from dataclasses import replace
+
+    from click.testing import CliRunner
+    from safetensors.numpy import load_file
+
+    from semsearch import Index
+    from semsearch.cli import main
+    from semsearch.errors import DataError
+    from semsearch.ingest.documents import Corpus, FieldNames
+    from semsearch.ingest.exported import restored
+
+    queries = QUERIES + [json.loads(line)["title"] for line in SAMPLE.read_text().splitlines()[::20]]
+    with refitted_copy(sample_encoded, tmp_path / "source", "whiten", 16, 0.5, calibrate=False) as source:
+        source.export(tmp_path / "before.jsonl", vectors=True)
+        # upserts that encode nothing: 60 documents take other documents' texts, passages and vectors
+        records = [json.loads(line) for line in (tmp_path / "before.jsonl").read_text().splitlines()[1:]]
+        moved = [{**records[i + 150], "id": records[i]["id"]} for i in range(60)]
+        upserts = tmp_path / "upserts.jsonl"
+        upserts.write_text("".join(json.dumps(record) + "\n" for record in moved))
+        assert source.ingest(upserts, fields=FieldNames(vector="vector")).replaced == 60
+        assert source.state.drift > 0.05  # the transform is still the one fitted before the upserts
+        source.export(tmp_path / "export.jsonl", vectors=True)
+        expected = [[(h.id, h.score) for h in hits] for hits in source.search_many(queries, k=10, crop=0)]
+        fitted = load_file(str(_generation(source.path) / "transform.safetensors"))
+
+    runner = CliRunner()
+    result = runner.invoke(
+        main, ["ingest", str(tmp_path / "export.jsonl"), "--index", str(tmp_path / "kept")]
+    )
+    assert result.exit_code == 0, result.output
+    assert "its transform: whiten P=0.5 to 16 dims as its source fitted it" in result.output
+    with Index.open(tmp_path / "kept") as kept:
+        assert kept.state.drift == pytest.approx(source.state.drift, abs=1e-9)
+        for name, array in load_file(str(_generation(kept.path) / "transform.safetensors")).items():
+            assert np.array_equal(array, fitted[name])
+        for hits, wanted in zip(kept.search_many(queries, k=10, crop=0), expected):
+            assert [h.id for h in hits] == [i for i, _ in wanted]
+            assert [h.score for h in hits] == pytest.approx([s for _, s in wanted], abs=1e-5)
+        corpus, settings = Corpus(tmp_path / "export.jsonl"), kept.settings
+    assert restored(corpus, 0, settings, False, "never").parts == ("calibration", "transform")
+    assert restored(corpus, 0, settings, True, "auto").parts == ("transform",)
+    assert restored(corpus, 0, settings, False, "always").parts == ()  # --refit always: made again
+    assert restored(corpus, 300, settings, False, "never") is None  # an index that has documents: its own
+    other = replace(settings, dims_requested=32)  # fitted under other settings: the import fits its own
+    assert restored(corpus, 0, other, False, "never").parts == ("calibration",)
+
+    lines = (tmp_path / "export.jsonl").read_text().split("\n", 1)
+    header = json.loads(lines[0])
+    assert header["transform"]["kind"] == "whiten"
+    assert list(header["transform"]["files"]) == ["transform.safetensors"]
+    del header["transform"]  # as written before issue 38: read as before, the import fits its own
+    (tmp_path / "old.jsonl").write_text(json.dumps(header) + "\n" + lines[1])
+    assert restored(Corpus(tmp_path / "old.jsonl"), 0, settings, False, "never").parts == ("calibration",)
+    header["transform"] = {"kind": "whiten", "files": {"transform.safetensors": "bm90IGEgZmlsZQ=="}}
+    (tmp_path / "bad.jsonl").write_text(json.dumps(header) + "\n" + lines[1])
+    with pytest.raises(
+        DataError, match=r"bad.jsonl, line 1, field 'transform': its transform cannot be read"
+    ):
+        restored(Corpus(tmp_path / "bad.jsonl"), 0, settings, False, "never")
+
+
+def _generation(path: Path) -> Path:
+    return path / f"gen-{json.loads((path / 'manifest.json').read_text())['generation']:06d}"

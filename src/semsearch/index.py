@@ -26,7 +26,7 @@ from typing import IO, Any, Literal
 import numpy as np
 
 from .errors import DataError, IndexStateError
-from .ingest import build
+from .ingest import build, exported
 from .ingest.creation import check_compatible, check_new_directory, new_settings
 from .ingest.distributed import Executor, executor_for
 from .ingest.documents import Corpus, Document, FieldNames, parse_document, validate_documents
@@ -199,16 +199,14 @@ class Index:
         says if one is advised). `vectors`: an .npy of vectors made elsewhere, row i for the i-th document (as a
         vector field in `fields`). `cluster`: where to encode (distributed.py): a Dask scheduler's address, a
         number of local worker processes or an Executor; the result is the same. An export (export.py) ingested
-        into a new index keeps the calibration it records (the report's `restored`) unless `recalibrate`."""
+        into a new index keeps its calibration unless `recalibrate`, and its transform (`restored`: exported.py)."""
         if not isinstance(corpus, Corpus):
             corpus = Corpus(corpus, fields or FieldNames(), vectors)
         width, dim = corpus.check().vector_width, self.settings.encoder_dim
         if width is not None and width != dim:
             where = dict(path=corpus.vectors) if corpus.vectors else dict(path=corpus.path, line=1)
             raise DataError(f"vectors of width {width}, expected {dim}", field=corpus.fields.vector, **where)
-        restored = None
-        if corpus.export and not recalibrate and self.state.count == 0:
-            restored = corpus.export.get("calibration")
+        restored = exported.restored(corpus, self.state.count, self.settings, recalibrate, refit)
         with executor_for(cluster, self.wait) as executor:  # a scheduler that does not answer: after `wait`
             return self._add(corpus.documents, progress, refit, executor, restored)
 
@@ -243,15 +241,15 @@ class Index:
         if published is not None:
             self.directory.take_up(published)
         report, drift = (
-            done.report(restored=restored is not None and published is not None),
+            done.report(restored=restored.parts if restored and published else ()),
             self.state.drift,
         )
         if report.added and refit.due(drift) and not report.young:
             self._refit_locked(build.refit_spec(self.settings, None, None, None, None, None), None)
-            return replace(report, refitted=True, drift=drift)
+            return replace(report, refitted=True, drift=drift, restored=())  # both made again
         if report.added and refit is RefitPolicy.AUTO and self.calibration_stale:
             self._recalibrate_locked()
-            return replace(report, drift=drift, recalibrated=True)
+            return replace(report, drift=drift, recalibrated=True, restored=report.kept("calibration"))
         return replace(report, drift=drift)
 
     def sync(

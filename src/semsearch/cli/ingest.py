@@ -148,7 +148,8 @@ from .options import (
     type=click.Choice(RefitPolicy.names()),
     default=RefitPolicy.NEVER.value,
     show_default=True,
-    help="Refit the transform after adding: auto refits when the corpus has drifted from the fitted one.",
+    help="Refit the transform after adding: auto refits when the corpus has drifted from the fitted one. An "
+    "export ingested into a new index keeps the transform its source fitted unless always.",
 )
 @click.option(
     "--cluster",
@@ -315,13 +316,10 @@ def ingest(
             advice = _script_advice(index) if report.added else None
     if report.resumed:
         click.echo(f"resumed: {report.resumed} vectors from an interrupted ingest were reused", err=True)
-    if report.restored and not quiet:
-        click.echo(
-            f"kept the export's calibration: {calibration_line(index.state.calibration)} "
-            "(--recalibrate calibrates again)",
-            err=True,
-        )
-    elif not quiet and calibrated_again(calibrated, index.state.calibration):
+    kept = () if quiet else report.restored
+    if kept:
+        click.echo(_kept_line(kept, index), err=True)
+    if "calibration" not in kept and not quiet and calibrated_again(calibrated, index.state.calibration):
         click.echo(f"calibrated the fusion weight: {calibration_line(index.state.calibration)}", err=True)
     elif (stale := age(index.state.calibration)) is not None and stale.stale:
         click.echo(
@@ -348,6 +346,22 @@ def ingest(
     if not quiet:
         summary = ingest_summary(report, len(corpus.refused), len(index), index_path, corpus.ignored)
         click.echo(summary, err=True)
+
+
+def _kept_line(kept: tuple[str, ...], index) -> str:
+    """What an import kept of its export, and how to make it again instead."""
+    parts = []
+    if "calibration" in kept:
+        line = calibration_line(index.state.calibration)
+        parts.append(f"calibration: {line} (--recalibrate calibrates again)")
+    if "transform" in kept:
+        settings, power = index.settings, index.settings.spec.effective_power
+        fitted = settings.transform + (f" P={power:g}" if settings.transform == "whiten" else "")
+        parts.append(
+            f"transform: {fitted} to {index.state.dims} dims as its source fitted it, drift "
+            f"{index.state.drift or 0:.3f} from these documents (--refit always fits again)"
+        )
+    return "kept the export's " + " and its ".join(parts)
 
 
 def _script_advice(index) -> str | None:

@@ -1,22 +1,50 @@
 """Ingesting a `semsearch export` (operations/export.py): a new index takes the settings its header records, so
 the import is the index it came from, documents, passages and vectors included (a vector per passage is taken as
-it is, documents.py); options given on the command line win over the header's."""
+it is, documents.py); options given on the command line win over the header's. It also keeps what its source's
+answers depend on beyond the vectors (`Restored`): the calibration, and the transform as the source fitted it,
+which after upserts is not the one the same vectors would fit today."""
 
 from __future__ import annotations
 
+import base64
 import gzip
 import json
-from dataclasses import replace
+import tempfile
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ..errors import DataError
-from ..settings import DEFAULT_MODEL, NO_MODEL, IndexOptions
+from ..errors import DataError, SemsearchError
+from ..settings import DEFAULT_MODEL, NO_MODEL, IndexOptions, RefitPolicy, TransformKind
+from ..storage.damage import DamagedFile, brief
 from ..storage.manifest import IndexSettings
+from .jsonl import MAX_LINE_BYTES
 
 # The first line of a `semsearch export` holds this key (and the index's settings): not a document.
 EXPORT_KEY = "semsearch_export"
-HEADER_BYTES = 1 << 20  # a header is a few hundred bytes; a first line longer is a document
+HEADER_BYTES = 1 << 20  # a first line without the key in this many bytes is a document
+# The transform's files travel in the header, base64: up to this many bytes (a whitening of 384 dims to 128 takes
+# 0.5 MB), so the header stays a line the JSONL reader takes (MAX_LINE_BYTES); a larger one (a flow of wide
+# vectors) is left out, and the import fits its own.
+TRANSFORM_BYTES = MAX_LINE_BYTES // 2
+# The settings a transform was fitted under: where the import's differ, its vectors or its fit are not the
+# source's, and it fits its own.
+FITTED_UNDER = (
+    "model_fingerprint",
+    "pooling",
+    "max_length",
+    "quantize",
+    "int8_method",
+    "encoder_dim",
+    "chunk_tokens",
+    "chunk_overlap",
+    "raw_precision",
+    "transform",
+    "dims_requested",
+    "power",
+    "flow_epochs",
+    "seed",
+)
 
 # The header's settings an import makes its index with (IndexSettings names -> IndexOptions names).
 CARRIED = {
@@ -44,10 +72,12 @@ def export_header(path: Path) -> dict[str, Any] | None:
     try:
         with (gzip.open if path.suffix == ".gz" else open)(path, "rb") as handle:
             first = handle.readline(HEADER_BYTES)
+            if EXPORT_KEY.encode() not in first:
+                return None
+            if not first.endswith(b"\n"):  # a header carrying a transform: the rest of its line
+                first += handle.readline(MAX_LINE_BYTES)
     except (OSError, EOFError):
         return None  # read_jsonl reports it
-    if EXPORT_KEY.encode() not in first:
-        return None
     try:
         record = json.loads(first.decode("utf-8-sig"))
     except ValueError:
@@ -81,3 +111,72 @@ def check_model(header: dict[str, Any], settings: IndexSettings, where: str) -> 
             path=where,
             line=1,
         )
+
+
+def transform_record(transform: Any, kind: str) -> dict[str, Any] | None:
+    """The fitted transform as an export's header carries it: its kind and its files (safetensors and JSON,
+    as the index keeps them; never a pickle), base64. None where nothing was fitted or it is too large."""
+    if kind == TransformKind.NONE.value:
+        return None
+    with tempfile.TemporaryDirectory(prefix="semsearch-export-") as directory:
+        transform.save(Path(directory))
+        files = {path.name: path.read_bytes() for path in sorted(Path(directory).iterdir())}
+    if not files or sum(len(data) for data in files.values()) * 4 // 3 > TRANSFORM_BYTES:
+        return None
+    return {
+        "kind": kind,
+        "files": {name: base64.b64encode(data).decode("ascii") for name, data in files.items()},
+    }
+
+
+@dataclass(frozen=True)
+class Restored:
+    """What an ingest of an export into a new index keeps of its source instead of making it again."""
+
+    calibration: dict | None = None  # calibration.py's record (or why there is none)
+    transform: Any = None  # the Transform its source fitted (before any upserts since)
+
+    @property
+    def parts(self) -> tuple[str, ...]:
+        return tuple(name for name in ("calibration", "transform") if getattr(self, name) is not None)
+
+
+def restored(
+    corpus: Any, count: int, settings: IndexSettings, recalibrate: bool, refit: Any
+) -> Restored | None:
+    """What an index of `count` documents and these `settings` keeps of `corpus` (documents.Corpus) where it is
+    an export and the index new (else None): its calibration unless `recalibrate`; its transform where the header
+    carries one (exports before issue 38 do not) fitted under the settings the index has (FITTED_UNDER).
+    Nothing under `refit` always, which fits and calibrates again."""
+    header = corpus.export
+    if not header or count:
+        return None
+    if RefitPolicy.parse(refit, "refit") is RefitPolicy.ALWAYS:
+        return Restored()
+    calibration = None if recalibrate else header.get("calibration")
+    record, theirs = header.get("transform"), {"raw_precision": "float32", **header["settings"]}
+    ours = asdict(settings)
+    if not isinstance(record, dict) or any(theirs.get(name) != ours[name] for name in FITTED_UNDER):
+        return Restored(calibration)
+    return Restored(calibration, _loaded(record, settings, str(corpus.path)))
+
+
+def _loaded(record: dict[str, Any], settings: IndexSettings, where: str) -> Any:
+    """The transform of a header's record, read as the index reads its own files (which checks their shapes)."""
+    from ..transforms import load_transform
+
+    try:
+        with tempfile.TemporaryDirectory(prefix="semsearch-import-") as directory:
+            for name, data in record["files"].items():
+                if Path(name).name != name:
+                    raise ValueError(f"a file name with a directory in it: {name!r}")
+                (Path(directory) / name).write_bytes(base64.b64decode(data, validate=True))
+            return load_transform(Path(directory), settings.spec, settings.encoder_dim)
+    except (SemsearchError, ValueError, TypeError, KeyError, AttributeError) as error:
+        reason = f"{error.path.name} {error.reason}" if isinstance(error, DamagedFile) else brief(error)
+        raise DataError(
+            f"its transform cannot be read ({reason}): export the index again",
+            path=where,
+            line=1,
+            field="transform",
+        ) from None

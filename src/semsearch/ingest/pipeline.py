@@ -55,8 +55,12 @@ class AddReport:
     refitted: bool = False
     young: bool = False  # refitted because the index is young (build.young): every add fits on all documents
     passages: int = 0  # vectors made for the documents added (more than them where long ones were cut)
-    restored: bool = False  # the calibration an export recorded was kept (ingest of an export: exported.py)
+    restored: tuple[str, ...] = ()  # what of an export was kept: "calibration", "transform" (exported.py)
     recalibrated: bool = False  # calibrated again after the add: `--refit auto` and a stale calibration
+
+    def kept(self, *made_again: str) -> tuple[str, ...]:
+        """What of an export is still kept once the parts `made_again` were made anew."""
+        return tuple(part for part in self.restored if part not in made_again)
 
     @property
     def refit_advised(self) -> bool:

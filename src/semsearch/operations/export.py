@@ -3,7 +3,8 @@
 The first line is a header: `{"semsearch_export": 1, "settings": {...}, ...}`, the settings the index was made
 with (model and its fingerprint, pooling, max_length, chunking, transform, index type; the manifest's own
 fields), its query defaults (`query_defaults`: mode, alpha, rerank) and the calibration record they come from
-(`calibration`). Then one document per line, in the order they were stored: `id`, `title` (when it has one), `text` and
+(`calibration`), and the fitted transform (`transform`: its kind and files, safetensors and JSON in base64;
+exported.py), which an index keeps through upserts while the same vectors would fit another today. Then one document per line, in the order they were stored: `id`, `title` (when it has one), `text` and
 `metadata` as ingested. With vectors, `vector` is the raw encoder vector (before the transform) as a list of
 numbers (9 significant digits: each float32 exactly); a document the index cut into passages has one per
 passage: `vector` is then a list of lists and `passages` their character spans in the text, `[[start, end],
@@ -11,7 +12,7 @@ passage: `vector` is then a list of lists and `passages` their character spans i
 from a file has `sections`, `[[start, end, location], ...]` (documents.py's Section): an import cuts and places
 its passages as the index did.
 
-`semsearch ingest` of the file makes a new index with the header's settings and calibration. Memory stays at one batch of
+`semsearch ingest` of the file makes a new index with the header's settings, calibration and transform. Memory stays at one batch of
 documents: rows are read by a cursor, vectors a batch at a time."""
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from typing import IO, Any
 import numpy as np
 
 from ..errors import IndexStateError
-from ..ingest.exported import EXPORT_KEY
+from ..ingest.exported import EXPORT_KEY, transform_record
 from ..ingest.given import SECTIONS
 from ..retrieval.query import QueryDefaults
 from ..settings import NO_MODEL
@@ -54,6 +55,8 @@ def header(index: IndexDirectory, vectors: bool) -> dict[str, Any]:
         # or why there is none): an import keeps it, so it answers as this index does (exported.py)
         "query_defaults": defaults.to_json(),
         "calibration": state.calibration,
+        # the transform as fitted (maybe before upserts): what the vectors are indexed and candidates found by
+        "transform": transform_record(index.transform, index.settings.transform),
     }
 
 

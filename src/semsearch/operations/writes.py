@@ -17,6 +17,7 @@ from ..ingest import build
 from ..ingest.chunking import Chunker
 from ..ingest.creation import make_chunker
 from ..ingest.distributed import Executor, InProcess, Job
+from ..ingest.exported import Restored
 from ..ingest.pipeline import Added, Encode, Progress, add_documents, fidelity_sample, split
 from ..retrieval.calibration import Calibration, calibrate
 from ..retrieval.calibration_age import aged
@@ -37,13 +38,14 @@ def add(
     documents: Iterable[Document],
     progress: Progress | None,
     executor: Executor | None = None,
-    calibration: dict | None = None,
+    restored: Restored | None = None,
 ) -> tuple[Added, Published | None]:
     """Encode, count and store the documents not already here unchanged (ingest.add_documents; the `executor`
     encodes, and fills an ivf or pq index built anew: this process by default, or a cluster), then publish a
-    generation (None when nothing was added). `calibration`: a record to keep instead of calibrating (an
-    export's, ingested into a new index: the same documents it was made on); else the documents added count
-    toward the recorded calibration's age (calibration_age.py), or a first or young index calibrates.
+    generation (None when nothing was added). `restored`: what a new index keeps of the export it is ingested
+    from (exported.py) instead of making it: the calibration (made on the same documents) and the transform (as
+    its source fitted it); else the documents added count toward the recorded calibration's age
+    (calibration_age.py), or a first or young index calibrates.
     Vectors also go to a resume cache as they are encoded: if the process dies, the same ingest run again takes
     them from there instead of encoding them again."""
     settings, state = directory.settings, directory.state
@@ -97,7 +99,9 @@ def add(
             raw = RawVectors(directory.path, segments, settings.encoder_dim, mapped=False)
             live = directory.store.vector_pks()
             if state.count == 0 or done.refitted:  # first or young: fit on all documents, index all
-                transform = build.fit(settings.spec, stats, raw, live)
+                transform = restored_part(restored, "transform", state)
+                if transform is None:
+                    transform = build.fit(settings.spec, stats, raw, live)
                 vectors = build.build_vectors(  # ivf, pq: trained here, filled where the executor encodes
                     transform, raw, live, settings.index_type, settings.recall_target, executor.add_blocks
                 )
@@ -118,7 +122,7 @@ def add(
             )
             if fidelity:
                 changes["quantize_fidelity"] = fidelity[0]()
-            if calibration is not None and state.count == 0:
+            if (calibration := restored_part(restored, "calibration", state)) is not None:
                 changes["calibration"] = calibration
             elif job.encode is not None and (
                 state.count == 0 or done.refitted or Calibration.from_json(state.calibration) is None
@@ -134,6 +138,11 @@ def add(
         raise
     cache.clear()
     return done, published
+
+
+def restored_part(restored: Restored | None, part: str, state: Any) -> Any:
+    """A part of an export a first ingest keeps (None: made here)."""
+    return getattr(restored, part) if restored is not None and state.count == 0 else None
 
 
 def chosen(
