@@ -8,7 +8,8 @@ benchmarks/results/controls.md and controls.json (sections merge, so one can be 
   `lexname` an integer, `tags` a list of strings). Facet counts on two or three fields equal a count in Python
   over the documents `semsearch export` writes (unfiltered, filtered, and in keyword mode over the documents the
   keyword ranking returns), and the p50 of a query with facets on two fields against the same query without,
-  alternated query by query in one process, dense, hybrid and keyword, filtered and not.
+  alternated query by query in one process, dense, hybrid and keyword, filtered and not; snippets off in both
+  (crop 0: a snippet's cost would hide the facets' share).
 - pages: SciFact (the real model, defaults; a field `bucket` = crc32(id) % 4 to filter on): for every mode, with
   and without the filter `bucket=1`, pages 1-10 of size 10 concatenated against the top 100 of one request, and
   pages of 100 up to offset 1,000 against one request for 1,100; every test query.
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import statistics
 import sys
 import time
@@ -39,6 +41,13 @@ OUT = REPO / "benchmarks" / "results"
 DIM = 64
 TAGS = [f"t{n}" for n in range(20)]
 SECTIONS = ("facets", "pages", "similar")
+
+
+def building(target: Path) -> Path:
+    """Where an index is built before it is renamed to `target`: a run cut off leaves no half index to reuse."""
+    partial = target.with_name(target.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    return partial
 
 
 def p50_ms(seconds: list[float]) -> float:
@@ -84,10 +93,11 @@ def facets(args, work: Path) -> dict:
 
     corpus, vectors_path = facet_corpus(work, args.docs)
     target = work / f"facets-{args.docs}-index"
-    if not (target / "manifest.json").is_file():
+    if not target.is_dir():
         started = time.perf_counter()
-        with Index.create(target, model="none", dim=DIM, transform="none") as index:
+        with Index.create(building(target), model="none", dim=DIM, transform="none") as index:
             index.ingest(corpus, vectors=vectors_path)
+        building(target).rename(target)
         print(f"built {target} in {time.perf_counter() - started:.0f} s", file=sys.stderr)
     exported = work / "facets-export.jsonl"
     with Index.open(target) as index:
@@ -107,7 +117,7 @@ def facets(args, work: Path) -> dict:
             want = brute_facets([d for d in docs if keep(d)], fields)
             checks.append({"set": f"dense, where {where}", "equal": got.facets == want})
         for word in words[:3]:
-            everything = index.search_vectors(None, k=args.docs, texts=[word], mode="keyword")[0]
+            everything = index.search_vectors(None, k=args.docs, texts=[word], mode="keyword", crop=0)[0]
             found = {hit.id for hit in everything}
             got = index.search_vectors(
                 None, k=10, texts=[word], mode="keyword", facets=fields, facet_values=1000
@@ -131,7 +141,13 @@ def facets(args, work: Path) -> dict:
                 for facet_fields, times in ((None, plain), (asked, faceted)):
                     started = time.perf_counter()
                     index.search_vectors(
-                        queries[i : i + 1], k=10, where=where, texts=one, mode=mode, facets=facet_fields
+                        queries[i : i + 1],
+                        k=10,
+                        where=where,
+                        texts=one,
+                        mode=mode,
+                        facets=facet_fields,
+                        crop=0,
                     )
                     times.append(time.perf_counter() - started)
             rows.append(
@@ -161,15 +177,16 @@ def scifact_index(work: Path) -> Path:
     from semsearch import Index
 
     target = work / "scifact"
-    if (target / "manifest.json").is_file():
+    if target.is_dir():
         return target
     corpus = work / "scifact.jsonl"
     with (DATA / "scifact" / "corpus.jsonl").open() as source, corpus.open("w") as out:
         for line in source:
             doc = json.loads(line)
             out.write(json.dumps(doc | {"bucket": zlib.crc32(doc["_id"].encode()) % 4}) + "\n")
-    with Index.create(target) as index:
+    with Index.create(building(target)) as index:
         index.ingest(corpus)
+    building(target).rename(target)
     return target
 
 
@@ -185,7 +202,7 @@ def pages(args, work: Path) -> dict:
         for mode in ("dense", "keyword", "hybrid"):
             for where in (None, ["bucket=1"]):
                 for size, count in ((10, 10), (100, 11)):
-                    options = dict(texts=texts, mode=mode, where=where)
+                    options = dict(texts=texts, mode=mode, where=where, crop=0)  # ids only: no snippets
                     started = time.perf_counter()
                     whole = index.search_vectors(vectors, k=size * count, **options)
                     whole_seconds = time.perf_counter() - started
@@ -294,9 +311,9 @@ def main() -> None:
             raise SystemExit(f"no {DATA / name}: the shared data sets are needed")
     args.work.mkdir(parents=True, exist_ok=True)
     path = OUT / "controls.json"
-    results = json.loads(path.read_text()) if path.is_file() else {}
     for name in args.sections.split(","):
         section = {"facets": facets, "pages": pages, "similar": similar}[name](args, args.work)
+        results = json.loads(path.read_text()) if path.is_file() else {}  # read late: runs may overlap
         results[name] = {
             "command": command_line(),
             "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),

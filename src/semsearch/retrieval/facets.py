@@ -112,7 +112,6 @@ class Facets:
 
     counts: dict[str, dict[str, int]]
     stats: dict[str, dict[str, int | float]]
-    documents: int  # how many documents were counted
 
     def to_json(self) -> dict[str, Any]:
         return {"facets": self.counts, "facet_stats": self.stats}
@@ -167,8 +166,7 @@ def count(
         counts[name] = facet.top(facet.count(flags), values)
         if (numbers := facet.stats(flags)) is not None:
             stats[name] = numbers
-    documents = store.count() if members is None else len(members)
-    return Facets(counts, stats, documents)
+    return Facets(counts, stats)
 
 
 def request_facets(
