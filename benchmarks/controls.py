@@ -12,7 +12,8 @@ benchmarks/results/controls.md and controls.json (sections merge, so one can be 
   (crop 0: a snippet's cost would hide the facets' share), and a keyword query as it runs by default (snippets).
 - pages: SciFact (the real model, defaults; a field `bucket` = crc32(id) % 4 to filter on): for every mode, with
   and without the filter `bucket=1`, pages 1-10 of size 10 concatenated against the top 100 of one request, and
-  pages of 100 up to offset 1,000 against one request for 1,100; every test query.
+  pages of 100 up to offset 1,000 against one request for 1,100; SciFact's test queries (`--page-queries`: the
+  first N).
 - similar: SciFact's claims citing two abstracts or more: for each cited abstract, the other cited abstracts among
   the 10 documents `Index.similar` finds for it, against a query by the abstract's own text (the default mode,
   the abstract itself left out), and against scoring by the best pair of passages (max over passages); recall@10
@@ -212,7 +213,7 @@ def pages(args, work: Path) -> dict:
     from semsearch.evaluation.datasets import load_beir
 
     data = load_beir(DATA / "scifact")
-    texts = list(data.queries.values())
+    texts = list(data.queries.values())[: args.page_queries]
     rows = []
     with Index.open(scifact_index(work)) as index:
         vectors = index.encoder.encode(texts)
@@ -321,7 +322,8 @@ def main() -> None:
     parser.add_argument("--sections", default=",".join(SECTIONS))
     parser.add_argument("--work", type=Path, default=Path("/tmp/controls-bench"))
     parser.add_argument("--docs", type=int, default=200_000)
-    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--queries", type=int, default=200, help="facets: queries timed per row")
+    parser.add_argument("--page-queries", type=int, default=300, help="pages: SciFact's first N test queries")
     args = parser.parse_args()
     for name in ("wordnet/corpus.jsonl", "scifact/corpus.jsonl"):
         if not (DATA / name).is_file():
