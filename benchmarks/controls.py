@@ -45,7 +45,8 @@ SECTIONS = ("facets", "pages", "similar")
 
 
 def building(target: Path) -> Path:
-    """Where an index is built before it is renamed to `target`: a run cut off leaves no half index to reuse."""
+    """Where an index is built (emptied first) before it is renamed to `target`: a run cut off leaves no half
+    index to reuse."""
     partial = target.with_name(target.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
     return partial
@@ -103,7 +104,7 @@ def facets(args, work: Path) -> dict:
         started = time.perf_counter()
         with Index.create(building(target), model="none", dim=DIM, transform="none") as index:
             index.ingest(corpus, vectors=vectors_path)
-        building(target).rename(target)
+        target.with_name(target.name + ".partial").rename(target)
         print(f"built {target} in {time.perf_counter() - started:.0f} s", file=sys.stderr)
     exported = work / "facets-export.jsonl"
     with Index.open(target) as index:
@@ -204,7 +205,7 @@ def scifact_index(work: Path) -> Path:
             out.write(json.dumps(doc | {"bucket": zlib.crc32(doc["_id"].encode()) % 4}) + "\n")
     with Index.create(building(target)) as index:
         index.ingest(corpus)
-    building(target).rename(target)
+    target.with_name(target.name + ".partial").rename(target)
     return target
 
 
@@ -212,10 +213,10 @@ def pages(args, work: Path) -> dict:
     from semsearch import Index
     from semsearch.evaluation.datasets import load_beir
 
-    data = load_beir(DATA / "scifact")
+    data = load_beir(args.scifact)
     texts = list(data.queries.values())[: args.page_queries]
     rows = []
-    with Index.open(scifact_index(work)) as index:
+    with Index.open(args.scifact_index or scifact_index(work)) as index:
         vectors = index.encoder.encode(texts)
         for mode in ("dense", "keyword", "hybrid"):
             for where in (None, ["bucket=1"]):
@@ -270,14 +271,12 @@ def similar(args, work: Path) -> dict:
     from semsearch import Index
     from semsearch.evaluation.datasets import load_beir
 
-    data = load_beir(DATA / "scifact")
-    corpus = {
-        json.loads(line)["_id"]: json.loads(line) for line in (DATA / "scifact" / "corpus.jsonl").open()
-    }
+    data = load_beir(args.scifact)
+    corpus = {json.loads(line)["_id"]: json.loads(line) for line in (args.scifact / "corpus.jsonl").open()}
     cited = [sorted(docs) for docs in data.qrels.values() if len(docs) >= 2]
     recalls = {"similar (mean of passages)": [], "similar (max over passages)": [], "query by its text": []}
     seconds = {name: [] for name in recalls}
-    with Index.open(scifact_index(work)) as index:
+    with Index.open(args.scifact_index or scifact_index(work)) as index:
         pks = {doc_id: pk for doc_id, (pk, _) in index.store.existing_ids(list(corpus)).items()}
         for group in cited:
             for doc_id in group:
@@ -324,6 +323,17 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=200_000)
     parser.add_argument("--queries", type=int, default=200, help="facets: queries timed per row")
     parser.add_argument("--page-queries", type=int, default=300, help="pages: SciFact's first N test queries")
+    parser.add_argument(
+        "--scifact",
+        type=Path,
+        default=DATA / "scifact",
+        help="pages, similar: the BEIR set (its queries, judgements)",
+    )
+    parser.add_argument(
+        "--scifact-index",
+        type=Path,
+        help="pages, similar: an index of that set with a field `bucket` (default: SciFact built here)",
+    )
     args = parser.parse_args()
     for name in ("wordnet/corpus.jsonl", "scifact/corpus.jsonl"):
         if not (DATA / name).is_file():
