@@ -17,7 +17,7 @@ benchmarks/results/controls.md and controls.json (sections merge, so one can be 
 - similar: SciFact's claims citing two abstracts or more: for each cited abstract, the other cited abstracts among
   the 10 documents `Index.similar` finds for it, against a query by the abstract's own text (the default mode,
   the abstract itself left out), and against scoring by the best pair of passages (max over passages); recall@10
-  and p50 per call.
+  and p50 per call, with snippets and without.
 """
 
 from __future__ import annotations
@@ -251,7 +251,7 @@ def pages(args, work: Path) -> dict:
     return {"queries": len(texts), "rows": rows}
 
 
-def best_pair_similar(index, pk: int, k: int) -> list[str]:
+def best_pair_similar(index, pk: int, k: int, crop: int = 0) -> list[str]:
     """The alternative measured: each passage of the example a query, a document scored by its best passage
     against the best of them (max over passages), the example left out."""
     from semsearch.transforms import normalize_rows
@@ -259,7 +259,7 @@ def best_pair_similar(index, pk: int, k: int) -> list[str]:
     count = int(index.store.passages().counts_of([pk])[0])
     passages = normalize_rows(index.raw.get(np.arange(pk, pk + count)))
     best: dict[str, float] = {}
-    for hits in index.search_vectors(passages, k=k + 1, crop=0):  # ids and scores: no snippets
+    for hits in index.search_vectors(passages, k=k + 1, crop=crop):
         for hit in hits:
             best[hit.id] = max(best.get(hit.id, -np.inf), hit.score)
     example = index.store.get([pk])[pk]["id"]
@@ -274,8 +274,9 @@ def similar(args, work: Path) -> dict:
     data = load_beir(args.scifact)
     corpus = {json.loads(line)["_id"]: json.loads(line) for line in (args.scifact / "corpus.jsonl").open()}
     cited = [sorted(docs) for docs in data.qrels.values() if len(docs) >= 2]
-    recalls = {"similar (mean of passages)": [], "similar (max over passages)": [], "query by its text": []}
-    seconds = {name: [] for name in recalls}
+    names = ("similar (mean of passages)", "similar (max over passages)", "query by its text")
+    recalls = {name: [] for name in names}
+    seconds = {(name, crop): [] for name in names for crop in (0, None)}
     with Index.open(args.scifact_index or scifact_index(work)) as index:
         pks = {doc_id: pk for doc_id, (pk, _) in index.store.existing_ids(list(corpus)).items()}
         for group in cited:
@@ -284,24 +285,32 @@ def similar(args, work: Path) -> dict:
                 doc = corpus[doc_id]
                 text = (doc.get("title", "") + " " + doc["text"]).strip()
                 runs = {
-                    "similar (mean of passages)": lambda d=doc_id: [h.id for h in index.similar([d], k=10)],
-                    "similar (max over passages)": lambda d=doc_id: best_pair_similar(index, pks[d], 10),
-                    "query by its text": lambda d=doc_id, t=text: [
-                        h.id for h in index.search(t, k=11) if h.id != d
+                    "similar (mean of passages)": lambda c, d=doc_id: [
+                        h.id for h in index.similar([d], k=10, crop=c)
+                    ],
+                    "similar (max over passages)": lambda c, d=doc_id: best_pair_similar(
+                        index, pks[d], 10, c
+                    ),
+                    "query by its text": lambda c, d=doc_id, t=text: [
+                        h.id for h in index.search(t, k=11, crop=c) if h.id != d
                     ][:10],
                 }
                 for name, run in runs.items():
-                    started = time.perf_counter()
-                    found = run()
-                    seconds[name].append(time.perf_counter() - started)
+                    # without snippets and with them (as a call runs by default); the max over passages is a
+                    # search per passage, whose snippets would be of each passage's hits: timed without
+                    for crop in (0,) if name == names[1] else (0, None):
+                        started = time.perf_counter()
+                        found = run(crop)
+                        seconds[name, crop].append(time.perf_counter() - started)
                     recalls[name].append(len(others & set(found)) / len(others))
     rows = [
         {
             "method": name,
             "recall@10": round(float(np.mean(recalls[name])), 4),
-            "p50 ms": p50_ms(seconds[name]),
+            "p50 ms, snippets off": p50_ms(seconds[name, 0]),
+            "p50 ms, snippets on (default)": p50_ms(seconds[name, None]) if seconds[name, None] else "-",
         }
-        for name in recalls
+        for name in names
     ]
     return {"claims": len(cited), "examples": len(recalls["query by its text"]), "rows": rows}
 

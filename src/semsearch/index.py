@@ -412,13 +412,16 @@ class Index:
         negative: Sequence[str] = (),
         offset: int = 0,
         generation: int | None = None,
+        crop: int | None = None,
     ) -> Results:
         """The k documents closest to the documents `ids` by their stored vectors, away from those of
         `negative` (retrieval/similar.py: how a document of several passages is one vector), the examples
-        themselves left out; `where`, `rerank`, `offset` and `generation` as for `search`."""
+        themselves left out; `where`, `rerank`, `offset`, `generation` and `crop` as for `search`."""
         self.refresh()
         vector, examples = Examples.of(self.store, ids, negative).vector(self.raw)
-        options = QueryOptions.resolve(self.query_defaults, mode=SearchMode.DENSE, rerank=rerank, texts=False)
+        options = QueryOptions.resolve(
+            self.query_defaults, mode=SearchMode.DENSE, rerank=rerank, texts=False, crop=crop
+        )
         page = Page(offset=offset, generation=generation)
         return self._search(options, vector[None], None, k, where, page, examples)[0]
 
