@@ -104,6 +104,35 @@ def beir_directory(subset, root: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
+def scifact_bench_work(scifact_subset, tmp_path_factory) -> Path:
+    """A bench work directory (`--work`) holding the SciFact subset encoded whole (`--chunk-tokens 0`), made once
+    by a bench run: the bench tests copy it, and their sweeps reuse the encoding as a second run would."""
+
+    def build(directory: Path) -> None:
+        from click.testing import CliRunner
+
+        from semsearch.cli import main
+
+        root = beir_directory(scifact_subset, directory / "scifact-mini")
+        arguments = [
+            "bench",
+            "--beir",
+            str(root),
+            "--transforms",
+            "none",
+            "--dims",
+            "all",
+            "--chunk-tokens",
+            "0",
+        ]
+        arguments += ["--out", str(directory / "out"), "--work", str(directory / "work")]
+        result = CliRunner().invoke(main, arguments)
+        assert result.exit_code == 0, result.output
+
+    return built_once(tmp_path_factory, "scifact-bench", build) / "work"
+
+
+@pytest.fixture(scope="session")
 def tiny_bert(tmp_path_factory):
     """A small random (not fine-tuned) BERT with the bundled vocabulary and no sentence-transformers config:
     stands in for a raw BERT, which no package ships."""

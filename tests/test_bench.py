@@ -15,9 +15,12 @@ pytestmark = pytest.mark.xdist_group("bench")
 
 
 @pytest.fixture(scope="module")
-def sweep(scifact_subset, tmp_path_factory):
+def sweep(scifact_subset, scifact_bench_work, tmp_path_factory):
+    import shutil
+
     root = beir_directory(scifact_subset, tmp_path_factory.mktemp("bench") / "scifact-mini")
     out = root.parent / "results"
+    shutil.copytree(scifact_bench_work, root.parent / "work")  # the corpus encoded once for the run
     arguments = ["bench", "--beir", str(root), "--dims", "32,64,all", "--transforms", "none,pca,whiten"]
     arguments += [
         "--chunk-tokens",

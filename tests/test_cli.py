@@ -241,9 +241,10 @@ def test_info_json(index, built):
     assert 1 <= details["dims"] <= 29 and details["rerank"] == 100
     assert (details["index_type"], details["index_structure"]) == ("auto", "Flat")
     assert (details["backend"], details["quantize"]) == ("onnx", "int8")  # the defaults
-    # what int8 changed, measured on the first documents against the fp32 model
+    # what int8 changed, measured on the first documents' passages against the fp32 model (every one of 30
+    # short documents' passages: fewer than the sample's 32)
     fidelity = details["quantize_fidelity"]
-    assert fidelity["documents"] == 30 and 0.97 < fidelity["min_cosine"] <= fidelity["mean_cosine"] < 1
+    assert 30 <= fidelity["passages"] <= 32 and 0.97 < fidelity["min_cosine"] <= fidelity["mean_cosine"] < 1
     sizes = details["bytes"]
     assert set(sizes) == {"documents", "raw_vectors", "vector_index", "transform", "other", "total"}
     # the parts add up to every file under the directory, counted here by walking it (but SQLite's shared

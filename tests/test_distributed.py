@@ -30,7 +30,10 @@ from semsearch.retrieval.vectorindex import VectorIndex  # noqa: E402
 # its module fixtures are built once: the whole module runs on one worker (--dist loadgroup)
 pytestmark = pytest.mark.xdist_group("distributed")
 
-PARTITION = 100  # the sample's 300 documents in 3 partitions: both workers get some
+DOCUMENTS = (
+    120  # of the sample: every property here holds at any size, and each test encodes them once or twice
+)
+PARTITION = 40  # 3 partitions: both workers get some
 QUERIES = ["parse a date from a string", "read a file line by line", "sort a list", "random numbers"]
 
 
@@ -78,11 +81,19 @@ def assert_same(path: Path, reference: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def in_process(tmp_path_factory):
-    """The sample ingested here, in partitions of PARTITION documents."""
+def corpus(tmp_path_factory) -> Path:
+    """The sample's first DOCUMENTS documents."""
+    path = tmp_path_factory.mktemp("corpus") / "corpus.jsonl"
+    path.write_text("".join(line + "\n" for line in SAMPLE.read_text().splitlines()[:DOCUMENTS]))
+    return path
+
+
+@pytest.fixture(scope="module")
+def in_process(corpus, tmp_path_factory):
+    """The corpus ingested here, in partitions of PARTITION documents."""
     path = tmp_path_factory.mktemp("in-process") / "index"
     with Index.create(path) as index:
-        index.ingest(SAMPLE, cluster=InProcess(PARTITION))
+        index.ingest(corpus, cluster=InProcess(PARTITION))
     return path
 
 
@@ -92,26 +103,26 @@ def local_cluster():
         yield executor
 
 
-def test_a_local_cluster_gives_the_in_process_index(local_cluster, in_process, tmp_path):
+def test_a_local_cluster_gives_the_in_process_index(local_cluster, corpus, in_process, tmp_path):
     counted = []
     with Index.create(tmp_path / "index") as index:
-        report = index.ingest(SAMPLE, cluster=local_cluster, progress=counted.append)
-    assert report.added == 300 and report.resumed == 0
-    assert sum(counted) == pytest.approx(300)  # the progress bar counts documents across workers
+        report = index.ingest(corpus, cluster=local_cluster, progress=counted.append)
+    assert report.added == DOCUMENTS and report.resumed == 0
+    assert sum(counted) == pytest.approx(DOCUMENTS)  # the progress bar counts documents across workers
     assert_same(tmp_path / "index", in_process)
 
 
-def test_the_driver_loads_no_model_and_calibrates_as_here(local_cluster, tmp_path, monkeypatch):
+def test_the_driver_loads_no_model_and_calibrates_as_here(local_cluster, corpus, tmp_path, monkeypatch):
     """Calibration's pseudo-queries and targets and the int8 fidelity check are encoded on the workers: the
     driver (this process) opens no ONNX session, and the figures are the ones measured here."""
-    monkeypatch.setattr(calibration, "MIN_PASSAGES", 100)  # the sample's 300 documents are calibrated
+    monkeypatch.setattr(calibration, "MIN_PASSAGES", 100)  # the corpus's ~260 passages are calibrated
     monkeypatch.setattr(calibration, "MIN_QUERIES", 20)
     monkeypatch.setattr(calibration, "QUERY_SHARE", 4)
     manifests = {}
     for where, executor in (("here", InProcess(PARTITION)), ("cluster", local_cluster)):
         onnx_backend._SESSIONS.clear()  # the sessions other tests left in this process
         with Index.create(tmp_path / where) as index:
-            index.ingest(SAMPLE, cluster=executor)
+            index.ingest(corpus, cluster=executor)
             manifests[where] = index.state
         loaded = len(onnx_backend._SESSIONS)
     assert loaded == 0, "the cluster's driver loaded a model"
@@ -123,15 +134,15 @@ def test_the_driver_loads_no_model_and_calibrates_as_here(local_cluster, tmp_pat
 
 
 @pytest.mark.slow
-def test_an_upsert_on_a_cluster_replaces_as_here(local_cluster, in_process, tmp_path):
-    docs = [json.loads(line) for line in SAMPLE.read_text().splitlines()]
+def test_an_upsert_on_a_cluster_replaces_as_here(local_cluster, corpus, tmp_path):
+    docs = [json.loads(line) for line in corpus.read_text().splitlines()]
     changed = tmp_path / "changed.jsonl"
     changed.write_text(
-        "".join(json.dumps({**d, "text": d["text"] + " (revised)"}) + "\n" for d in docs[::40])
+        "".join(json.dumps({**d, "text": d["text"] + " (revised)"}) + "\n" for d in docs[::15])
     )
     for name, cluster in (("here", InProcess(PARTITION)), ("cluster", local_cluster)):
         with Index.create(tmp_path / name) as index:
-            index.ingest(SAMPLE, cluster=cluster)
+            index.ingest(corpus, cluster=cluster)
             report = index.ingest(changed, cluster=cluster)
             assert (report.added, report.replaced) == (8, 8)
     assert_same(tmp_path / "cluster", tmp_path / "here")
@@ -198,7 +209,7 @@ def test_an_ivf_or_pq_index_filled_on_the_workers_is_the_one_filled_here(local_c
 
 
 def test_a_worker_killed_mid_task_is_replaced_and_every_document_lands_once(
-    local_cluster, in_process, tmp_path
+    local_cluster, corpus, in_process, tmp_path
 ):
     client = local_cluster.client
     killed = []
@@ -213,9 +224,9 @@ def test_a_worker_killed_mid_task_is_replaced_and_every_document_lands_once(
             killed.append(pid)
 
     with Index.create(tmp_path / "index") as index:
-        report = index.ingest(SAMPLE, cluster=local_cluster, progress=kill_a_busy_worker)
+        report = index.ingest(corpus, cluster=local_cluster, progress=kill_a_busy_worker)
     assert killed, "no worker was busy when the first progress arrived"
-    assert report.added == 300
+    assert report.added == DOCUMENTS
     assert_same(tmp_path / "index", in_process)
     client.wait_for_workers(2, timeout=60)  # the nanny restarted it
 
@@ -315,37 +326,39 @@ def scheduler():
 
 
 @pytest.fixture(scope="module")
-def cli_reference(tmp_path_factory):
-    """`semsearch ingest` of the sample without a cluster."""
+def cli_reference(corpus, tmp_path_factory):
+    """`semsearch ingest` of the corpus without a cluster."""
     path = tmp_path_factory.mktemp("cli-reference") / "index"
-    ok(semsearch("ingest", SAMPLE, "--index", path, "--quiet"))
+    ok(semsearch("ingest", corpus, "--index", path, "--quiet"))
     return path
 
 
 @pytest.mark.slow
-def test_workers_reached_by_address_give_the_cli_index(scheduler, cli_reference, tmp_path):
-    result = ok(semsearch("ingest", SAMPLE, "--index", tmp_path / "index", "--cluster", scheduler))
+def test_workers_reached_by_address_give_the_cli_index(scheduler, corpus, cli_reference, tmp_path):
+    result = ok(semsearch("ingest", corpus, "--index", tmp_path / "index", "--cluster", scheduler))
     assert f"encoding on Dask at {scheduler} (2 workers, 2 threads)" in result.stderr
-    assert "300 documents added" in result.stderr
+    assert f"{DOCUMENTS} documents added" in result.stderr
     assert_same(tmp_path / "index", cli_reference)
 
 
 @pytest.mark.slow
-def test_the_workers_at_an_address_share_partitions(scheduler, in_process, tmp_path):
+def test_the_workers_at_an_address_share_partitions(scheduler, corpus, in_process, tmp_path):
     with DaskExecutor.connect(scheduler, 10, partition_docs=PARTITION) as executor:
         ran = executor.client.run(os.getpid)
         with Index.create(tmp_path / "index") as index:
-            index.ingest(SAMPLE, cluster=executor)
+            index.ingest(corpus, cluster=executor)
         assert len(ran) == 2
     assert_same(tmp_path / "index", in_process)
 
 
 @pytest.mark.slow
-def test_a_killed_driver_resumes_without_encoding_what_it_had_received(scheduler, cli_reference, tmp_path):
+def test_a_killed_driver_resumes_without_encoding_what_it_had_received(
+    scheduler, corpus, cli_reference, tmp_path
+):
     path = tmp_path / "index"
-    killed = semsearch("ingest", SAMPLE, "--index", path, "--cluster", scheduler, env={FAULT_ENV: "encoded"})
+    killed = semsearch("ingest", corpus, "--index", path, "--cluster", scheduler, env={FAULT_ENV: "encoded"})
     assert killed.returncode == FAULT_EXIT, killed.stderr
-    again = ok(semsearch("ingest", SAMPLE, "--index", path, "--cluster", scheduler))
+    again = ok(semsearch("ingest", corpus, "--index", path, "--cluster", scheduler))
     with Index.open(cli_reference) as reference:  # every passage
         passages = reference.state.passages
     assert f"resumed: {passages} vectors from an interrupted ingest were reused" in again.stderr

@@ -25,6 +25,8 @@ SAMPLE = REPO / "examples" / "sample.jsonl"
 QUERIES = ["parse a date from a string", "read a file line by line", "sort a list", "random numbers"]
 BEFORE_COMMIT = ("encoded", "generation-written")
 AFTER_COMMIT = ("committed", "published")
+# documents of the sample in the base index: each case encodes them up to twice, in a new process
+BASE = 60
 
 
 def semsearch(*args, fault: str | None = None) -> subprocess.CompletedProcess:
@@ -56,13 +58,15 @@ def answers(path: Path) -> tuple[int, list]:
 def corpora(tmp_path_factory):
     root = tmp_path_factory.mktemp("fault-corpora")
     docs = [json.loads(line) for line in SAMPLE.read_text().splitlines()]
-    more = docs[150:200] + [{**doc, "text": doc["text"] + " (revised)"} for doc in docs[:5]]  # 5 upserts
-    return write_jsonl(root / "base.jsonl", docs[:150]), write_jsonl(root / "more.jsonl", more)
+    more = docs[BASE : BASE + 20] + [
+        {**doc, "text": doc["text"] + " (revised)"} for doc in docs[:5]
+    ]  # 5 upserts
+    return write_jsonl(root / "base.jsonl", docs[:BASE]), write_jsonl(root / "more.jsonl", more)
 
 
 @pytest.fixture(scope="module")
 def base(corpora, tmp_path_factory):
-    """An index of the first 150 sample documents (defaults), and what it answers."""
+    """An index of the first BASE sample documents (defaults), and what it answers."""
     path = tmp_path_factory.mktemp("fault-base") / "index"
     ok(semsearch("ingest", corpora[0], "--index", path, "--quiet"))
     return path, answers(path)

@@ -148,13 +148,18 @@ def test_query_styles_are_deterministic_and_long_queries_are_long(scifact_subset
 
 
 @pytest.mark.slow
-def test_bench_reports_the_plain_fts5_reference_and_latency_percentiles(scifact_subset, tmp_path):
+def test_bench_reports_the_plain_fts5_reference_and_latency_percentiles(
+    scifact_subset, scifact_bench_work, tmp_path
+):
+    import shutil
+
     from click.testing import CliRunner
     from conftest import beir_directory
 
     from semsearch.cli import main
 
     root = beir_directory(scifact_subset, tmp_path / "scifact-mini")
+    shutil.copytree(scifact_bench_work, tmp_path, dirs_exist_ok=True)  # the corpus encoded once for the run
     arguments = ["bench", "--beir", str(root), "--modes", "dense,keyword,hybrid", "--transforms", "none"]
     arguments += [
         "--dims",

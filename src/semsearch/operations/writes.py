@@ -72,7 +72,7 @@ def add(
         for docs in partitions:
             first = first or docs
             yield docs
-        if measure_fidelity and (sample := fidelity_sample(first)):
+        if measure_fidelity and (sample := fidelity_sample(first, job.chunker)):
             fidelity.append(executor.fidelity(sample, job))
 
     try:

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import sqlite_utils
 
 from ..documents import Document
 from ..errors import IndexStateError
@@ -26,6 +25,25 @@ from .passages import PassageMap
 from .reads import StoreReads
 from .schema import META_ROWS, MIGRATIONS, NEW_ROWS, SCHEMA_VERSION
 from .synced import SyncedFiles
+
+
+def _sqlite_utils():
+    """sqlite_utils, imported without pandas: it imports pandas at import time where installed, only to map
+    pandas.Timestamp to TEXT in inserts this store never makes, and that cost every command 1-3 s to start."""
+    import sys
+
+    hide = "pandas" not in sys.modules
+    if hide:
+        sys.modules["pandas"] = None  # type: ignore[assignment]  # its import raises ImportError
+    try:
+        import sqlite_utils
+    finally:
+        if hide:
+            del sys.modules["pandas"]
+    return sqlite_utils
+
+
+sqlite_utils = _sqlite_utils()
 
 TABLES = ("documents", "fields", "state")
 # A writable open failing so (the file or its directory cannot be written) opens read-only instead.
