@@ -8,20 +8,23 @@ benchmarks/results/controls.md and controls.json (sections merge, so one can be 
   `lexname` an integer, `tags` a list of strings). Facet counts on two or three fields equal a count in Python
   over the documents `semsearch export` writes (unfiltered, filtered, and in keyword mode over the documents the
   keyword ranking returns), and the p50 of a query with facets on two fields against the same query without,
-  alternated query by query in one process, dense, hybrid and keyword, filtered and not.
+  alternated query by query in one process, dense, hybrid and keyword, filtered and not; snippets off in both
+  (crop 0: a snippet's cost would hide the facets' share), and a keyword query as it runs by default (snippets).
 - pages: SciFact (the real model, defaults; a field `bucket` = crc32(id) % 4 to filter on): for every mode, with
   and without the filter `bucket=1`, pages 1-10 of size 10 concatenated against the top 100 of one request, and
-  pages of 100 up to offset 1,000 against one request for 1,100; every test query.
+  pages of 100 up to offset 1,000 against one request for 1,100; SciFact's test queries (`--page-queries`: the
+  first N).
 - similar: SciFact's claims citing two abstracts or more: for each cited abstract, the other cited abstracts among
   the 10 documents `Index.similar` finds for it, against a query by the abstract's own text (the default mode,
   the abstract itself left out), and against scoring by the best pair of passages (max over passages); recall@10
-  and p50 per call.
+  and p50 per call, with snippets and without.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import statistics
 import sys
 import time
@@ -41,8 +44,21 @@ TAGS = [f"t{n}" for n in range(20)]
 SECTIONS = ("facets", "pages", "similar")
 
 
+def building(target: Path) -> Path:
+    """Where an index is built (emptied first) before it is renamed to `target`: a run cut off leaves no half
+    index to reuse."""
+    partial = target.with_name(target.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    return partial
+
+
 def p50_ms(seconds: list[float]) -> float:
     return round(statistics.median(seconds) * 1000, 3)
+
+
+def p10_ms(seconds: list[float]) -> float:
+    """The tenth percentile: the time a call takes when the shared machine lets it run (p50 includes waits)."""
+    return round(sorted(seconds)[len(seconds) // 10] * 1000, 3)
 
 
 # ---- facets -------------------------------------------------------------------------------------------------
@@ -84,10 +100,11 @@ def facets(args, work: Path) -> dict:
 
     corpus, vectors_path = facet_corpus(work, args.docs)
     target = work / f"facets-{args.docs}-index"
-    if not (target / "manifest.json").is_file():
+    if not target.is_dir():
         started = time.perf_counter()
-        with Index.create(target, model="none", dim=DIM, transform="none") as index:
+        with Index.create(building(target), model="none", dim=DIM, transform="none") as index:
             index.ingest(corpus, vectors=vectors_path)
+        target.with_name(target.name + ".partial").rename(target)
         print(f"built {target} in {time.perf_counter() - started:.0f} s", file=sys.stderr)
     exported = work / "facets-export.jsonl"
     with Index.open(target) as index:
@@ -107,7 +124,7 @@ def facets(args, work: Path) -> dict:
             want = brute_facets([d for d in docs if keep(d)], fields)
             checks.append({"set": f"dense, where {where}", "equal": got.facets == want})
         for word in words[:3]:
-            everything = index.search_vectors(None, k=args.docs, texts=[word], mode="keyword")[0]
+            everything = index.search_vectors(None, k=args.docs, texts=[word], mode="keyword", crop=0)[0]
             found = {hit.id for hit in everything}
             got = index.search_vectors(
                 None, k=10, texts=[word], mode="keyword", facets=fields, facet_values=1000
@@ -116,13 +133,15 @@ def facets(args, work: Path) -> dict:
             checks.append({"set": f"keyword {word!r} ({len(found)} docs)", "equal": got.facets == want})
         rows = []
         asked = ["lexname", "tags"]
-        for mode, where in (
-            ("dense", None),
-            ("dense", ["pos=noun"]),
-            ("dense", ["tags=t3"]),
-            ("hybrid", None),
-            ("hybrid", ["pos=verb"]),
-            ("keyword", None),
+        for mode, where, crop in (
+            ("dense", None, 0),
+            ("dense", ["pos=noun"], 0),
+            ("dense", ["tags=t3"], 0),
+            ("hybrid", None, 0),
+            ("hybrid", ["pos=verb"], 0),
+            ("keyword", None, 0),
+            ("keyword", ["pos=verb"], 0),
+            ("keyword", None, None),  # as a query runs by default: with its snippets
         ):
             texts_or_none = None if mode == "dense" else texts
             plain, faceted = [], []
@@ -131,25 +150,41 @@ def facets(args, work: Path) -> dict:
                 for facet_fields, times in ((None, plain), (asked, faceted)):
                     started = time.perf_counter()
                     index.search_vectors(
-                        queries[i : i + 1], k=10, where=where, texts=one, mode=mode, facets=facet_fields
+                        queries[i : i + 1],
+                        k=10,
+                        where=where,
+                        texts=one,
+                        mode=mode,
+                        facets=facet_fields,
+                        crop=crop,
                     )
                     times.append(time.perf_counter() - started)
             rows.append(
                 {
                     "mode": mode,
                     "where": " ".join(where or []) or "-",
+                    "snippets": "off (crop 0)" if crop == 0 else "on (default crop)",
                     "p50 ms": p50_ms(plain),
                     "p50 ms with facets lexname,tags": p50_ms(faceted),
                     "ratio": round(p50_ms(faceted) / p50_ms(plain), 2),
+                    "p10 ms": p10_ms(plain),
+                    "p10 ms with facets": p10_ms(faceted),
+                    "ratio of p10": round(p10_ms(faceted) / p10_ms(plain), 2),
                 }
             )
             print(rows[-1], file=sys.stderr)
+    worst = max(rows, key=lambda row: row["ratio"])
     return {
         "documents": info["documents"],
         "index_type": info["index_type"],
         "field_types": info["field_types"],
         "checks": checks,
         "rows": rows,
+        "targets": (
+            f"counts equal to the count in Python: {sum(c['equal'] for c in checks)} of {len(checks)} sets; "
+            f"p50 with facets at most 2x without: largest ratio {worst['ratio']} ({worst['mode']}, where "
+            f"{worst['where']}, snippets {worst['snippets']})"
+        ),
     }
 
 
@@ -161,15 +196,16 @@ def scifact_index(work: Path) -> Path:
     from semsearch import Index
 
     target = work / "scifact"
-    if (target / "manifest.json").is_file():
+    if target.is_dir():
         return target
     corpus = work / "scifact.jsonl"
     with (DATA / "scifact" / "corpus.jsonl").open() as source, corpus.open("w") as out:
         for line in source:
             doc = json.loads(line)
             out.write(json.dumps(doc | {"bucket": zlib.crc32(doc["_id"].encode()) % 4}) + "\n")
-    with Index.create(target) as index:
+    with Index.create(building(target)) as index:
         index.ingest(corpus)
+    target.with_name(target.name + ".partial").rename(target)
     return target
 
 
@@ -177,15 +213,15 @@ def pages(args, work: Path) -> dict:
     from semsearch import Index
     from semsearch.evaluation.datasets import load_beir
 
-    data = load_beir(DATA / "scifact")
-    texts = list(data.queries.values())
+    data = load_beir(args.scifact)
+    texts = list(data.queries.values())[: args.page_queries]
     rows = []
-    with Index.open(scifact_index(work)) as index:
+    with Index.open(args.scifact_index or scifact_index(work)) as index:
         vectors = index.encoder.encode(texts)
         for mode in ("dense", "keyword", "hybrid"):
             for where in (None, ["bucket=1"]):
                 for size, count in ((10, 10), (100, 11)):
-                    options = dict(texts=texts, mode=mode, where=where)
+                    options = dict(texts=texts, mode=mode, where=where, crop=0)  # ids only: no snippets
                     started = time.perf_counter()
                     whole = index.search_vectors(vectors, k=size * count, **options)
                     whole_seconds = time.perf_counter() - started
@@ -215,7 +251,7 @@ def pages(args, work: Path) -> dict:
     return {"queries": len(texts), "rows": rows}
 
 
-def best_pair_similar(index, pk: int, k: int) -> list[str]:
+def best_pair_similar(index, pk: int, k: int, crop: int = 0) -> list[str]:
     """The alternative measured: each passage of the example a query, a document scored by its best passage
     against the best of them (max over passages), the example left out."""
     from semsearch.transforms import normalize_rows
@@ -223,7 +259,7 @@ def best_pair_similar(index, pk: int, k: int) -> list[str]:
     count = int(index.store.passages().counts_of([pk])[0])
     passages = normalize_rows(index.raw.get(np.arange(pk, pk + count)))
     best: dict[str, float] = {}
-    for hits in index.search_vectors(passages, k=k + 1):
+    for hits in index.search_vectors(passages, k=k + 1, crop=crop):
         for hit in hits:
             best[hit.id] = max(best.get(hit.id, -np.inf), hit.score)
     example = index.store.get([pk])[pk]["id"]
@@ -235,14 +271,13 @@ def similar(args, work: Path) -> dict:
     from semsearch import Index
     from semsearch.evaluation.datasets import load_beir
 
-    data = load_beir(DATA / "scifact")
-    corpus = {
-        json.loads(line)["_id"]: json.loads(line) for line in (DATA / "scifact" / "corpus.jsonl").open()
-    }
+    data = load_beir(args.scifact)
+    corpus = {json.loads(line)["_id"]: json.loads(line) for line in (args.scifact / "corpus.jsonl").open()}
     cited = [sorted(docs) for docs in data.qrels.values() if len(docs) >= 2]
-    recalls = {"similar (mean of passages)": [], "similar (max over passages)": [], "query by its text": []}
-    seconds = {name: [] for name in recalls}
-    with Index.open(scifact_index(work)) as index:
+    names = ("similar (mean of passages)", "similar (max over passages)", "query by its text")
+    recalls = {name: [] for name in names}
+    seconds = {(name, crop): [] for name in names for crop in (0, None)}
+    with Index.open(args.scifact_index or scifact_index(work)) as index:
         pks = {doc_id: pk for doc_id, (pk, _) in index.store.existing_ids(list(corpus)).items()}
         for group in cited:
             for doc_id in group:
@@ -250,24 +285,32 @@ def similar(args, work: Path) -> dict:
                 doc = corpus[doc_id]
                 text = (doc.get("title", "") + " " + doc["text"]).strip()
                 runs = {
-                    "similar (mean of passages)": lambda d=doc_id: [h.id for h in index.similar([d], k=10)],
-                    "similar (max over passages)": lambda d=doc_id: best_pair_similar(index, pks[d], 10),
-                    "query by its text": lambda d=doc_id, t=text: [
-                        h.id for h in index.search(t, k=11) if h.id != d
+                    "similar (mean of passages)": lambda c, d=doc_id: [
+                        h.id for h in index.similar([d], k=10, crop=c)
+                    ],
+                    "similar (max over passages)": lambda c, d=doc_id: best_pair_similar(
+                        index, pks[d], 10, c
+                    ),
+                    "query by its text": lambda c, d=doc_id, t=text: [
+                        h.id for h in index.search(t, k=11, crop=c) if h.id != d
                     ][:10],
                 }
                 for name, run in runs.items():
-                    started = time.perf_counter()
-                    found = run()
-                    seconds[name].append(time.perf_counter() - started)
+                    # without snippets and with them (as a call runs by default); the max over passages is a
+                    # search per passage, whose snippets would be of each passage's hits: timed without
+                    for crop in (0,) if name == names[1] else (0, None):
+                        started = time.perf_counter()
+                        found = run(crop)
+                        seconds[name, crop].append(time.perf_counter() - started)
                     recalls[name].append(len(others & set(found)) / len(others))
     rows = [
         {
             "method": name,
             "recall@10": round(float(np.mean(recalls[name])), 4),
-            "p50 ms": p50_ms(seconds[name]),
+            "p50 ms, snippets off": p50_ms(seconds[name, 0]),
+            "p50 ms, snippets on (default)": p50_ms(seconds[name, None]) if seconds[name, None] else "-",
         }
-        for name in recalls
+        for name in names
     ]
     return {"claims": len(cited), "examples": len(recalls["query by its text"]), "rows": rows}
 
@@ -287,16 +330,28 @@ def main() -> None:
     parser.add_argument("--sections", default=",".join(SECTIONS))
     parser.add_argument("--work", type=Path, default=Path("/tmp/controls-bench"))
     parser.add_argument("--docs", type=int, default=200_000)
-    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--queries", type=int, default=200, help="facets: queries timed per row")
+    parser.add_argument("--page-queries", type=int, default=300, help="pages: SciFact's first N test queries")
+    parser.add_argument(
+        "--scifact",
+        type=Path,
+        default=DATA / "scifact",
+        help="pages, similar: the BEIR set (its queries, judgements)",
+    )
+    parser.add_argument(
+        "--scifact-index",
+        type=Path,
+        help="pages, similar: an index of that set with a field `bucket` (default: SciFact built here)",
+    )
     args = parser.parse_args()
     for name in ("wordnet/corpus.jsonl", "scifact/corpus.jsonl"):
         if not (DATA / name).is_file():
             raise SystemExit(f"no {DATA / name}: the shared data sets are needed")
     args.work.mkdir(parents=True, exist_ok=True)
     path = OUT / "controls.json"
-    results = json.loads(path.read_text()) if path.is_file() else {}
     for name in args.sections.split(","):
         section = {"facets": facets, "pages": pages, "similar": similar}[name](args, args.work)
+        results = json.loads(path.read_text()) if path.is_file() else {}  # read late: runs may overlap
         results[name] = {
             "command": command_line(),
             "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),

@@ -1,6 +1,8 @@
 """The search page in a real browser: headless Chromium (Debian's package) driven by Playwright. It types a
-query, checks the results against Index.search, applies a filter, saves a screenshot; documents holding
-`<script>` and `<img onerror>` show as text and run nothing. Skipped where Chromium is not installed."""
+query, checks the results against Index.search, applies a filter, clicks a facet value, turns a page and follows
+a hit's "similar" link (each against Index.search or Index.similar), checks the marks against the API's
+highlights, saves screenshots; documents holding `<script>` and `<img onerror>` show as text and run nothing.
+Skipped where Chromium is not installed."""
 
 from __future__ import annotations
 
@@ -17,7 +19,8 @@ pytestmark = pytest.mark.xdist_group("page")
 httpx = pytest.importorskip("httpx")
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 # The README's picture of the page is this test's screenshot when SEMSEARCH_SCREENSHOT names where (e.g.
-# benchmarks/results/serve.png); a plain run leaves the repository as it was.
+# benchmarks/results/serve.png); the facets, pages and similar pictures go beside it (page-facets.png, ...).
+# A plain run leaves the repository as it was.
 SCREENSHOT = "SEMSEARCH_SCREENSHOT"
 ARGS = [
     "--no-sandbox",
@@ -55,6 +58,29 @@ def index_copy(sample_encoded, tmp_path):
     return copy_index(sample_encoded, tmp_path / "index")
 
 
+@pytest.fixture(scope="module")
+def served(sample_encoded, tmp_path_factory):
+    """One server over a copy of the sample for the tests that only read: (its index, its URL)."""
+    from conftest import copy_index
+
+    path = copy_index(sample_encoded, tmp_path_factory.mktemp("page") / "index")
+    with running_server(path) as url:
+        yield path, url
+
+
+def screenshot_path(name: str, tmp_path: Path) -> Path:
+    """Where a screenshot goes: beside SEMSEARCH_SCREENSHOT's if it is set, else the test's own folder."""
+    if named := os.environ.get(SCREENSHOT):
+        return Path(named).with_name(name) if name != "serve.png" else Path(named)
+    return tmp_path / name
+
+
+def save_screenshot(page, name: str, tmp_path: Path) -> None:
+    path = screenshot_path(name, tmp_path)
+    page.screenshot(path=str(path), full_page=False)
+    assert path.read_bytes().startswith(b"\x89PNG")
+
+
 def result_ids(page) -> list[str]:
     return page.eval_on_selector_all("#results li", "items => items.map(item => item.dataset.id)")
 
@@ -75,62 +101,112 @@ def wait_for_ids(page, ids: list[str]) -> None:
     )
 
 
-def test_search_as_you_type_filter_and_keyboard(browser, index_copy, tmp_path):
-    with running_server(index_copy) as url:
-        page = browser.new_page(viewport={"width": 1200, "height": 900}, bypass_csp=True)
-        page.goto(url + "/")
-        page.wait_for_selector("#filter-inputs input[data-field=kind]", timeout=TIMEOUT_MS)
-        assert page.text_content("#info-list").count("300") >= 1  # the info panel: documents
-        # and the isotropy figures, the spectrum drawn raw against transformed from the API's numbers
-        assert "mean cosine" in page.text_content("#info-list")
-        assert page.eval_on_selector_all("#spectrum polyline", "lines => lines.length") == 2
-        page.type("#q", QUERY, delay=20)  # as a person types: debounced, searched once typing stops
-        wait_for_ids(page, expected_ids(index_copy, QUERY, k=10))
-        assert "10 results in" in page.text_content("#status")
-        marks = page.eval_on_selector_all(
-            "#results mark", "marks => marks.map(m => m.textContent.toLowerCase())"
-        )
-        assert {"date", "string"} <= set(marks)
-        # the snippet's highlights as the server made them: whole words, never a piece of one
-        beside = page.eval_on_selector_all(
-            "#results mark",
-            "marks => marks.map(m => (m.previousSibling ? m.previousSibling.textContent.slice(-1) : ' ') +"
-            " (m.nextSibling ? m.nextSibling.textContent.slice(0, 1) : ' '))",
-        )
-        assert beside and not any(char.isalnum() for pair in beside for char in pair)
+def test_search_as_you_type_filter_and_keyboard(browser, served, tmp_path):
+    index_copy, url = served
+    page = browser.new_page(viewport={"width": 1200, "height": 900}, bypass_csp=True)
+    page.goto(url + "/")
+    page.wait_for_selector("#filter-inputs input[data-field=kind]", timeout=TIMEOUT_MS)
+    assert page.text_content("#info-list").count("300") >= 1  # the info panel: documents
+    # and the isotropy figures, the spectrum drawn raw against transformed from the API's numbers
+    assert "mean cosine" in page.text_content("#info-list")
+    assert page.eval_on_selector_all("#spectrum polyline", "lines => lines.length") == 2
+    page.type("#q", QUERY, delay=20)  # as a person types: debounced, searched once typing stops
+    wait_for_ids(page, expected_ids(index_copy, QUERY, k=10))
+    assert "10 results in" in page.text_content("#status")
+    marks = page.eval_on_selector_all("#results mark", "marks => marks.map(m => m.textContent.toLowerCase())")
+    assert {"date", "string"} <= set(marks)
+    # the snippet's highlights as the server made them: whole words, never a piece of one
+    beside = page.eval_on_selector_all(
+        "#results mark",
+        "marks => marks.map(m => (m.previousSibling ? m.previousSibling.textContent.slice(-1) : ' ') +"
+        " (m.nextSibling ? m.nextSibling.textContent.slice(0, 1) : ' '))",
+    )
+    assert beside and not any(char.isalnum() for pair in beside for char in pair)
 
-        page.fill("#filter-inputs input[data-field=kind]", "odd")
-        page.fill("#filter-inputs input[data-field=year]", ">= 2010")
-        wanted = expected_ids(index_copy, QUERY, k=10, where=["kind=odd", "year>=2010"])
-        wait_for_ids(page, wanted)
-        metadata = page.eval_on_selector_all("#results li .meta", "rows => rows.map(r => r.textContent)")
-        assert all("kind: odd" in row for row in metadata)
-        screenshot = Path(os.environ.get(SCREENSHOT, tmp_path / "serve.png"))
-        page.screenshot(path=str(screenshot), full_page=False)
-        assert screenshot.read_bytes().startswith(b"\x89PNG")
+    page.fill("#filter-inputs input[data-field=kind]", "odd")
+    page.fill("#filter-inputs input[data-field=year]", ">= 2010")
+    wanted = expected_ids(index_copy, QUERY, k=10, where=["kind=odd", "year>=2010"])
+    wait_for_ids(page, wanted)
+    metadata = page.eval_on_selector_all("#results li .meta", "rows => rows.map(r => r.textContent)")
+    assert all("kind: odd" in row for row in metadata)
+    save_screenshot(page, "serve.png", tmp_path)
 
-        page.focus("#q")
-        page.keyboard.press("ArrowDown")
-        assert page.evaluate("document.activeElement.dataset.id") == wanted[0]
-        page.keyboard.press("ArrowDown")
-        assert page.evaluate("document.activeElement.dataset.id") == wanted[1]
-        page.keyboard.press("Escape")
-        assert page.evaluate("document.activeElement.id") == "q"
+    page.focus("#q")
+    page.keyboard.press("ArrowDown")
+    assert page.evaluate("document.activeElement.dataset.id") == wanted[0]
+    page.keyboard.press("ArrowDown")
+    assert page.evaluate("document.activeElement.dataset.id") == wanted[1]
+    page.keyboard.press("Escape")
+    assert page.evaluate("document.activeElement.id") == "q"
 
-        page.fill("#filter-inputs input[data-field=year]", "< lots")  # a bad filter: the API's message
-        page.wait_for_selector("#status.error", timeout=TIMEOUT_MS)
-        assert "year" in page.text_content("#status")
-        page.close()
+    page.fill("#filter-inputs input[data-field=year]", "< lots")  # a bad filter: the API's message
+    page.wait_for_selector("#status.error", timeout=TIMEOUT_MS)
+    assert "year" in page.text_content("#status")
+    page.close()
 
 
-def test_phone_width(browser, index_copy):
-    with running_server(index_copy) as url:
-        page = browser.new_page(viewport={"width": 390, "height": 844}, is_mobile=True, bypass_csp=True)
-        page.goto(url + "/")
-        page.type("#q", QUERY)
-        wait_for_ids(page, expected_ids(index_copy, QUERY, k=10))
-        assert page.evaluate("document.documentElement.scrollWidth") <= 390
-        page.close()
+def test_phone_width(browser, served):
+    index_copy, url = served
+    page = browser.new_page(viewport={"width": 390, "height": 844}, is_mobile=True, bypass_csp=True)
+    page.goto(url + "/")
+    page.type("#q", QUERY)
+    wait_for_ids(page, expected_ids(index_copy, QUERY, k=10))
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    page.close()
+
+
+def page_marks(page) -> list[list[str]]:
+    return page.eval_on_selector_all(
+        "#results li", "items => items.map(li => [...li.querySelectorAll('mark')].map(m => m.textContent))"
+    )
+
+
+def test_facets_pages_similar_and_marks(browser, served, tmp_path):
+    from semsearch import Index
+
+    path, url = served
+    with Index.open(path) as index:
+        fields = index.info()["fields"]
+        first = index.search(QUERY, k=10, facets=fields)
+        second = [hit.id for hit in index.search(QUERY, k=10, offset=10)]
+        odd = [hit.id for hit in index.search(QUERY, k=10, where=["kind=odd"])]
+    page = browser.new_page(viewport={"width": 1200, "height": 900}, bypass_csp=True)
+    page.goto(url + "/")
+    page.wait_for_selector("#filter-inputs input[data-field=kind]", timeout=TIMEOUT_MS)
+    page.fill("#q", QUERY)
+    wait_for_ids(page, [hit.id for hit in first])
+    # each hit's marks are <mark> elements holding exactly the spans the API's highlights name
+    assert page_marks(page) == [
+        [hit.snippet["text"][start:end] for start, end in hit.snippet["highlights"]] for hit in first
+    ]
+    # the facet counts as buttons, one per value the index counts for the query
+    shown = page.eval_on_selector_all(
+        "#facets .facet-value", "bs => bs.map(b => [b.dataset.field, b.dataset.value, b.textContent])"
+    )
+    assert shown == [
+        [name, value, f"{value} ({count})"] for name in fields for value, count in first.facets[name].items()
+    ]
+
+    page.click("#next")  # page 2 is Index.search's offset 10
+    wait_for_ids(page, second)
+    assert page.text_content("#page") == "page 2" and not page.is_disabled("#previous")
+    save_screenshot(page, "page-pages.png", tmp_path)
+    page.click("#previous")
+    wait_for_ids(page, [hit.id for hit in first])
+
+    page.click("#facets .facet-value[data-field=kind][data-value=odd]")  # a value filters the results
+    wait_for_ids(page, odd)
+    assert page.input_value("#filter-inputs input[data-field=kind]") == "=odd"
+    save_screenshot(page, "page-facets.png", tmp_path)
+
+    example = odd[0]  # its "similar" link: Index.similar's hits under the filter the page shows
+    with Index.open(path) as index:
+        alike = [hit.id for hit in index.similar([example], k=10, where=["kind=odd"])]
+    page.click(f'#results li[data-id="{example}"] .similar')
+    wait_for_ids(page, alike)
+    assert example not in alike and example in page.text_content("#status")
+    save_screenshot(page, "page-similar.png", tmp_path)
+    page.close()
 
 
 def test_documents_cannot_run_code_in_the_page(browser, index_copy):

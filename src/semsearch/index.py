@@ -408,17 +408,18 @@ class Index:
         rerank: int | None = None,
         *,
         negative: Sequence[str] = (),
-        offset: int = 0,
-        generation: int | None = None,
+        crop: int | None = None,
+        **page: Any,
     ) -> Results:
         """The k documents closest to the documents `ids` by their stored vectors, away from those of
         `negative` (retrieval/similar.py: how a document of several passages is one vector), the examples
-        themselves left out; `where`, `rerank`, `offset` and `generation` as for `search`."""
+        themselves left out; `where`, `rerank`, `crop` and the page's `offset` and `generation` as for `search`."""
         self.refresh()
         vector, examples = Examples.of(self.store, ids, negative).vector(self.raw)
-        options = QueryOptions.resolve(self.query_defaults, mode=SearchMode.DENSE, rerank=rerank, texts=False)
-        page = Page(offset=offset, generation=generation)
-        return self._search(options, vector[None], None, k, where, page, examples)[0]
+        options = QueryOptions.resolve(
+            self.query_defaults, mode=SearchMode.DENSE, rerank=rerank, texts=False, crop=crop
+        )
+        return self._search(options, vector[None], None, k, where, Page(**page), examples)[0]
 
     def _search(self, options, vectors, texts, k, where, page: Page, exclude=frozenset()) -> list[Results]:
         return searching.search(self.directory, options, vectors, texts, k, where, page, exclude)

@@ -6,7 +6,8 @@ documents: a string as it is, a number in its shortest form (2021, 0.5), a boole
 the string of its digits are one value (`year=2021` matches both), and so are a boolean and the string
 true / false. A document counts once per value it holds (a list's members each once). The counting is numpy over
 a field's values read once per generation from the typed `meta` table the filters already use (a row per value,
-store.py), never a pass over the documents' JSON: counting the allowed set of a query is a gather and a bincount.
+store.py), never a pass over the documents' JSON: counting the allowed set of a query is a gather and a bincount,
+of the set's own rows when it is small (a keyword query's documents), else a pass with a flag per document.
 Which set is counted for which mode is the facade's (index.py); this module counts the set it is given."""
 
 from __future__ import annotations
@@ -41,21 +42,53 @@ def value_text(kind: str, number: int | float | None, text: str | None) -> str:
     return repr(number) if isinstance(number, float) else str(number)
 
 
+# A set of documents this share of a field's documents or more is counted in one pass over every row (a flag per
+# document); a smaller one by gathering only its own rows
+WHOLE_PASS_SHARE = 0.25
+
+
+@dataclass
+class Grouped:
+    """Values held by documents, grouped by document: the rows sorted by pk and each pk's first row, so the values
+    of a few documents are read in time proportional to their rows, not to the field's."""
+
+    pks: np.ndarray  # int64, sorted
+    values: np.ndarray
+    starts: np.ndarray  # pk's rows: starts[pk] to starts[pk + 1]
+
+    @classmethod
+    def of(cls, pks: np.ndarray, values: np.ndarray) -> Grouped:
+        order = np.argsort(pks, kind="stable")
+        pks, values = pks[order], values[order]
+        return cls(pks, values, np.searchsorted(pks, np.arange(int(pks[-1]) + 2 if len(pks) else 1)))
+
+    def of_members(self, members: np.ndarray) -> np.ndarray:
+        """The values the documents `members` (sorted pks) hold, a row each."""
+        members = members[members < len(self.starts) - 1]  # past the last pk holding one: none
+        if len(members) >= WHOLE_PASS_SHARE * len(self.starts):
+            flags = np.zeros(len(self.starts), dtype=bool)
+            flags[members] = True
+            return self.values[flags[self.pks]]
+        first, lengths = self.starts[members], self.starts[members + 1] - self.starts[members]
+        ends = np.cumsum(lengths)
+        # each member's rows: its first row, then the next ones up to its count
+        rows = np.repeat(first - (ends - lengths), lengths) + np.arange(int(ends[-1]) if len(ends) else 0)
+        return self.values[rows]
+
+
 @dataclass
 class FacetColumn:
-    """One field's values: a row per (document, distinct value), the values' names, and its numbers."""
+    """One field's values: a value code per (document, distinct value), the values' names, and its numbers."""
 
-    pks: np.ndarray  # int64
-    codes: np.ndarray  # int64, into names
+    codes: Grouped  # int64, into names
     names: list[str]
-    number_pks: np.ndarray  # int64, a row per numeric value
-    numbers: np.ndarray  # float64
+    numbers: Grouped  # float64, a row per numeric value
     integral: bool  # every number an integer: min and max shown as integers
     totals: np.ndarray = field(init=False)  # counts over every document
     name_rank: np.ndarray = field(init=False)  # each value's place in the names' order (ties' order)
 
     def __post_init__(self) -> None:
-        self.totals = np.bincount(self.codes, minlength=len(self.names))
+        self.totals = np.bincount(self.codes.values, minlength=len(self.names))
         self.name_rank = np.argsort(np.argsort(np.array(self.names, dtype=object)))
 
     @classmethod
@@ -67,23 +100,21 @@ class FacetColumn:
         ).reshape(-1, 2)
         pairs = np.unique(pairs, axis=0)  # a document holding a value twice (a list) counts once
         numeric = [(pk, num) for pk, kind, num, _ in rows if kind in NUMBER_KINDS and num is not None]
-        numbers = np.array([num for _, num in numeric], dtype=np.float64)
         return cls(
-            pairs[:, 0],
-            pairs[:, 1],
+            Grouped.of(pairs[:, 0], pairs[:, 1]),
             list(names),
-            np.array([pk for pk, _ in numeric], dtype=np.int64),
-            numbers,
+            Grouped.of(
+                np.array([pk for pk, _ in numeric], dtype=np.int64),
+                np.array([num for _, num in numeric], dtype=np.float64),
+            ),
             all(isinstance(num, int) for _, num in numeric),
         )
 
     def count(self, members: np.ndarray | None) -> np.ndarray:
-        """Each value's count among `members` (a boolean per pk; None: every document)."""
+        """Each value's count among `members` (sorted pks; None: every document)."""
         if members is None:
             return self.totals
-        below = np.searchsorted(self.pks, len(members))  # pks are sorted
-        inside = members[self.pks[:below]]
-        return np.bincount(self.codes[:below][inside], minlength=len(self.names))
+        return np.bincount(self.codes.of_members(members), minlength=len(self.names))
 
     def top(self, found: np.ndarray, values: int) -> dict[str, int]:
         """The `values` most frequent of the values found, ties by name."""
@@ -93,12 +124,7 @@ class FacetColumn:
 
     def stats(self, members: np.ndarray | None) -> dict[str, int | float] | None:
         """The least and greatest number among `members` (None: no number there)."""
-        numbers = self.numbers
-        if members is not None:
-            below = self.number_pks < len(members)
-            chosen = np.zeros(len(numbers), dtype=bool)
-            chosen[below] = members[self.number_pks[below]]
-            numbers = numbers[chosen]
+        numbers = self.numbers.values if members is None else self.numbers.of_members(members)
         if not len(numbers):
             return None
         low, high = float(numbers.min()), float(numbers.max())
@@ -112,7 +138,6 @@ class Facets:
 
     counts: dict[str, dict[str, int]]
     stats: dict[str, dict[str, int | float]]
-    documents: int  # how many documents were counted
 
     def to_json(self) -> dict[str, Any]:
         return {"facets": self.counts, "facet_stats": self.stats}
@@ -157,18 +182,13 @@ def count(
     if unknown := [name for name in fields if name.split(".")[0] not in known]:
         listed = ", ".join(sorted(known)) or "none"
         raise SettingsError(f"{unknown[0]}: no document has this field (fields: {listed})", setting="facets")
-    flags = None
-    if members is not None:
-        flags = np.zeros(int(members[-1]) + 1 if len(members) else 0, dtype=bool)
-        flags[members] = True
     counts, stats = {}, {}
     for name in fields:
         facet = column(store, name)
-        counts[name] = facet.top(facet.count(flags), values)
-        if (numbers := facet.stats(flags)) is not None:
+        counts[name] = facet.top(facet.count(members), values)
+        if (numbers := facet.stats(members)) is not None:
             stats[name] = numbers
-    documents = store.count() if members is None else len(members)
-    return Facets(counts, stats, documents)
+    return Facets(counts, stats)
 
 
 def request_facets(

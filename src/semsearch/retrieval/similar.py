@@ -2,8 +2,9 @@
 vector is (transform, candidates, rerank by the raw vectors, filters, pages), the examples themselves left out.
 
 A document is its passages' mean direction: each passage's raw vector normalised, their mean (a document of one
-passage is its vector); benchmarks/controls.py compares it on SciFact with scoring each candidate by its best
-passage against any of the example's passages (max over passages; not yet run to completion). Several examples
+passage is its vector); benchmarks/controls.py compares it on a SciFact subset with scoring each candidate by its
+best passage against any of the example's passages (max over passages: recall@10 0.980 against 0.956, a search
+per passage, 8x the time) and with a query by the example's text (0.984). Several examples
 are their mean; negative examples push away as Qdrant's recommend does (its average_vector strategy): 2 x mean(positive) - mean(negative)."""
 
 from __future__ import annotations

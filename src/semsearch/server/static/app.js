@@ -133,7 +133,10 @@ function whereConditions() {
 function renderFacets(facets) {
   const groups = [];
   for (const [field, values] of Object.entries(facets || {})) {
-    const entries = Object.entries(values || {});
+    // the API's order (most frequent first, ties by value) again: an object lists integer-like keys (years)
+    // first, in numeric order, whatever order the JSON gave them
+    const entries = Object.entries(values || {}).sort(
+      ([a, m], [b, n]) => Number(n) - Number(m) || (a < b ? -1 : a > b ? 1 : 0));
     if (!entries.length) continue;
     const group = el("div", "facet");
     group.append(el("span", "facet-field", field));
