@@ -222,3 +222,23 @@ def refitted_copy(source: Path, target: Path, *refit_args, **refit_options):
     with Index.open(copy_index(source, target)) as index:
         index.refit(*refit_args, **refit_options)
         yield index
+
+
+def as_kept(vectors, precision: str | None = None):
+    """Given float32 vectors as a new index keeps them (at `precision`, by default the default), computed from
+    the scheme docs/reference.md states, not by the engine's code: int8 divides each row by its step (its
+    largest magnitude / 127, a float32), rounds to the nearest code and multiplies back; float16 rounds each
+    component to half precision. Exact search ranks these rows, the vectors as kept."""
+    import numpy as np
+
+    from semsearch.settings import DEFAULT_RAW_PRECISION
+
+    rows = np.asarray(vectors, dtype=np.float32)
+    precision = precision or DEFAULT_RAW_PRECISION.value
+    if precision == "float16":
+        return rows.astype(np.float16).astype(np.float32)
+    if precision == "int8":
+        step = (np.abs(rows).max(axis=1, keepdims=True) / np.float32(127)).astype(np.float32)
+        step[step == 0] = 1
+        return np.rint(rows / step) * step
+    return rows

@@ -10,7 +10,7 @@ import json
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from conftest import copy_index
+from conftest import as_kept, copy_index
 
 from semsearch import Document, Index
 from semsearch.cli import main
@@ -202,7 +202,7 @@ def test_a_page_asked_of_a_generation_the_index_has_left(typed, tmp_path):
 
 
 def brute_similar(vectors, docs, positive, negative, keep, k):
-    unit = normalize_rows(vectors)
+    unit = normalize_rows(as_kept(vectors))  # the vectors as the index keeps them
     rows = {doc["id"]: i for i, doc in enumerate(docs)}
     query = unit[[rows[p] for p in positive]].mean(axis=0)
     if negative:

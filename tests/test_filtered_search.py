@@ -1,7 +1,7 @@
 """Filtered search is exact by strategy (strategy.py): on 30,000 clustered vectors, where hnsw, ivf and pq are
-really approximate, every type returns what brute force over the matching rows returns, for filters on
-numbers, strings, lists, missing fields and several conditions at once; the approximate path, where the rule
-takes it, reaches the recall it is tuned for and is verified."""
+really approximate, every type returns what brute force over the matching rows as the index keeps them
+returns, for filters on numbers, strings, lists, missing fields and several conditions at once; the approximate
+path, where the rule takes it, reaches the recall it is tuned for and is verified."""
 
 import json
 import shutil
@@ -10,7 +10,7 @@ import sqlite3
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from conftest import copy_index
+from conftest import as_kept, copy_index
 from test_filters import CONDITIONS as FILTER_CONDITIONS
 from test_filters import corpus as filter_corpus
 from test_filters import expected
@@ -92,7 +92,7 @@ def indexes(data, tmp_path_factory):
 def brute_force(docs, vectors, queries, where) -> list[list[tuple[str, float]]]:
     keep = set.intersection(*(expected(docs, condition) for condition in where))
     rows = np.array([i for i, doc in enumerate(docs) if doc["id"] in keep])
-    scores = queries @ vectors[rows].T
+    scores = queries @ unit(as_kept(vectors[rows])).T  # exact over the vectors as the index keeps them
     order = np.argsort(-scores, axis=1, kind="stable")[:, :K]
     return [[(docs[rows[j]]["id"], float(s[j])) for j in o] for s, o in zip(scores, order)]
 

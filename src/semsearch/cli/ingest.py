@@ -108,9 +108,8 @@ from .options import (
 @choice_option(
     "--raw-precision",
     RawPrecision,
-    help="How the raw vectors kept for rerank and refit are stored: float32 (as the encoder gives them, the "
-    "default), float16, or int8 (a byte a dimension and a scale a row: a quarter of float32's bytes). A new "
-    "index only.",
+    help="How the raw vectors kept for rerank and refit are stored: int8 (a byte a dimension and a scale a "
+    "row, the default), float16, or float32 (as the encoder gives them; 4x int8's bytes). A new index only.",
 )
 @click.option("--id-field", help="The JSON field or table column with the document id (default: id or _id).")
 @click.option(
