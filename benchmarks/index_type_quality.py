@@ -54,15 +54,17 @@ def main() -> None:
     )
     parser.add_argument("--index", type=Path, required=True)
     parser.add_argument("--beir", type=Path, required=True)
+    parser.add_argument("--types", default="flat", help="refitted copies beside the index, e.g. flat,hnsw")
     args = parser.parse_args()
     from semsearch.index import Index
 
     rows = [{"index": "as ingested", **figures(args.index, args.beir)}]
-    with tempfile.TemporaryDirectory(dir=args.index.parent) as scratch:
-        flat = shutil.copytree(args.index, Path(scratch) / "flat")
-        with Index.open(flat) as index:
-            index.refit(index_type="flat", calibrate=False)
-        rows.append({"index": "refitted flat", **figures(flat, args.beir)})
+    for index_type in args.types.split(","):
+        with tempfile.TemporaryDirectory(dir=args.index.parent) as scratch:
+            copy = shutil.copytree(args.index, Path(scratch) / index_type)
+            with Index.open(copy) as index:
+                index.refit(index_type=index_type, calibrate=False)
+            rows.append({"index": f"refitted {index_type}", **figures(copy, args.beir)})
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     lines = [
         "# The vector index type and the default's quality (issue 38)",

@@ -206,4 +206,4 @@ def test_the_sql_check_sees_sql():
     storage = SOURCE / "storage"
     assert any(".db.conn" in use for use in sql_uses(storage / "reads.py"))
     assert any("sqlite3.connect" in use for use in sql_uses(storage / "keywordterms.py"))
-    assert any("import sqlite_utils" in use for use in sql_uses(storage / "store.py"))
+    assert any("import sqlite_utils" in use for use in sql_uses(storage / "sqlitelib.py"))

@@ -77,7 +77,7 @@ def assert_same(path: Path, reference: Path) -> None:
     np.testing.assert_array_equal(got["stats"][1], want["stats"][1])
     np.testing.assert_array_equal(got["stats"][2], want["stats"][2])
     assert got["hits"] == want["hits"]
-    assert got["fidelity"] == want["fidelity"] and got["fidelity"]["documents"] > 0
+    assert got["fidelity"] == want["fidelity"] and got["fidelity"]["passages"] > 0
 
 
 @pytest.fixture(scope="module")

@@ -104,9 +104,9 @@ def test_ivf_filter_that_misses_the_probed_lists_still_returns_k(tmp_path):
 @pytest.mark.slow
 def test_auto_picks_by_corpus_size_and_unknown_types_are_refused(flat, tmp_path, monkeypatch):
     assert resolve_index_type("auto", AUTO_FLAT_LIMIT) == "flat"
-    assert resolve_index_type("auto", AUTO_FLAT_LIMIT + 1) == "pq"
+    assert resolve_index_type("auto", AUTO_FLAT_LIMIT + 1) == "hnsw"
     # by dims too: the same documents switch sooner when the vectors are wider
-    assert resolve_index_type("auto", 20_000, dim=384) == "pq"
+    assert resolve_index_type("auto", 20_000, dim=384) == "hnsw"
     assert resolve_index_type("auto", 20_000, dim=64) == resolve_index_type("auto", 100_000, dim=64) == "flat"
     with pytest.raises(SettingsError, match="unknown index type 'annoy'"):
         resolve_index_type("annoy", 10)
@@ -115,12 +115,11 @@ def test_auto_picks_by_corpus_size_and_unknown_types_are_refused(flat, tmp_path,
         assert (index.info()["index_type"], index.vectors.kind) == ("auto", "flat")
         with pytest.raises(SettingsError, match="unknown index type"):
             index.refit(index_type="annoy")
-    # above its budget auto picks IVF-PQ, candidates re-scored from the raw vectors: a fraction of flat's bytes
+    # above its budget auto picks HNSW, tuned for the recall target
     monkeypatch.setattr(vectorindex, "AUTO_FLAT_LIMIT", 1)
-    with Index.open(copy_index(flat.path, tmp_path / "compressed")) as index:
+    with Index.open(copy_index(flat.path, tmp_path / "graph")) as index:
         index.refit(index_type="auto")
-        assert (index.info()["index_type"], index.vectors.kind) == ("auto", "pq")
-        assert index.info()["bytes"]["vector_index"] < flat.info()["bytes"]["vector_index"] / 2
+        assert (index.info()["index_type"], index.vectors.kind) == ("auto", "hnsw")
         exact, approximate = top_ids(flat, rerank=0), top_ids(index, rerank=0)
         recall = np.mean([len(set(a) & set(e)) / 10 for a, e in zip(approximate, exact)])
-        assert recall >= MIN_RECALL["pq"], recall
+        assert recall >= MIN_RECALL["hnsw"], recall

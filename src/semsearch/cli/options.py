@@ -88,8 +88,7 @@ def index_type_option(func):
         IndexType,
         help="The FAISS index: flat (exact), hnsw (graph), ivf (inverted lists), pq (compressed codes, "
         "candidates re-scored from the raw vectors), auto (flat up to 50,000 documents at 128 dims, fewer when "
-        "wider, pq above: exact where that is fast, 40 bytes a passage where it is not). Default: auto for a new "
-        "index; refit: as now.",
+        "wider, hnsw above). Default: auto for a new index; refit: as now.",
     )(func)
 
 

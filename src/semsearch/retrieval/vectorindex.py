@@ -18,13 +18,12 @@ from ..storage.damage import brief, derived, size_problem
 from ..storage.files import atomic_path
 
 INDEX_TYPES = ("flat", "hnsw", "ivf", "pq", "auto")
-# `auto`: exact search while documents x dims stay within a budget, IVF-PQ above. The budget is 50,000 documents
+# `auto`: exact search while documents x dims stay within a budget, HNSW above. The budget is 50,000 documents
 # at the default 128 dims (an exact scan of 6.4M numbers, about 1.5 ms here; 117k x 128 took 3.4 ms against
-# HNSW's 0.6): wider vectors switch sooner (16,666 at 384 dims), narrower ones later. Above it the bytes decide:
-# HNSW32 kept 792 bytes a passage at 128 dims (the float32 vectors and the graph), more than the documents and
-# the raw vectors together; IVF-PQ keeps 40 (32 one-byte codes and the id) and re-scores its candidates exactly
-# from the raw vectors, tuned like HNSW for the recall target (tuning.py; docs/performance.md, "Bytes"). Before that, at 1M (benchmarks/results/filter.md), HNSW found 0.986 of SciFact's
-# own queries' top 10 at 1.7 ms, IVF-Flat 0.958 at 0.65 ms, each tuned for 0.95.
+# HNSW's 0.6): wider vectors switch sooner (16,666 at 384 dims), narrower ones later. IVF-PQ (`--index-type pq`)
+# keeps 40 bytes a passage against HNSW's 792 but stays opt-in: as `auto` it lowered full SciFact's default
+# nDCG@10 from 0.7355 to 0.7231 (benchmarks/results/index-type-quality.md) and answered real clustered vectors
+# in 59 ms against HNSW's 1.7, its exact re-scoring from the raw vectors the cost (docs/performance.md, "Bytes").
 AUTO_FLAT_LIMIT, AUTO_REFERENCE_DIMS = 50_000, 128
 HNSW_NEIGHBOURS, HNSW_EF_CONSTRUCTION, HNSW_EF_SEARCH = 32, 80, 128  # efSearch: of indexes built untuned
 TRAINING_ROWS_PER_LIST = 40
@@ -40,7 +39,7 @@ def resolve_index_type(index_type: str, count: int, dim: int = AUTO_REFERENCE_DI
     if index_type not in INDEX_TYPES:
         raise SettingsError(f"unknown index type {index_type!r} (known: {', '.join(INDEX_TYPES)})")
     if index_type == "auto":
-        return "flat" if count * dim <= AUTO_FLAT_LIMIT * AUTO_REFERENCE_DIMS else "pq"
+        return "flat" if count * dim <= AUTO_FLAT_LIMIT * AUTO_REFERENCE_DIMS else "hnsw"
     return index_type
 
 

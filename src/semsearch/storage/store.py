@@ -24,26 +24,8 @@ from .locations import location_rows, sections_json
 from .passages import PassageMap
 from .reads import StoreReads
 from .schema import META_ROWS, MIGRATIONS, NEW_ROWS, SCHEMA_VERSION
+from .sqlitelib import sqlite_utils
 from .synced import SyncedFiles
-
-
-def _sqlite_utils():
-    """sqlite_utils, imported without pandas: it imports pandas at import time where installed, only to map
-    pandas.Timestamp to TEXT in inserts this store never makes, and that cost every command 1-3 s to start."""
-    import sys
-
-    hide = "pandas" not in sys.modules
-    if hide:
-        sys.modules["pandas"] = None  # type: ignore[assignment]  # its import raises ImportError
-    try:
-        import sqlite_utils
-    finally:
-        if hide:
-            del sys.modules["pandas"]
-    return sqlite_utils
-
-
-sqlite_utils = _sqlite_utils()
 
 TABLES = ("documents", "fields", "state")
 # A writable open failing so (the file or its directory cannot be written) opens read-only instead.
