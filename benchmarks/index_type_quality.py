@@ -1,6 +1,6 @@
-"""What the vector index type costs the default's quality (issue 38): a BEIR set's index as ingested with every
-default (`auto`: IVF-PQ above 50,000 passages at 128 dims) beside a copy of it refitted to an exact (flat) index,
-nothing else changed (the same transform, refitted from the same statistics, and the same calibration). Each
+"""What the vector index type costs the default's quality (issue 38): a BEIR set's index as ingested beside copies
+of it refitted to other types (`--types`, e.g. flat,hnsw: the exact index and what `auto` builds above 50,000
+passages at 128 dims; the SciFact index of 2026-11-26 was ingested when `auto` built IVF-PQ there), nothing else changed (the same transform, refitted from the same statistics, and the same calibration). Each
 side's real queries are searched once (FUSION_DEPTH candidates, as hybrid search takes them) and fused at each
 weight as hybrid search does (calibration_choice.py's way); written to benchmarks/results/index-type-quality.md.
 
