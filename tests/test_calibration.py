@@ -41,6 +41,7 @@ from semsearch.retrieval.keywords import TITLE_WEIGHT
 from semsearch.retrieval.search import DenseRetriever
 from semsearch.settings import DEFAULT_ALPHA, FUSION_DEPTH
 from semsearch.storage.analysis import register as register_analysis
+from semsearch.storage.rawvectors import as_kept
 
 # its module fixtures are built once: the whole module runs on one worker (--dist loadgroup)
 pytestmark = pytest.mark.xdist_group("calibration")
@@ -168,7 +169,9 @@ def test_the_scratch_copy_ranks_as_a_real_index_of_the_changed_documents(index, 
     store = index.store
     drawn = pseudo_queries(store, 60, seed=7)
     chunker = make_chunker(index.settings, lambda: index.encoder)
-    targets = Targets.of(drawn, store, index.encoder.encode, partial(split, chunker=chunker))
+    # re-encoded targets kept at the index's raw precision, as calibrate() keeps them (an ingest would)
+    kept = lambda texts: as_kept(index.encoder.encode(texts), index.settings.raw_precision)  # noqa: E731
+    targets = Targets.of(drawn, store, kept, partial(split, chunker=chunker))
     assert len(targets.queries) >= 55  # few are left out (more passages without the sentence than with it)
     assert (np.diff(targets.dropped) > 0).all() and len(targets.dropped) > len(targets.queries)  # passages
     dense = DenseRetriever(index.transform, index.vectors, index.raw)

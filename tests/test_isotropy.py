@@ -75,7 +75,9 @@ def test_info_against_brute_force_and_full_whitening(sentences, tmp_path):
     independent = brute_force_mean_cosine(encoder.encode(texts))
     isotropy = info_json(path)["isotropy"]
     assert isotropy["over"] == "passages" and isotropy["rows"] == SENTENCES
-    assert isotropy["raw"]["method"].startswith("exact")
+    # every row: from the running sums where the kept rows are unit vectors, else from the rows themselves
+    # (int8 rows' norms are 1 only to within their rounding)
+    assert isotropy["raw"]["method"].startswith(("exact", f"all {SENTENCES} passages"))
     assert abs(isotropy["raw"]["mean_cosine"] - independent) < 0.02
     assert independent > 0.05  # the bundled model's vectors are not isotropic: the test can fail
 

@@ -29,6 +29,7 @@ def calibrated(index, config, rerank: int) -> list[tuple[dict[str, Any], dict[st
         encode=index.encoder.encode,
         cut=partial(split, chunker=make_chunker(index.settings, lambda: index.encoder)),
         rerank=rerank,
+        precision=index.settings.raw_precision,
     )
     if not isinstance(chosen, Calibration):
         config.progress(f"not calibrated: {chosen.skipped}")

@@ -275,6 +275,7 @@ def _calibrated(
         encode=encode,
         cut=partial(split, chunker=chunker),
         rerank=settings.rerank,
+        precision=settings.raw_precision,
     )
     return chosen.to_json()  # a calibration, or why there is none
 

@@ -33,7 +33,7 @@ import numpy as np
 from ..cjk import CJK_SENTENCE_ENDS, word_count
 from ..documents import Document
 from ..settings import FUSION_DEPTH, Fusion, SearchMode
-from ..storage.rawvectors import RawVectors
+from ..storage.rawvectors import RawVectors, as_kept
 from ..storage.store import DocumentStore
 from . import perquery
 from .choice import NOISE, TIE, choose
@@ -240,10 +240,12 @@ def calibrate(
     rerank: int,
     queries: int | None = None,
     seed: int = SEED,
+    precision: str = "float32",
 ) -> Calibration | Skipped:
     """The fusion weight and default mode this index's own documents choose (see the module's docstring), from
     `queries` pseudo-queries (None: one per QUERY_SHARE passages, at most QUERIES), or why it cannot judge
-    (Skipped): fewer than MIN_PASSAGES passages, or fewer than MIN_QUERIES pseudo-queries to be drawn."""
+    (Skipped): fewer than MIN_PASSAGES passages, or fewer than MIN_QUERIES pseudo-queries to be drawn.
+    `precision`: the raw vectors' (rawvectors.py); re-encoded targets are kept so, as an ingest would keep them."""
     started = time.perf_counter()
     documents, passages = store.count(), dense.vectors.count
 
@@ -263,7 +265,7 @@ def calibrate(
             f"only {len(drawn)} pseudo-queries among the documents read, fewer than {MIN_QUERIES}: too few "
             f"have {MIN_SENTENCES} sentences or {2 * CROP_WORDS[0]} words"
         )
-    targets = Targets.drawn(drawn, store, encode, cut)
+    targets = Targets.drawn(drawn, store, lambda texts: as_kept(encode(texts), precision), cut)
     if len(targets.queries) < MIN_QUERIES:
         return skipped(
             f"only {len(targets.queries)} pseudo-queries keep a target, fewer than {MIN_QUERIES} (their "
