@@ -195,13 +195,18 @@ def fidelity_sample(
     docs: Sequence[Document], chunker: Chunker | None, size: int = FIDELITY_SAMPLE
 ) -> list[str]:
     """Passages to compare quantized with fp32 vectors on: the ones the ingest encodes, spread over their
-    lengths, short to long."""
-    texts = sorted(
-        (p.embedding_text for parts in split(docs, chunker) for p in parts if p.vector is None), key=len
-    )
-    if not texts:
+    lengths, short to long; only `size` documents spread so are cut again, not the whole partition."""
+    chosen = _spread([doc for doc in docs if doc.vector is None], size, lambda doc: len(doc.embedding_text))
+    texts = [p.embedding_text for parts in split(chosen, chunker) for p in parts if p.vector is None]
+    return _spread(texts, size, len)
+
+
+def _spread(items: list, size: int, length: Callable[[Any], int]) -> list:
+    """At most `size` of the items, evenly spread over them sorted by `length`."""
+    ordered = sorted(items, key=length)
+    if not ordered:
         return []
-    return [texts[i] for i in np.linspace(0, len(texts) - 1, min(size, len(texts))).astype(int)]
+    return [ordered[i] for i in np.linspace(0, len(ordered) - 1, min(size, len(ordered))).astype(int)]
 
 
 def quantize_fidelity(
