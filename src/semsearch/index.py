@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import IO, Any, Literal
@@ -29,7 +29,7 @@ from .errors import DataError, IndexStateError
 from .ingest import build, exported
 from .ingest.creation import check_compatible, check_new_directory, new_settings
 from .ingest.distributed import Executor, executor_for
-from .ingest.documents import Corpus, Document, FieldNames, parse_document, validate_documents
+from .ingest.documents import Corpus, Document, FieldNames, checked, parse_document, validate_documents
 from .ingest.pipeline import AddReport, Progress
 from .ingest.sources import is_table
 from .ingest.sync import FolderChanges
@@ -208,7 +208,7 @@ class Index:
             raise DataError(f"vectors of width {width}, expected {dim}", field=corpus.fields.vector, **where)
         restored = exported.restored(corpus, self.state.count, self.settings, recalibrate, refit)
         with executor_for(cluster, self.wait) as executor:  # a scheduler that does not answer: after `wait`
-            return self._add(corpus.documents, progress, refit, executor, restored)
+            return self._add(corpus.documents, progress, refit, executor, restored, corpus.streamed)
 
     def add(
         self,
@@ -227,17 +227,15 @@ class Index:
         validate_documents(docs, dim=self.settings.encoder_dim)
         return self._add(lambda: iter(docs), progress, refit)
 
-    def _add(
-        self, documents: Callable[[], Iterable[Document]], progress, refit, executor=None, restored=None
-    ) -> AddReport:
+    def _add(self, documents, progress, refit, executor=None, restored=None, streamed=False) -> AddReport:
         with self.directory.writing():
-            return self._add_locked(documents, progress, refit, executor, restored)
+            return self._add_locked(documents, progress, refit, executor, restored, streamed)
 
-    def _add_locked(self, documents, progress, refit, executor, restored=None) -> AddReport:
+    def _add_locked(self, documents, progress, refit, executor, restored=None, streamed=False) -> AddReport:
         """The add, then a refit if `refit` says (which calibrates again), else under "auto" a calibration
-        again where the recorded one is stale (calibration_age.py)."""
+        again where the recorded one is stale (calibration_age.py). `streamed`: files parsed as they are read."""
         refit = RefitPolicy.parse(refit, "refit")
-        done, published = writes.add(self.directory, documents(), progress, executor, restored)
+        done, published = writes.add(self.directory, documents(), progress, executor, restored, streamed)
         if published is not None:
             self.directory.take_up(published)
         report, drift = (
@@ -256,20 +254,24 @@ class Index:
         self,
         changes: FolderChanges,
         *,
+        documents: Iterable[Document] | None = None,
         prune: bool = False,
         progress: Progress | None = None,
         refit: RefitPolicy | str = RefitPolicy.NEVER,
         cluster: Executor | str | int | None = None,
     ) -> SyncReport:
-        """Bring the index in step with a folder scanned by `ingest.sync.scan`, in one hold of the writer lock:
-        the new and changed files' documents added, the ids a changed file no longer gives removed, with `prune`
-        the documents of the files gone too; then the files recorded (operations/syncing.py)."""
-        if changes.documents:
-            validate_documents(changes.documents, path=changes.root, dim=self.settings.encoder_dim)
-        started = time.perf_counter()
+        """Bring the index in step with a folder scanned by `ingest.sync.scan`, holding the writer lock: the new
+        and changed files' documents (`documents`: as `sync.read_changes` parses them; else `changes.documents`)
+        added, checked as they pass; a changed file's lost ids, and with `prune` gone files', removed."""
+        streamed = documents is not None
+        stream = checked(
+            documents if streamed else changes.documents, path=changes.root, dim=self.settings.encoder_dim
+        )
+        started, added = time.perf_counter(), None
         with executor_for(cluster, self.wait) as executor, self.directory.writing():
-            docs = changes.documents
-            added = self._add_locked(lambda: docs, progress, refit, executor) if docs else None
+            if streamed or changes.documents:
+                report = self._add_locked(lambda: stream, progress, refit, executor, streamed=streamed)
+                added = report if report.added or report.unchanged else None
             removed = syncing.finish(self.directory, changes, prune)
         return SyncReport.of(changes, removed, prune, added, time.perf_counter() - started)
 

@@ -73,14 +73,19 @@ def sync_once(
 ):
     """Scan the folders against the index, then bring the index in step with each: a line per folder, then the
     ingest's summary (in a watch, a folder's line only when something changed). Unreadable files refuse the
-    whole ingest unless skipped (a watch skips them: they are read again at their next change)."""
-    from ..ingest.sync import scan
+    whole ingest unless skipped (a watch skips them: they are read again at their next change). One folder's
+    files are parsed as they are encoded (a refusal undoes the write); several folders' are all read first,
+    so that a refusal in any writes none of them."""
+    from ..ingest.documents import refusal
+    from ..ingest.sync import read_changes, scan
 
-    scanned = [(folder, scan(folder, index.store)) for folder in folders]
+    streamed = len(folders) == 1
+    scanned = [(folder, scan(folder, index.store, later=streamed)) for folder in folders]
     for folder, changes in scanned:
         if not (
             watching
             or empty_ok
+            or changes.pending
             or changes.added
             or changes.changed
             or changes.unchanged
@@ -88,22 +93,24 @@ def sync_once(
             or changes.refused
         ):
             raise DataError("no documents", path=folder.root)  # no file of a known type, none recorded
+    refuse = not (skip_invalid or watching)
     refused = [error for _, changes in scanned for error in changes.refused]
-    if refused and not (skip_invalid or watching):
-        count = len(refused)
-        ending = (
-            f"{count} file{'s' * (count != 1)} refused: nothing written (--skip-invalid ingests the rest)"
-        )
-        raise DataError("\n".join([*map(str, refused), ending]))  # a new index's partial directory goes too
+    if refused and refuse:
+        raise refusal(refused)  # a new index's partial directory goes too
     for error in refused:
         click.echo(f"skipped: {error}", err=True)
     reports = []
     for folder, changes in scanned:
         if prune and changes.prunable:
             confirm_prune(index, changes, yes, watching)
-        documents = len(changes.documents)
-        with progress(documents, quiet or watching or not documents, "encoding") as bar:
-            report = index.sync(changes, prune=prune, progress=bar.update, **add)
+        known = len(changes.refused)
+        stream = read_changes(folder, changes, refuse=refuse) if changes.pending else None
+        total = len(changes.documents) if stream is None else folder.expected(changes.pending)
+        with progress(total, quiet or watching or total == 0, "encoding") as bar:
+            report = index.sync(changes, documents=stream, prune=prune, progress=bar.update, **add)
+        for error in changes.refused[known:]:  # found as the files were parsed
+            click.echo(f"skipped: {error}", err=True)
+            refused.append(error)
         reports.append(report)
         if not quiet and (
             not watching or report.added or report.changed or report.removed or changes.refused

@@ -294,6 +294,7 @@ def ingest(
     total = corpus.check().count  # the whole file, before an index is created or touched
     for refused in corpus.refused:
         click.echo(f"skipped: {refused}", err=True)
+    known = len(corpus.refused)
     if cluster and workers:
         raise click.UsageError("give --cluster or --workers, not both")
     with (
@@ -313,6 +314,8 @@ def ingest(
                 corpus, progress=bar.update, refit=refit, cluster=executor, recalibrate=recalibrate
             )
             advice = _script_advice(index) if report.added else None
+    for refused in corpus.refused[known:]:  # files found unreadable as they were parsed, during the ingest
+        click.echo(f"skipped: {refused}", err=True)
     if report.resumed:
         click.echo(f"resumed: {report.resumed} vectors from an interrupted ingest were reused", err=True)
     kept = () if quiet else report.restored

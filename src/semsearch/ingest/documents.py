@@ -15,13 +15,14 @@ from .jsonl import MAX_LINE_BYTES, STDIN
 from .sources import Source, open_source
 from .sources.base import Place
 from .sources.fields import FieldNames, parse_document
-from .sources.spool import Spool
 from .vectorfiles import read_query_vector, read_vector_file
 
 __all__ = [
     "MAX_LINE_BYTES",
     "Corpus",
     "Document",
+    "checked",
+    "refusal",
     "FieldNames",
     "parse_document",
     "read_corpus",
@@ -78,10 +79,13 @@ def validate_documents(
 
 
 class Corpus:
-    """Documents to ingest from one or more paths (or a Source): read once in full by `check`, which validates
-    every entry before anything is written, then streamed by `documents`. A source costly to read twice (files
-    parsed) is spooled by the check and streamed from the spool. `skip_invalid`: an entry that is not a valid
-    document is left out and listed in `refused` (the whole corpus is refused otherwise)."""
+    """Documents to ingest from one or more paths (or a Source): checked whole by `check` before anything is
+    written, then streamed by `documents`. A source that parses files (not `rereadable`) is `streamed`: the
+    check reads what is known without parsing (each file's id, the tables met in a walk), and the files are
+    parsed as `documents` reads them, while the documents before them are encoded; a file found unreadable
+    there refuses the ingest (its write undone) after every other unreadable one is named. `skip_invalid`: an
+    entry that is not a valid document is left out and listed in `refused` (the whole corpus is refused
+    otherwise)."""
 
     STDIN = STDIN
 
@@ -97,7 +101,6 @@ class Corpus:
         self.skip_invalid = skip_invalid
         self.refused: list[DataError] = []
         self._summary: CorpusSummary | None = None
-        self._spool: Spool | None = None
 
     name = property(lambda self: self.source.name)
     path = property(lambda self: getattr(self.source, "path", self.source.name))
@@ -105,43 +108,47 @@ class Corpus:
     vectors = property(lambda self: self.source.vectors)
     fields = property(lambda self: getattr(self.source, "fields", FieldNames()))
     ignored = property(lambda self: self.source.ignored)
+    streamed = property(lambda self: not self.source.rereadable)
 
     def documents(self) -> Iterator[Document]:
-        if self._spool is not None:
-            yield from self._spool.documents()
-            return
-        for _, doc in self.source.entries():
-            if isinstance(doc, DataError):
-                if not self.skip_invalid:
-                    raise doc
-                continue
-            yield doc
+        known = {str(error) for error in self.refused}  # named by the check already
+        entries = self.source.entries()
+        for _, doc in entries:
+            if not isinstance(doc, DataError):
+                yield doc
+            elif self.skip_invalid:
+                if str(doc) not in known:
+                    self.refused.append(doc)
+                    known.add(str(doc))
+            elif self.streamed:  # found as its file was parsed: the others named too, then nothing written
+                self.refused.append(doc)
+                self.refused += [error for _, error in entries if isinstance(error, DataError)]
+                raise self._refusal()
+            else:
+                raise doc
 
     def check(self) -> CorpusSummary:
         """Validate the whole corpus (once; later calls return the same summary). Raises DataError naming the
         file, line and field of the first problem (with `skip_invalid`, of a problem no entry alone shows)."""
         if self._summary is not None:
             return self._summary
-        self.refused, places = [], []
-        spool = None if self.source.rereadable else Spool()
+        self.refused = []
+        read_entries = self.source.planned if self.streamed else self.source.entries
 
-        def first_read() -> Iterator[Document]:  # lists the entries refused, spools what is costly to read
-            for where, doc in self.source.entries():
+        def first_read() -> Iterator[Document]:  # lists the entries refused
+            for _, doc in read_entries():
                 if isinstance(doc, DataError):
-                    if not self.skip_invalid and spool is None:
+                    if not self.skip_invalid and not self.streamed:
                         raise doc
                     self.refused.append(doc)  # files: every one named before the corpus is refused
                     continue
-                if spool is not None:
-                    spool.add(doc)
-                    places.append(where)
                 yield doc
 
+        def kept() -> Iterator[tuple[Place, Document]]:
+            return ((where, doc) for where, doc in read_entries() if not isinstance(doc, DataError))
+
         def place(ordinal: int) -> Place:  # only on an error's path
-            if places:
-                return places[ordinal - 1]
-            kept = (where for where, doc in self.source.entries() if not isinstance(doc, DataError))
-            for number, where in enumerate(kept, start=1):
+            for number, (where, _) in enumerate(kept(), start=1):
                 if number == ordinal:
                     return where
             return Place(self.name)
@@ -151,12 +158,7 @@ class Corpus:
         def read() -> Iterator[Document]:
             nonlocal reads
             reads += 1
-            if reads == 1:
-                return first_read()
-            if spool is None:
-                return self.documents()
-            spool.close_writing()  # all written: read back whole
-            return spool.documents()
+            return first_read() if reads == 1 else (doc for _, doc in kept())
 
         field = self.fields.vector or "vector"
         try:
@@ -166,23 +168,35 @@ class Corpus:
                 self.refused.append(error)
                 raise self._refusal() from None
             raise
-        finally:
-            if spool is not None:
-                spool.close_writing()
         if self.refused and not self.skip_invalid:
             raise self._refusal()
         self._summary = summary
-        self._spool = spool
         return self._summary
 
     def _refusal(self) -> DataError:
-        """Every file that cannot be read, a line each, as one error: nothing is written."""
-        lines = [str(error) for error in self.refused]
-        count = len(lines)
-        lines.append(
-            f"{count} file{'s' * (count != 1)} refused: nothing written (--skip-invalid ingests the rest)"
-        )
-        return DataError("\n".join(lines))
+        return refusal(self.refused)
+
+
+def refusal(errors: Sequence[DataError]) -> DataError:
+    """Every file that cannot be read, a line each, as one error: nothing is written."""
+    count = len(errors)
+    ending = f"{count} file{'s' * (count != 1)} refused: nothing written (--skip-invalid ingests the rest)"
+    return DataError("\n".join([*map(str, errors), ending]))
+
+
+def checked(documents: Iterable[Document], *, path: str | Path, dim: int | None) -> Iterator[Document]:
+    """Documents validated as they pass on to the ingest (a folder's files as they are parsed): an id met
+    twice, or a vector not `dim` wide, raises DataError there (the ingest's write is then undone)."""
+    first: dict[str, Any] = {}
+    for doc in documents:
+        where = doc.metadata.get("path") or path
+        if doc.id in first:
+            raise DataError(f"id {doc.id!r} appears twice (first at {first[doc.id]})", field="id", path=where)
+        first[doc.id] = where
+        width = None if doc.vector is None else doc.vector.shape[-1]
+        if width is not None and dim is not None and width != dim:
+            raise DataError(f"a vector of width {width}, expected {dim}", field="vector", path=where)
+        yield doc
 
 
 def read_corpus(

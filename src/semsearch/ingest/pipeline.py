@@ -34,6 +34,10 @@ from .documents import Document
 # large enough that sorting leaves little padding and that each task's statistics sent back (a 384 x 384 float64
 # comoment, 1.2 MB) stay under half its vectors' bytes.
 CHUNK_DOCS = 2048
+# Documents parsed as they are read (files) come in partitions of this many, then twice as many, and so on up to
+# the partition size: the encoder starts once the first few files are parsed, not all of them, and the files
+# after them are parsed while it runs. A fixed rule, so the same folder is cut the same way every time.
+STREAMED_FIRST_PARTITION = 32
 RESUME_EVERY = 512  # documents encoded between two fsyncs of the resume cache
 # Passages of its first chunk an int8 index also encodes in fp32 once (info shows it): the texts it encodes, not
 # whole documents (a document's full text costs up to its max tokens each, in fp32: a first ingest of 60 short
@@ -274,17 +278,19 @@ def add_documents(
     first_pk: int,
     progress: Progress | None = None,
     partition_docs: int = CHUNK_DOCS,
+    first_partition: int | None = None,
 ) -> Added:
     """Store the documents not already here unchanged, inside the caller's SQLite transaction, a partition of
     `partition_docs` at a time: `run` encodes each partition's new documents (a vector per passage), and in
     partition order their raw vectors go to the segment `writer` and into `stats`; an id already here with
     other content is replaced (upsert): its old vectors leave `stats`, and their rows are listed for the vector
-    index to drop. Partitions are looked up in the store as `run` pulls them (ids are unique in a corpus)."""
+    index to drop. Partitions are looked up in the store as `run` pulls them (ids are unique in a corpus).
+    `first_partition`: the first partition's size, each next one twice the last up to `partition_docs`."""
     done = Added(next_pk=first_pk)
     planned: deque[tuple[list[Document], list[int]]] = deque()  # pulled by `run`, not yet stored
 
     def partitions() -> Iterator[list[Document]]:
-        for chunk in _chunks(documents, partition_docs):
+        for chunk in _chunks(documents, partition_docs, first_partition or partition_docs):
             known = store.existing_ids([doc.id for doc in chunk])
             fresh = [doc for doc in chunk if known.get(doc.id, (None, None))[1] != doc.content_hash]
             done.unchanged += len(chunk) - len(fresh)
@@ -321,12 +327,14 @@ def split(docs: Sequence[Document], chunker: Chunker | None) -> list[list[Passag
     return [given_passages(doc) for doc in docs]
 
 
-def _chunks(items: Iterable[Document], size: int) -> Iterable[list[Document]]:
+def _chunks(items: Iterable[Document], size: int, first: int) -> Iterable[list[Document]]:
+    """Lists of `first` items, then each twice the last, up to `size`."""
     chunk: list[Document] = []
+    limit = min(first, size)
     for item in items:
         chunk.append(item)
-        if len(chunk) == size:
+        if len(chunk) == limit:
             yield chunk
-            chunk = []
+            chunk, limit = [], min(2 * limit, size)
     if chunk:
         yield chunk

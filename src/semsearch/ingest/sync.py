@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -23,6 +23,7 @@ from ..documents import Document
 from ..errors import DataError
 from ..storage.store import DocumentStore
 from ..storage.synced import UNSURE_TIME, FileRecord
+from .documents import refusal
 
 UNSURE_NS = 2_000_000_000  # FAT's clock ticks in 2 s; ext4 and APFS in nanoseconds, NTFS in 100 ns
 HASH_BLOCK = 1 << 20
@@ -54,6 +55,8 @@ class FolderChanges:
     records: list[FileRecord] = field(default_factory=list)  # to record once the documents are written
     stale: dict[str, str] = field(default_factory=dict)  # id -> hash: a changed file's ids it no longer gives
     refused: list[DataError] = field(default_factory=list)  # files that could not be read (left as they were)
+    # new and changed files not read yet (relative path, path, new record, old record): read_changes reads them
+    pending: list[tuple[str, Path, FileRecord, FileRecord | None]] = field(default_factory=list)
 
     prunable: list[str] = field(
         default_factory=list
@@ -77,12 +80,10 @@ def file_hash(path: Path) -> str:
     return digest.hexdigest()
 
 
-def scan(
-    folder: Folder, store: DocumentStore, *, parse: bool = True, on_read: Callable[[int], None] | None = None
-) -> FolderChanges:
-    """Compare the folder with what the store recorded of it; parse the new and changed files (only sort them
-    without `parse`, for a dry run). A file that cannot be read is refused (its DataError kept) and left as
-    recorded."""
+def scan(folder: Folder, store: DocumentStore, *, parse: bool = True, later: bool = False) -> FolderChanges:
+    """Compare the folder with what the store recorded of it, and read (parse) the new and changed files; `later`:
+    leave them `pending`, for read_changes to read as the ingest asks for them; without `parse` (a dry run)
+    only sort them. A file that cannot be read is refused (its DataError kept) and left as recorded."""
     root = str(folder.root)
     recorded = store.recorded_files(root)
     changes = FolderChanges(root)
@@ -114,17 +115,34 @@ def scan(
                 changes.records.append(record)  # the new time, or no longer unsure
         else:  # its documents were deleted or replaced since: read it again
             to_parse.append((relative, path, record))
-    if parse:
-        read = folder.read([(relative, path) for relative, path, _ in to_parse])
-    else:
-        read = ([] for _ in to_parse)
-    for (relative, _, record), documents in zip(to_parse, read):
-        _parsed(changes, record, recorded.get(relative), documents)
-        if on_read:
-            on_read(1)
+    changes.pending = [
+        (relative, path, record, recorded.get(relative)) for relative, path, record in to_parse
+    ]
+    if not parse:
+        for _, _, record, old in changes.pending:
+            _parsed(changes, record, old, [])
+        changes.pending = []
+    elif not later:
+        changes.documents = list(read_changes(folder, changes))
     changes.gone = [record for relative, record in recorded.items() if relative not in seen]
     changes.prunable = sorted(still_stored(store, changes.gone_documents))
     return changes
+
+
+def read_changes(folder: Folder, changes: FolderChanges, *, refuse: bool = False) -> Iterator[Document]:
+    """The pending files' documents, in order, each file read (parsed: in a pool, ahead of the reader) as they
+    are asked for and then counted as added or changed and recorded; a file that cannot be read is kept in
+    `refused`, or with `refuse` the rest are read for theirs and the ingest refused (DataError naming all)."""
+    pending, changes.pending = changes.pending, []
+    read = folder.read([(relative, path) for relative, path, _, _ in pending])
+    for (_, _, record, old), documents in zip(pending, read):
+        if refuse and isinstance(documents, DataError):
+            changes.refused.append(documents)
+            changes.refused += [error for error in read if isinstance(error, DataError)]
+            raise refusal(changes.refused)
+        _parsed(changes, record, old, documents)
+        if not isinstance(documents, DataError):
+            yield from documents
 
 
 def still_stored(store: DocumentStore, documents: dict[str, str]) -> dict[str, int]:
@@ -166,6 +184,13 @@ class DirectoryFolder:
                 continue
             self.kinds[relative] = kind
             yield relative, path
+
+    def expected(self, pending: Sequence[tuple[str, Any, Any, Any]]) -> int | None:
+        """How many documents the pending files give, if known before reading them (not for a table)."""
+        from .sources.files import DOCUMENT_KINDS
+
+        kinds = [self.kinds[relative] for relative, *_ in pending]
+        return len(kinds) if all(kind in DOCUMENT_KINDS for kind in kinds) else None
 
     def read(self, files: Sequence[tuple[str, Path]]) -> Iterator[list[Document] | DataError]:
         from .sources.files import DOCUMENT_KINDS, FilesSource, FileTask

@@ -18,7 +18,15 @@ from ..ingest.chunking import Chunker
 from ..ingest.creation import make_chunker
 from ..ingest.distributed import Executor, InProcess, Job
 from ..ingest.exported import Restored
-from ..ingest.pipeline import Added, Encode, Progress, add_documents, fidelity_sample, split
+from ..ingest.pipeline import (
+    STREAMED_FIRST_PARTITION,
+    Added,
+    Encode,
+    Progress,
+    add_documents,
+    fidelity_sample,
+    split,
+)
 from ..retrieval.calibration import Calibration, calibrate
 from ..retrieval.calibration_age import aged
 from ..retrieval.search import DenseRetriever
@@ -39,6 +47,7 @@ def add(
     progress: Progress | None,
     executor: Executor | None = None,
     restored: Restored | None = None,
+    streamed: bool = False,
 ) -> tuple[Added, Published | None]:
     """Encode, count and store the documents not already here unchanged (ingest.add_documents; the `executor`
     encodes, and fills an ivf or pq index built anew: this process by default, or a cluster), then publish a
@@ -47,7 +56,8 @@ def add(
     its source fitted it); else the documents added count toward the recorded calibration's age
     (calibration_age.py), or a first or young index calibrates.
     Vectors also go to a resume cache as they are encoded: if the process dies, the same ingest run again takes
-    them from there instead of encoding them again."""
+    them from there instead of encoding them again. `streamed`: the documents are files parsed as they are
+    read, cut into partitions that start small (pipeline.STREAMED_FIRST_PARTITION) so encoding starts early."""
     settings, state = directory.settings, directory.state
     stats = directory.stats()
     cache = ResumeCache(directory.path, settings.encoder_dim)
@@ -89,6 +99,7 @@ def add(
                 first_pk=state.next_pk,
                 progress=progress,
                 partition_docs=executor.partition_docs,
+                first_partition=STREAMED_FIRST_PARTITION if streamed else None,
             )
             if done.added == 0:
                 writer.discard()

@@ -1,5 +1,5 @@
 """Where documents come from. Every source yields each Document, or the DataError an entry is, with its place
-(base.Source), so a corpus of any kind is checked, spooled, skipped and counted alike (ingest/documents.py):
+(base.Source), so a corpus of any kind is checked, skipped and counted alike (ingest/documents.py):
 
 - `jsonl.py`: a JSONL file (`-`, a pipe, `.gz`), with an .npy file of vectors made elsewhere;
 - `files.py`: one document file, or a directory walked recursively (the kinds in `formats/`, a parser each);

@@ -1,5 +1,5 @@
 """The one interface every source of documents has: it yields each Document, or the DataError one entry is,
-with the place it came from (file, line or row), so a corpus of any kind is validated, spooled, skipped and
+with the place it came from (file, line or row), so a corpus of any kind is validated, skipped and
 counted the same way (documents.Corpus)."""
 
 from __future__ import annotations
@@ -35,7 +35,8 @@ Entry = tuple[Place, "Document | DataError"]
 
 class Source(ABC):
     """Documents from somewhere. `entries` may be called more than once and gives the same entries each time;
-    `rereadable` False: reading is costly (files parsed), so a corpus spools them once rather than read twice.
+    `rereadable` False: reading is costly (files parsed), so a corpus reads them once, as it ingests them,
+    and checks first what `planned` knows without parsing.
     `ignored`: files passed over as of no known type (counted after a full read)."""
 
     rereadable = True
@@ -48,6 +49,11 @@ class Source(ABC):
 
     @abstractmethod
     def entries(self) -> Iterator[Entry]: ...
+
+    def planned(self) -> Iterator[Entry]:
+        """The entries as far as they are known without the costly reading: a source that parses files gives
+        each file's document with its id and no text (its refusal, if any, only `entries` finds)."""
+        return self.entries()
 
     def documents(self) -> Iterator[Document | DataError]:
         for _, item in self.entries():
@@ -63,7 +69,13 @@ class Sources(Source):
         self.rereadable = all(part.rereadable for part in parts)
 
     def entries(self) -> Iterator[Entry]:
+        yield from self._read(lambda part: part.entries())
+
+    def planned(self) -> Iterator[Entry]:
+        yield from self._read(lambda part: part.planned())
+
+    def _read(self, read) -> Iterator[Entry]:
         for part in self.parts:
             part.ignored = 0
-            yield from part.entries()
+            yield from read(part)
         self.ignored = sum(part.ignored for part in self.parts)

@@ -1,15 +1,18 @@
 """Document files as a source: one file, or a directory walked recursively. A file's id is its path relative to
 the directory given (POSIX separators; a single file: its name), its title its own (else the file name), its
 metadata `path` (as reached from the argument), `type`, `size`, `modified` and what the file carries (Markdown's
-front matter); its sections place every passage in the file. Files are parsed in a pool of processes."""
+front matter); its sections place every passage in the file. Files are parsed in a pool of processes, a
+bounded number ahead of the reader, so they are parsed while the documents before them are encoded."""
 
 from __future__ import annotations
 
 import datetime
 import os
-from collections.abc import Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from collections import deque
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
+from itertools import chain, islice
 from multiprocessing import get_context
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -25,6 +28,7 @@ MAX_FILE_BYTES = 64 << 20  # a document file larger than this is refused (a tabl
 HEAD_BYTES = 4096  # what is read to tell a file's kind by its content
 PARSE_WORKERS = max(1, min(4, os.cpu_count() or 1))
 POOL_FROM = 32  # fewer files than this are parsed in this process (a pool costs more than it saves)
+AHEAD_PER_WORKER = 8  # files parsed or waiting, ahead of the reader, per worker: bounds the memory they hold
 
 
 @dataclass(frozen=True)
@@ -81,6 +85,33 @@ def read_document(task: FileTask) -> tuple[str, Any]:
     )
 
 
+def parsed_in_order(
+    tasks: Iterable[FileTask], workers: int = PARSE_WORKERS
+) -> Iterator[tuple[FileTask, Any]]:
+    """Each task with read_document's result, in the tasks' order, as the results come: from a pool of
+    `workers` processes when there are at least POOL_FROM files, at most AHEAD_PER_WORKER a worker ahead of
+    the reader (a slow reader, the encoder, holds back the parsing instead of piling up parsed files)."""
+    tasks = iter(tasks)
+    first = list(islice(tasks, POOL_FROM))
+    if len(first) < POOL_FROM or workers < 2:
+        for task in first:
+            yield task, read_document(task)
+        return
+    pool = ProcessPoolExecutor(workers, mp_context=get_context("forkserver"))
+    pending: deque[tuple[FileTask, Future]] = deque()
+    try:
+        for task in chain(first, tasks):
+            pending.append((task, pool.submit(read_document, task)))
+            if len(pending) >= workers * AHEAD_PER_WORKER:
+                done, future = pending.popleft()
+                yield done, future.result()
+        while pending:
+            done, future = pending.popleft()
+            yield done, future.result()
+    finally:  # the reader stopped early (an error, a refusal): what is queued is not parsed
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
 class FilesSource(Source):
     """Document files (of the kinds in formats/), each one document. Subclasses list the files."""
 
@@ -91,23 +122,21 @@ class FilesSource(Source):
 
     def entries(self) -> Iterator[Entry]:
         self.ignored = 0
-        tasks = []
-        for task in self.tasks():
+        for task, (outcome, value) in parsed_in_order(self._kept(self.tasks())):
+            yield Place(task.shown), value if outcome == "doc" else DataError(value, path=task.shown)
+
+    def planned(self) -> Iterator[Entry]:
+        """A document per file with its id and no text, parsing nothing (what Corpus.check reads)."""
+        self.ignored = 0
+        for task in self._kept(self.tasks()):
+            yield Place(task.shown), Document(id=task.id, text="")
+
+    def _kept(self, tasks: Iterable[FileTask | None]) -> Iterator[FileTask]:
+        for task in tasks:
             if task is None:
                 self.ignored += 1
             else:
-                tasks.append(task)
-        if len(tasks) >= POOL_FROM and PARSE_WORKERS > 1:
-            with ProcessPoolExecutor(PARSE_WORKERS, mp_context=get_context("forkserver")) as pool:
-                yield from self._entries(tasks, pool.map(read_document, tasks, chunksize=8))
-        else:
-            yield from self._entries(tasks, map(read_document, tasks))
-
-    @staticmethod
-    def _entries(tasks: Sequence[FileTask], results: Iterator[tuple[str, Any]]) -> Iterator[Entry]:
-        for task, (outcome, value) in zip(tasks, results):
-            place = Place(task.shown)
-            yield place, value if outcome == "doc" else DataError(value, path=task.shown)
+                yield task
 
 
 class FileSource(FilesSource):
@@ -213,9 +242,16 @@ class DirectorySource(FilesSource):
             )
 
     def entries(self) -> Iterator[Entry]:
-        yield from super().entries()
+        yield from self._with_tables(super().entries())
+
+    def planned(self) -> Iterator[Entry]:
+        yield from self._with_tables(super().planned())
+
+    def _with_tables(self, documents: Iterator[Entry]) -> Iterator[Entry]:
+        """The document files' entries, then the tables and JSONL files of the walk (read whole each time)."""
+        yield from documents
         ignored = self.ignored
-        if self.tables is not None:  # the tables and JSONL files of the walk, after its documents
+        if self.tables is not None:
             for _, relative, kind in self.files():
                 if kind is not None and kind not in DOCUMENT_KINDS:
                     ignored -= 1
