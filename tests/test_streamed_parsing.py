@@ -1,11 +1,12 @@
 """A folder's files are parsed while the documents before them are encoded (issue 34, "parsing never limits
 ingest"): the pool of parsing processes keeps the files' order and runs only a bounded number of files ahead of
-its reader; an ingest hands its first documents to the real encoder before the walk has reached the last file;
+its reader; an ingest walks and parses the files after its first partition while the real encoder runs;
 a file found unreadable during the encoding still refuses the ingest with every bad file named and nothing
 written. The parse and encode rates: benchmarks/files.py (benchmarks/results/files.md)."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
@@ -15,17 +16,18 @@ from semsearch.errors import DataError
 from semsearch.ingest.documents import Corpus
 from semsearch.ingest.sources.files import (
     AHEAD_PER_WORKER,
+    PARSE_WORKERS,
     POOL_FROM,
     DirectorySource,
     FileTask,
     parsed_in_order,
 )
+from semsearch.operations import writes
 
 pytestmark = pytest.mark.xdist_group("streamed_parsing")
-FILES = 56  # more than the first partition (32) and the files the pool runs ahead (16)
 
 
-def write_notes(root: Path, count: int = FILES) -> list[Path]:
+def write_notes(root: Path, count: int) -> list[Path]:
     root.mkdir(parents=True, exist_ok=True)
     paths = []
     for n in range(count):
@@ -54,36 +56,35 @@ def test_the_pool_keeps_the_order_and_runs_a_bounded_way_ahead(tmp_path):
     assert texts == [p.read_text() for p in paths]  # each its own file's text, in order
 
 
-class Walked(DirectorySource):
-    """A directory source that notes each file its walk hands on (the check's walk, then the ingest's)."""
+class Gated(DirectorySource):
+    """A directory whose ingest walk (its second: the check's is first) stops at file `gate` until the encoder
+    has encoded something, or 30 s have passed: it resumes early only if parsing runs beside the encoding."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, gate: int):
         super().__init__(root)
-        self.handed: list[str] = []
+        self.gate, self.walks, self.held = gate, 0, []
+        self.encoding = threading.Event()
 
     def tasks(self):
-        self.handed = []
-        for task in super().tasks():
-            self.handed.append(task.id)
+        self.walks += 1
+        for n, task in enumerate(super().tasks()):
+            if n == self.gate and self.walks == 2:
+                self.held.append(self.encoding.wait(timeout=30))
             yield task
 
 
-def test_encoding_starts_before_the_last_file_is_parsed_and_a_late_refusal_writes_nothing(tmp_path):
+def test_files_are_parsed_while_the_encoder_runs_and_a_late_refusal_writes_nothing(tmp_path, monkeypatch):
+    monkeypatch.setattr(
+        writes, "STREAMED_FIRST_PARTITION", 8
+    )  # a first partition of 8 files, for a small test
+    gate = max(POOL_FROM, 8 + PARSE_WORKERS * AHEAD_PER_WORKER) + 1  # past what the pool takes in at once
     root, index_path = tmp_path / "notes", tmp_path / "index"
-    paths = write_notes(root)
-    source = Walked(root)
-    handed_at_first_encode: list[int] = []
-
-    def progress(done: int) -> None:
-        if not handed_at_first_encode:
-            handed_at_first_encode.append(len(source.handed))
-
+    paths = write_notes(root, gate + 4)
+    source = Gated(root, gate)
     with Index.create(index_path) as index:
-        report = index.ingest(Corpus(source), progress=progress)
-        assert report.added == len(index) == FILES
-        # the first partition (32 files) went to the encoder with at most a bounded few more files walked
-        assert handed_at_first_encode and handed_at_first_encode[0] < FILES
-        assert source.handed == [p.name for p in paths]
+        report = index.ingest(Corpus(source), progress=lambda done: source.encoding.set())
+        assert report.added == len(index) == len(paths)
+        assert source.held == [True]  # the walk went on because the first files were being encoded
 
         # a changed file early, an unreadable one last: found while the change is encoded, it undoes the write
         paths[0].write_text("# Note 0\n\nRewritten: a note about sailing boats.\n")
@@ -94,5 +95,5 @@ def test_encoding_starts_before_the_last_file_is_parsed_and_a_late_refusal_write
             f"{root.as_posix()}/zz-latin1.md: bytes that are not UTF-8 at line 1",
             "1 file refused: nothing written (--skip-invalid ingests the rest)",
         ]
-        assert len(index) == FILES
+        assert len(index) == len(paths)
         assert list(index.search("sailing boats", k=5, mode="keyword")) == []  # the old text kept

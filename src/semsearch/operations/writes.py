@@ -14,6 +14,7 @@ import numpy as np
 from ..documents import Document
 from ..errors import IndexStateError
 from ..ingest import build
+from ..ingest.ahead import read_ahead
 from ..ingest.chunking import Chunker
 from ..ingest.creation import make_chunker
 from ..ingest.distributed import Executor, InProcess, Job
@@ -57,7 +58,8 @@ def add(
     (calibration_age.py), or a first or young index calibrates.
     Vectors also go to a resume cache as they are encoded: if the process dies, the same ingest run again takes
     them from there instead of encoding them again. `streamed`: the documents are files parsed as they are
-    read, cut into partitions that start small (pipeline.STREAMED_FIRST_PARTITION) so encoding starts early."""
+    read: a thread reads them a partition ahead of the encoder (ahead.py), and the partitions start smaller
+    (pipeline.STREAMED_FIRST_PARTITION), so that the encoder starts before every file is parsed."""
     settings, state = directory.settings, directory.state
     stats = directory.stats()
     cache = ResumeCache(directory.path, settings.encoder_dim)
@@ -71,6 +73,8 @@ def add(
         path=directory.path,
     )
     writer = SegmentWriter(directory.path, state.next_pk, settings.encoder_dim, settings.raw_precision)
+    if streamed:  # the next partition's files parsed while this one is encoded
+        documents = read_ahead(documents, executor.partition_docs)
     fidelity: list[Callable[[], dict[str, Any]]] = []
     measure_fidelity = (
         job.encode is not None and settings.quantize != Quantize.NONE and state.quantize_fidelity is None
