@@ -15,6 +15,7 @@ from mixedfolder import PARQUET_ROWS, SENTENCES, TABLE_ROWS, write_folder
 
 from semsearch import Index
 from semsearch.cli import main
+from semsearch.cli.query import place as printed_place
 from semsearch.documents import Location
 from semsearch.ingest.documents import Corpus
 from semsearch.ingest.sources import FieldNames, open_source
@@ -87,9 +88,44 @@ def test_every_kind_is_found_in_its_file(mixed):
         (section,) = (s for s in doc.sections if s.start <= start < s.end)
         assert doc.text.index(sentence) + len(sentence) <= section.end
         assert {k: v for k, v in section.location.to_json().items() if k in place} == place
-    for row_id, sentence, *_ in TABLE_ROWS + [(p[0], p[1]) for p in PARQUET_ROWS]:
+    csv_lines = (root / "tables/facts.csv").read_text().splitlines()
+    for row, (row_id, sentence, *_) in enumerate(TABLE_ROWS, start=1):
         (hit,) = search(index, sentence)
-        assert hit.id == row_id
+        line = next(n for n, text in enumerate(csv_lines, start=1) if sentence in text)
+        assert (hit.id, hit.location) == (row_id, {"line_start": line, "line_end": line, "row": row})
+        assert (
+            printed_place(hit) == f"{root.as_posix()}/tables/facts.csv:{line}"
+        )  # as `semsearch query` prints it
+    for row, (row_id, sentence, *_) in enumerate(PARQUET_ROWS, start=1):
+        (hit,) = search(index, sentence)
+        assert (hit.id, hit.location) == (row_id, {"row": row})
+        assert printed_place(hit) == f"{root.as_posix()}/tables/items.parquet (row {row})"
+
+
+def test_a_csv_row_knows_its_lines_and_a_parquet_row_its_number(tmp_path):
+    """Rows with quoted fields over several lines, CRLF line ends and an empty line: each row's physical lines
+    as the file was written (counted here while writing it), for CSV and TSV; a Parquet row its number."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    texts = {"a": "first row", "b": "a text\nover two lines", "c": 'with "quotes", a comma', "d": "x\ny\nz"}
+    for delimiter, suffix in ((",", "csv"), ("\t", "tsv")):
+        lines, expected, line = [f"id{delimiter}text"], {}, 2
+        for row, (doc_id, text) in enumerate(texts.items(), start=1):
+            if doc_id == "c":
+                lines.append("")  # an empty line: no row
+                line += 1
+            lines.append(f'{doc_id}{delimiter}"{text.replace(chr(34), 2 * chr(34))}"')
+            expected[doc_id] = {"line_start": line, "line_end": line + text.count("\n"), "row": row}
+            line += text.count("\n") + 1
+        path = tmp_path / f"rows.{suffix}"
+        path.write_bytes(("\r\n".join(lines) + "\r\n").encode())
+        docs = {doc.id: doc for _, doc in open_source(path).entries()}
+        assert {doc_id: doc.sections[0].location.to_json() for doc_id, doc in docs.items()} == expected
+        assert {doc_id: doc.text.replace("\r\n", "\n") for doc_id, doc in docs.items()} == texts
+    pq.write_table(pa.table({"id": list(texts), "text": list(texts.values())}), tmp_path / "r.parquet", 3)
+    docs = [doc for _, doc in open_source(tmp_path / "r.parquet").entries()]
+    assert [doc.sections[0].location.to_json() for doc in docs] == [{"row": n} for n in range(1, 5)]
 
 
 def test_metadata_and_types(mixed):

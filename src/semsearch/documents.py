@@ -22,15 +22,16 @@ class Location:
     """Where a stretch of text sits in its file; each field only where the file's kind knows it."""
 
     page: int | None = None  # 1-based (PDF)
-    line_start: int | None = None  # 1-based, inclusive (text, Markdown, reStructuredText, code)
+    line_start: int | None = None  # 1-based, inclusive (text, Markdown, reStructuredText, code, CSV rows)
     line_end: int | None = None
     anchor: str | None = None  # HTML: the id of the nearest enclosing element that has one
     headings: tuple[str, ...] = ()  # the heading path, outermost first: ("Installation", "Linux")
+    row: int | None = None  # a table's row, 1-based, the header not counted (CSV, TSV, Parquet, a DataFrame)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             name: value
-            for name in ("page", "line_start", "line_end", "anchor")
+            for name in ("page", "line_start", "line_end", "anchor", "row")
             if (value := getattr(self, name)) is not None
         }
         if self.headings:
@@ -45,6 +46,7 @@ class Location:
             line_end=data.get("line_end"),
             anchor=data.get("anchor"),
             headings=tuple(data.get("headings", ())),
+            row=data.get("row"),
         )
 
 
@@ -109,7 +111,7 @@ def passage_locations(doc: Document, spans: Sequence[Span]) -> list[Location | N
             line_start = _line_at(doc.text, first, max(start, first.start))
             line_end = max(line_start, _line_at(doc.text, final, min(max(end, start + 1), final.end) - 1))
         place = first.location
-        out.append(Location(place.page, line_start, line_end, place.anchor, place.headings))
+        out.append(Location(place.page, line_start, line_end, place.anchor, place.headings, place.row))
     return out
 
 

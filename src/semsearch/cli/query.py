@@ -165,14 +165,17 @@ def print_results(hits, as_json: bool) -> None:
 
 
 def place(hit: Hit) -> str:
-    """Where a hit is in its file, as an editor or a browser opens it: `path:line`, `path (page 3)` or
-    `path#anchor`, then the heading path (`path`: the metadata's, else the id)."""
+    """Where a hit is in its file, as an editor or a browser opens it: `path:line` (a CSV row too), `path (page
+    3)`, `path (row 7)` (a Parquet row) or `path#anchor`, then the heading path (`path`: the metadata's, else
+    the id)."""
     location = hit.location or {}
     path = str(hit.metadata.get("path") or hit.id)
     if location.get("line_start") is not None:
         path += f":{location['line_start']}"
     elif location.get("page") is not None:
         path += f" (page {location['page']})"
+    elif location.get("row") is not None:
+        path += f" (row {location['row']})"
     if location.get("anchor"):
         path += f"#{location['anchor']}"
     headings = location.get("headings")

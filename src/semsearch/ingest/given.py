@@ -13,7 +13,7 @@ from ..errors import DataError
 NUMBERS = {int, float}  # what JSON numbers parse to (a set of the types seen: 20x faster than a check each)
 PASSAGES = "passages"  # an export's field: the character spans of a document's passages, one vector each
 SECTIONS = "sections"  # an export's field: a document's sections, [[start, end, location], ...]
-LOCATION_KEYS = {"page": int, "line_start": int, "line_end": int, "anchor": str, "headings": list}
+LOCATION_KEYS = {"page": int, "line_start": int, "line_end": int, "anchor": str, "headings": list, "row": int}
 
 
 def parse_vector(value: Any, passages: bool = False, **where: Any) -> np.ndarray:

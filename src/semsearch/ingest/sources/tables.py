@@ -2,7 +2,9 @@
 type), Parquet (read a row group at a time) and, from Python, a pandas DataFrame or a pyarrow Table. The id,
 text and title columns are named as for JSONL (`FieldNames`); every other column is metadata with its type
 kept (ints, floats, booleans, lists; timestamps and dates as ISO 8601 text, which `--where` compares as dates).
-A vector column (`FieldNames.vector`) is read as one array per row group, never as Python numbers."""
+A vector column (`FieldNames.vector`) is read as one array per row group, never as Python numbers. Each row's
+document has one section whose location is its row (1-based, the header not counted) and, in a CSV or TSV file,
+its physical lines (the header is line 1; a quoted field may span lines), so a hit points back into the file."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ...documents import Location, Section
 from ...errors import DataError
 from .base import Entry, Place, Source
 from .fields import FieldNames, json_value, parse_document
@@ -60,15 +63,34 @@ class TableSource(Source):
         else:
             import pyarrow.csv as csv
 
-            delimiter = "\t" if self.kind == "tsv" else ","
-            with csv.open_csv(self.table, parse_options=csv.ParseOptions(delimiter=delimiter)) as reader:
+            options = csv.ParseOptions(delimiter=self.delimiter, newlines_in_values=True)
+            with csv.open_csv(self.table, parse_options=options) as reader:
                 yield from reader
+
+    @property
+    def delimiter(self) -> str:
+        return "\t" if self.kind == "tsv" else ","
+
+    def row_lines(self) -> Iterator[tuple[int, int]]:
+        """Each data row's first and last physical line in a CSV or TSV file, as Python's csv module reads it
+        (1-based; the header is line 1; an empty line is no row, as for pyarrow's reader); none for others."""
+        if self.kind not in ("csv", "tsv"):
+            return
+        import csv
+
+        with open(self.table, encoding="utf-8", errors="replace", newline="") as handle:
+            reader, end, header = csv.reader(handle, delimiter=self.delimiter), 0, True
+            for record in reader:
+                start, end = end + 1, reader.line_num
+                if record and not header:
+                    yield start, end
+                header = header and not record
 
     def entries(self) -> Iterator[Entry]:
         import pyarrow as pa
 
         row, checked = 0, False
-        batches = self.batches()
+        batches, lines = self.batches(), self.row_lines()
         while True:
             try:
                 batch = next(batches)
@@ -95,6 +117,7 @@ class TableSource(Source):
                 place = Place(self.name, row=row)
                 record = {name: json_value(value) for name, value in zip(names, values) if value is not None}
                 record = {**self.facts, **record} if self.facts else record
+                first, last = next(lines, (None, None))
                 try:
                     doc = parse_document(record, fields)
                 except DataError as error:
@@ -107,7 +130,8 @@ class TableSource(Source):
                         yield place, DataError(message, path=self.name, row=row, field=self.fields.vector)
                         continue
                     doc = replace(doc, vector=vector)
-                yield place, doc
+                location = Location(line_start=first, line_end=last, row=row)
+                yield place, replace(doc, sections=(Section(0, len(doc.text), location),))
 
     def _missing(self, names: list[str]) -> DataError | None:
         """The file-level error of a table without the columns its documents need."""

@@ -56,8 +56,9 @@ function snippetNode(hit) {
   return fragment;
 }
 
-// Where a hit is in its file (path:line, path (page 3), path#anchor, then the heading path), linked: the path
-// made relative to the page and percent-encoded, so no document's text becomes a scheme (javascript:) or markup.
+// Where a hit is in its file (path:line, path (page 3), path (row 7), path#anchor, then the heading path),
+// linked: the path made relative to the page and percent-encoded, so no document's text becomes a scheme
+// (javascript:) or markup.
 function placeLink(hit) {
   const location = hit.location;
   const path = String((hit.metadata && hit.metadata.path) || hit.id);
@@ -69,6 +70,8 @@ function placeLink(hit) {
   } else if (location.page != null) {
     label += " (page " + location.page + ")";
     fragment = "#page=" + location.page;
+  } else if (location.row != null) {
+    label += " (row " + location.row + ")";
   }
   if (location.anchor) {
     label += "#" + location.anchor;
