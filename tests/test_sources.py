@@ -308,3 +308,37 @@ def test_a_dataframe_is_a_table_with_its_types():
         "tags": ["bird", "ice"],
     }
     assert type(first.metadata["stars"]) is int and second.metadata["when"] == "2027-01-02T03:04:00"
+
+
+def test_restructuredtext_sections_carry_their_heading_path_and_lines(tmp_path):
+    """A .rst file (docutils): each sentence's section has the titles above it as its path (overlined or not,
+    any adornment) and a line range holding the sentence's line, both counted here from the lines written."""
+    written = [
+        ("", "==========", "Field guide", "==========", "", "The guide opens with a word on owls."),
+        ("Birds", "=====", "", "Birds lay eggs in spring."),
+        ("Owls", "----", "", "Owls hunt at night.", "", ".. include:: /etc/hostname", ""),
+        ("Geese", "-----", "", "Geese fly in a vee.", "", ".. note:: A note inside the geese section."),
+        ("Fish", "=====", "", "Fish breathe through gills."),
+    ]
+    paths = [
+        ["Field guide"],
+        ["Field guide", "Birds"],
+        ["Field guide", "Birds", "Owls"],
+        ["Field guide", "Birds", "Geese"],
+        ["Field guide", "Fish"],
+    ]
+    lines = [line for block in written for line in (*block, "")]
+    path = tmp_path / "guide.rst"
+    path.write_text("\n".join(lines))
+    ((_, doc),) = open_source(path).entries()
+    assert doc.title == "Field guide" and doc.metadata["type"] == "rst"
+    for block, heading_path in zip(written, paths):
+        sentence = block[-1] if block[-1] else block[-4]
+        line = lines.index(sentence) + 1
+        title_line = lines.index(block[2] if not block[0] else block[0]) + 1
+        start = doc.text.index(sentence)
+        (section,) = (s for s in doc.sections if s.start <= start < s.end)
+        location = section.location
+        assert list(location.headings) == heading_path
+        assert location.line_start <= line <= location.line_end
+        assert location.line_start == title_line - (not block[0])  # an overlined title starts at its overline

@@ -29,7 +29,7 @@ class Parsed:
 DOCUMENT_KINDS: dict[str, tuple[str, tuple[str, ...]]] = {
     "markdown": ("markdown", (".md", ".markdown")),
     "text": ("text", (".txt", ".text")),
-    "rst": ("text", (".rst",)),
+    "rst": ("rst", (".rst",)),
     "html": ("html", (".html", ".htm", ".xhtml")),
     "pdf": ("pdf", (".pdf",)),
     "docx": ("docx", (".docx",)),

@@ -1,5 +1,5 @@
-"""Plain text, reStructuredText and source code: the text as it is, cut into sections of about SECTION_LINES
-lines at blank lines (text, rst) or at top-level blocks (code: a line that starts at the margin after a blank
+"""Plain text and source code: the text as it is, cut into sections of about SECTION_LINES
+lines at blank lines (text) or at top-level blocks (code: a line that starts at the margin after a blank
 one), each with its line range. Only the encoding is read here; there is no format to parse."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 from . import Parsed, decoded
 from .lines import Lines, blocks
 
-SECTION_LINES = {"text": 40, "rst": 40, "code": 60}
+SECTION_LINES = {"text": 40, "code": 60}
 
 
 def parse(data: bytes, kind: str = "text") -> Parsed:
