@@ -280,6 +280,20 @@ def test_html_without_main_keeps_the_content_and_leaves_the_furniture():
     assert "Overwrite existing files." in parsed.text[linux.start : linux.end]
 
 
+def test_an_index_page_of_links_smaller_than_its_sidebar_is_read_not_refused():
+    """A documentation site's index page (a heading and a table of contents, like Django's
+    topics/db/examples/index.html) whose sidebar holds more text: kept with its list, not refused as empty."""
+    from semsearch.ingest.sources.formats import html
+
+    sidebar = " ".join(f'<li><a href="/s{i}.html">Sidebar entry number {i}</a></li>' for i in range(12))
+    toc = "".join(f'<li><a href="r{i}.html">Relationship kind {i}</a></li>' for i in range(3))
+    page = f"""<html><head><title>Examples</title></head><body><div id="main-part">
+    <div id="s-examples" class="section"><h1>Examples</h1><ul>{toc}</ul></div></div>
+    <div class="sphinxsidebar"><h3>Browse</h3><ul>{sidebar}</ul></div></body></html>""".encode()
+    parsed = html.parse(page)
+    assert "Examples" in parsed.text and "Relationship kind 2" in parsed.text and "Browse" not in parsed.text
+
+
 def test_a_dataframe_is_a_table_with_its_types():
     import pandas as pd
 

@@ -72,10 +72,10 @@ def _chars(text: str | None) -> int:
     return len("".join(text.split())) if text else 0
 
 
-def furniture(body) -> list:
-    """The elements under `body` that are the site's furniture: named so (class or id), or mostly links and
-    not most of the page (a page that is a list of links, a table of contents, keeps its list). One pass from
-    the leaves up counts each element's characters and linked characters."""
+def furniture(body, by_links: bool = True) -> list:
+    """The elements under `body` that are the site's furniture: named so (class or id), or (`by_links`) mostly
+    links and not most of the page (a page that is a list of links, a table of contents, keeps its list). One
+    pass from the leaves up counts each element's characters and linked characters."""
     elements = list(body.iter())
     chars: dict = {}
     linked: dict = {}
@@ -101,7 +101,8 @@ def furniture(body) -> list:
         )
         text = chars[element]
         linky = (
-            element.tag in LINK_BLOCKS
+            by_links
+            and element.tag in LINK_BLOCKS
             and links[element] >= LINKS
             and 0 < text < page / 2
             and linked[element] / text >= LINK_SHARE
@@ -113,6 +114,17 @@ def furniture(body) -> list:
 
 
 def parse(data: bytes, kind: str = "html") -> Parsed:
+    """The page's main content; a page whose content is all links (an index page of a documentation site,
+    smaller than its sidebar) is read again keeping the blocks of links, rather than refused as empty."""
+    try:
+        return _parsed(data, by_links=True)
+    except Unreadable as error:
+        if "no text" not in str(error):
+            raise
+        return _parsed(data, by_links=False)
+
+
+def _parsed(data: bytes, by_links: bool) -> Parsed:
     import lxml.etree
     import lxml.html
 
@@ -124,7 +136,7 @@ def parse(data: bytes, kind: str = "html") -> Parsed:
     for element in root.xpath(FURNITURE):
         if element.getparent() is not None:
             element.drop_tree()
-    for element in furniture(root.find("body") if root.find("body") is not None else root):
+    for element in furniture(root.find("body") if root.find("body") is not None else root, by_links):
         element.drop_tree()
     main = next(iter(root.xpath("//main | //*[@role='main'] | //article")), None)
     if main is None:
