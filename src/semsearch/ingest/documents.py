@@ -1,6 +1,6 @@
 """A corpus to ingest: any source's documents (sources/: JSONL, a directory, a file, a table), validated whole
-before anything is written, then streamed; with `skip_invalid`, an entry that is not a valid document is left
-out and listed. Vectors made elsewhere come with them (a vector field, or an .npy file beside a JSONL file)."""
+before anything is written (files: all but their parsing, which runs as they are encoded), then streamed; with
+`skip_invalid`, an entry that is not a valid document is left out and listed. Vectors made elsewhere come with them (a vector field, or an .npy file beside a JSONL file)."""
 
 from __future__ import annotations
 
