@@ -21,9 +21,10 @@ in the main content; lxml reads the page, independent of the reader measured), e
 folder's index; a hit on the sentence's page is right when its `anchor` is the id of the sentence's innermost
 enclosing section, or of an element inside that section that holds the sentence.
 
-The folder's reader: STAND-IN (marked so in the results) until the HTML reader of issue 34's sources part lands
-on main: lxml, the main content (the element Django's theme puts it in), a Section per stretch of text between
-section boundaries, its anchor the innermost section's id, its headings the sections' own headings.
+The folder's reader: semsearch's own (`Index.ingest(DIR)`, as `semsearch ingest DIR` reads a folder) by
+default; `--reader standin` measures the stand-in the first results were made with before that reader landed:
+lxml, the main content (the element Django's theme puts it in), a Section per stretch of text between section
+boundaries, its anchor the innermost section's id, its headings the sections' own headings.
 """
 
 from __future__ import annotations
