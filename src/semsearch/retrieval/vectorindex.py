@@ -21,9 +21,9 @@ INDEX_TYPES = ("flat", "hnsw", "ivf", "pq", "auto")
 # `auto`: exact search while documents x dims stay within a budget, HNSW above. The budget is 50,000 documents
 # at the default 128 dims (an exact scan of 6.4M numbers, about 1.5 ms here; 117k x 128 took 3.4 ms against
 # HNSW's 0.6): wider vectors switch sooner (16,666 at 384 dims), narrower ones later. IVF-PQ (`--index-type pq`)
-# keeps 40 bytes a passage against HNSW's 792 but stays opt-in: as `auto` it lowered full SciFact's default
-# nDCG@10 from 0.7355 to 0.7231 (benchmarks/results/index-type-quality.md) and answered real clustered vectors
-# in 59 ms against HNSW's 1.7, its exact re-scoring from the raw vectors the cost (docs/performance.md, "Bytes").
+# keeps 47 bytes a passage against HNSW's 792 but stays opt-in: tuned at a default query's depth too, it still
+# loses full SciFact's default nDCG@10 0.7303 against HNSW's 0.7356 and answers 2.4x slower, its re-scoring
+# of raw rows the cost (benchmarks/results/index-type-quality.md, docs/performance.md "Bytes").
 AUTO_FLAT_LIMIT, AUTO_REFERENCE_DIMS = 50_000, 128
 HNSW_NEIGHBOURS, HNSW_EF_CONSTRUCTION, HNSW_EF_SEARCH = 32, 80, 128  # efSearch: of indexes built untuned
 TRAINING_ROWS_PER_LIST = 40
@@ -168,6 +168,10 @@ class VectorIndex:
             codes = f"PQ{index.pq.M}x{index.pq.nbits}" if isinstance(index, faiss.IndexIVFPQ) else "Flat"
             refine = self.search_params.get("k_factor", 1)
             rescored = f" k_factor={refine}" if refine > 1 else ""
+            deep = (self.params or {}).get("deep")
+            if deep:
+                deeper = f" k_factor={deep['k_factor']}" if "k_factor" in deep else ""
+                rescored += f" ({deep['k']} deep: nprobe={deep['nprobe']}{deeper})"
             return f"IVF{index.nlist},{codes} nprobe={self.search_params['nprobe']}{rescored}"
         return "HNSW32,Flat" if self.kind == "hnsw" else "Flat"  # efSearch: `info`'s search_params
 
