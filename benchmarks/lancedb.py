@@ -116,11 +116,19 @@ def semsearch_indexes(
 
 
 def parts(path: Path) -> dict:
+    """`info`'s bytes by part, less a refitted copy's previous generation (kept one write for readers that
+    loaded it, removed by the next write: the copied defaults' files, not the copy's own)."""
     from semsearch import Index
+    from semsearch.storage.generations import generation_name
 
     with Index.open(path) as index:
-        info = index.info()
-    return {"structure": info["index_structure"], **info["bytes"], "per_passage": info["bytes_per_passage"]}
+        info, current = index.info(), generation_name(index.state.generation)
+    sizes = info["bytes"]
+    previous = sum(
+        file.stat().st_size for gen in path.glob("gen-*") if gen.name != current for file in gen.iterdir()
+    )
+    sizes = {**sizes, "other": sizes["other"] - previous, "total": sizes["total"] - previous}
+    return {"structure": info["index_structure"], **sizes}
 
 
 class LanceDB:
@@ -267,7 +275,7 @@ def main() -> None:
         {
             "system": f"semsearch {name}",
             "structure": s["structure"],
-            **{k: v for k, v in s.items() if k not in ("structure", "per_passage")},
+            **{k: v for k, v in s.items() if k != "structure"},
         }
         for name, s in sizes.items()
     ] + [{"system": f"LanceDB {built['version']} (IVF-PQ, FTS, bitmap)", "total": built["bytes"]}]
