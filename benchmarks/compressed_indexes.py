@@ -2,9 +2,11 @@
 takes (200 deep, SciFact's passages) from FAISS structures the engine could build, each over the index's own
 projected vectors, re-scored exactly from the raw vectors as pq is (`Transform.project_float32` of the kept rows,
 k_factor x 200 of them). recall@10 and recall@200 against brute force in the index's space, p50 of one query at
-a time (search and re-scoring, one thread), bytes a passage of the FAISS index. A structure whose recall@200
-matches HNSW32,Flat's takes the same candidates to rerank, so the same nDCG (index-type-quality.md: HNSW 0.6878
-dense where flat is 0.6890). Written to benchmarks/results/compressed-indexes.md.
+a time (search and re-scoring, one thread), bytes a passage of the FAISS index. recall@200 is a proxy, not
+nDCG: HNSW32,Flat at efSearch 200 (what a default query uses) loses nothing against flat in nDCG@10
+(index-type-quality.md: 0.6878 dense, flat 0.6890) where pq at a higher recall@200 lost 0.008: an IVF misses
+whole lists, and keeps its nprobe when a query reads 800 deep, where HNSW's efSearch grows with the depth.
+Written to benchmarks/results/compressed-indexes.md.
 
     .venv/bin/python benchmarks/compressed_indexes.py --index /tmp/w38/indexes/scifact --beir ../shared/data/scifact
 """
