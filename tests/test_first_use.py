@@ -192,7 +192,8 @@ def test_a_line_over_the_limit_is_refused_with_its_number(tmp_path):
 def test_progress_moves_with_every_batch(tmp_path, monkeypatch):
     """The bar counts documents batch by batch (it sat at 0 until 4,096 were encoded), and ends at the total,
     unchanged and cached documents included."""
-    monkeypatch.delenv("SEMSEARCH_ENCODING_CACHE")  # every batch really encoded (the suite's cache gives hits)
+    # every batch really encoded: the suite's cache would give hits
+    monkeypatch.delenv("SEMSEARCH_ENCODING_CACHE")
     docs = [json.loads(line) for line in SAMPLE.read_text().splitlines()][:120]
     calls: list[int] = []
     with Index.create(tmp_path / "index", batch_size=8) as index:
