@@ -54,7 +54,9 @@ K = TUNED_K
 # 200 nearest in lists it does not open (full SciFact, pq: recall@200 0.899 at the nprobe giving 0.96 at 10,
 # and dense nDCG@10 0.668 against flat's 0.690). VectorIndex.at_depth goes between the two.
 DEEP_K = 2 * DEFAULT_RERANK
-DEEP_K_FACTORS = (2, 4)  # pq at DEEP_K (SciFact, nprobe 232: recall@200 0.834 at 1, 0.9765 at 4, 0.9772 at 16)
+# pq's candidates per result tried at DEEP_K (SciFact, nprobe 232: recall@200 0.834 at 1, 0.9765 at 4, 0.9772
+# at 16)
+DEEP_K_FACTORS = (2, 4)
 SAMPLE_QUERIES = 200
 TIMED_QUERIES = 24  # of them, timed one at a time for the exact-or-approximate crossover
 MIN_LEVEL_ROWS = 1000  # below this many rows scoring them exactly is always the cheaper
