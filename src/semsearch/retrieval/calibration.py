@@ -17,7 +17,9 @@ weak): dense alone if it is within TIE of the best weight; else hybrid at the la
 best fused one; keyword alone only if it beats every fused weight by more than TIE. One side alone stands only
 if it beats the default (hybrid at DEFAULT_ALPHA) beyond noise (choice.py); else the best fused weight that does,
 else the default (`rule` says which). The cost is the encoding of
-at most QUERIES sentences and their one-passage documents and 2 x QUERIES searches, whatever the corpus's size."""
+at most QUERIES sentences and their one-passage documents and 2 x QUERIES searches, whatever the corpus's size.
+A renewal (`refit`) keeps the last draw where its documents are still stored and their vectors, kept beside the
+index (storage/calibrationcache.py): after a fifth of the corpus changed, about a fifth of that is encoded."""
 
 from __future__ import annotations
 
@@ -139,14 +141,15 @@ def pseudo_queries(
     store: DocumentStore, count: int, seed: int = SEED, kept: np.ndarray | None = None
 ) -> list[PseudoQuery]:
     """Up to `count` pseudo-queries from documents drawn with `seed`, reading at most SCANNED x count of them.
-    `kept`: an earlier draw's `panel`, whose documents still stored give their same queries first (a renewal re-encodes only what changed; a document rewritten since is
-    another pk, so it is drawn again or not, like any other)."""
+    `kept`: an earlier draw's `panel`, whose documents still stored give their same queries first, the rest
+    drawn as before among the others (a renewal re-encodes only what changed: a document rewritten since is
+    another pk, drawn again or not like any other)."""
     out: list[PseudoQuery] = []
     if kept is not None and len(kept):
-        rows = store.get([int(pk) for pk in kept[:count, 0]])
-        for pk, start, end, cut in kept[:count].tolist():
+        rows = store.get([int(pk) for pk in kept[:, 0]])
+        for pk, start, end, cut in kept.tolist():
             text = rows[pk]["text"] if pk in rows else ""
-            if 0 <= start < end <= len(text):
+            if 0 <= start < end <= len(text) and len(out) < count:
                 rest = (
                     (text[:start] + text[end:]).strip() if cut == CLOZE else joined(text[:start], text[end:])
                 )
