@@ -89,12 +89,14 @@ def query_vectors(vectors: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarr
     return queries[: len(positions)], positions
 
 
-def semsearch_indexes(corpus: Path, vectors: Path, work: Path, before: bool = True) -> dict[str, Path]:
-    """The defaults index from the given vectors, and copies refitted flat, and (`before`) hnsw with float32 raw
-    vectors."""
+def semsearch_indexes(
+    corpus: Path, vectors: Path, work: Path, before: bool = True, types: tuple[str, ...] = ()
+) -> dict[str, Path]:
+    """The defaults index from the given vectors, and copies refitted flat, to each of `types`, and (`before`)
+    hnsw with float32 raw vectors."""
     from semsearch import Index
 
-    names = ("defaults", "flat", "before") if before else ("defaults", "flat")
+    names = ("defaults", "flat", *types, *(("before",) if before else ()))
     paths = {name: work / f"semsearch-{name}" for name in names}
     if not (work / "semsearch-build.seconds").is_file():
         shutil.rmtree(paths["defaults"], ignore_errors=True)
@@ -109,16 +111,24 @@ def semsearch_indexes(corpus: Path, vectors: Path, work: Path, before: bool = Tr
             if name == "before":  # the bytes of the defaults before issue 37: float32 raw vectors, HNSW
                 reduce_segments(paths[name], "float32")
             with Index.open(paths[name]) as index:
-                index.refit(index_type="flat" if name == "flat" else "hnsw")
+                index.refit(index_type="hnsw" if name == "before" else name)
     return paths
 
 
 def parts(path: Path) -> dict:
+    """`info`'s bytes by part, less a refitted copy's previous generation (kept one write for readers that
+    loaded it, removed by the next write: the copied defaults' files, not the copy's own)."""
     from semsearch import Index
+    from semsearch.storage.generations import generation_name
 
     with Index.open(path) as index:
-        info = index.info()
-    return {"structure": info["index_structure"], **info["bytes"], "per_passage": info["bytes_per_passage"]}
+        info, current = index.info(), generation_name(index.state.generation)
+    sizes = info["bytes"]
+    previous = sum(
+        file.stat().st_size for gen in path.glob("gen-*") if gen.name != current for file in gen.iterdir()
+    )
+    sizes = {**sizes, "other": sizes["other"] - previous, "total": sizes["total"] - previous}
+    return {"structure": info["index_structure"], **sizes}
 
 
 class LanceDB:
@@ -151,6 +161,7 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path("/tmp/lancedb-bench"))
     parser.add_argument("--lancedb-python", default="/work/lancedb-venv/bin/python")
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--types", default="", help="copies refitted to these types, timed too, e.g. pq,hnsw")
     parser.add_argument(
         "--no-before",
         action="store_true",
@@ -181,7 +192,8 @@ def main() -> None:
 
     from semsearch import Index
 
-    paths = semsearch_indexes(corpus, vectors_path, args.work, before=not args.no_before)
+    types = tuple(t for t in args.types.split(",") if t)
+    paths = semsearch_indexes(corpus, vectors_path, args.work, before=not args.no_before, types=types)
     lance = LanceDB(args.lancedb_python)
     lance_dir = args.work / "lancedb"
     if not lance_dir.is_dir():
@@ -191,6 +203,7 @@ def main() -> None:
     lance.ask(op="open", directory=str(lance_dir), queries=str(args.work / "queries.npy"))
 
     defaults, flat = Index.open(paths["defaults"]), Index.open(paths["flat"])
+    others = {name: Index.open(paths[name]) for name in types}  # timed beside the defaults, same queries
     modes = {  # name: (semsearch index, search options, LanceDB request)
         "dense exact": (flat, dict(mode="dense"), dict(op="exact")),
         "dense ANN": (defaults, dict(mode="dense"), dict(op="dense")),
@@ -205,6 +218,7 @@ def main() -> None:
     results = []
     for name, (index, options, request) in modes.items():
         ours_ms, theirs_ms, ours, theirs = [], [], [], []
+        other_ms, other = {n: [] for n in others}, {n: [] for n in others}
         for i in range(len(queries)):
             for turn in (0, 1) if i % 2 == 0 else (1, 0):  # alternating which goes first
                 if turn == 0:
@@ -212,6 +226,13 @@ def main() -> None:
                     hits = index.search_vectors(queries[i : i + 1], k=10, texts=[texts[i]], **options)[0]
                     ours_ms.append((time.perf_counter() - started) * 1000)
                     ours.append([hit.id for hit in hits])
+                    for n, copy in others.items():
+                        if index is flat:
+                            continue
+                        started = time.perf_counter()
+                        hits = copy.search_vectors(queries[i : i + 1], k=10, texts=[texts[i]], **options)[0]
+                        other_ms[n].append((time.perf_counter() - started) * 1000)
+                        other[n].append([hit.id for hit in hits])
                 else:
                     answer = lance.ask(query=i, text=texts[i], **request)
                     theirs_ms.append(answer["ms"])
@@ -219,6 +240,9 @@ def main() -> None:
         row = {"mode": name, "semsearch p50 ms": round(float(np.median(ours_ms)), 3)}
         row["LanceDB p50 ms"] = round(float(np.median(theirs_ms)), 3)
         row["speedup"] = round(row["LanceDB p50 ms"] / row["semsearch p50 ms"], 1)
+        for n in others:
+            if other_ms[n]:
+                row[f"{n} p50 ms"] = round(float(np.median(other_ms[n])), 3)
         if name in exact_options:
             where = options.get("where")
             exact = [
@@ -231,23 +255,27 @@ def main() -> None:
             ]
             row["semsearch recall@10"] = round(recall(ours, exact), 3)
             row["LanceDB recall@10"] = round(recall(theirs, lance_exact), 3)
+            for n in others:
+                row[f"{n} recall@10"] = round(recall(other[n], exact), 3)
         elif name == "hybrid":
             exact = [
                 [hit.id for hit in hits]
                 for hits in flat.search_vectors(queries, k=10, texts=texts, mode="hybrid")
             ]
             row["semsearch recall@10"] = round(recall(ours, exact), 3)
+            for n in others:
+                row[f"{n} recall@10"] = round(recall(other[n], exact), 3)
         results.append(row)
         print(row, flush=True)
     lance.close()
     sizes = {name: parts(path) for name, path in paths.items()}
-    defaults.close()
-    flat.close()
+    for index in (defaults, flat, *others.values()):
+        index.close()
     table = [
         {
             "system": f"semsearch {name}",
             "structure": s["structure"],
-            **{k: v for k, v in s.items() if k not in ("structure", "per_passage")},
+            **{k: v for k, v in s.items() if k != "structure"},
         }
         for name, s in sizes.items()
     ] + [{"system": f"LanceDB {built['version']} (IVF-PQ, FTS, bitmap)", "total": built["bytes"]}]

@@ -24,6 +24,21 @@ def onnx_cache(tmp_path_factory):
     return path
 
 
+@pytest.fixture(scope="session", autouse=True)
+def encoding_cache(tmp_path_factory):
+    """One encoding cache for the run (SEMSEARCH_ENCODING_CACHE, encoding/cache.py), empty when it starts:
+    every text is encoded by the model the first time a test (or a CLI process it starts) meets it, and the
+    suite's many small indexes of the same corpora read those vectors again instead of encoding them each
+    time. A text's vector does not depend on its batch, so a hit is what encoding would give (test_encoder
+    checks this with the cache off)."""
+    import os
+
+    path = run_directory(tmp_path_factory) / "encodings"
+    path.mkdir(exist_ok=True)
+    os.environ["SEMSEARCH_ENCODING_CACHE"] = str(path)
+    return path
+
+
 def run_directory(tmp_path_factory) -> Path:
     """This test run's temporary directory, shared by its pytest-xdist workers (each has its own below it)."""
     import os

@@ -6,8 +6,16 @@ import torch
 import transformers
 
 from semsearch.encoding import Encoder, read_model_defaults, resolve_model_path
+from semsearch.encoding.cache import ENCODING_CACHE_ENV
 from semsearch.errors import ModelError
 from semsearch.settings import Pooling
+
+
+@pytest.fixture(autouse=True)
+def no_encoding_cache(monkeypatch):
+    """These tests are of the model itself: every vector here is encoded (the suite's cache, conftest, is off)."""
+    monkeypatch.delenv(ENCODING_CACHE_ENV, raising=False)
+
 
 TEXTS = [
     "A man is playing a guitar.",
@@ -228,6 +236,7 @@ def test_a_model_the_export_cannot_reproduce_falls_back_to_torch(tiny_bert, tmp_
     from semsearch.encoding import ExportError
 
     model = shutil.copytree(tiny_bert, tmp_path / "model")  # a new path: no cached graph
+    monkeypatch.setenv("SEMSEARCH_CACHE", str(tmp_path / "cache"))  # its own: other workers export beside
     monkeypatch.setattr(onnx_backend, "AGREEMENT", -1.0)  # no graph can agree this closely
     with pytest.raises(ExportError, match="does not encode as the model does.*use --backend torch"):
         Index.create(tmp_path / "explicit", model=model, backend="onnx")
@@ -323,3 +332,26 @@ def test_an_index_from_before_the_onnx_backend_keeps_encoding_with_torch(tmp_pat
     with Index.open(tmp_path / "old") as index:
         assert index.encoder.backend == "torch" and index.info()["backend"] == "torch"
         assert [h.id for h in index.search(TEXTS[2], k=3)][0] == "2"
+
+
+def test_a_cached_vector_is_the_one_the_model_gives_and_other_settings_miss(tmp_path, monkeypatch):
+    """The encoding cache (SEMSEARCH_ENCODING_CACHE) gives what the model gives each text (int8 per row and
+    fp32 kept apart), in input order with hits and misses mixed; a damaged file is encoded again."""
+    texts = TEXTS + [f"cached sentence number {i} " + "about caching " * (i % 7) for i in range(20)]
+    int8, fp32 = Encoder(quantize="int8").encode(texts), Encoder(quantize="none").encode(texts)  # no cache
+    monkeypatch.setenv(ENCODING_CACHE_ENV, str(tmp_path / "cache"))
+    Encoder(quantize="int8").encode(texts[::3])  # a third kept, encoded in their own batch
+    counted = []
+    mixed = Encoder(quantize="int8").encode(texts, progress=counted.append)
+    np.testing.assert_allclose(mixed, int8, rtol=0, atol=1e-5)
+    assert sum(counted) == len(texts) and counted[0] == len(texts[::3])  # the hits, then the batches encoded
+    np.testing.assert_allclose(Encoder(quantize="none").encode(texts), fp32, rtol=0, atol=1e-5)
+    assert np.abs(int8 - fp32).max() > 1e-3  # the two settings' vectors differ, so neither read the other's
+    files = sorted((tmp_path / "cache").rglob("*"))
+    kept = [path for path in files if path.is_file()]
+    assert len(kept) == 2 * len(texts)
+    for path in kept:  # damaged: a byte changed, the size kept
+        data = bytearray(path.read_bytes())
+        data[0] ^= 0xFF
+        path.write_bytes(bytes(data))
+    np.testing.assert_allclose(Encoder(quantize="int8").encode(texts), int8, rtol=0, atol=1e-5)

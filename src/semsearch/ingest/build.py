@@ -79,7 +79,7 @@ def build_vectors(
     if vectors.training_rows:
         vectors.train(training_sample(transform, raw, live, vectors.training_rows))
     approximate = vectors.kind != "flat"
-    exact = strategy.Exact(vectors, lambda pks: transform.project(raw.read(pks)))  # read: no map kept
+    exact = strategy.Exact(vectors, lambda pks: transform.project_float32(raw.read(pks)))  # read: no map
     if approximate:
         truth = tuning.Truth(tuning.sample_queries(live, exact.project_rows), tuning.levels_for(count))
 

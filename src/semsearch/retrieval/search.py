@@ -176,7 +176,7 @@ class DenseRetriever:
 
     def candidates(self, queries: np.ndarray, n: int, allowed: np.ndarray | None) -> Ranked:
         projected = self.transform.project(queries)
-        exact = strategy.Exact(self.vectors, lambda pks: self.transform.project(self.raw.get(pks)))
+        exact = strategy.Exact(self.vectors, lambda pks: self.transform.project_float32(self.raw.get(pks)))
         if allowed is None:
             return strategy.unfiltered(exact, projected, n)
         return strategy.filtered(exact, projected, n, allowed)

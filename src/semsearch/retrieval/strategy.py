@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from .vectorindex import VectorIndex
+from .vectorindex import ranked as listed
 
 Ranked = list[list[tuple[int, float]]]  # per query: (pk, score), best first
 FILTERED_RECALL = 0.99  # recall@10 the approximate path is tuned for, against exact filtered search
@@ -66,27 +67,35 @@ class Exact:
             best_pks = np.take_along_axis(best_pks, keep, 1)
         return [list(zip(map(int, p), map(float, s))) for p, s in zip(best_pks, best_scores)]
 
-    def rescore(self, queries: np.ndarray, ranked: Ranked, k: int) -> Ranked:
-        """Candidates re-scored exactly and cut to k (pq's approximate scores are only for finding them); the
-        vectors of every query's candidates are read at once."""
-        pks = np.unique([pk for result in ranked for pk, _ in result]).astype(np.int64)
-        if not len(pks):
-            return [[] for _ in ranked]
-        vectors = self.vectors_of(pks)
+    def rescore(self, queries: np.ndarray, found: np.ndarray, k: int) -> Ranked:
+        """Candidates (ids, a row per query, -1 padding) re-scored exactly and cut to k (pq's approximate
+        scores are only for finding them); the vectors of every query's candidates are read at once."""
+        pks, rows = np.unique(found, return_inverse=True)
+        rows = rows.reshape(found.shape)
+        held = pks >= 0
+        vectors = self.vectors_of(pks[held]) if held.any() else np.empty((0, queries.shape[1]), np.float32)
+        if not held.all():  # the padding's -1 sorts first: a row of zeros for it
+            vectors = np.concatenate([np.zeros_like(vectors[:1]), vectors])
         out: Ranked = []
-        for query, result in zip(queries, ranked):
-            rows = np.searchsorted(pks, [pk for pk, _ in result])
-            scores = vectors[rows] @ query
-            order = np.argsort(-scores, kind="stable")[:k]
-            out.append([(int(pks[rows[i]]), float(scores[i])) for i in order])
+        for query, positions, ids in zip(queries, rows, found):
+            scores = np.where(ids >= 0, vectors[positions] @ query, -np.inf)
+            order = np.argsort(-scores, kind="stable")[: min(k, int(np.sum(ids >= 0)))]
+            out.append(list(zip(pks[positions[order]].tolist(), scores[order].tolist())))
         return out
 
 
 def unfiltered(exact: Exact, queries: np.ndarray, k: int) -> Ranked:
-    """The approximate search with its tuned parameters; pq asks for k_factor x k and re-scores them."""
-    refine = int(exact.vectors.search_params.get("k_factor", 1))
-    ranked = exact.vectors.search(queries, k * refine)
-    return exact.rescore(queries, ranked, k) if refine > 1 else ranked
+    """The approximate search with its tuned parameters at this depth; pq asks for k_factor x k and re-scores
+    them."""
+    return approximate(exact, queries, k, None, exact.vectors.at_depth(exact.vectors.search_params, k))
+
+
+def approximate(
+    exact: Exact, queries: np.ndarray, k: int, allowed: np.ndarray | None, params: dict[str, Any]
+) -> Ranked:
+    """The approximate index searched with `params`; pq asks for k_factor x k and re-scores them exactly."""
+    found = exact.vectors.search_arrays(queries, k * int(params.get("k_factor", 1)), allowed, params)
+    return listed(*found) if exact.vectors.exact_source is not None else exact.rescore(queries, found[1], k)
 
 
 def plan(vectors: VectorIndex, allowed: int) -> dict[str, Any] | None:
@@ -116,9 +125,7 @@ def filtered(exact: Exact, queries: np.ndarray, k: int, allowed: np.ndarray) -> 
     params = plan(exact.vectors, len(allowed))
     if params is None:
         return exact.top(queries, k, allowed)
-    ranked = exact.vectors.search(queries, k * int(params.get("k_factor", 1)), allowed, params)
-    if exact.vectors.exact_source is None:  # pq: its scores are approximate, found rows are re-scored
-        ranked = exact.rescore(queries, ranked, k)
+    ranked = approximate(exact, queries, k, allowed, exact.vectors.at_depth(params, k))
     wrong = unverified(exact, queries, k, allowed, ranked)
     if wrong:
         redone = exact.top(queries[wrong], k, allowed)

@@ -44,10 +44,19 @@ from typing import Any
 
 import numpy as np
 
-from .strategy import MAX_EF_SEARCH, Exact
-from .vectorindex import VectorIndex, single_threaded
+from ..settings import DEFAULT_RERANK
+from .strategy import MAX_EF_SEARCH, Exact, approximate
+from .vectorindex import TUNED_K, VectorIndex, single_threaded
 
-K = 10
+K = TUNED_K
+# ivf and pq are tuned again this deep: a default query asks the index for rerank's 100 rows, 200 where
+# documents are cut into passages (search.dense_documents), and nprobe tuned for the nearest 10 leaves the
+# 200 nearest in lists it does not open (full SciFact, pq: recall@200 0.899 at the nprobe giving 0.96 at 10,
+# and dense nDCG@10 0.668 against flat's 0.690). VectorIndex.at_depth goes between the two.
+DEEP_K = 2 * DEFAULT_RERANK
+# pq's candidates per result tried at DEEP_K (SciFact, nprobe 232: recall@200 0.834 at 1, 0.9765 at 4, 0.9772
+# at 16)
+DEEP_K_FACTORS = (2, 4)
 SAMPLE_QUERIES = 200
 TIMED_QUERIES = 24  # of them, timed one at a time for the exact-or-approximate crossover
 MIN_LEVEL_ROWS = 1000  # below this many rows scoring them exactly is always the cheaper
@@ -94,30 +103,41 @@ class Truth:
         self.queries, self.levels = queries, levels
         self.scores = np.full((levels + 1, len(queries), K), -np.inf, dtype=np.float32)
         self.ids = np.full((levels + 1, len(queries), K), -1, dtype=np.int64)
+        # the DEEP_K best over every row
+        self.deep_scores = np.full((len(queries), DEEP_K), -np.inf, dtype=np.float32)
+        self.deep_ids = np.full((len(queries), DEEP_K), -1, dtype=np.int64)
 
     def add(self, pks: np.ndarray, block: np.ndarray) -> None:
         scores = self.queries @ block.T  # (queries, rows)
         for level in range(self.levels + 1):
             keep = subset(pks, level)
-            merged = np.concatenate([self.scores[level], scores[:, keep]], axis=1)
-            ids = np.concatenate(
-                [self.ids[level], np.broadcast_to(pks[keep], (len(self.queries), keep.sum()))], 1
+            self.scores[level], self.ids[level] = best(
+                self.scores[level], self.ids[level], scores[:, keep], pks[keep]
             )
-            top = np.argpartition(-merged, K - 1, axis=1)[:, :K] if merged.shape[1] > K else None
-            if top is not None:
-                merged, ids = np.take_along_axis(merged, top, 1), np.take_along_axis(ids, top, 1)
-            order = np.argsort(-merged, axis=1, kind="stable")
-            self.scores[level] = np.take_along_axis(merged, order, 1)
-            self.ids[level] = np.take_along_axis(ids, order, 1)
+        self.deep_scores, self.deep_ids = best(self.deep_scores, self.deep_ids, scores, pks)
 
-    def recall(self, level: int, ranked: list[list[tuple[int, float]]]) -> float:
-        """recall@K of the answers against the exact ones."""
+    def recall(self, level: int, ranked: list[list[tuple[int, float]]], depth: int = K) -> float:
+        """recall@depth (K, or DEEP_K at level 0) of the answers against the exact ones."""
         hits = []
-        for exact, found in zip(self.ids[level], ranked):
+        for exact, found in zip(self.deep_ids if depth == DEEP_K else self.ids[level], ranked):
             want = {pk for pk in exact if pk >= 0}
             if want:
-                hits.append(len(want & {pk for pk, _ in found[:K]}) / len(want))
+                hits.append(len(want & {pk for pk, _ in found[:depth]}) / len(want))
         return float(np.mean(hits)) if hits else 1.0
+
+
+def best(
+    scores: np.ndarray, ids: np.ndarray, more: np.ndarray, pks: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The best as many (scores, ids) per query as `scores` holds, of those and `more` (the rows `pks`)."""
+    depth = scores.shape[1]
+    merged = np.concatenate([scores, more], axis=1)
+    ids = np.concatenate([ids, np.broadcast_to(pks, more.shape)], 1)
+    if merged.shape[1] > depth:
+        top = np.argpartition(-merged, depth - 1, axis=1)[:, :depth]
+        merged, ids = np.take_along_axis(merged, top, 1), np.take_along_axis(ids, top, 1)
+    order = np.argsort(-merged, axis=1, kind="stable")
+    return np.take_along_axis(merged, order, 1), np.take_along_axis(ids, order, 1)
 
 
 @dataclass
@@ -138,6 +158,12 @@ def tune(vectors: VectorIndex, truth: Truth, exact: Exact, target: float) -> Tun
     runs = _runs(vectors)
     found, recall, starts = _cheapest(exact, truth, 0, target, runs, [0] * len(runs))
     params: dict[str, Any] = {**found, "exact_rows": MIN_LEVEL_ROWS, "filtered": []}
+    if vectors.kind != "hnsw" and vectors.count > DEEP_K:  # hnsw searches max(efSearch, k) deep already
+        deep_runs = _runs(vectors, DEEP_K_FACTORS)
+        deep, deep_recall, _ = _cheapest(
+            exact, truth, 0, target, deep_runs, [0] * len(deep_runs), None, DEEP_K
+        )
+        params["deep"] = {"k": DEEP_K, **deep, "recall": round(deep_recall, 4)}
     live = vectors.ids()
     # pq filtered re-scores at least FILTERED_K_FACTOR candidates per result: a filter allowing more rows than
     # the level it takes parameters from has denser neighbours, which the codes rank less well
@@ -157,22 +183,23 @@ def tune(vectors: VectorIndex, truth: Truth, exact: Exact, target: float) -> Tun
     return Tuning(params, round(recall, 4))
 
 
-def _runs(vectors: VectorIndex) -> list[list[dict[str, Any]]]:
+def _runs(vectors: VectorIndex, factors: tuple[int, ...] = K_FACTORS) -> list[list[dict[str, Any]]]:
     """The settings tried, each run cheapest first: efSearch for hnsw, nprobe for ivf, and for pq a run of
-    nprobe per number of candidates re-scored."""
+    nprobe per number of candidates re-scored (`factors`)."""
     if vectors.kind == "hnsw":
         return [[{"efSearch": ef} for ef in EF_LADDER if ef <= MAX_EF_SEARCH]]
     nlist = int(vectors.index.nlist)
     probes = sorted({min(nlist, round(1.5**i)) for i in range(64) if 1.5 ** (i - 1) < nlist})
     if vectors.kind == "ivf":
         return [[{"nprobe": p} for p in probes]]
-    return [[{"nprobe": p, "k_factor": f} for p in probes] for f in K_FACTORS]
+    return [[{"nprobe": p, "k_factor": f} for p in probes] for f in factors]
 
 
-def _search(exact: Exact, queries: np.ndarray, params: dict[str, Any], allowed: np.ndarray | None):
+def _search(
+    exact: Exact, queries: np.ndarray, params: dict[str, Any], allowed: np.ndarray | None, depth: int = K
+):
     """The approximate search as strategy.py runs it (pq's candidates re-scored)."""
-    ranked = exact.vectors.search(queries, K * int(params.get("k_factor", 1)), allowed, params)
-    return exact.rescore(queries, ranked, K) if exact.vectors.exact_source is None else ranked
+    return approximate(exact, queries, depth, allowed, params)
 
 
 def _cheapest(
@@ -183,6 +210,7 @@ def _cheapest(
     runs: list[list[dict[str, Any]]],
     starts: list[int],
     allowed: np.ndarray | None = None,
+    depth: int = K,
 ) -> tuple[dict[str, Any], float, list[int]]:
     """In each run, the first setting from its start that reaches `target` at this level (recall grows along
     a run: galloping from the start, the cheap settings first, then a bisection); of those, the fastest
@@ -194,7 +222,8 @@ def _cheapest(
 
         def recall_at(at: int, run=run, measured=measured) -> float:
             if at not in measured:
-                measured[at] = truth.recall(level, _search(exact, truth.queries, run[at], allowed))
+                found = _search(exact, truth.queries, run[at], allowed, depth)
+                measured[at] = truth.recall(level, found, depth)
             return measured[at]
 
         low, high, step = start, start, 1
@@ -213,12 +242,16 @@ def _cheapest(
         return last[0], last[1], ends
     if len(reached) == 1:
         return reached[0][0], reached[0][1], ends
-    fastest = min(reached, key=lambda pair: _timed(exact, truth, allowed, pair[0]))
+    fastest = min(reached, key=lambda pair: _timed(exact, truth, allowed, pair[0], depth))
     return fastest[0], fastest[1], ends
 
 
 def _timed(
-    exact: Exact, truth: Truth, allowed: np.ndarray | None, params: dict[str, Any] | None = None
+    exact: Exact,
+    truth: Truth,
+    allowed: np.ndarray | None,
+    params: dict[str, Any] | None = None,
+    depth: int = K,
 ) -> float:
     """Median seconds per query, one query at a time on one thread, as a query runs: of the approximate search
     with `params`, or (None) of scoring the allowed rows exactly."""
@@ -227,7 +260,7 @@ def _timed(
         if params is None:
             run = lambda query=query: exact.top(query, K, allowed)  # noqa: E731
         else:
-            run = lambda query=query: _search(exact, query, params, allowed)  # noqa: E731
+            run = lambda query=query: _search(exact, query, params, allowed, depth)  # noqa: E731
         started = time.perf_counter()
         single_threaded(1, run)
         seconds.append(time.perf_counter() - started)

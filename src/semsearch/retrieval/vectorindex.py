@@ -21,13 +21,14 @@ INDEX_TYPES = ("flat", "hnsw", "ivf", "pq", "auto")
 # `auto`: exact search while documents x dims stay within a budget, HNSW above. The budget is 50,000 documents
 # at the default 128 dims (an exact scan of 6.4M numbers, about 1.5 ms here; 117k x 128 took 3.4 ms against
 # HNSW's 0.6): wider vectors switch sooner (16,666 at 384 dims), narrower ones later. IVF-PQ (`--index-type pq`)
-# keeps 40 bytes a passage against HNSW's 792 but stays opt-in: as `auto` it lowered full SciFact's default
-# nDCG@10 from 0.7355 to 0.7231 (benchmarks/results/index-type-quality.md) and answered real clustered vectors
-# in 59 ms against HNSW's 1.7, its exact re-scoring from the raw vectors the cost (docs/performance.md, "Bytes").
+# keeps 47 bytes a passage against HNSW's 792 but stays opt-in: tuned at a default query's depth too, it still
+# loses full SciFact's default nDCG@10 0.7303 against HNSW's 0.7356 and answers 2.4x slower, its re-scoring
+# of raw rows the cost (benchmarks/results/index-type-quality.md, docs/performance.md "Bytes").
 AUTO_FLAT_LIMIT, AUTO_REFERENCE_DIMS = 50_000, 128
 HNSW_NEIGHBOURS, HNSW_EF_CONSTRUCTION, HNSW_EF_SEARCH = 32, 80, 128  # efSearch: of indexes built untuned
 TRAINING_ROWS_PER_LIST = 40
 PARAM_NAMES = ("efSearch", "nprobe", "k_factor")  # the unfiltered search's, in `params`
+TUNED_K = 10  # the depth `params` are tuned at; ivf and pq also at `params["deep"]["k"]` (tuning.py)
 SELECTORS_KEPT = 8
 RECONSTRUCTED_ROWS = 4096  # ivf scores up to this many rows exactly by id, more by scanning every list
 BITMAP_IDS = 1 << 27  # ids below this are selected through a bitmap (16 MiB at most), others by a hash set
@@ -167,6 +168,10 @@ class VectorIndex:
             codes = f"PQ{index.pq.M}x{index.pq.nbits}" if isinstance(index, faiss.IndexIVFPQ) else "Flat"
             refine = self.search_params.get("k_factor", 1)
             rescored = f" k_factor={refine}" if refine > 1 else ""
+            deep = (self.params or {}).get("deep")
+            if deep:
+                deeper = f" k_factor={deep['k_factor']}" if "k_factor" in deep else ""
+                rescored += f" ({deep['k']} deep: nprobe={deep['nprobe']}{deeper})"
             return f"IVF{index.nlist},{codes} nprobe={self.search_params['nprobe']}{rescored}"
         return "HNSW32,Flat" if self.kind == "hnsw" else "Flat"  # efSearch: `info`'s search_params
 
@@ -186,6 +191,25 @@ class VectorIndex:
             untuned = {"efSearch": HNSW_EF_SEARCH} if self.kind == "hnsw" else {}
         tuned = {key: value for key, value in (self.params or {}).items() if key in PARAM_NAMES}
         return {**untuned, **tuned}
+
+    def at_depth(self, params: dict[str, Any], k: int) -> dict[str, Any]:
+        """ivf, pq: `params` (tuned at TUNED_K results) for a search of k results. An inverted list holds a
+        query's nearest few, not its 200 nearest: a search as deep as a default query's candidates (rerank's
+        100 rows, 200 with long documents) needs more lists at the same recall, and pq fewer candidates per
+        result. Both were tuned at TUNED_K and at the depth in `params["deep"]` (tuning.py); in between they
+        go geometrically, and nprobe and k_factor scale by that ratio. Unchanged for other kinds, k <= TUNED_K
+        or an index tuned at TUNED_K only."""
+        deep = (self.params or {}).get("deep")
+        if not deep or k <= TUNED_K or "nprobe" not in params:
+            return params
+        shallow = self.search_params
+        share = min(1.0, np.log(k / TUNED_K) / np.log(deep["k"] / TUNED_K))
+        nprobe = params["nprobe"] * (deep["nprobe"] / shallow["nprobe"]) ** share
+        out = {**params, "nprobe": int(min(faiss.downcast_index(self.index).nlist, np.ceil(nprobe - 1e-9)))}
+        if "k_factor" in params:
+            factor = params["k_factor"] * (deep["k_factor"] / shallow.get("k_factor", 1)) ** share
+            out["k_factor"] = max(1, int(np.ceil(factor - 1e-9)))
+        return out
 
     @property
     def training_rows(self) -> int:
@@ -237,21 +261,29 @@ class VectorIndex:
         """The k best (id, score) per query, approximate for hnsw, ivf and pq; with `allowed` (sorted unique
         ids), only among those (filtered inside the search; strategy.py decides when that is the way).
         `params`: efSearch / nprobe for this search instead of `search_params`."""
+        return ranked(*self.search_arrays(queries, k, allowed, params))
+
+    def search_arrays(
+        self,
+        queries: np.ndarray,
+        k: int,
+        allowed: np.ndarray | None = None,
+        params: dict[str, Any] | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """`search` as FAISS answers it: (scores, ids) arrays of a row per query, padded with id -1 (pq's
+        candidates stay arrays until re-scored: a Python pair per candidate took more than the search)."""
         queries = np.ascontiguousarray(queries, dtype=np.float32)
         if queries.ndim != 2 or queries.shape[1] != self.dim:
             raise SettingsError(f"queries {queries.shape} do not fit an index of dim {self.dim}")
         selector = None
         if allowed is not None:
-            if len(allowed) == 0:
-                return [[] for _ in queries]
             k = min(k, len(allowed))
-            selector = self._selector(allowed)
+            selector = self._selector(allowed) if k else None
         k = min(k, self.count)
         if k == 0:
-            return [[] for _ in queries]
+            return np.empty((len(queries), 0), dtype=np.float32), np.empty((len(queries), 0), dtype=np.int64)
         settings = self._search_parameters(selector, params or self.search_params, k)
-        scores, ids = single_threaded(len(queries), lambda: self.index.search(queries, k, params=settings))
-        return ranked(scores, ids)
+        return single_threaded(len(queries), lambda: self.index.search(queries, k, params=settings))
 
     def _selector(self, allowed: np.ndarray) -> Selector:
         """The selector of these ids, kept for the last few arrays searched with (a filter's rows, cached by the
