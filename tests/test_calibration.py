@@ -422,3 +422,47 @@ def test_a_calibration_counts_its_age_and_an_export_keeps_it(index, cranfield, c
     report = source.ingest(new, refit="auto")
     assert report.recalibrated and not report.refitted and source.state.calibration["changed"] == 0
     source.close()
+
+
+@pytest.mark.slow
+def test_a_renewal_encodes_only_the_pseudo_queries_of_changed_documents(index, tmp_path):
+    """The calibration keeps its draw and the vectors it encoded (storage/calibrationcache.py): after a fifth of
+    the draw's documents are deleted, a renewal asks the documents still stored the same queries and encodes only
+    the texts of the queries drawn anew; its record equals a calibration of the same draw encoding every text."""
+    from semsearch.retrieval.calibration import calibrate
+    from semsearch.storage.calibrationcache import CalibrationCache, encoder_name
+
+    source = Index.open(copy_index(index.path, tmp_path / "source"))
+    before = CalibrationCache.load(source.path, encoder_name(source.settings))
+    assert len(before.panel) >= source.state.calibration["queries"] > 50  # the ingest's draw
+    drawn = source.store.get(before.panel[::5, 0].tolist())  # a fifth of the draw's documents
+    source.delete([row["id"] for row in drawn.values()])
+    source.recalibrate()
+    renewed, after = (
+        source.state.calibration,
+        CalibrationCache.load(source.path, encoder_name(source.settings)),
+    )
+    live = set(source.store.all_pks().tolist())
+    still = [row for row in before.panel.tolist() if row[0] in live][
+        : len(after.panel)
+    ]  # fewer are drawn now
+    assert after.panel[: len(still)].tolist() == still  # the same queries of the documents kept, first
+    assert len(after.panel) > len(still) > len(after.panel) / 2  # ... and new ones for those deleted
+    assert renewed["reused"] >= len(still)  # ... their texts not encoded again
+
+    everything = CalibrationCache(source.path, "another", panel=after.panel)  # the same draw, nothing cached
+    fresh = calibrate(
+        store=source.store,
+        dense=DenseRetriever(source.transform, source.vectors, source.raw),
+        encode=source.encoder.encode,
+        cut=partial(split, chunker=make_chunker(source.settings, lambda: source.encoder)),
+        rerank=source.settings.rerank,
+        precision=source.settings.raw_precision,
+        cache=everything,
+    )
+    assert everything.reused == 0 and everything.encoded > renewed["reused"] > 0
+    assert fresh.ranks == renewed["ranks"] and (fresh.mode, fresh.alpha) == (
+        renewed["mode"],
+        renewed["alpha"],
+    )
+    source.close()

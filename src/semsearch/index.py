@@ -413,15 +413,17 @@ class Index:
         crop: int | None = None,
         **page: Any,
     ) -> Results:
-        """The k documents closest to the documents `ids` by their stored vectors, away from those of
-        `negative` (retrieval/similar.py: how a document of several passages is one vector), the examples
-        themselves left out; `where`, `rerank`, `crop` and the page's `offset` and `generation` as for `search`."""
+        """The k documents closest to the documents `ids` by their stored vectors and distinctive words, away
+        from those of `negative` (retrieval/similar.py), the examples left out, in the index's default mode;
+        `where`, `rerank`, `crop` and the page's `offset` and `generation` as for `search`."""
         self.refresh()
-        vector, examples = Examples.of(self.store, ids, negative).vector(self.raw)
-        options = QueryOptions.resolve(
-            self.query_defaults, mode=SearchMode.DENSE, rerank=rerank, texts=False, crop=crop
-        )
-        return self._search(options, vector[None], None, k, where, Page(**page), examples)[0]
+        examples = Examples.of(self.store, ids, negative)
+        words = examples.words(self.store) if self.query_defaults.mode is not SearchMode.DENSE else ""
+        options = QueryOptions.resolve(self.query_defaults, rerank=rerank, texts=bool(words), crop=crop)
+        vector, excluded = examples.vector(self.raw)
+        return self._search(
+            options, vector[None], [words] if words else None, k, where, Page(**page), excluded
+        )[0]
 
     def _search(self, options, vectors, texts, k, where, page: Page, exclude=frozenset()) -> list[Results]:
         return searching.search(self.directory, options, vectors, texts, k, where, page, exclude)

@@ -18,7 +18,8 @@ from .query import print_results
 @page_options
 @json_option
 def similar(ids, index_path, negative, k, where, rerank, offset, generation, as_json):
-    """The documents most like the documents ID... (by their stored vectors; the examples themselves left out).
+    """The documents most like the documents ID... (their stored vectors and most distinctive words, fused as a
+    query is; the examples themselves left out).
 
     \b
     Example:

@@ -33,6 +33,7 @@ from ..retrieval.calibration_age import aged
 from ..retrieval.search import DenseRetriever
 from ..retrieval.vectorindex import VectorIndex, resolve_index_type
 from ..settings import NO_MODEL, Quantize, TransformSpec, check_recall_target
+from ..storage.calibrationcache import CalibrationCache, encoder_name
 from ..storage.generations import NextGeneration
 from ..storage.manifest import IndexSettings
 from ..storage.rawvectors import RawVectors, ResumeCache, Segment, SegmentWriter
@@ -291,6 +292,7 @@ def _calibrated(
         cut=partial(split, chunker=chunker),
         rerank=settings.rerank,
         precision=settings.raw_precision,
+        cache=CalibrationCache.load(directory.path, encoder_name(settings)),
     )
     return chosen.to_json()  # a calibration, or why there is none
 

@@ -17,11 +17,12 @@ weak): dense alone if it is within TIE of the best weight; else hybrid at the la
 best fused one; keyword alone only if it beats every fused weight by more than TIE. One side alone stands only
 if it beats the default (hybrid at DEFAULT_ALPHA) beyond noise (choice.py); else the best fused weight that does,
 else the default (`rule` says which). The cost is the encoding of
-at most QUERIES sentences and their one-passage documents and 2 x QUERIES searches, whatever the corpus's size."""
+at most QUERIES sentences and their one-passage documents and 2 x QUERIES searches, whatever the corpus's size.
+A renewal (`refit`) keeps the last draw where its documents are still stored and their vectors, kept beside the
+index (storage/calibrationcache.py): after a fifth of the corpus changed, about a fifth of that is encoded."""
 
 from __future__ import annotations
 
-import math
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -32,15 +33,18 @@ import numpy as np
 
 from ..cjk import CJK_SENTENCE_ENDS, word_count
 from ..documents import Document
-from ..settings import FUSION_DEPTH, Fusion, SearchMode
+from ..settings import FUSION_DEPTH, SearchMode
+from ..storage.calibrationcache import CalibrationCache
 from ..storage.rawvectors import RawVectors, as_kept
 from ..storage.store import DocumentStore
 from . import perquery
 from .choice import NOISE, TIE, choose
-from .cropping import CROP_WORDS, crop, cropped
+from .cropping import CROP_WORDS, crop, cropped, joined
 from .keywords import KeywordRetriever
-from .search import DenseRetriever, Found, Match, dense_documents, fuse
+from .search import DenseRetriever, Found, Match, dense_documents
 from .strategy import Ranked
+from .sweep import WEIGHTS, gains_of, sweep_ranks
+from .sweep import sweep_weights as sweep_weights  # where the tests have always found it
 from .vectorindex import VectorIndex
 
 QUERIES = 256  # pseudo-queries at most
@@ -55,9 +59,6 @@ SCANNED = 8  # documents read at most per pseudo-query wanted: a corpus of one-s
 SEED = 16
 MIN_SENTENCES = 3  # in a document that gives a query: the rest keeps at least two
 QUERY_WORDS = (4, 64)  # a pseudo-query's words, at least and at most
-WEIGHTS = tuple(round(0.1 * step, 1) for step in range(11))  # dense weights tried: 0 keyword alone, 1 dense
-CUTOFF = 10
-RANKS = "0123456789a"  # a target's rank as the record keeps it: 1-9, "a" for 10, "0" beyond CUTOFF
 METRIC = "ndcg@10"
 # A full stop, question or exclamation mark and the space after it; or a Chinese/Japanese sentence end (。！？；…),
 # which no space follows, and its closing quotes or brackets.
@@ -92,6 +93,8 @@ class Calibration:
     ranks: dict[str, str] | None = None
     # documents added, replaced or deleted since (the index counts them, changes.py); None: not counted yet
     changed: int | None = None
+    # texts (pseudo-queries and targets) whose vectors came from the last calibration (None: no cache)
+    reused: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -128,23 +131,52 @@ class PseudoQuery:
     query: str  # the sentence (or cropped span) taken out
     rest: str  # the document's text without it
     span: tuple[int, int] | None = None  # the query's characters in the document's text
+    cut: int = 0  # CLOZE (a sentence) or CROP (a span of words): how the rest was joined
 
 
-def pseudo_queries(store: DocumentStore, count: int, seed: int = SEED) -> list[PseudoQuery]:
-    """Up to `count` pseudo-queries from documents drawn with `seed`, reading at most SCANNED x count of them."""
-    rng = np.random.default_rng(seed)
-    order = rng.permutation(store.all_pks())[: SCANNED * count]
+CLOZE, CROP = 0, 1  # how a pseudo-query was cut from its document (a panel row's last column)
+
+
+def pseudo_queries(
+    store: DocumentStore, count: int, seed: int = SEED, kept: np.ndarray | None = None
+) -> list[PseudoQuery]:
+    """Up to `count` pseudo-queries from documents drawn with `seed`, reading at most SCANNED x count of them.
+    `kept`: an earlier draw's `panel`, whose documents still stored give their same queries first, the rest
+    drawn as before among the others (a renewal re-encodes only what changed: a document rewritten since is
+    another pk, drawn again or not like any other)."""
     out: list[PseudoQuery] = []
+    if kept is not None and len(kept):
+        rows = store.get([int(pk) for pk in kept[:, 0]])
+        for pk, start, end, cut in kept.tolist():
+            text = rows[pk]["text"] if pk in rows else ""
+            if 0 <= start < end <= len(text) and len(out) < count:
+                rest = (
+                    (text[:start] + text[end:]).strip() if cut == CLOZE else joined(text[:start], text[end:])
+                )
+                out.append(PseudoQuery(pk, text[start:end], rest, (start, end), cut))
+    rng = np.random.default_rng(seed)
+    taken = {q.pk for q in out}
+    order = rng.permutation(store.all_pks())[: SCANNED * count]
     for start in range(0, len(order), count):
-        batch = [int(pk) for pk in order[start : start + count]]
+        if len(out) == count:
+            break
+        batch = [int(pk) for pk in order[start : start + count] if int(pk) not in taken]
         rows = store.get(batch)
         for pk in batch:
             text = rows[pk]["text"] if pk in rows else ""
-            if (found := _cloze(text, rng) or crop(text, rng)) is not None:
-                out.append(PseudoQuery(pk, *found))
+            cut, found = CLOZE, _cloze(text, rng)
+            if found is None:
+                cut, found = CROP, crop(text, rng)
+            if found is not None:
+                out.append(PseudoQuery(pk, *found, cut))
                 if len(out) == count:
-                    return out
+                    break
     return out
+
+
+def panel(drawn: Sequence[PseudoQuery]) -> np.ndarray:
+    """The draw as the cache keeps it: a row per pseudo-query, its pk, span and cut."""
+    return np.array([(q.pk, *q.span, q.cut) for q in drawn], dtype=np.int64).reshape(-1, 4)
 
 
 def _cloze(text: str, rng: np.random.Generator) -> tuple[str, str, tuple[int, int]] | None:
@@ -241,11 +273,14 @@ def calibrate(
     queries: int | None = None,
     seed: int = SEED,
     precision: str = "float32",
+    cache: CalibrationCache | None = None,
 ) -> Calibration | Skipped:
     """The fusion weight and default mode this index's own documents choose (see the module's docstring), from
     `queries` pseudo-queries (None: one per QUERY_SHARE passages, at most QUERIES), or why it cannot judge
     (Skipped): fewer than MIN_PASSAGES passages, or fewer than MIN_QUERIES pseudo-queries to be drawn.
-    `precision`: the raw vectors' (rawvectors.py); re-encoded targets are kept so, as an ingest would keep them."""
+    `precision`: the raw vectors' (rawvectors.py); re-encoded targets are kept so, as an ingest would keep them.
+    `cache`: the last calibration's pseudo-queries and vectors (storage/calibrationcache.py): its documents still
+    stored give their queries again and their texts are not encoded again; it is saved with this one's."""
     started = time.perf_counter()
     documents, passages = store.count(), dense.vectors.count
 
@@ -259,12 +294,14 @@ def calibrate(
             f"{passages:,} passages: fewer than {MIN_PASSAGES:,} give fewer than {MIN_QUERIES} pseudo-queries "
             f"(one per {QUERY_SHARE} passages)"
         )
-    drawn = pseudo_queries(store, queries or min(QUERIES, passages // QUERY_SHARE), seed)
+    wanted = queries or min(QUERIES, passages // QUERY_SHARE)
+    drawn = pseudo_queries(store, wanted, seed, None if cache is None else cache.panel)
     if len(drawn) < MIN_QUERIES:  # before encoding anything
         return skipped(
             f"only {len(drawn)} pseudo-queries among the documents read, fewer than {MIN_QUERIES}: too few "
             f"have {MIN_SENTENCES} sentences or {2 * CROP_WORDS[0]} words"
         )
+    encode = encode if cache is None else cache.encoder(encode)
     targets = Targets.drawn(drawn, store, lambda texts: as_kept(encode(texts), precision), cut)
     if len(targets.queries) < MIN_QUERIES:
         return skipped(
@@ -277,9 +314,13 @@ def calibrate(
     sweep = {weight: round(float(gain.mean()), 5) for weight, gain in gains.items()}
     mode, alpha, rule = choose(gains)
     fixed = {SearchMode.DENSE.value: 1.0, SearchMode.KEYWORD.value: 0.0}.get(mode, alpha)
-    per_query = perquery.fit(
-        dense_found, keyword_found, lambda i, found: _gain(targets.queries[i], found), fixed
+    per_query = perquery.fitted(
+        perquery.features(dense_found, keyword_found),
+        np.stack([gains[f"{w:.1f}"] for w in WEIGHTS], 1),
+        fixed,
     )
+    if cache is not None:
+        cache.save(panel(drawn))
     return Calibration(
         mode=mode,
         alpha=alpha,
@@ -293,6 +334,7 @@ def calibrate(
         rule=rule,
         ranks=ranks,
         changed=0,
+        reused=None if cache is None else cache.reused,
         seconds=round(time.perf_counter() - started, 3),
     )
 
@@ -351,46 +393,3 @@ def rankings(
     with store.scratch({q.pk: q.rest for q in targets.queries}):
         scored = KeywordRetriever(store, store.count()).top(queries, FUSION_DEPTH, None)
     return dense_found, [[Match(pk, score) for pk, score in result] for result in scored]
-
-
-def sweep_weights(
-    queries: list[PseudoQuery], dense: list[Found], keyword: list[Found]
-) -> dict[str, np.ndarray]:
-    """Each target's nDCG@10 at each dense weight ("0.0" keyword alone, "1.0" dense alone)."""
-    return {weight: gains_of(ranks) for weight, ranks in sweep_ranks(queries, dense, keyword).items()}
-
-
-def sweep_ranks(queries: list[PseudoQuery], dense: list[Found], keyword: list[Found]) -> dict[str, str]:
-    """Each target's rank at each dense weight, a RANKS character per query (the record's `ranks`)."""
-    return {
-        f"{w:.1f}": "".join(RANKS[_rank(q, found)] for q, found in zip(queries, _ranking(dense, keyword, w)))
-        for w in WEIGHTS
-    }
-
-
-def gains_of(ranks: str) -> np.ndarray:
-    """nDCG@10 with one relevant document, per query, from its rank: 1 / log2(1 + rank), 0 beyond CUTOFF."""
-    at = np.array([RANKS.index(c) for c in ranks], dtype=np.float64)
-    return np.where(at > 0, 1 / np.log2(1 + np.maximum(at, 1)), 0.0)
-
-
-def _ranking(dense: list[Found], keyword: list[Found], weight: float) -> list[Found]:
-    if weight == 1.0:
-        return dense
-    if weight == 0.0:
-        return keyword
-    return [fuse(d, k, weight, Fusion.CONVEX, CUTOFF) for d, k in zip(dense, keyword)]
-
-
-def _gain(query: PseudoQuery, found: Found) -> float:
-    """nDCG@10 with one relevant document: 1 / log2(1 + its rank), 0 beyond rank 10."""
-    rank = _rank(query, found)
-    return 1 / math.log2(1 + rank) if rank else 0.0
-
-
-def _rank(query: PseudoQuery, found: Found) -> int:
-    """The target's rank among the first CUTOFF, 0 beyond."""
-    for rank, match in enumerate(found[:CUTOFF], 1):
-        if match.pk == query.pk:
-            return rank
-    return 0

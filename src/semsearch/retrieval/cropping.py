@@ -29,7 +29,7 @@ def crop(text: str, rng: np.random.Generator) -> tuple[str, str, tuple[int, int]
     size = min(CROP_WORDS[1], max(CROP_WORDS[0], len(words) // 3))
     first = int(rng.integers(len(words) - size + 1))
     start, end = words[first][0], words[first + size - 1][1]
-    return text[start:end], _joined(text[:start], text[end:]), (start, end)
+    return text[start:end], joined(text[:start], text[end:]), (start, end)
 
 
 def cropped(
@@ -47,12 +47,12 @@ def cropped(
             continue
         low, high = min(spans[row][0] for row in holding), max(spans[row][1] for row in holding)
         text = texts[query.pk]
-        rest = _joined(text[:low], text[high:])
+        rest = joined(text[:low], text[high:])
         kept.append(type(query)(query.pk, query.query, rest, query.span))
         dropped.extend(holding)
     return kept, np.asarray(dropped, dtype=np.int64)
 
 
-def _joined(before: str, after: str) -> str:
+def joined(before: str, after: str) -> str:
     """The text either side of a cut, a space between them (the cut is a word boundary on both sides)."""
     return " ".join(part for part in (before.strip(), after.strip()) if part)

@@ -75,7 +75,15 @@ def fit(
     gains = np.array(
         [[gain(i, fused(d, k, w)) for w in WEIGHTS] for i, (d, k) in enumerate(zip(dense, keyword))]
     )
-    features = np.array([feature(d, k) for d, k in zip(dense, keyword)])
+    return fitted(features(dense, keyword), gains, fixed)
+
+
+def features(dense: Sequence[Found], keyword: Sequence[Found]) -> np.ndarray:
+    return np.array([feature(d, k) for d, k in zip(dense, keyword)])
+
+
+def fitted(features: np.ndarray, gains: np.ndarray, fixed: float) -> PerQueryWeights:
+    """The bins and their weights from each query's feature and its nDCG@10 at each of WEIGHTS (a row each)."""
     edges = (
         [float(q) for q in np.quantile(features, [b / BINS for b in range(1, BINS)])] if len(features) else []
     )

@@ -246,7 +246,7 @@ def fuse(dense: Found, keyword: Found, alpha: float, fusion: Fusion, k: int) -> 
         if fusion is Fusion.RRF:
             values = [1.0 / (RRF_K + rank) for rank in range(1, len(found) + 1)]
         else:
-            values = _min_max([match.score for match in found])
+            values = min_max([match.score for match in found])
         weight = alpha if side == "dense" else 1 - alpha
         for match, value in zip(found, values):
             fused = merged.setdefault(match.pk, Match(match.pk, 0.0, None, {"dense": None, "keyword": None}))
@@ -257,7 +257,7 @@ def fuse(dense: Found, keyword: Found, alpha: float, fusion: Fusion, k: int) -> 
     return order[:k]
 
 
-def _min_max(scores: list[float]) -> list[float]:
+def min_max(scores: list[float]) -> list[float]:
     if not scores:
         return []
     low, high = min(scores), max(scores)
