@@ -8,8 +8,7 @@ Layout of an index directory:
     gen-NNNNNN/                one generation of derived files: stats.safetensors, transform files, vectors.faiss,
                                and a copy of its manifest (`semsearch check --repair` restores from it)
 
-Writes take turns and publish whole generations (generations.py): ingest.py adds, build.py derives, search.py
-and calibration.py read.
+Writes take turns and publish whole generations (generations.py): ingest adds, build derives, search reads.
 
 Size: one short method per operation a program asks of an index (create, open, ingest and sync, add, delete,
 refit, search, similar, export, info), each a call into the stage that does it."""
@@ -419,11 +418,10 @@ class Index:
         self.refresh()
         examples = Examples.of(self.store, ids, negative)
         words = examples.words(self.store) if self.query_defaults.mode is not SearchMode.DENSE else ""
-        options = QueryOptions.resolve(self.query_defaults, rerank=rerank, texts=bool(words), crop=crop)
-        vector, excluded = examples.vector(self.raw)
-        return self._search(
-            options, vector[None], [words] if words else None, k, where, Page(**page), excluded
-        )[0]
+        texts = [words] if words else None
+        options = QueryOptions.resolve(self.query_defaults, rerank=rerank, texts=bool(texts), crop=crop)
+        vector, left_out = examples.vector(self.raw)
+        return self._search(options, vector[None], texts, k, where, Page(**page), left_out)[0]
 
     def _search(self, options, vectors, texts, k, where, page: Page, exclude=frozenset()) -> list[Results]:
         return searching.search(self.directory, options, vectors, texts, k, where, page, exclude)
