@@ -132,36 +132,3 @@ def test_whitening_raises_sts_spearman_with_cls_pooling():
     config = BenchConfig(transforms=["none", "whiten"], dims=[None], powers=[1.0], poolings=["cls"])
     rows = {r["transform"]: r["spearman"] for r in run_sts(shared_data("stsb", "sts-dev.csv"), config)}
     assert rows["whiten"] > rows["none"] + 2.0, rows
-
-
-@pytest.mark.slow
-def test_bench_reports_the_plain_fts5_reference_and_latency_percentiles(
-    scifact_subset, scifact_bench_work, tmp_path
-):
-    """In the bench group: it shares the encoded subset with the sweep, so one worker builds it while the
-    other runs other tests (a second worker needing it at the same time would only wait)."""
-    import shutil
-
-    root = beir_directory(scifact_subset, tmp_path / "scifact-mini")
-    shutil.copytree(scifact_bench_work, tmp_path, dirs_exist_ok=True)  # the corpus encoded once for the run
-    arguments = ["bench", "--beir", str(root), "--modes", "dense,keyword,hybrid", "--transforms", "none"]
-    arguments += [
-        "--dims",
-        "all",
-        "--chunk-tokens",
-        "0",
-        "--out",
-        str(tmp_path / "out"),
-        "--work",
-        str(tmp_path),
-    ]
-    result = CliRunner().invoke(main, arguments)
-    assert result.exit_code == 0, result.output
-    rows = json.loads((tmp_path / "out" / "results.json").read_text())
-    by_system = {(row["system"], row.get("mode")): row for row in rows}
-    keyword, plain = by_system["semsearch", "keyword"], by_system["plain FTS5 bm25", "keyword"]
-    assert ("semsearch", "dense") in by_system and ("semsearch", "hybrid") in by_system
-    for row in rows:
-        assert 0 < row["query_ms"] <= row["query_ms_p90"]
-    assert 0.3 < plain["ndcg@10"] <= 1 and abs(keyword["ndcg@10"] - plain["ndcg@10"]) < 0.1
-    assert "plain FTS5 bm25" in (tmp_path / "out" / "results.md").read_text()

@@ -147,6 +147,42 @@ def test_query_styles_are_deterministic_and_long_queries_are_long(scifact_subset
     assert any(count > 1 for count in np.unique(query_words(repeated), return_counts=True)[1])
 
 
+@pytest.mark.slow
+def test_bench_reports_the_plain_fts5_reference_and_latency_percentiles(
+    scifact_subset, scifact_bench_work, tmp_path
+):
+    import shutil
+
+    from click.testing import CliRunner
+    from conftest import beir_directory
+
+    from semsearch.cli import main
+
+    root = beir_directory(scifact_subset, tmp_path / "scifact-mini")
+    shutil.copytree(scifact_bench_work, tmp_path, dirs_exist_ok=True)  # the corpus encoded once for the run
+    arguments = ["bench", "--beir", str(root), "--modes", "dense,keyword,hybrid", "--transforms", "none"]
+    arguments += [
+        "--dims",
+        "all",
+        "--chunk-tokens",
+        "0",
+        "--out",
+        str(tmp_path / "out"),
+        "--work",
+        str(tmp_path),
+    ]
+    result = CliRunner().invoke(main, arguments)
+    assert result.exit_code == 0, result.output
+    rows = json.loads((tmp_path / "out" / "results.json").read_text())
+    by_system = {(row["system"], row.get("mode")): row for row in rows}
+    keyword, plain = by_system["semsearch", "keyword"], by_system["plain FTS5 bm25", "keyword"]
+    assert ("semsearch", "dense") in by_system and ("semsearch", "hybrid") in by_system
+    for row in rows:
+        assert 0 < row["query_ms"] <= row["query_ms_p90"]
+    assert 0.3 < plain["ndcg@10"] <= 1 and abs(keyword["ndcg@10"] - plain["ndcg@10"]) < 0.1
+    assert "plain FTS5 bm25" in (tmp_path / "out" / "results.md").read_text()
+
+
 def test_documents_and_queries_pass_through_the_one_analysis(tmp_path, monkeypatch):
     """What analysis.analyze returns is what the keyword index holds and what a query looks for, on both engines
     (here an analysis that spells `colour` as `color`: a segmenter plugs in the same way)."""
