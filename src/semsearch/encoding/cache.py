@@ -28,6 +28,12 @@ def _digest(data: bytes) -> bytes:
     return hashlib.blake2b(data, digest_size=DIGEST).digest()
 
 
+def cache_directory_from_environment() -> Path | None:
+    """The directory SEMSEARCH_ENCODING_CACHE names, or None (no cache)."""
+    directory = os.environ.get(ENCODING_CACHE_ENV)
+    return Path(directory).expanduser() if directory else None
+
+
 class EncodingCache:
     """The vectors of one encoder's settings (`identity`), `dim` float32 numbers each."""
 
@@ -35,11 +41,6 @@ class EncodingCache:
         self.directory = directory / hashlib.sha256(identity.encode()).hexdigest()[:24]
         self.size = dim * 4 + DIGEST
         self.dim = dim
-
-    @classmethod
-    def from_environment(cls, identity: str, dim: int) -> EncodingCache | None:
-        directory = os.environ.get(ENCODING_CACHE_ENV)
-        return cls(Path(directory).expanduser(), identity, dim) if directory else None
 
     def _path(self, key: bytes) -> Path:
         name = hashlib.sha256(key).hexdigest()

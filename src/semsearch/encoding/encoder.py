@@ -10,7 +10,7 @@ import numpy as np
 from ..errors import DataError
 from ..settings import DEFAULT_BACKEND, Backend, Pooling, Quantize
 from .backend import EncoderBackend, EncodingSpec, Int8Method
-from .cache import EncodingCache
+from .cache import EncodingCache, cache_directory_from_environment
 from .external import ExternalRunner, UnitTokenizer, external_model
 from .model import model_fingerprint, read_model_defaults, resolve_model_path
 from .onnx_backend import OnnxBackend
@@ -138,7 +138,8 @@ class Encoder:
         """The encoding cache of these settings, if the environment names one (cache.py) and a text's vector
         does not depend on its batch: fp32 weights, or int8 with per-row activations (not the older dynamic
         int8, nor torch's)."""
-        if not (
+        directory = cache_directory_from_environment()  # first: without one, nothing else is read
+        if directory is None or not (
             self.quantize is Quantize.NONE
             or (self.backend is Backend.ONNX and self.int8_method is Int8Method.PER_ROW)
         ):
@@ -149,7 +150,7 @@ class Encoder:
                 f"{fingerprint}|{self.backend.value}|{self.quantize.value}|{self.int8_method.value}|"
                 f"{self.pooling.value}|{self.normalize}|{self.max_length}"
             )
-        return EncodingCache.from_environment(self._cache_identity, self.dim)
+        return EncodingCache(directory, self._cache_identity, self.dim)
 
     def _run(self, token_ids: list[list[int]], progress: Callable[[int], None] | None) -> np.ndarray:
         """The model's vectors of these token ids, batched by length, in input order."""
