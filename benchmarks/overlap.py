@@ -1,0 +1,293 @@
+"""Passage overlap and what encoding costs (issue 37): at 64-token passages, overlap 0 / 16 / 32 and late
+chunking (a window of up to the model's 256 tokens encoded once, its token vectors mean-pooled over each
+passage's span), with and without overlap, on the passage-length sweep's five sets (defaults.py): nDCG@10 of
+dense, keyword and the calibrated default, passages, and tokens encoded per document token. Written to
+benchmarks/results/overlap.json and the "Passage overlap" section of benchmarks/results/defaults.md.
+
+    .venv/bin/python benchmarks/overlap.py [--sets NAME,...] [--configs 0,16,32,late0,late16] [--work DIR]
+                                           [--timed SETS] [--rounds 2] [--collect]
+
+Quality: each configuration is an index with the defaults (int8, whiten P=0.5 to 128 dims, rerank 100, hybrid
+at the weight the index calibrates for itself) but its overlap; SEMSEARCH_ENCODING_CACHE may serve the plain
+passages (it changes no vector). Late chunking is computed here, with the engine's own int8 ONNX graph made to
+return its token vectors too (the tensor its mean pooling reads), and ingested as vectors per passage (as an
+export's are): the index then does the rest as for encoded passages. A document of one passage gets the vector
+the engine gives it. The windows: a document's passages (the engine's chunker at that overlap) taken in order
+into a window while they fit in max_length (title and special tokens included); each window is encoded once.
+
+Speed (--timed): whole ingests of the long-document sets at each plain overlap, without the encoding cache,
+alternated round by round in one run (2 shared cores: seconds swing 2x, ratios within a round hold better).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import time
+from dataclasses import replace
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+from defaults import build
+from scale import command_line, markdown_table
+
+REPO = Path(__file__).resolve().parents[1]
+OUT = REPO / "benchmarks" / "results"
+SETS = "scifact-sub,cranfield,scifact-mixed,cranfield-mixed,cranfield-single"
+LONG_SETS = "scifact-mixed,cranfield-mixed,cranfield-single"
+CHUNK_TOKENS = 64
+WINDOW_TOKENS = 2048  # padded tokens per batch of windows, as the encoder batches (encoder.TOKEN_BUDGET)
+CACHE_ENV = "SEMSEARCH_ENCODING_CACHE"
+
+
+def parse_config(config: str) -> tuple[bool, int]:
+    """`16` -> plain passages overlapping by 16 tokens; `late16` -> late chunking of those passages."""
+    late = config.startswith("late")
+    return late, int(config.removeprefix("late"))
+
+
+class TokenVectors:
+    """The engine's int8 ONNX graph with a second output: the token vectors its mean pooling averages."""
+
+    def __init__(self, encoder):
+        import onnx
+        import onnxruntime
+
+        graph = onnx.load(str(encoder.graph_path))
+        pooled_sum = next(n for n in graph.graph.node if n.op_type == "ReduceSum")  # sum(hidden * mask)
+        masked = next(n for n in graph.graph.node if pooled_sum.input[0] in n.output)
+        self.hidden = masked.input[0]
+        graph.graph.output.append(
+            onnx.helper.make_tensor_value_info(self.hidden, onnx.TensorProto.FLOAT, None)
+        )
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = os.cpu_count() or 1
+        self.session = onnxruntime.InferenceSession(
+            graph.SerializeToString(), options, providers=["CPUExecutionProvider"]
+        )
+
+    def run(self, windows: list[list[int]]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Each window's (pooled vector, token vectors), batched by length as the encoder batches."""
+        from semsearch.encoding.tokenizer import padded
+
+        out: list = [None] * len(windows)
+        order = sorted(range(len(windows)), key=lambda i: len(windows[i]))
+        at = 0
+        while at < len(order):
+            width = len(windows[order[at]])
+            stop = at + 1
+            while stop < len(order) and (stop - at + 1) * len(windows[order[stop]]) <= max(
+                WINDOW_TOKENS, width
+            ):
+                stop += 1
+            batch = order[at:stop]
+            ids, mask = padded([windows[i] for i in batch])
+            pooled, hidden = self.session.run(
+                ["vectors", self.hidden], {"input_ids": ids, "attention_mask": mask}
+            )
+            for row, i in enumerate(batch):
+                out[i] = (pooled[row], hidden[row, : len(windows[i])])
+            at = stop
+        return out
+
+
+def late_documents(docs, chunker, encoder, token_vectors: TokenVectors) -> tuple[list, int]:
+    """The documents with a vector per passage by late chunking, and the tokens the model ran over."""
+    from semsearch.ingest.chunking import TITLE_SHARE
+
+    tokenizer = encoder.tokenizer
+    whole = tokenizer._fast.from_str(tokenizer._fast.to_str())
+    whole.no_truncation()
+    whole.no_padding()
+    cls_id, sep_id = (whole.token_to_id(t) for t in ("[CLS]", "[SEP]"))
+    windows: list[list[int]] = []
+    plans = []  # per document: its passages' spans and [(window, first, last token in the window)]
+    for doc, passages in zip(docs, chunker.split(docs)):
+        spans = [p.span for p in passages]
+        if len(passages) == 1:  # the engine's own vector for a document of one passage
+            windows.append(encoder.tokenize([passages[0].embedding_text])[0])
+            plans.append((spans, [(len(windows) - 1, None, None)]))
+            continue
+        title = whole.encode(doc.title or "", add_special_tokens=False).ids[: CHUNK_TOKENS // TITLE_SHARE]
+        found = whole.encode(doc.text, add_special_tokens=False)
+        ids, starts = found.ids, np.array([o[0] for o in found.offsets])
+        ranges = [(int(np.searchsorted(starts, a)), int(np.searchsorted(starts, b))) for a, b in spans]
+        budget = encoder.max_length - 2 - len(title)
+        places, first = [], 0
+        while first < len(ranges):
+            begin, last = ranges[first][0], first
+            while last + 1 < len(ranges) and ranges[last + 1][1] - begin <= budget:
+                last += 1
+            end = max(stop for _, stop in ranges[first : last + 1])
+            windows.append([cls_id, *title, *ids[begin:end], sep_id])
+            offset = 1 + len(title) - begin
+            places += [(len(windows) - 1, a + offset, b + offset) for a, b in ranges[first : last + 1]]
+            first = last + 1
+        plans.append((spans, places))
+    encoded = token_vectors.run(windows)
+    out = []
+    for doc, (spans, places) in zip(docs, plans):
+        rows = []
+        for window, a, b in places:
+            pooled, hidden = encoded[window]
+            if a is None:
+                rows.append(pooled)
+                continue
+            vector = hidden[a:b].mean(axis=0)
+            rows.append(vector / max(float(np.linalg.norm(vector)), 1e-12))
+        out.append(replace(doc, vector=np.stack(rows).astype(np.float32), passages=tuple(spans)))
+    return out, sum(len(w) for w in windows)
+
+
+def encoded_tokens(docs, chunker, encoder) -> tuple[int, int]:
+    """Tokens the model runs over for plain passages (special tokens and title repeats included), and the
+    documents' own tokens (their texts')."""
+    texts = [p.embedding_text for parts in chunker.split(docs) for p in parts]
+    lengths = [len(ids) for ids in encoder.tokenize(texts)]
+    own = sum(len(offsets) for offsets in encoder.tokenizer.spans([doc.text for doc in docs]))
+    return sum(lengths), own
+
+
+def measure(name: str, directory: Path, config: str, work: Path) -> dict:
+    from semsearch import Index
+    from semsearch.evaluation.datasets import load_beir
+    from semsearch.evaluation.metrics import evaluate_run
+    from semsearch.ingest.creation import make_chunker
+    from semsearch.ingest.documents import Corpus
+
+    late, overlap = parse_config(config)
+    data = load_beir(directory)
+    path = work / "indexes" / f"{name}-{config}"
+    shutil.rmtree(path, ignore_errors=True)
+    started = time.perf_counter()
+    with Index.create(path, chunk_tokens=CHUNK_TOKENS, chunk_overlap=overlap) as index:
+        chunker = make_chunker(index.settings, lambda: index.encoder)
+        corpus = Corpus(data.corpus_path)
+        corpus.check()
+        docs = list(corpus.documents())
+        encoded, own = encoded_tokens(docs, chunker, index.encoder)
+        if late:
+            docs, encoded = late_documents(docs, chunker, index.encoder.load(), TokenVectors(index.encoder))
+            index.add(docs)
+        else:
+            index.ingest(data.corpus_path)
+        seconds = time.perf_counter() - started
+        ids = list(data.queries)
+        texts = [data.queries[q] for q in ids]
+        vectors = index.encoder.encode(texts)
+        row = {
+            "set": name,
+            "passages": config if not late else f"late chunking, overlap {overlap}",
+            "overlap": overlap,
+            "documents": len(index),
+            "passage count": index.state.rows,
+        }
+        for mode in ("dense", "keyword", None):
+            results = index.search_vectors(vectors, k=100, texts=texts, mode=mode, crop=0)
+            run = {q: {h.id: h.score for h in hits} for q, hits in zip(ids, results)}
+            row[mode or "default"] = round(evaluate_run(data.qrels, run, ["ndcg@10"])["ndcg@10"], 5)
+        row["calibrated"] = describe_default(index)
+        row["encoded tokens per document token"] = round(encoded / own, 3)
+        row["ingest s"] = round(seconds, 1)
+    shutil.rmtree(path, ignore_errors=True)
+    return row
+
+
+def describe_default(index) -> str:
+    calibration = index.info().get("calibration") or {}
+    mode, alpha = calibration.get("mode"), calibration.get("alpha")
+    return f"{mode} {alpha:g}" if mode == "hybrid" and alpha is not None else str(mode)
+
+
+def timed(sets: list[str], overlaps: list[int], rounds: int, work: Path) -> list[dict]:
+    """Whole ingests without the encoding cache, each set's overlaps alternated within each round."""
+    from semsearch import Index
+    from semsearch.evaluation.datasets import load_beir
+
+    os.environ.pop(CACHE_ENV, None)
+    rows = []
+    for name in sets:
+        directory, _ = build(name, work / "sets")
+        corpus = load_beir(directory).corpus_path
+        seconds: dict[int, list[float]] = {o: [] for o in overlaps}
+        passages: dict[int, int] = {}
+        for round_ in range(rounds):
+            for overlap in overlaps if round_ % 2 == 0 else overlaps[::-1]:
+                path = work / "timed" / f"{name}-{overlap}"
+                shutil.rmtree(path, ignore_errors=True)
+                started = time.perf_counter()
+                with Index.create(path, chunk_tokens=CHUNK_TOKENS, chunk_overlap=overlap) as index:
+                    index.ingest(corpus)
+                    passages[overlap] = index.state.rows
+                seconds[overlap].append(time.perf_counter() - started)
+                shutil.rmtree(path, ignore_errors=True)
+                print(
+                    f"timed {name} overlap {overlap}: {seconds[overlap][-1]:.1f} s",
+                    file=sys.stderr,
+                    flush=True,
+                )
+        reference = overlaps[0]
+        for overlap in overlaps:
+            ratios = [r / s for r, s in zip(seconds[reference], seconds[overlap])]
+            rows.append(
+                {
+                    "set": name,
+                    "overlap": overlap,
+                    "passage count": passages[overlap],
+                    "ingest s per round": " / ".join(f"{s:.1f}" for s in seconds[overlap]),
+                    f"speedup over overlap {reference} per round": " / ".join(f"{r:.2f}x" for r in ratios),
+                    "speedup, total seconds": f"{sum(seconds[reference]) / sum(seconds[overlap]):.2f}x",
+                }
+            )
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--sets", default=SETS)
+    parser.add_argument("--configs", default="0,16,32,late0,late16")
+    parser.add_argument("--timed", default=LONG_SETS, help="sets whose whole ingests are timed ('' for none)")
+    parser.add_argument("--timed-overlaps", default="16,0")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--work", type=Path, default=REPO / "indexes" / "overlap-bench")
+    args = parser.parse_args()
+    results = args.work / "overlap-rows.json"
+    done = json.loads(results.read_text()) if results.is_file() else {"quality": [], "timed": []}
+    for name in args.sets.split(","):
+        directory, _ = build(name, args.work / "sets")
+        for config in args.configs.split(","):
+            key = f"{name}/{config}"
+            if any(row.get("key") == key for row in done["quality"]):
+                continue
+            print(f"{key} ...", file=sys.stderr, flush=True)
+            row = measure(name, directory, config, args.work)
+            print(row, file=sys.stderr, flush=True)
+            done["quality"].append({"key": key, **row})
+            results.write_text(json.dumps(done, indent=1))
+    if args.timed:
+        overlaps = [int(o) for o in args.timed_overlaps.split(",")]
+        done["timed"] = timed(args.timed.split(","), overlaps, args.rounds, args.work)
+        results.write_text(json.dumps(done, indent=1))
+    write(done, command_line())
+
+
+def write(done: dict, command: str) -> None:
+    """overlap.json, and the tables printed (the defaults.md section is written by hand from them)."""
+    quality = [{k: v for k, v in row.items() if k != "key"} for row in done["quality"]]
+    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / "overlap.json").write_text(
+        json.dumps({"command": command, "at": stamp, "quality": quality, "timed": done["timed"]}, indent=1)
+        + "\n"
+    )
+    print("\n".join(markdown_table(quality) + markdown_table(done["timed"])))
+
+
+if __name__ == "__main__":
+    main()
