@@ -29,6 +29,7 @@ DATA = REPO.parent / "shared" / "data"
 OUT = REPO / "benchmarks" / "results"
 ALPHAS = "0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9"
 METRIC = "ndcg@10"
+OVERLAP_SECTION = "## Passage overlap"  # overlap.py's section, at the end of defaults.md
 
 
 def build(name: str, sets: Path) -> tuple[Path, bool]:
@@ -155,6 +156,14 @@ def plot(tables: dict[str, list[dict]], path: Path) -> None:
     figure.savefig(path, dpi=120)
 
 
+def kept_sections(path: Path) -> str:
+    """The sections other benchmarks write at the end of defaults.md (overlap.py's "Passage overlap"), kept
+    when this one writes the file again."""
+    text = path.read_text() if path.is_file() else ""
+    at = text.find(f"\n{OVERLAP_SECTION}")
+    return text[at:] if at >= 0 else ""
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -204,7 +213,7 @@ def main() -> None:
     for name, rows in tables.items():
         lines += [f"## {name}", "", *markdown_table(rows), ""]
     OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / "defaults.md").write_text("\n".join(lines))
+    (OUT / "defaults.md").write_text("\n".join(lines) + kept_sections(OUT / "defaults.md"))
     (OUT / "defaults.json").write_text(json.dumps({"command": command, "sets": tables}, indent=1) + "\n")
     plot(tables, OUT / "defaults-passages.png")
     print("\n".join(lines))

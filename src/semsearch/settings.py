@@ -133,10 +133,14 @@ DEFAULT_RECALL_TARGET = 0.95
 # a set's best length at 64 against 0.022 at 128 (the mixed-topic sets lose 0.02-0.06 at 256, the others gain
 # nothing). Its cost: 2.3x the passages of 128 (index size, the dense side's latency 2x).
 DEFAULT_CHUNK_TOKENS = 64
-# Passages overlap by CHUNK_OVERLAP tokens so a sentence cut at a passage's end is whole in the
-# next one: on long SciFact documents (benchmarks/results/longdocs.md) dense nDCG@10 0.596 / 0.605 / 0.612 at
-# overlap 0 / 32 / 64 for +14% / +33% passages, hybrid unchanged; 32 is half the gain for less than half the cost.
-# 0 chunk tokens: one vector per document.
+# Consecutive passages share a quarter of a passage's tokens, at most DEFAULT_CHUNK_OVERLAP (16 at the default
+# 64), so a sentence cut at a passage's end is whole in the next one. Measured at 64 tokens on the
+# passage-length sweep's long-document sets (benchmarks/results/defaults.md, "Passage overlap"): without
+# overlap the model runs over 1.4x fewer tokens (ingest 1.4x faster) but the calibrated default's mean nDCG@10
+# falls 0.010 (0.022 on ten-topic Cranfield documents); late chunking (a 256-token window encoded once, its
+# token vectors pooled per passage) fell further on mixed-topic documents. At 256-token passages
+# (benchmarks/results/longdocs.md) overlap 0 / 32 / 64 gave dense 0.596 / 0.605 / 0.612. 0 chunk tokens: one
+# vector per document.
 DEFAULT_CHUNK_OVERLAP = 32
 MIN_CHUNK_TOKENS = 16  # shorter passages hold too little to be found by
 # Hybrid retrieval: the mode and fusion weight a query gets unless it asks (benchmarks/results/hybrid.md: hybrid is
