@@ -8,6 +8,7 @@ import click
 
 from ..retrieval.calibration_age import RENEW, age
 from ..settings import (
+    CHUNK_OVERLAP_SHARE,
     DEFAULT_CHUNK_OVERLAP,
     DEFAULT_CHUNK_TOKENS,
     DRIFT_LIMIT,
@@ -102,8 +103,9 @@ from .options import (
 @click.option(
     "--chunk-overlap",
     type=click.IntRange(min=0),
-    help=f"Tokens consecutive passages share (default: a quarter of the passage, at most {DEFAULT_CHUNK_OVERLAP}: "
-    f"{min(DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_TOKENS // 4)} at the default {DEFAULT_CHUNK_TOKENS} tokens).",
+    help=f"Tokens consecutive passages share (default: 1/{CHUNK_OVERLAP_SHARE} of the passage, at most "
+    f"{DEFAULT_CHUNK_OVERLAP}: {min(DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_TOKENS // CHUNK_OVERLAP_SHARE)} at the "
+    f"default {DEFAULT_CHUNK_TOKENS} tokens).",
 )
 @choice_option(
     "--raw-precision",

@@ -20,6 +20,7 @@ from ..encoding.backend import Int8Method
 from ..encoding.external import external_model
 from ..errors import DataError, IndexStateError, SettingsError
 from ..settings import (
+    CHUNK_OVERLAP_SHARE,
     DEFAULT_BACKEND,
     DEFAULT_CHUNK_OVERLAP,
     DEFAULT_CHUNK_TOKENS,
@@ -144,7 +145,7 @@ def _chunking(options: IndexOptions, max_length: int) -> dict[str, int]:
     if tokens and tokens < MIN_CHUNK_TOKENS:
         raise SettingsError(f"must be 0 (no chunking) or at least {MIN_CHUNK_TOKENS}", setting="chunk_tokens")
     overlap = (
-        (min(DEFAULT_CHUNK_OVERLAP, tokens // 4) if tokens else 0)
+        (min(DEFAULT_CHUNK_OVERLAP, tokens // CHUNK_OVERLAP_SHARE) if tokens else 0)
         if options.chunk_overlap is None
         else options.chunk_overlap
     )
