@@ -17,14 +17,20 @@ from ..errors import SettingsError
 from ..storage.damage import brief, derived, size_problem
 from ..storage.files import atomic_path
 
-INDEX_TYPES = ("flat", "hnsw", "ivf", "pq", "auto")
-# `auto`: exact search while documents x dims stay within a budget, HNSW above. The budget is 50,000 documents
+INDEX_TYPES = ("flat", "hnsw", "hnsw-sq8", "ivf", "pq", "auto")
+GRAPHS = ("hnsw", "hnsw-sq8")  # HNSW over float32 vectors, over 8-bit codes
+# `auto`: exact search while documents x dims stay within a budget, HNSW over 8-bit codes above (hnsw-sq8). The budget is 50,000 documents
 # at the default 128 dims (an exact scan of 6.4M numbers, about 1.5 ms here; 117k x 128 took 3.4 ms against
 # HNSW's 0.6): wider vectors switch sooner (16,666 at 384 dims), narrower ones later. IVF-PQ (`--index-type pq`)
 # keeps 47 bytes a passage against HNSW's 792 but stays opt-in: tuned at a default query's depth too, it still
 # loses full SciFact's default nDCG@10 0.7303 against HNSW's 0.7356 and answers 2.4x slower, its re-scoring
 # of raw rows the cost (benchmarks/results/index-type-quality.md, docs/performance.md "Bytes").
+# hnsw-sq8 keeps a byte a dimension where hnsw keeps four (HNSW32: 408 bytes a passage at 128 dims against
+# 792), its candidates re-scored exactly from the raw vectors as pq's are, so scores and filtered search stay
+# exact; search as fast as hnsw's (SQ8 distances are AVX2 in FAISS) and the default's nDCG@10 unchanged
+# (benchmarks/results/bytes.md).
 AUTO_FLAT_LIMIT, AUTO_REFERENCE_DIMS = 50_000, 128
+SQ8_TRAINING_ROWS = 65_536  # rows whose per-dimension range the 8-bit codes span (a value outside is clipped)
 HNSW_NEIGHBOURS, HNSW_EF_CONSTRUCTION, HNSW_EF_SEARCH = 32, 80, 128  # efSearch: of indexes built untuned
 TRAINING_ROWS_PER_LIST = 40
 PARAM_NAMES = ("efSearch", "nprobe", "k_factor")  # the unfiltered search's, in `params`
@@ -40,7 +46,7 @@ def resolve_index_type(index_type: str, count: int, dim: int = AUTO_REFERENCE_DI
     if index_type not in INDEX_TYPES:
         raise SettingsError(f"unknown index type {index_type!r} (known: {', '.join(INDEX_TYPES)})")
     if index_type == "auto":
-        return "flat" if count * dim <= AUTO_FLAT_LIMIT * AUTO_REFERENCE_DIMS else "hnsw"
+        return "flat" if count * dim <= AUTO_FLAT_LIMIT * AUTO_REFERENCE_DIMS else "hnsw-sq8"
     return index_type
 
 
@@ -100,7 +106,8 @@ def ranked(scores: np.ndarray, ids: np.ndarray) -> list[list[tuple[int, float]]]
 
 
 class VectorIndex:
-    """flat: exact (IndexFlatIP). hnsw: a graph (HNSW32), no training, removal by rebuilding. ivf: inverted
+    """flat: exact (IndexFlatIP). hnsw: a graph (HNSW32), no training, removal by rebuilding; hnsw-sq8: the same
+    graph over 8-bit codes (trained: each dimension's range), its candidates re-scored exactly. ivf: inverted
     lists over k-means cells, trained on a sample, `nprobe` lists searched. pq: ivf with product-quantised
     codes (about 4 dims per byte), the smallest. All keep our ids and filter by id inside the search.
 
@@ -128,6 +135,9 @@ class VectorIndex:
             return cls(faiss.IndexIDMap2(faiss.IndexFlatIP(dim)))
         if index_type == "hnsw":
             return cls(faiss.IndexIDMap(faiss.IndexHNSWFlat(dim, HNSW_NEIGHBOURS, metric)))
+        if index_type == "hnsw-sq8":
+            codes = faiss.ScalarQuantizer.QT_8bit
+            return cls(faiss.IndexIDMap(faiss.IndexHNSWSQ(dim, codes, HNSW_NEIGHBOURS, metric)))
         lists = inverted_lists(count)
         if index_type == "ivf":
             return cls(faiss.index_factory(dim, f"IVF{lists},Flat", metric))
@@ -157,6 +167,8 @@ class VectorIndex:
         index = faiss.downcast_index(self.index)
         if isinstance(index, faiss.IndexIDMap):
             inner = faiss.downcast_index(index.index)
+            if isinstance(inner, faiss.IndexHNSWSQ):
+                return "hnsw-sq8"
             return "hnsw" if isinstance(inner, faiss.IndexHNSW) else "flat"
         return "pq" if isinstance(index, faiss.IndexIVFPQ) else "ivf"
 
@@ -173,7 +185,8 @@ class VectorIndex:
                 deeper = f" k_factor={deep['k_factor']}" if "k_factor" in deep else ""
                 rescored += f" ({deep['k']} deep: nprobe={deep['nprobe']}{deeper})"
             return f"IVF{index.nlist},{codes} nprobe={self.search_params['nprobe']}{rescored}"
-        return "HNSW32,Flat" if self.kind == "hnsw" else "Flat"  # efSearch: `info`'s search_params
+        structures = {"hnsw": f"HNSW{HNSW_NEIGHBOURS},Flat", "hnsw-sq8": f"HNSW{HNSW_NEIGHBOURS},SQ8"}
+        return structures.get(self.kind, "Flat")  # efSearch: `info`'s search_params
 
     def with_tuning(self, params: dict[str, Any] | None, recall: float | None) -> VectorIndex:
         """This index searching with the parameters its manifest records (None: untuned)."""
@@ -188,7 +201,7 @@ class VectorIndex:
         if isinstance(index, faiss.IndexIVF):
             untuned = {"nprobe": int(min(index.nlist, max(8, index.nlist // 16)))}
         else:
-            untuned = {"efSearch": HNSW_EF_SEARCH} if self.kind == "hnsw" else {}
+            untuned = {"efSearch": HNSW_EF_SEARCH} if self.kind in GRAPHS else {}
         tuned = {key: value for key, value in (self.params or {}).items() if key in PARAM_NAMES}
         return {**untuned, **tuned}
 
@@ -217,14 +230,14 @@ class VectorIndex:
         index = faiss.downcast_index(self.index)
         if isinstance(index, faiss.IndexIVF) and not index.is_trained:
             return max(index.nlist * 64, 256 * 64 if isinstance(index, faiss.IndexIVFPQ) else 0)
-        return 0
+        return SQ8_TRAINING_ROWS if self.kind == "hnsw-sq8" and not self.index.is_trained else 0
 
     def train(self, sample: np.ndarray) -> None:
         self.index.train(np.ascontiguousarray(sample, dtype=np.float32))
 
     @property
     def supports_remove(self) -> bool:
-        return self.kind != "hnsw"
+        return self.kind not in GRAPHS
 
     @property
     def dim(self) -> int:
@@ -304,7 +317,7 @@ class VectorIndex:
         index = faiss.downcast_index(self.index)
         if isinstance(index, faiss.IndexIVF):
             return faiss.SearchParametersIVF(sel=chosen, nprobe=int(min(params["nprobe"], index.nlist)))
-        if self.kind == "hnsw":
+        if self.kind in GRAPHS:
             # HNSW keeps efSearch candidates: fewer than k, it answers fewer than k (a deep page would end early)
             return faiss.SearchParametersHNSW(sel=chosen, efSearch=max(int(params["efSearch"]), k))
         return faiss.SearchParameters(sel=chosen)
@@ -314,7 +327,8 @@ class VectorIndex:
     @property
     def exact_source(self) -> str | None:
         """Where this index's exact vectors are: "stored" (flat and hnsw keep them contiguous), "lists" (ivf
-        keeps them in its inverted lists), or None (pq keeps only lossy codes: the raw vectors have them)."""
+        keeps them in its inverted lists), or None (pq and hnsw-sq8 keep only lossy codes: the raw vectors
+        have them)."""
         return {"flat": "stored", "hnsw": "stored", "ivf": "lists"}.get(self.kind)
 
     def _storage(self) -> faiss.IndexFlat:
@@ -334,7 +348,7 @@ class VectorIndex:
         return self._positions[np.clip(ids, -1, len(self._positions) - 1)]
 
     def vectors_of(self, ids: np.ndarray) -> np.ndarray | None:
-        """The stored vectors of these ids, exactly as indexed (None for pq, whose codes are lossy)."""
+        """The stored vectors of these ids, exactly as indexed (None for pq and hnsw-sq8: lossy codes)."""
         ids = np.ascontiguousarray(ids, dtype=np.int64)
         if self.exact_source == "stored":
             storage = self._storage()
@@ -357,7 +371,7 @@ class VectorIndex:
     def exact(self, queries: np.ndarray, k: int, ids: np.ndarray) -> list[list[tuple[int, float]]] | None:
         """The exact k best of these ids (sorted unique) by inner product with the index's own vectors: for
         flat and hnsw scored in place from the stored rows (no copy), for ivf by every inverted list with the
-        ids as a selector; None for pq (the caller scores the raw vectors, projected)."""
+        ids as a selector; None for pq and hnsw-sq8 (the caller scores the raw vectors, projected)."""
         queries = np.ascontiguousarray(queries, dtype=np.float32)
         rows = np.ascontiguousarray(self.positions(ids)) if self.exact_source == "stored" else None
         if rows is not None:
