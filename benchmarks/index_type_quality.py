@@ -96,7 +96,9 @@ def main() -> None:
     parser.add_argument("--types", default="flat", help="refitted copies beside the index, e.g. flat,hnsw")
     parser.add_argument("--timed", type=int, default=200, help="queries timed one at a time")
     parser.add_argument("--no-ingested", action="store_true", help="leave out the index as ingested")
-    parser.add_argument("--out", default="index-type-quality.md", help="the table's file in benchmarks/results")
+    parser.add_argument(
+        "--out", default="index-type-quality.md", help="the table's file in benchmarks/results"
+    )
     parser.add_argument(
         "--raw", choices=("int8", "float16"), help="the copies' raw vectors rewritten so first"
     )

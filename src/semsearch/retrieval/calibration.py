@@ -244,10 +244,7 @@ class ScratchDense:
     def vectors(self) -> VectorIndex:
         return self.base.vectors
 
-    def candidates(
-        self, queries: np.ndarray, n: int, allowed: np.ndarray | None, rescored: bool = True
-    ) -> Ranked:
-        # the base's scores exact whatever the caller does after: they are ranked with the new rows' here
+    def candidates(self, queries: np.ndarray, n: int, allowed: np.ndarray | None) -> Ranked:
         ranked = self.base.candidates(queries, n + len(self.dropped), allowed)
         projected = self.base.transform.project(queries)
         new_scores = (

@@ -174,15 +174,11 @@ class DenseRetriever:
     vectors: VectorIndex
     raw: RawVectors
 
-    def candidates(
-        self, queries: np.ndarray, n: int, allowed: np.ndarray | None, rescored: bool = True
-    ) -> Ranked:
-        """`rescored` False: the caller re-scores the candidates itself (rerank), so an index of lossy codes
-        keeps its own scores where re-scoring them could not change which it returns (strategy.approximate)."""
+    def candidates(self, queries: np.ndarray, n: int, allowed: np.ndarray | None) -> Ranked:
         projected = self.transform.project(queries)
         exact = strategy.Exact(self.vectors, lambda pks: self.transform.project_float32(self.raw.get(pks)))
         if allowed is None:
-            return strategy.unfiltered(exact, projected, n, rescored)
+            return strategy.unfiltered(exact, projected, n)
         return strategy.filtered(exact, projected, n, allowed)
 
 
@@ -230,7 +226,7 @@ def dense_documents(
     out: list[Found] = [[] for _ in queries]
     todo = np.arange(len(queries))
     while len(todo) and depth > 0:
-        ranked = retriever.candidates(queries[todo], depth, rows, rescored=not rerank_depth)
+        ranked = retriever.candidates(queries[todo], depth, rows)
         if rerank_depth:
             ranked = rerank(retriever.raw, queries[todo], ranked, depth)
         again = []

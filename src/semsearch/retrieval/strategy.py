@@ -3,13 +3,14 @@ ranks them in the index's own space (the transform's output), for every index ty
 
 The rule, with m rows allowed of the n indexed (measurements: benchmarks/results/filter.md):
 - m <= exact_rows: score the m rows exactly. flat and hnsw score their stored vectors in place (FAISS reads
-  only those rows: 20,000 rows of 384 floats in 1.5 ms), ivf scans every inverted list with the rows as a
-  selector, pq and hnsw-sq8 (whose codes are lossy) project their raw vectors. Exact by construction.
+  only those rows: 20,000 rows of 384 floats in 1.5 ms), hnsw-sq8 its codes of them decoded (the vectors it
+  keeps), ivf scans every inverted list with the rows as a selector, pq (whose codes only find candidates)
+  projects their raw vectors. Exact by construction.
 - m > exact_rows: the approximate index with the rows as a selector (a bitmap), its efSearch / nprobe those
   tuned at build for FILTERED_RECALL at the nearest measured selectivity at or below m / n (tuning.py), pq's
-  and hnsw-sq8's candidates re-scored exactly; then verified: a query that finds fewer than k, or for which
-  one of a sample of the allowed rows spread over them scores above its k-th result (proof that one was
-  missed), is scored exactly.
+  candidates re-scored exactly; then verified: a query that finds fewer than k, or for which one of a sample
+  of the allowed rows spread over them scores above its k-th result (proof that one was missed), is scored
+  exactly.
 - exact_rows is the crossover, measured at build (tuning.py): going down the selectivities 1/2, 1/4, ..., the
   first at which scoring the allowed rows exactly takes no longer than the approximate search tuned there
   (timed one query at a time), or at which that search cannot reach its recall. Flat is always exact.
@@ -84,29 +85,18 @@ class Exact:
         return out
 
 
-def unfiltered(exact: Exact, queries: np.ndarray, k: int, rescored: bool = True) -> Ranked:
+def unfiltered(exact: Exact, queries: np.ndarray, k: int) -> Ranked:
     """The approximate search with its tuned parameters at this depth; pq asks for k_factor x k and re-scores
     them."""
-    params = exact.vectors.at_depth(exact.vectors.search_params, k)
-    return approximate(exact, queries, k, None, params, rescored)
+    return approximate(exact, queries, k, None, exact.vectors.at_depth(exact.vectors.search_params, k))
 
 
 def approximate(
-    exact: Exact,
-    queries: np.ndarray,
-    k: int,
-    allowed: np.ndarray | None,
-    params: dict[str, Any],
-    rescored: bool = True,
+    exact: Exact, queries: np.ndarray, k: int, allowed: np.ndarray | None, params: dict[str, Any]
 ) -> Ranked:
-    """The approximate index searched with `params`; pq and hnsw-sq8 ask for k_factor x k and re-score them
-    exactly. Not `rescored` (the caller re-scores them: rerank) where exactly k were asked for: re-scoring
-    would change only their order and scores (on SciFact's passages, 200 deep, it took 8 ms of a 32 ms query)."""
-    factor = int(params.get("k_factor", 1))
-    found = exact.vectors.search_arrays(queries, k * factor, allowed, params)
-    if exact.vectors.exact_source is not None or (factor == 1 and not rescored):
-        return listed(*found)
-    return exact.rescore(queries, found[1], k)
+    """The approximate index searched with `params`; pq asks for k_factor x k and re-scores them exactly."""
+    found = exact.vectors.search_arrays(queries, k * int(params.get("k_factor", 1)), allowed, params)
+    return listed(*found) if exact.vectors.exact_source is not None else exact.rescore(queries, found[1], k)
 
 
 def plan(vectors: VectorIndex, allowed: int) -> dict[str, Any] | None:

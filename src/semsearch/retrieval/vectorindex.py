@@ -26,9 +26,10 @@ GRAPHS = ("hnsw", "hnsw-sq8")  # HNSW over float32 vectors, over 8-bit codes
 # loses full SciFact's default nDCG@10 0.7303 against HNSW's 0.7356 and answers 2.4x slower, its re-scoring
 # of raw rows the cost (benchmarks/results/index-type-quality.md, docs/performance.md "Bytes").
 # hnsw-sq8 keeps a byte a dimension where hnsw keeps four (HNSW32: 408 bytes a passage at 128 dims against
-# 792), its candidates re-scored exactly from the raw vectors as pq's are, so scores and filtered search stay
-# exact; search as fast as hnsw's (SQ8 distances are AVX2 in FAISS) and the default's nDCG@10 unchanged
-# (benchmarks/results/bytes.md).
+# 792). Its codes, decoded, are the vectors it keeps, as an int8 raw row is the raw vector kept: filtered search
+# is exact over them (they differ from the float32 projection by a few thousandths of a cosine) and a default
+# query's rerank re-scores its candidates from the raw vectors. It searches as fast as hnsw (SQ8 distances are
+# AVX2 in FAISS) with the default's nDCG@10 unchanged (benchmarks/results/bytes.md).
 AUTO_FLAT_LIMIT, AUTO_REFERENCE_DIMS = 50_000, 128
 SQ8_TRAINING_ROWS = 65_536  # rows whose per-dimension range the 8-bit codes span (a value outside is clipped)
 HNSW_NEIGHBOURS, HNSW_EF_CONSTRUCTION, HNSW_EF_SEARCH = 32, 80, 128  # efSearch: of indexes built untuned
@@ -107,7 +108,7 @@ def ranked(scores: np.ndarray, ids: np.ndarray) -> list[list[tuple[int, float]]]
 
 class VectorIndex:
     """flat: exact (IndexFlatIP). hnsw: a graph (HNSW32), no training, removal by rebuilding; hnsw-sq8: the same
-    graph over 8-bit codes (trained: each dimension's range), its candidates re-scored exactly. ivf: inverted
+    graph over 8-bit codes (trained: each dimension's range). ivf: inverted
     lists over k-means cells, trained on a sample, `nprobe` lists searched. pq: ivf with product-quantised
     codes (about 4 dims per byte), the smallest. All keep our ids and filter by id inside the search.
 
@@ -185,8 +186,10 @@ class VectorIndex:
                 deeper = f" k_factor={deep['k_factor']}" if "k_factor" in deep else ""
                 rescored += f" ({deep['k']} deep: nprobe={deep['nprobe']}{deeper})"
             return f"IVF{index.nlist},{codes} nprobe={self.search_params['nprobe']}{rescored}"
-        structures = {"hnsw": f"HNSW{HNSW_NEIGHBOURS},Flat", "hnsw-sq8": f"HNSW{HNSW_NEIGHBOURS},SQ8"}
-        return structures.get(self.kind, "Flat")  # efSearch: `info`'s search_params
+        if self.kind in GRAPHS:  # efSearch: `info`'s search_params
+            neighbours = faiss.downcast_index(self.index.index).hnsw.nb_neighbors(1)  # M, as built
+            return f"HNSW{neighbours},{'SQ8' if self.kind == 'hnsw-sq8' else 'Flat'}"
+        return "Flat"
 
     def with_tuning(self, params: dict[str, Any] | None, recall: float | None) -> VectorIndex:
         """This index searching with the parameters its manifest records (None: untuned)."""
@@ -327,16 +330,17 @@ class VectorIndex:
     @property
     def exact_source(self) -> str | None:
         """Where this index's exact vectors are: "stored" (flat and hnsw keep them contiguous), "lists" (ivf
-        keeps them in its inverted lists), or None (pq and hnsw-sq8 keep only lossy codes: the raw vectors
-        have them)."""
-        return {"flat": "stored", "hnsw": "stored", "ivf": "lists"}.get(self.kind)
+        keeps them in its inverted lists), "codes" (hnsw-sq8: its 8-bit codes, decoded, are the vectors it
+        keeps, as int8 raw rows are the raw vectors kept), or None (pq's codes only find candidates, which the
+        raw vectors re-score)."""
+        return {"flat": "stored", "hnsw": "stored", "ivf": "lists", "hnsw-sq8": "codes"}.get(self.kind)
 
-    def _storage(self) -> faiss.IndexFlat:
+    def _storage(self) -> faiss.Index:
         inner = faiss.downcast_index(self.index.index)
         return faiss.downcast_index(inner.storage) if isinstance(inner, faiss.IndexHNSW) else inner
 
     def positions(self, ids: np.ndarray) -> np.ndarray:
-        """Rows of the stored vectors (flat, hnsw) holding these ids, -1 for an id not held (a document a
+        """Rows of the stored vectors (flat, hnsw, hnsw-sq8) holding these ids, -1 for an id not held (a document a
         writer added since this generation); the id -> row table is made once per loaded index (an O(n) pass,
         8 bytes per id) and dropped when the index changes."""
         if self._positions is None:
@@ -348,8 +352,17 @@ class VectorIndex:
         return self._positions[np.clip(ids, -1, len(self._positions) - 1)]
 
     def vectors_of(self, ids: np.ndarray) -> np.ndarray | None:
-        """The stored vectors of these ids, exactly as indexed (None for pq and hnsw-sq8: lossy codes)."""
+        """The stored vectors of these ids, exactly as indexed (hnsw-sq8: its codes decoded; None for pq)."""
         ids = np.ascontiguousarray(ids, dtype=np.int64)
+        if self.exact_source == "codes":  # decoded by FAISS as its search decodes them (a row in 1 ns a dim)
+            storage = self._storage()
+            size = storage.code_size
+            codes = faiss.rev_swig_ptr(storage.codes.data(), storage.ntotal * size).reshape(-1, size)
+            rows = self.positions(ids)
+            if not len(rows):
+                return np.empty((0, self.dim), dtype=np.float32)
+            decoded = storage.sa_decode(np.ascontiguousarray(codes[np.maximum(rows, 0)]))
+            return np.where((rows >= 0)[:, None], decoded, np.nan)  # not held: no score
         if self.exact_source == "stored":
             storage = self._storage()
             stored = faiss.rev_swig_ptr(storage.get_xb(), storage.ntotal * self.dim).reshape(-1, self.dim)
@@ -371,7 +384,8 @@ class VectorIndex:
     def exact(self, queries: np.ndarray, k: int, ids: np.ndarray) -> list[list[tuple[int, float]]] | None:
         """The exact k best of these ids (sorted unique) by inner product with the index's own vectors: for
         flat and hnsw scored in place from the stored rows (no copy), for ivf by every inverted list with the
-        ids as a selector; None for pq and hnsw-sq8 (the caller scores the raw vectors, projected)."""
+        ids as a selector; None for hnsw-sq8 (the caller scores its decoded codes, `vectors_of`) and pq (the
+        caller scores the raw vectors, projected)."""
         queries = np.ascontiguousarray(queries, dtype=np.float32)
         rows = np.ascontiguousarray(self.positions(ids)) if self.exact_source == "stored" else None
         if rows is not None:
