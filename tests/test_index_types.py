@@ -49,7 +49,7 @@ def test_each_type_retrieves_filters_and_survives_writes(kind, flat, tmp_path):
         index.refit(index_type=kind)
         details = index.info()
         assert (details["index_type"], details["dims"]) == (kind, 64)
-        structure = {"hnsw": "HNSW32,Flat", "hnsw-sq8": "HNSW32,SQ8", "ivf": "IVF", "pq": "IVF"}[kind]
+        structure = {"hnsw": "HNSW32,Flat", "hnsw-sq8": "HNSW16,SQ8", "ivf": "IVF", "pq": "IVF"}[kind]
         assert details["index_structure"].startswith(structure)
         # a vector per passage (abstracts longer than 256 tokens are cut), 300 documents
         assert len(index) == 300 and index.vectors.kind == kind

@@ -86,7 +86,7 @@ def index_type_option(func):
     return choice_option(
         "--index-type",
         IndexType,
-        help="The FAISS index: flat (exact), hnsw (graph), hnsw-sq8 (the graph over 8-bit codes: half the "
+        help="The FAISS index: flat (exact), hnsw (graph), hnsw-sq8 (a graph over 8-bit codes: a third of the "
         "bytes), ivf (inverted lists), pq (compressed codes, candidates re-scored from the raw vectors), auto "
         "(flat up to 50,000 documents at 128 dims, fewer when wider, hnsw-sq8 above). "
         "Default: auto for a new index; refit: as now.",

@@ -25,14 +25,16 @@ GRAPHS = ("hnsw", "hnsw-sq8")  # HNSW over float32 vectors, over 8-bit codes
 # keeps 47 bytes a passage against HNSW's 792 but stays opt-in: tuned at a default query's depth too, it still
 # loses full SciFact's default nDCG@10 0.7303 against HNSW's 0.7356 and answers 2.4x slower, its re-scoring
 # of raw rows the cost (benchmarks/results/index-type-quality.md, docs/performance.md "Bytes").
-# hnsw-sq8 keeps a byte a dimension where hnsw keeps four (HNSW32: 408 bytes a passage at 128 dims against
-# 792). Its codes, decoded, are the vectors it keeps, as an int8 raw row is the raw vector kept: filtered search
+# hnsw-sq8 keeps a byte a dimension where hnsw keeps four, and 16 neighbours a node where hnsw keeps 32 (280
+# bytes a passage at 128 dims against 792; HNSW32,SQ8 408). Its codes, decoded, are the vectors it keeps, as an int8 raw row is the raw vector kept: filtered search
 # is exact over them (they differ from the float32 projection by a few thousandths of a cosine) and a default
 # query's rerank re-scores its candidates from the raw vectors. It searches as fast as hnsw (SQ8 distances are
-# AVX2 in FAISS) with the default's nDCG@10 unchanged (benchmarks/results/bytes.md).
+# AVX2 in FAISS; the sparser graph tuned to a higher efSearch) with the default's nDCG@10 unchanged: full
+# SciFact 0.7357 against hnsw's 0.7356, HNSW32,SQ8 0.7356 (benchmarks/results/bytes.md).
 AUTO_FLAT_LIMIT, AUTO_REFERENCE_DIMS = 50_000, 128
 SQ8_TRAINING_ROWS = 65_536  # rows whose per-dimension range the 8-bit codes span (a value outside is clipped)
 HNSW_NEIGHBOURS, HNSW_EF_CONSTRUCTION, HNSW_EF_SEARCH = 32, 80, 128  # efSearch: of indexes built untuned
+SQ8_NEIGHBOURS = 16
 TRAINING_ROWS_PER_LIST = 40
 PARAM_NAMES = ("efSearch", "nprobe", "k_factor")  # the unfiltered search's, in `params`
 TUNED_K = 10  # the depth `params` are tuned at; ivf and pq also at `params["deep"]["k"]` (tuning.py)
@@ -108,7 +110,7 @@ def ranked(scores: np.ndarray, ids: np.ndarray) -> list[list[tuple[int, float]]]
 
 class VectorIndex:
     """flat: exact (IndexFlatIP). hnsw: a graph (HNSW32), no training, removal by rebuilding; hnsw-sq8: the same
-    graph over 8-bit codes (trained: each dimension's range). ivf: inverted
+    graph (HNSW16) over 8-bit codes (trained: each dimension's range). ivf: inverted
     lists over k-means cells, trained on a sample, `nprobe` lists searched. pq: ivf with product-quantised
     codes (about 4 dims per byte), the smallest. All keep our ids and filter by id inside the search.
 
@@ -138,7 +140,7 @@ class VectorIndex:
             return cls(faiss.IndexIDMap(faiss.IndexHNSWFlat(dim, HNSW_NEIGHBOURS, metric)))
         if index_type == "hnsw-sq8":
             codes = faiss.ScalarQuantizer.QT_8bit
-            return cls(faiss.IndexIDMap(faiss.IndexHNSWSQ(dim, codes, HNSW_NEIGHBOURS, metric)))
+            return cls(faiss.IndexIDMap(faiss.IndexHNSWSQ(dim, codes, SQ8_NEIGHBOURS, metric)))
         lists = inverted_lists(count)
         if index_type == "ivf":
             return cls(faiss.index_factory(dim, f"IVF{lists},Flat", metric))
@@ -384,15 +386,21 @@ class VectorIndex:
     def exact(self, queries: np.ndarray, k: int, ids: np.ndarray) -> list[list[tuple[int, float]]] | None:
         """The exact k best of these ids (sorted unique) by inner product with the index's own vectors: for
         flat and hnsw scored in place from the stored rows (no copy), for ivf by every inverted list with the
-        ids as a selector; None for hnsw-sq8 (the caller scores its decoded codes, `vectors_of`) and pq (the
-        caller scores the raw vectors, projected)."""
+        ids as a selector, for hnsw-sq8 by its codes with their rows as a selector (FAISS's SQ8 scan, about a
+        nanosecond a dimension); None for pq (the caller scores the raw vectors, projected)."""
         queries = np.ascontiguousarray(queries, dtype=np.float32)
-        rows = np.ascontiguousarray(self.positions(ids)) if self.exact_source == "stored" else None
+        held = self.exact_source in ("stored", "codes")
+        rows = np.ascontiguousarray(self.positions(ids)) if held else None
         if rows is not None:
             rows = rows[rows >= 0]  # ids this index does not hold (see `positions`) have no score
         k = min(k, len(ids) if rows is None else len(rows))
         if k == 0:
             return [[] for _ in queries]
+        if self.exact_source == "codes":
+            codes, selector = self._storage(), Selector(rows)
+            search = lambda: codes.search(queries, k, params=faiss.SearchParameters(sel=selector.faiss))  # noqa: E731
+            scores, found = single_threaded(len(queries), search)
+            return ranked(scores, np.where(found >= 0, self._held[np.maximum(found, 0)], -1))
         if rows is not None:
             storage = self._storage()
             scores = np.empty((len(queries), k), dtype=np.float32)
