@@ -1,4 +1,4 @@
-"""Filtered search is exact by strategy (strategy.py): on 30,000 clustered vectors, where hnsw (over floats and
+"""Filtered search is exact by strategy (strategy.py): on 15,000 clustered vectors, where hnsw (over floats and
 over 8-bit codes), ivf and pq are really approximate, every type returns what brute force over the matching
 rows as the index keeps them returns, for filters on numbers, strings, lists, missing fields and several
 conditions at once; the approximate path, where the rule takes it, reaches the recall it is tuned for and is
@@ -28,7 +28,7 @@ from semsearch.storage.store import SCHEMA_VERSION, DocumentStore
 # its module fixtures are built once: the whole module runs on one worker (--dist loadgroup)
 pytestmark = pytest.mark.xdist_group("filtered_search")
 
-DOCS, DIM, QUERIES, K = 30_000, 48, 20, 10
+DOCS, DIM, QUERIES, K = 15_000, 48, 20, 10
 TYPES = ["flat", "hnsw", "hnsw-sq8", "ivf", "pq"]
 FILTERS = [
     ["b<1"],  # 0.1%
