@@ -116,6 +116,15 @@ class Truth:
             )
         self.deep_scores, self.deep_ids = best(self.deep_scores, self.deep_ids, scores, pks)
 
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The answers so far, for a build's checkpoint (storage/buildcheckpoint.py)."""
+        return dict(scores=self.scores, ids=self.ids, deep_scores=self.deep_scores, deep_ids=self.deep_ids)
+
+    def restore(self, arrays: dict[str, np.ndarray]) -> None:
+        """The answers a checkpoint kept (the same queries: they are drawn from the rows with a fixed seed)."""
+        self.scores, self.ids = arrays["scores"], arrays["ids"]
+        self.deep_scores, self.deep_ids = arrays["deep_scores"], arrays["deep_ids"]
+
     def recall(self, level: int, ranked: list[list[tuple[int, float]]], depth: int = K) -> float:
         """recall@depth (K, or DEEP_K at level 0) of the answers against the exact ones."""
         hits = []
