@@ -24,6 +24,7 @@ killed run started again goes on where it stopped (delete --work, or a stage's f
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -72,7 +73,8 @@ def encode(args, work: Path) -> dict:
         from semsearch.encoding import Encoder
         from semsearch.settings import DEFAULT_QUANTIZE
 
-        docs = [json.loads(line) for line in open(args.wordnet / "corpus.jsonl")]
+        with open(args.wordnet / "corpus.jsonl") as lines:
+            docs = [json.loads(line) for line in lines]
         texts = [f"{d['title']} {d['text']}" if d.get("title") else d["text"] for d in docs]
         started = time.perf_counter()
         encoded = Encoder(None, quantize=DEFAULT_QUANTIZE).encode(texts)
@@ -97,7 +99,7 @@ def generate(args, work: Path) -> dict:
     mean = real.mean(axis=0)
     covariance = np.cov(real, rowvar=False)
     values, basis = np.linalg.eigh(covariance)
-    factor = basis * np.sqrt(np.clip(values, 0, None))  # factor @ factor.T == covariance
+    factor = (basis * np.sqrt(np.clip(values, 0, None))).astype(np.float32)  # factor @ factor.T == cov
     share = args.noise_share
     shrink, spread = np.sqrt(1 - share), np.sqrt(share)
     dim, total = real.shape[1], args.rows + QUERIES
@@ -106,6 +108,7 @@ def generate(args, work: Path) -> dict:
         header = {"descr": "<f2", "fortran_order": False, "shape": (total, dim)}
         with open(vectors, "wb") as out:
             np.lib.format.write_array_header_1_0(out, header)
+            out.truncate(out.tell() + total * dim * 2)  # sparse until written
     offset = np.load(vectors, mmap_mode="r").offset
     sources = np.zeros(total, dtype=np.int32) if not sources_path.is_file() else np.load(sources_path)
     sums, products, blocks_done = np.zeros(dim), np.zeros((dim, dim)), 0
@@ -120,7 +123,7 @@ def generate(args, work: Path) -> dict:
             rows = min(GENERATE_BLOCK, total - begin)
             rng = np.random.default_rng([args.seed, block])
             chosen = rng.integers(0, len(real), rows)
-            noise = rng.standard_normal((rows, dim)) @ factor.T
+            noise = rng.standard_normal((rows, dim), dtype=np.float32) @ factor.T
             made = (mean + shrink * (real[chosen] - mean) + spread * noise).astype("<f2")
             out.seek(offset + begin * dim * 2)
             out.write(made.tobytes())
@@ -137,8 +140,11 @@ def generate(args, work: Path) -> dict:
                 log(f"generate: block {block + 1}/{blocks}")
     set_mean = sums / args.rows
     set_covariance = (products - args.rows * np.outer(set_mean, set_mean)) / (args.rows - 1)
-    queries = np.load(vectors, mmap_mode="r")[args.rows :].astype(np.float32)
-    np.save(work / f"queries-{args.rows}.npy", queries, allow_pickle=False)
+    queries_path = work / f"queries-{args.rows}.npy"
+    if not queries_path.is_file():
+        queries = np.load(vectors, mmap_mode="r")[args.rows :].astype(np.float32)
+        np.save(queries_path, queries, allow_pickle=False)
+    held_back(vectors, args.rows, dim, offset)
     query_texts = [titles[j] for j in sources[args.rows :]]
     (work / f"queries-{args.rows}.json").write_text(json.dumps(query_texts))
     with open(work / f"corpus-{args.rows}.jsonl", "w") as handle:
@@ -172,6 +178,17 @@ def generate(args, work: Path) -> dict:
     return {"generate": record}
 
 
+def held_back(vectors: Path, rows: int, dim: int, offset: int) -> None:
+    """Cut the held-back queries off the vectors file: row i of an ingest's .npy is its i-th document."""
+    with open(vectors, "r+b") as out:
+        np.lib.format.write_array_header_1_0(
+            out, {"descr": "<f2", "fortran_order": False, "shape": (rows, dim)}
+        )
+        if out.tell() != offset:
+            raise SystemExit(f"{vectors}: the header changed length; generate again")
+        out.truncate(offset + rows * dim * 2)
+
+
 # ---- ingest: one whole process, its memory over time ---------------------------------------------------
 
 # `semsearch ingest` with the stages' log lines (writes.py, build.py) on stderr, each with its time.
@@ -190,7 +207,7 @@ def descendants(pid: int) -> list[int]:
         parent = todo.pop()
         try:
             for task in os.listdir(f"/proc/{parent}/task"):
-                children = open(f"/proc/{parent}/task/{task}/children").read().split()
+                children = Path(f"/proc/{parent}/task/{task}/children").read_text().split()
                 found += map(int, children)
                 todo += map(int, children)
         except OSError:
@@ -200,12 +217,12 @@ def descendants(pid: int) -> list[int]:
 
 def rss_mib(pid: int) -> float | None:
     try:
-        for line in open(f"/proc/{pid}/status"):
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
+        status = Path(f"/proc/{pid}/status").read_text()
     except OSError:
         return None
-    return None
+    return next(
+        (int(line.split()[1]) / 1024 for line in status.splitlines() if line.startswith("VmRSS:")), None
+    )
 
 
 def measured_ingest(command: list[str], timeline: list[tuple[float, float]]) -> dict:
@@ -222,10 +239,8 @@ def measured_ingest(command: list[str], timeline: list[tuple[float, float]]) -> 
             for line in run.stderr:
                 print(line, end="", file=sys.stderr)
                 head, _, rest = line.partition(" ")
-                try:
+                with contextlib.suppress(ValueError):
                     stages.append((float(head) - started, rest.strip()))
-                except ValueError:
-                    pass
 
         reader = threading.Thread(target=read_stderr, daemon=True)
         reader.start()

@@ -28,7 +28,11 @@ def ingest(corpus, vectors, index, fault: str) -> subprocess.CompletedProcess:
     args = ["ingest", corpus, "--vectors", vectors, "--index", index, "--quiet"]
     args += [f"--{name.replace('_', '-')}={value}" for name, value in OPTIONS.items()]
     return subprocess.run(
-        [sys.executable, "-m", "semsearch", *map(str, args)], capture_output=True, text=True, env=env, timeout=300
+        [sys.executable, "-m", "semsearch", *map(str, args)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
     )
 
 
