@@ -262,12 +262,14 @@ def measured_ingest(command: list[str], timeline: list[tuple[float, float]]) -> 
 
 def part_bytes(index_dir: Path) -> dict:
     """Disk by part: documents and keyword index (SQLite), raw vectors, FAISS index, the rest."""
+    from semsearch.storage.store import DocumentStore
+
     parts = {"documents_and_keyword_index": 0, "raw_vectors": 0, "vector_index": 0, "other": 0}
     for path in index_dir.rglob("*"):
         if not path.is_file():
             continue
         size = path.stat().st_size
-        if path.name.startswith("store.sqlite") or path.suffix in (".sqlite", ".sqlite-wal"):
+        if path.name.startswith(DocumentStore.FILE):  # with its -wal and -shm
             parts["documents_and_keyword_index"] += size
         elif "raw" in path.relative_to(index_dir).parts:
             parts["raw_vectors"] += size
@@ -283,7 +285,7 @@ def ingest(args, work: Path) -> dict:
     (a write publishes whole or not at all): the stage starts it again on the files a create left."""
     target = work / f"index-{args.rows}-{args.index_type}"
     if done(target):
-        return {"ingest": record_of(target)}
+        return {"ingest": {**record_of(target), "disk_mib": part_bytes(target)}}
     shutil.rmtree(target, ignore_errors=True)
     command = [
         PYTHON, "-c", INGEST, "ingest", str(work / f"corpus-{args.rows}.jsonl"),
@@ -418,7 +420,33 @@ def query(args, work: Path) -> dict:
     return {"query": record}
 
 
-STAGES = {"encode": encode, "generate": generate, "ingest": ingest, "query": query}
+SWEEP_NPROBE = (8, 16, 32, 64, 128, 256, 512, 1024)
+SWEEP_K_FACTORS = (4, 16)
+
+
+def sweep(args, work: Path) -> dict:
+    """Dense search (rerank 0) at other nprobe and k_factor than tuned: recall@10 against exact search on the
+    held-back queries and p50, the tradeoff the tuned point sits on."""
+    from semsearch import Index
+
+    queries = np.load(work / f"queries-{args.rows}.npy")[: args.sweep_queries]
+    exact = np.load(work / f"truth-{args.rows}-{args.index_type}.npz")["dense"]
+    rows = []
+    with Index.open(work / f"index-{args.rows}-{args.index_type}") as index:
+        tuned = dict(index.vectors.params)
+        for k_factor in SWEEP_K_FACTORS if index.vectors.kind == "pq" else (1,):
+            for nprobe in SWEEP_NPROBE:
+                index.vectors.params = {**tuned, "nprobe": nprobe, "k_factor": k_factor}
+                found, p50, p99 = timed(
+                    lambda i: index.search_vectors(queries[i : i + 1], k=10, rerank=0)[0], len(queries)
+                )
+                rows.append({"nprobe": nprobe, "k_factor": k_factor, "p50_ms": p50, "p99_ms": p99,
+                             "recall@10_vs_exact": recall(found, exact)})  # fmt: skip
+                log(f"sweep: {rows[-1]}")
+    return {"sweep": {"queries": len(queries), "tradeoff": rows}}
+
+
+STAGES = {"encode": encode, "generate": generate, "ingest": ingest, "query": query, "sweep": sweep}
 
 
 def main() -> None:
@@ -430,6 +458,7 @@ def main() -> None:
     parser.add_argument("--noise-share", type=float, default=0.25)
     parser.add_argument("--index-type", default="pq")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--sweep-queries", type=int, default=200)
     parser.add_argument("--wordnet", type=Path, default=WORDNET)
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "semsearch-ten-million")
     parser.add_argument("--out", type=Path, default=OUT)
@@ -441,7 +470,9 @@ def main() -> None:
     results_path = args.out / f"{args.name}.json"
     results = json.loads(results_path.read_text()) if results_path.is_file() else {}
     section = f"{args.rows} rows, {args.index_type}, noise share {args.noise_share}"
-    results[section] = {"command": command_line(), "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    # a section keeps what earlier runs measured (stages run on their own, or a killed run started again)
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    results[section] = {**results.get(section, {}), "command": command_line(), "when": when}
     for name in args.stages.split(","):
         log(f"== {name}")
         results[section].update(STAGES[name](args, args.work))
