@@ -18,7 +18,7 @@ from semsearch.storage.buildcheckpoint import DIRECTORY
 from semsearch.storage.faults import FAULT_ENV, FAULT_EXIT
 from semsearch.storage.rawvectors import BLOCK_ROWS
 
-ROWS, DIM = 10_000, 32  # two raw blocks: a checkpoint after the first
+ROWS, DIM = 9_000, 16  # two raw blocks: a checkpoint after the first
 OPTIONS = dict(model="none", index_type="ivf")
 
 
