@@ -1,7 +1,7 @@
 """Ten million passages on this machine (issue 37): ingest of given vectors with keyword search and filters,
 measured as whole processes and written to benchmarks/results/ten-million.md and ten-million.json.
 
-    .venv/bin/python benchmarks/ten_million.py [--rows 10000000] [--stages encode,generate,ingest,query]
+    .venv/bin/python benchmarks/ten_million.py [--rows 10000000] [--stages encode,generate,ingest,query,sweep]
                                                [--work DIR] [--noise-share 0.25] [--index-type pq]
 
 Every stage is resumable: it keeps its output in --work and a stage whose output is there is skipped, so a
@@ -19,6 +19,9 @@ killed run started again goes on where it stopped (delete --work, or a stage's f
   RSS timeline sampled every second beside the stage each log line names; disk by part.
 - query: dense p50 and recall@10 against exact search (every row scored in the index's space) on the held-back
   queries, hybrid p50, and a 2% filter's p50 and recall@10 against exact search over the filtered rows.
+- sweep: dense search at other nprobe and k_factor than tuned (the same at every depth), recall and p50.
+The results so far are at 1M (docs/performance.md says why not 10M yet): run with --rows 1000000 --noise-share
+0.5 --work DIR.
 """
 
 from __future__ import annotations
