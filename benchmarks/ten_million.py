@@ -2,7 +2,7 @@
 measured as whole processes and written to benchmarks/results/ten-million.md and ten-million.json.
 
     .venv/bin/python benchmarks/ten_million.py [--rows 10000000] [--stages encode,generate,ingest,query,sweep]
-                                               [--work DIR] [--noise-share 0.25] [--index-type pq]
+                                               [--work DIR] [--noise-share 0.5] [--index-type pq]
 
 Every stage is resumable: it keeps its output in --work and a stage whose output is there is skipped, so a
 killed run started again goes on where it stopped (delete --work, or a stage's files, to measure again).
@@ -461,7 +461,7 @@ def main() -> None:
     )
     parser.add_argument("--stages", default=",".join(STAGES))
     parser.add_argument("--rows", type=int, default=10_000_000)
-    parser.add_argument("--noise-share", type=float, default=0.25)
+    parser.add_argument("--noise-share", type=float, default=0.5)
     parser.add_argument("--index-type", default="pq")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--sweep-queries", type=int, default=200)
