@@ -11,7 +11,7 @@
   whole `semsearch ingest` process: seconds and peak RSS.
 
     .venv/bin/python benchmarks/files.py [--sections parsers,split,parquet] [--pages 120] [--copies 20]
-                                         [--rows 100000] [--dim 384]
+                                         [--rows 100000] [--dim 384] [--work DIR] [--library-row]
 """
 
 from __future__ import annotations
@@ -214,62 +214,73 @@ def split(args) -> list[str]:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def parquet(args) -> list[str]:
+def write_tables(work: Path, rows: int, dim: int) -> None:
+    """The same corpus as corpus.parquet (row groups of 10,000) and corpus.jsonl: an id, twelve words of text, a
+    year and a `dim`-wide vector a row (seeded); kept where both are there already with this many rows."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    work = Path(tempfile.mkdtemp(prefix="files-parquet-"))
+    done = work / f"written-{rows}-{dim}"
+    if done.is_file():
+        return
+    work.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(0)
+    words = np.array(
+        [
+            "ocean",
+            "river",
+            "mountain",
+            "forest",
+            "desert",
+            "city",
+            "village",
+            "harbour",
+            "bridge",
+            "tower",
+            "garden",
+            "field",
+        ]
+    )
+    schema = pa.schema(
+        [
+            ("id", pa.string()),
+            ("text", pa.string()),
+            ("year", pa.int64()),
+            ("emb", pa.list_(pa.float32(), dim)),
+        ]
+    )
+    with (
+        pq.ParquetWriter(work / "corpus.parquet", schema) as writer,
+        open(work / "corpus.jsonl", "w") as jsonl,
+    ):
+        for start in range(0, rows, 10_000):
+            n = min(10_000, rows - start)
+            ids = [f"d{i}" for i in range(start, start + n)]
+            texts = [" ".join(rng.choice(words, 12)) for _ in range(n)]
+            years = rng.integers(1990, 2026, n)
+            vectors = rng.standard_normal((n, dim)).astype(np.float32)
+            arrays = [
+                pa.array(ids),
+                pa.array(texts),
+                pa.array(years),
+                pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), dim),
+            ]
+            writer.write_table(pa.Table.from_arrays(arrays, schema=schema), row_group_size=10_000)
+            for i in range(n):
+                record = {
+                    "id": ids[i],
+                    "text": texts[i],
+                    "year": int(years[i]),
+                    "emb": [round(float(x), 6) for x in vectors[i]],
+                }
+                jsonl.write(json.dumps(record) + "\n")
+    done.touch()
+
+
+def parquet(args) -> list[str]:
+    work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="files-parquet-"))
     try:
-        rng = np.random.default_rng(0)
-        words = np.array(
-            [
-                "ocean",
-                "river",
-                "mountain",
-                "forest",
-                "desert",
-                "city",
-                "village",
-                "harbour",
-                "bridge",
-                "tower",
-                "garden",
-                "field",
-            ]
-        )
-        schema = pa.schema(
-            [
-                ("id", pa.string()),
-                ("text", pa.string()),
-                ("year", pa.int64()),
-                ("emb", pa.list_(pa.float32(), args.dim)),
-            ]
-        )
-        with (
-            pq.ParquetWriter(work / "corpus.parquet", schema) as writer,
-            open(work / "corpus.jsonl", "w") as jsonl,
-        ):
-            for start in range(0, args.rows, 10_000):
-                n = min(10_000, args.rows - start)
-                ids = [f"d{i}" for i in range(start, start + n)]
-                texts = [" ".join(rng.choice(words, 12)) for _ in range(n)]
-                years = rng.integers(1990, 2026, n)
-                vectors = rng.standard_normal((n, args.dim)).astype(np.float32)
-                arrays = [
-                    pa.array(ids),
-                    pa.array(texts),
-                    pa.array(years),
-                    pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), args.dim),
-                ]
-                writer.write_table(pa.Table.from_arrays(arrays, schema=schema), row_group_size=10_000)
-                for i in range(n):
-                    record = {
-                        "id": ids[i],
-                        "text": texts[i],
-                        "year": int(years[i]),
-                        "emb": [round(float(x), 6) for x in vectors[i]],
-                    }
-                    jsonl.write(json.dumps(record) + "\n")
+        write_tables(work, args.rows, args.dim)
         rows = []
         # JSONL again in a process that loads pyarrow.parquet first: what of Parquet's peak is the library
         preloaded = [
@@ -277,24 +288,16 @@ def parquet(args) -> list[str]:
             "-c",
             "import pyarrow.parquet, runpy; runpy.run_module('semsearch', run_name='__main__')",
         ]
-        for label, name, command in (
-            ("corpus.parquet", "corpus.parquet", SEMSEARCH),
-            ("corpus.jsonl", "corpus.jsonl", SEMSEARCH),
-            ("corpus.jsonl, pyarrow.parquet loaded first", "corpus.jsonl", preloaded),
-        ):
-            path = work / name
+        runs = [("corpus.parquet", "corpus.parquet", SEMSEARCH), ("corpus.jsonl", "corpus.jsonl", SEMSEARCH)]
+        if args.library_row:
+            runs.append(("corpus.jsonl, pyarrow.parquet loaded first", "corpus.jsonl", preloaded))
+        for label, name, command in runs:
+            path, index = work / name, work / f"index-{len(rows)}"
+            shutil.rmtree(index, ignore_errors=True)
             run = measure(
-                [
-                    *command,
-                    "ingest",
-                    str(path),
-                    "--vector-field",
-                    "emb",
-                    "--index",
-                    str(work / f"index-{len(rows)}"),
-                    "--quiet",
-                ]
+                [*command, "ingest", str(path), "--vector-field", "emb", "--index", str(index), "--quiet"]
             )
+            shutil.rmtree(index, ignore_errors=True)
             rows.append(
                 {
                     "corpus": label,
@@ -304,13 +307,15 @@ def parquet(args) -> list[str]:
                     "peak RSS MiB": f"{run['peak_rss_mib']:,.0f}",
                 }
             )
+            print(rows[-1], flush=True)
         return [
             f"## Parquet (row groups of 10,000) against JSONL: {args.rows:,} rows with {args.dim}-dimension vectors",
             "",
             *markdown_table(rows),
         ]
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        if not args.work:
+            shutil.rmtree(work, ignore_errors=True)
 
 
 def merged(blocks: dict[str, list[str]]) -> str:
@@ -336,6 +341,14 @@ def main() -> None:
     parser.add_argument("--copies", type=int, default=20)
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--dim", type=int, default=384)
+    parser.add_argument(
+        "--work", help="parquet: where the two corpora are written and kept (default: a temporary folder)"
+    )
+    parser.add_argument(
+        "--library-row",
+        action="store_true",
+        help="parquet: JSONL also in a process that loads pyarrow.parquet",
+    )
     args = parser.parse_args()
     blocks = {}
     for section in args.sections.split(","):
