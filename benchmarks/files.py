@@ -3,6 +3,8 @@
 - parsers: the candidates for HTML (lxml with semsearch's main-content rules, selectolax, trafilatura) and PDF
   (pypdf, pdfminer.six), side by side on the same files: pages a second, and for HTML how much of each page's
   main text they keep and how often the site's furniture (its banner) comes along;
+- docx: the DOCX parsers (python-docx as semsearch reads it and as it read before, docx2python and mammoth where
+  installed) on the mixed folder's DOCX file: ms a file;
 - split: documents parsed a second (the process pool of ingest/sources/files.py, and one process) against
   documents encoded a second, and the wall time of an ingest that parses every file first against one that
   parses while it encodes (ingest's), on a folder of real documentation HTML (Debian's python-django-doc) and
@@ -10,7 +12,7 @@
 - parquet: one corpus with a vector column as Parquet and as JSONL, each ingested with --vector-field by a
   whole `semsearch ingest` process: seconds and peak RSS.
 
-    .venv/bin/python benchmarks/files.py [--sections parsers,split,parquet] [--pages 120] [--copies 20]
+    .venv/bin/python benchmarks/files.py [--sections parsers,docx,split,parquet] [--pages 120] [--copies 20]
                                          [--rows 100000] [--dim 384] [--work DIR] [--library-row]
                                          [--index-type flat] [--together]
 """
@@ -145,6 +147,97 @@ def pdf_candidates():
         return text.count("\f") or 1, len(text)
 
     return {"pypdf (chosen)": pypdf, "pdfminer.six": pdfminer}
+
+
+def docx_candidates():
+    """DOCX parsers on the bytes of one file: semsearch's (python-docx), python-docx as it read before (every
+    paragraph's style looked up, its default found by reading every style), and the other real parsers where
+    installed (docx2python, mammoth), each giving the text with the headings known."""
+    import io
+
+    def ours(data: bytes) -> str:
+        from semsearch.ingest.sources.formats import docx
+
+        return docx.parse(data).text
+
+    def python_docx_every_style(data: bytes) -> str:  # semsearch's parse before, as it was
+        import docx
+        from docx.table import Table
+
+        from semsearch.ingest.sources.formats.blocks import Assembly
+
+        document, out = docx.Document(io.BytesIO(data)), Assembly()
+        for block in document.iter_inner_content():
+            if isinstance(block, Table):
+                for row in block.rows:
+                    out.add(" | ".join(cell.text.strip() for cell in row.cells))
+                continue
+            style = block.style.name if block.style is not None else ""
+            if style.startswith("Heading") and style[7:].strip().isdigit():
+                out.heading(int(style[7:]), block.text)
+            else:
+                out.add(block.text)
+        return out.parsed(document.core_properties.title).text
+
+    def docx2python(data: bytes) -> str:
+        from docx2python import docx2python as read
+        from docx2python.iterators import iter_paragraphs
+
+        with read(io.BytesIO(data)) as result:  # paragraphs with their style ids (not names: localized)
+            return "\n".join(
+                f"{par.style}: {''.join(run.text for run in par.runs)}"
+                for par in iter_paragraphs(result.body_pars)
+            )
+
+    def mammoth(data: bytes) -> str:
+        import mammoth as m
+
+        return m.convert_to_html(io.BytesIO(data)).value  # headings as <h1>..: the HTML parser would follow
+
+    return {
+        "python-docx, a style looked up only where a paragraph names one (chosen)": ours,
+        "python-docx, every paragraph's style looked up (before)": python_docx_every_style,
+        "docx2python": docx2python,
+        "mammoth, to HTML": mammoth,
+    }
+
+
+def docx(args) -> list[str]:
+    """Each DOCX candidate on the mixed folder's DOCX file (tests/mixedfolder.py, written by python-docx with
+    its default template, as Word writes a file: every built-in style in styles.xml): ms a file, min and median
+    of `--docx-rounds`, side by side in one run."""
+    work = Path(tempfile.mkdtemp(prefix="files-docx-"))
+    try:
+        data = next(write_folder(work).rglob("*.docx")).read_bytes()
+        rows = []
+        for name, parse in docx_candidates().items():
+            try:
+                parse(data)
+            except ImportError as error:
+                rows.append(
+                    {"DOCX parser": name, "ms min": f"not installed ({error.name})", "ms median": "-"}
+                )
+                continue
+            seconds = []
+            for _ in range(args.docx_rounds):
+                started = time.perf_counter()
+                parse(data)
+                seconds.append(time.perf_counter() - started)
+            rows.append(
+                {
+                    "DOCX parser": name,
+                    "ms min": f"{min(seconds) * 1000:.1f}",
+                    "ms median": f"{np.median(seconds) * 1000:.1f}",
+                }
+            )
+            print(rows[-1], flush=True)
+        return [
+            f"## DOCX parsers: one file of three sections, {len(data):,} bytes",
+            "",
+            *markdown_table(rows),
+        ]
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def split(args) -> list[str]:
@@ -342,7 +435,7 @@ def merged(blocks: dict[str, list[str]]) -> str:
             if name is not None:
                 kept.setdefault(name, []).append(line)
     kept.update(blocks)
-    order = ["Parsers", "Parse against encode"]  # then Parquet against JSONL, by rows
+    order = ["Parsers", "DOCX parsers", "Parse against encode"]  # then Parquet against JSONL, by rows
     names = sorted(kept, key=lambda n: (order.index(n) if n in order else len(order), len(n), n))
     return "\n".join(["# Files in (issue 34)", "", *[line for n in names for line in kept[n]]]) + "\n"
 
@@ -357,6 +450,7 @@ def main() -> None:
     parser.add_argument(
         "--work", help="parquet: where the two corpora are written and kept (default: a temporary folder)"
     )
+    parser.add_argument("--docx-rounds", type=int, default=50)
     parser.add_argument("--index-type", default="flat", help="parquet: the index both ingests build")
     parser.add_argument("--together", action="store_true", help="parquet: run the ingests at the same time")
     parser.add_argument(
@@ -367,7 +461,7 @@ def main() -> None:
     args = parser.parse_args()
     blocks = {}
     for section in args.sections.split(","):
-        lines = {"parsers": parsers, "split": split, "parquet": parquet}[section](args)
+        lines = {"parsers": parsers, "split": split, "parquet": parquet, "docx": docx}[section](args)
         lines[1:1] = ["", f"`{command_line()}`"]
         print("\n".join(lines), flush=True)
         blocks[lines[0].split(":")[0][3:]] = lines
