@@ -434,10 +434,18 @@ def merged(blocks: dict[str, list[str]]) -> str:
                 name = line.split(":")[0][3:]
             if name is not None:
                 kept.setdefault(name, []).append(line)
-    kept.update(blocks)
-    order = ["Parsers", "DOCX parsers", "Parse against encode"]  # then Parquet against JSONL, by rows
-    names = sorted(kept, key=lambda n: (order.index(n) if n in order else len(order), len(n), n))
-    return "\n".join(["# Files in (issue 34)", "", *[line for n in names for line in kept[n]]]) + "\n"
+    kept.update({name: [*lines, ""] for name, lines in blocks.items()})
+    order = [
+        "Parsers",
+        "DOCX parsers",
+        "Parse against encode",
+    ]  # then Parquet against JSONL by rows, the notes
+
+    def place(name: str) -> tuple:
+        return (order.index(name) if name in order else len(order) + (name == "Notes"), len(name), name)
+
+    lines = [line for name in sorted(kept, key=place) for line in kept[name]]
+    return "\n".join(["# Files in (issue 34)", "", *lines]).rstrip("\n") + "\n"
 
 
 def main() -> None:
