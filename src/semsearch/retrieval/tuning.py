@@ -46,7 +46,7 @@ import numpy as np
 
 from ..settings import DEFAULT_RERANK
 from .strategy import MAX_EF_SEARCH, Exact, approximate
-from .vectorindex import TUNED_K, VectorIndex, single_threaded
+from .vectorindex import GRAPHS, TUNED_K, VectorIndex, single_threaded
 
 K = TUNED_K
 # ivf and pq are tuned again this deep: a default query asks the index for rerank's 100 rows, 200 where
@@ -158,7 +158,7 @@ def tune(vectors: VectorIndex, truth: Truth, exact: Exact, target: float) -> Tun
     runs = _runs(vectors)
     found, recall, starts = _cheapest(exact, truth, 0, target, runs, [0] * len(runs))
     params: dict[str, Any] = {**found, "exact_rows": MIN_LEVEL_ROWS, "filtered": []}
-    if vectors.kind != "hnsw" and vectors.count > DEEP_K:  # hnsw searches max(efSearch, k) deep already
+    if vectors.kind not in GRAPHS and vectors.count > DEEP_K:  # hnsw searches max(efSearch, k) deep already
         deep_runs = _runs(vectors, DEEP_K_FACTORS)
         deep, deep_recall, _ = _cheapest(
             exact, truth, 0, target, deep_runs, [0] * len(deep_runs), None, DEEP_K
@@ -184,9 +184,10 @@ def tune(vectors: VectorIndex, truth: Truth, exact: Exact, target: float) -> Tun
 
 
 def _runs(vectors: VectorIndex, factors: tuple[int, ...] = K_FACTORS) -> list[list[dict[str, Any]]]:
-    """The settings tried, each run cheapest first: efSearch for hnsw, nprobe for ivf, and for pq a run of
+    """The settings tried, each run cheapest first: efSearch for hnsw and hnsw-sq8, nprobe for ivf, and for pq
+    a run of
     nprobe per number of candidates re-scored (`factors`)."""
-    if vectors.kind == "hnsw":
+    if vectors.kind in GRAPHS:
         return [[{"efSearch": ef} for ef in EF_LADDER if ef <= MAX_EF_SEARCH]]
     nlist = int(vectors.index.nlist)
     probes = sorted({min(nlist, round(1.5**i)) for i in range(64) if 1.5 ** (i - 1) < nlist})
