@@ -206,14 +206,15 @@ def total_of(bar):
 
 
 def ingest_summary(report, refused: int, documents: int, index_path: Path, ignored: int = 0) -> str:
-    """The last line of an ingest: read = added (replaced among them) + unchanged + refused, whatever the
-    source; files of no known type are counted apart."""
-    read = report.added + report.unchanged + refused
+    """The last line of an ingest: read = added (replaced among them) + unchanged + moved + refused, whatever
+    the source; files of no known type are counted apart."""
+    read = report.added + report.unchanged + report.moved + refused
     passages = f"; {report.passages} passages" if report.passages > report.added else ""
     passed = f" ({ignored} files of unknown type ignored)" if ignored else ""
+    moved = f", {report.moved} moved (place or metadata only, not encoded)" if report.moved else ""
     return (
         f"read {read} documents, {refused} refused{passed}: {report.added} documents added ({report.replaced} "
-        f"replaced, {report.unchanged} unchanged{passages}) to {index_path} in {report.seconds:.1f} s "
+        f"replaced, {report.unchanged} unchanged{moved}{passages}) to {index_path} in {report.seconds:.1f} s "
         f"({report.docs_per_second:.1f} docs/s); {documents} in the index"
     )
 

@@ -114,7 +114,13 @@ def add(
             )
             if done.added == 0:
                 writer.discard()
-                return done, None
+                if not done.moved:
+                    return done, None
+                # only metadata or places changed: the same vectors, in a generation of its own (readers that
+                # cache by generation see the new rows)
+                keep = dict(calibration=state.calibration, isotropy=state.isotropy)
+                transform, vectors = directory.transform, directory.loaded_vectors()
+                return done, _publish(directory, building, stats, transform, vectors, settings, **keep)
             log.info("stored %d documents, %d passages", done.added, done.passages)
             done.refitted = state.count > 0 and build.young(settings, state.rows)
             segments = Segment.all_of(state.segments) + [writer.finish()]
