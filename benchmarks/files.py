@@ -3,6 +3,8 @@
 - parsers: the candidates for HTML (lxml with semsearch's main-content rules, selectolax, trafilatura) and PDF
   (pypdf, pdfminer.six), side by side on the same files: pages a second, and for HTML how much of each page's
   main text they keep and how often the site's furniture (its banner) comes along;
+- docx: the DOCX parsers (python-docx as semsearch reads it and as it read before, docx2python and mammoth where
+  installed) on the mixed folder's DOCX file: ms a file;
 - split: documents parsed a second (the process pool of ingest/sources/files.py, and one process) against
   documents encoded a second, and the wall time of an ingest that parses every file first against one that
   parses while it encodes (ingest's), on a folder of real documentation HTML (Debian's python-django-doc) and
@@ -10,8 +12,9 @@
 - parquet: one corpus with a vector column as Parquet and as JSONL, each ingested with --vector-field by a
   whole `semsearch ingest` process: seconds and peak RSS.
 
-    .venv/bin/python benchmarks/files.py [--sections parsers,split,parquet] [--pages 120] [--copies 20]
-                                         [--rows 100000] [--dim 384]
+    .venv/bin/python benchmarks/files.py [--sections parsers,docx,split,parquet] [--pages 120] [--copies 20]
+                                         [--rows 100000] [--dim 384] [--work DIR] [--library-row]
+                                         [--index-type flat] [--together]
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import shutil
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -145,6 +149,97 @@ def pdf_candidates():
     return {"pypdf (chosen)": pypdf, "pdfminer.six": pdfminer}
 
 
+def docx_candidates():
+    """DOCX parsers on the bytes of one file: semsearch's (python-docx), python-docx as it read before (every
+    paragraph's style looked up, its default found by reading every style), and the other real parsers where
+    installed (docx2python, mammoth), each giving the text with the headings known."""
+    import io
+
+    def ours(data: bytes) -> str:
+        from semsearch.ingest.sources.formats import docx
+
+        return docx.parse(data).text
+
+    def python_docx_every_style(data: bytes) -> str:  # semsearch's parse before, as it was
+        import docx
+        from docx.table import Table
+
+        from semsearch.ingest.sources.formats.blocks import Assembly
+
+        document, out = docx.Document(io.BytesIO(data)), Assembly()
+        for block in document.iter_inner_content():
+            if isinstance(block, Table):
+                for row in block.rows:
+                    out.add(" | ".join(cell.text.strip() for cell in row.cells))
+                continue
+            style = block.style.name if block.style is not None else ""
+            if style.startswith("Heading") and style[7:].strip().isdigit():
+                out.heading(int(style[7:]), block.text)
+            else:
+                out.add(block.text)
+        return out.parsed(document.core_properties.title).text
+
+    def docx2python(data: bytes) -> str:
+        from docx2python import docx2python as read
+        from docx2python.iterators import iter_paragraphs
+
+        with read(io.BytesIO(data)) as result:  # paragraphs with their style ids (not names: localized)
+            return "\n".join(
+                f"{par.style}: {''.join(run.text for run in par.runs)}"
+                for par in iter_paragraphs(result.body_pars)
+            )
+
+    def mammoth(data: bytes) -> str:
+        import mammoth as m
+
+        return m.convert_to_html(io.BytesIO(data)).value  # headings as <h1>..: the HTML parser would follow
+
+    return {
+        "python-docx, a style looked up only where a paragraph names one (chosen)": ours,
+        "python-docx, every paragraph's style looked up (before)": python_docx_every_style,
+        "docx2python": docx2python,
+        "mammoth, to HTML": mammoth,
+    }
+
+
+def docx(args) -> list[str]:
+    """Each DOCX candidate on the mixed folder's DOCX file (tests/mixedfolder.py, written by python-docx with
+    its default template, as Word writes a file: every built-in style in styles.xml): ms a file, min and median
+    of `--docx-rounds`, side by side in one run."""
+    work = Path(tempfile.mkdtemp(prefix="files-docx-"))
+    try:
+        data = next(write_folder(work).rglob("*.docx")).read_bytes()
+        rows = []
+        for name, parse in docx_candidates().items():
+            try:
+                parse(data)
+            except ImportError as error:
+                rows.append(
+                    {"DOCX parser": name, "ms min": f"not installed ({error.name})", "ms median": "-"}
+                )
+                continue
+            seconds = []
+            for _ in range(args.docx_rounds):
+                started = time.perf_counter()
+                parse(data)
+                seconds.append(time.perf_counter() - started)
+            rows.append(
+                {
+                    "DOCX parser": name,
+                    "ms min": f"{min(seconds) * 1000:.1f}",
+                    "ms median": f"{np.median(seconds) * 1000:.1f}",
+                }
+            )
+            print(rows[-1], flush=True)
+        return [
+            f"## DOCX parsers: one file of three sections, {len(data):,} bytes",
+            "",
+            *markdown_table(rows),
+        ]
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def split(args) -> list[str]:
     """Per folder (Django pages; copies of the mixed folder): documents parsed a second by the pool ingest uses
     and by one process, alone; then the same folder ingested into a new index twice, side by side: the files
@@ -214,103 +309,119 @@ def split(args) -> list[str]:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def parquet(args) -> list[str]:
+def write_tables(work: Path, rows: int, dim: int) -> None:
+    """The same corpus as corpus.parquet (row groups of 10,000) and corpus.jsonl: an id, twelve words of text, a
+    year and a `dim`-wide vector a row (seeded); kept where both are there already with this many rows."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    work = Path(tempfile.mkdtemp(prefix="files-parquet-"))
+    done = work / f"written-{rows}-{dim}"
+    if done.is_file():
+        return
+    work.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(0)
+    words = np.array(
+        [
+            "ocean",
+            "river",
+            "mountain",
+            "forest",
+            "desert",
+            "city",
+            "village",
+            "harbour",
+            "bridge",
+            "tower",
+            "garden",
+            "field",
+        ]
+    )
+    schema = pa.schema(
+        [
+            ("id", pa.string()),
+            ("text", pa.string()),
+            ("year", pa.int64()),
+            ("emb", pa.list_(pa.float32(), dim)),
+        ]
+    )
+    with (
+        pq.ParquetWriter(work / "corpus.parquet", schema) as writer,
+        open(work / "corpus.jsonl", "w") as jsonl,
+    ):
+        for start in range(0, rows, 10_000):
+            n = min(10_000, rows - start)
+            ids = [f"d{i}" for i in range(start, start + n)]
+            texts = [" ".join(rng.choice(words, 12)) for _ in range(n)]
+            years = rng.integers(1990, 2026, n)
+            vectors = rng.standard_normal((n, dim)).astype(np.float32)
+            arrays = [
+                pa.array(ids),
+                pa.array(texts),
+                pa.array(years),
+                pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), dim),
+            ]
+            writer.write_table(pa.Table.from_arrays(arrays, schema=schema), row_group_size=10_000)
+            for i in range(n):
+                record = {
+                    "id": ids[i],
+                    "text": texts[i],
+                    "year": int(years[i]),
+                    "emb": [round(float(x), 6) for x in vectors[i]],
+                }
+                jsonl.write(json.dumps(record) + "\n")
+    done.touch()
+
+
+def parquet(args) -> list[str]:
+    work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="files-parquet-"))
     try:
-        rng = np.random.default_rng(0)
-        words = np.array(
-            [
-                "ocean",
-                "river",
-                "mountain",
-                "forest",
-                "desert",
-                "city",
-                "village",
-                "harbour",
-                "bridge",
-                "tower",
-                "garden",
-                "field",
-            ]
-        )
-        schema = pa.schema(
-            [
-                ("id", pa.string()),
-                ("text", pa.string()),
-                ("year", pa.int64()),
-                ("emb", pa.list_(pa.float32(), args.dim)),
-            ]
-        )
-        with (
-            pq.ParquetWriter(work / "corpus.parquet", schema) as writer,
-            open(work / "corpus.jsonl", "w") as jsonl,
-        ):
-            for start in range(0, args.rows, 10_000):
-                n = min(10_000, args.rows - start)
-                ids = [f"d{i}" for i in range(start, start + n)]
-                texts = [" ".join(rng.choice(words, 12)) for _ in range(n)]
-                years = rng.integers(1990, 2026, n)
-                vectors = rng.standard_normal((n, args.dim)).astype(np.float32)
-                arrays = [
-                    pa.array(ids),
-                    pa.array(texts),
-                    pa.array(years),
-                    pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), args.dim),
-                ]
-                writer.write_table(pa.Table.from_arrays(arrays, schema=schema), row_group_size=10_000)
-                for i in range(n):
-                    record = {
-                        "id": ids[i],
-                        "text": texts[i],
-                        "year": int(years[i]),
-                        "emb": [round(float(x), 6) for x in vectors[i]],
-                    }
-                    jsonl.write(json.dumps(record) + "\n")
-        rows = []
+        write_tables(work, args.rows, args.dim)
         # JSONL again in a process that loads pyarrow.parquet first: what of Parquet's peak is the library
         preloaded = [
             PYTHON,
             "-c",
             "import pyarrow.parquet, runpy; runpy.run_module('semsearch', run_name='__main__')",
         ]
-        for label, name, command in (
-            ("corpus.parquet", "corpus.parquet", SEMSEARCH),
-            ("corpus.jsonl", "corpus.jsonl", SEMSEARCH),
-            ("corpus.jsonl, pyarrow.parquet loaded first", "corpus.jsonl", preloaded),
-        ):
-            path = work / name
-            run = measure(
-                [
-                    *command,
-                    "ingest",
-                    str(path),
-                    "--vector-field",
-                    "emb",
-                    "--index",
-                    str(work / f"index-{len(rows)}"),
-                    "--quiet",
-                ]
-            )
-            rows.append(
-                {
-                    "corpus": label,
-                    "file MiB": f"{path.stat().st_size / 2**20:,.0f}",
-                    "rows": f"{args.rows:,}",
-                    "seconds": f"{run['seconds']:.1f}",
-                    "peak RSS MiB": f"{run['peak_rss_mib']:,.0f}",
-                }
-            )
+        runs = [("corpus.parquet", "corpus.parquet", SEMSEARCH), ("corpus.jsonl", "corpus.jsonl", SEMSEARCH)]
+        if args.library_row:
+            runs.append(("corpus.jsonl, pyarrow.parquet loaded first", "corpus.jsonl", preloaded))
+
+        def ingest(run: tuple[str, str, list[str]], number: int) -> dict:
+            label, name, command = run
+            path, index = work / name, work / f"index-{number}"
+            shutil.rmtree(index, ignore_errors=True)
+            options = [
+                "--vector-field",
+                "emb",
+                "--index-type",
+                args.index_type,
+                "--index",
+                str(index),
+                "--quiet",
+            ]
+            result = measure([*command, "ingest", str(path), *options])
+            shutil.rmtree(index, ignore_errors=True)
+            row = {
+                "corpus": label,
+                "file MiB": f"{path.stat().st_size / 2**20:,.0f}",
+                "rows": f"{args.rows:,}",
+                "seconds": f"{result['seconds']:.1f}",
+                "peak RSS MiB": f"{result['peak_rss_mib']:,.0f}",
+            }
+            print(row, flush=True)
+            return row
+
+        # --together: the processes at once (each one's peak RSS is its own; their seconds then share the cores)
+        with ThreadPoolExecutor(len(runs) if args.together else 1) as pool:
+            rows = list(pool.map(ingest, runs, range(len(runs))))
         return [
-            f"## Parquet (row groups of 10,000) against JSONL: {args.rows:,} rows with {args.dim}-dimension vectors",
+            f"## Parquet against JSONL at {args.rows:,} rows: row groups of 10,000, {args.dim}-dimension vectors",
             "",
             *markdown_table(rows),
         ]
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        if not args.work:
+            shutil.rmtree(work, ignore_errors=True)
 
 
 def merged(blocks: dict[str, list[str]]) -> str:
@@ -323,10 +434,18 @@ def merged(blocks: dict[str, list[str]]) -> str:
                 name = line.split(":")[0][3:]
             if name is not None:
                 kept.setdefault(name, []).append(line)
-    kept.update(blocks)
-    order = ["Parsers", "Parse against encode", "Parquet (row groups of 10,000) against JSONL"]
-    names = sorted(kept, key=lambda n: order.index(n) if n in order else len(order))
-    return "\n".join(["# Files in (issue 34)", "", *[line for n in names for line in kept[n]]]) + "\n"
+    kept.update({name: [*lines, ""] for name, lines in blocks.items()})
+    order = [
+        "Parsers",
+        "DOCX parsers",
+        "Parse against encode",
+    ]  # then Parquet against JSONL by rows, the notes
+
+    def place(name: str) -> tuple:
+        return (order.index(name) if name in order else len(order) + (name == "Notes"), len(name), name)
+
+    lines = [line for name in sorted(kept, key=place) for line in kept[name]]
+    return "\n".join(["# Files in (issue 34)", "", *lines]).rstrip("\n") + "\n"
 
 
 def main() -> None:
@@ -336,10 +455,21 @@ def main() -> None:
     parser.add_argument("--copies", type=int, default=20)
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--dim", type=int, default=384)
+    parser.add_argument(
+        "--work", help="parquet: where the two corpora are written and kept (default: a temporary folder)"
+    )
+    parser.add_argument("--docx-rounds", type=int, default=50)
+    parser.add_argument("--index-type", default="flat", help="parquet: the index both ingests build")
+    parser.add_argument("--together", action="store_true", help="parquet: run the ingests at the same time")
+    parser.add_argument(
+        "--library-row",
+        action="store_true",
+        help="parquet: JSONL also in a process that loads pyarrow.parquet",
+    )
     args = parser.parse_args()
     blocks = {}
     for section in args.sections.split(","):
-        lines = {"parsers": parsers, "split": split, "parquet": parquet}[section](args)
+        lines = {"parsers": parsers, "split": split, "parquet": parquet, "docx": docx}[section](args)
         lines[1:1] = ["", f"`{command_line()}`"]
         print("\n".join(lines), flush=True)
         blocks[lines[0].split(":")[0][3:]] = lines

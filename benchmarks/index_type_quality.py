@@ -5,7 +5,7 @@ side's real queries are searched once (FUSION_DEPTH candidates, as hybrid search
 weight as hybrid search does (calibration_choice.py's way); written to benchmarks/results/index-type-quality.md.
 
     .venv/bin/python benchmarks/index_type_quality.py --index /tmp/w38/indexes/scifact --beir ../shared/data/scifact
-        [--types flat,hnsw,pq] [--raw int8] [--timed 200] [--no-ingested]
+        [--types flat,hnsw,pq] [--raw int8] [--timed 200] [--no-ingested] [--out index-type-quality.md]
 
 `--raw int8`: the copies' raw vectors rewritten at that precision first (the defaults'), statistics and all;
 `--timed N`: N queries timed one at a time in dense and the default mode, the copies alternating (issue 37).
@@ -97,6 +97,9 @@ def main() -> None:
     parser.add_argument("--timed", type=int, default=200, help="queries timed one at a time")
     parser.add_argument("--no-ingested", action="store_true", help="leave out the index as ingested")
     parser.add_argument(
+        "--out", default="index-type-quality.md", help="the table's file in benchmarks/results"
+    )
+    parser.add_argument(
         "--raw", choices=("int8", "float16"), help="the copies' raw vectors rewritten so first"
     )
     args = parser.parse_args()
@@ -137,7 +140,7 @@ def main() -> None:
         "",
         *markdown_table(rows),
     ]
-    (OUT / "index-type-quality.md").write_text("\n".join(lines) + "\n")
+    (OUT / args.out).write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
 

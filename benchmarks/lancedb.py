@@ -14,8 +14,8 @@ and covariance of a real index's raw vectors (--covariance-from; like scale.py's
 documents spread over the corpus plus noise shaped like the corpus (tuning.sample_queries' rule: cosine about
 0.55 to their document, off the corpus as a question is), and as text the gloss's title.
 
-semsearch: one index with every default (int8 raw vectors, `auto` index type, which at this size is IVF-PQ
-re-scored from the raw vectors) and the same rows refitted with a flat index for the exact answers (and, for the
+semsearch: one index with every default (int8 raw vectors, `auto` index type, which at this size is HNSW over
+8-bit codes) and the same rows refitted with a flat index for the exact answers (and, for the
 bytes table, with HNSW and its raw vectors rewritten in float32: the defaults before issue 37). LanceDB: IVF-PQ on cosine (its
 default partitions and sub-vectors), its native FTS index on the text, bitmap indexes on the two filter fields.
 recall@10 of an approximate mode: against the same system's exact answer (semsearch: the flat index through the

@@ -275,3 +275,19 @@ def test_the_cli_prints_pages_facets_and_similar(typed, tmp_path):
     assert stale.exit_code == 1 and "--generation 0: the index has been written since" in stale.output
     missing = runner.invoke(main, ["similar", "nope", *base])
     assert missing.exit_code == 1 and "no document with id 'nope'" in missing.output
+
+
+def test_each_way_of_reading_a_sets_values_gives_its_documents_values():
+    from semsearch.retrieval.facets import Grouped
+
+    rng = np.random.default_rng(3)
+    pks = np.repeat(np.arange(0, 4000, 2), rng.integers(0, 4, 2000))  # 0-3 values each, odd pks none
+    many = np.concatenate([pks, np.full(900, 10)])  # one document of 900 values among them: no table
+    for rows, table in ((pks, True), (many, False)):
+        for values in (rng.integers(0, 50, len(rows)), rng.random(len(rows))):
+            grouped = Grouped.of(rows, values)
+            assert (grouped.table is not None) == table
+            for share in (0.01, 0.1, 0.5, 1.0):  # a set's own rows, or a pass over every row
+                members = np.sort(rng.choice(4100, int(4100 * share), replace=False))
+                expected = np.sort(values[np.isin(rows, members)])
+                assert np.array_equal(np.sort(grouped.of_members(members)), expected), (table, share)

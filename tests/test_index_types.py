@@ -1,8 +1,9 @@
-"""FAISS index types (flat, hnsw, ivf, pq, auto): each retrieves close to the exact index, keeps `--where`
+"""FAISS index types (flat, hnsw, hnsw-sq8, ivf, pq, auto): each retrieves close to the exact index, keeps `--where`
 returning exactly k, survives deletes and upserts, and reopens to the same results."""
 
 import json
 
+import faiss
 import numpy as np
 import pytest
 from conftest import as_kept, copy_index, refitted_copy
@@ -10,6 +11,7 @@ from conftest import as_kept, copy_index, refitted_copy
 from semsearch import Index
 from semsearch.errors import SettingsError
 from semsearch.retrieval import vectorindex
+from semsearch.retrieval.search import DenseRetriever
 from semsearch.retrieval.vectorindex import AUTO_FLAT_LIMIT, resolve_index_type
 
 # its module fixtures are built once: the whole module runs on one worker (--dist loadgroup)
@@ -23,7 +25,7 @@ QUERIES = [
     "antibiotic resistance in bacteria",
 ]
 # Recall@10 against flat on the 300-document SciFact subset; pq's 4-bit codes (too few rows for 8) lose most.
-MIN_RECALL = {"hnsw": 0.95, "ivf": 0.95, "pq": 0.5}
+MIN_RECALL = {"hnsw": 0.95, "hnsw-sq8": 0.95, "ivf": 0.95, "pq": 0.5}
 
 
 @pytest.fixture(scope="module")
@@ -41,13 +43,14 @@ def top_ids(index: Index, k: int = 10, **options) -> list[list[str]]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kind", ["hnsw", "ivf", "pq"])
+@pytest.mark.parametrize("kind", ["hnsw", "hnsw-sq8", "ivf", "pq"])
 def test_each_type_retrieves_filters_and_survives_writes(kind, flat, tmp_path):
     with Index.open(copy_index(flat.path, tmp_path / kind)) as index:
         index.refit(index_type=kind)
         details = index.info()
         assert (details["index_type"], details["dims"]) == (kind, 64)
-        assert details["index_structure"].startswith({"hnsw": "HNSW32", "ivf": "IVF", "pq": "IVF"}[kind])
+        structure = {"hnsw": "HNSW32,Flat", "hnsw-sq8": "HNSW16,SQ8", "ivf": "IVF", "pq": "IVF"}[kind]
+        assert details["index_structure"].startswith(structure)
         # a vector per passage (abstracts longer than 256 tokens are cut), 300 documents
         assert len(index) == 300 and index.vectors.kind == kind
         assert index.vectors.count == index.state.passages == index.stats().count > 300
@@ -104,9 +107,9 @@ def test_ivf_filter_that_misses_the_probed_lists_still_returns_k(tmp_path):
 @pytest.mark.slow
 def test_auto_picks_by_corpus_size_and_unknown_types_are_refused(flat, tmp_path, monkeypatch):
     assert resolve_index_type("auto", AUTO_FLAT_LIMIT) == "flat"
-    assert resolve_index_type("auto", AUTO_FLAT_LIMIT + 1) == "hnsw"
+    assert resolve_index_type("auto", AUTO_FLAT_LIMIT + 1) == "hnsw-sq8"
     # by dims too: the same documents switch sooner when the vectors are wider
-    assert resolve_index_type("auto", 20_000, dim=384) == "hnsw"
+    assert resolve_index_type("auto", 20_000, dim=384) == "hnsw-sq8"
     assert resolve_index_type("auto", 20_000, dim=64) == resolve_index_type("auto", 100_000, dim=64) == "flat"
     with pytest.raises(SettingsError, match="unknown index type 'annoy'"):
         resolve_index_type("annoy", 10)
@@ -115,11 +118,25 @@ def test_auto_picks_by_corpus_size_and_unknown_types_are_refused(flat, tmp_path,
         assert (index.info()["index_type"], index.vectors.kind) == ("auto", "flat")
         with pytest.raises(SettingsError, match="unknown index type"):
             index.refit(index_type="annoy")
-    # above its budget auto picks HNSW, tuned for the recall target
+    # above its budget auto picks HNSW over 8-bit codes, tuned for the recall target
     monkeypatch.setattr(vectorindex, "AUTO_FLAT_LIMIT", 1)
     with Index.open(copy_index(flat.path, tmp_path / "graph")) as index:
         index.refit(index_type="auto")
-        assert (index.info()["index_type"], index.vectors.kind) == ("auto", "hnsw")
+        assert (index.info()["index_type"], index.vectors.kind) == ("auto", "hnsw-sq8")
         exact, approximate = top_ids(flat, rerank=0), top_ids(index, rerank=0)
         recall = np.mean([len(set(a) & set(e)) / 10 for a, e in zip(approximate, exact)])
-        assert recall >= MIN_RECALL["hnsw"], recall
+        assert recall >= MIN_RECALL["hnsw-sq8"], recall
+        # a byte a dimension, where hnsw keeps four; its scores are those of its codes as FAISS decodes them,
+        # within a few thousandths of the float32 projection's (flat's stored vectors)
+        inner = faiss.downcast_index(index.vectors.index.index)
+        codes = faiss.downcast_index(inner.storage)
+        assert codes.code_size == index.vectors.dim
+        decoded = codes.reconstruct_n(0, inner.ntotal)
+        row_of = {int(pk): row for row, pk in enumerate(faiss.vector_to_array(index.vectors.index.id_map))}
+        encoded = index.encoder.encode(QUERIES)
+        found = DenseRetriever(index.transform, index.vectors, index.raw).candidates(encoded, 10, None)
+        for query, ranked in zip(flat.transform.project(encoded), found):
+            pks, scores = np.array([pk for pk, _ in ranked]), np.array([score for _, score in ranked])
+            expected = decoded[[row_of[int(pk)] for pk in pks]] @ query
+            assert len(pks) == 10 and np.allclose(scores, expected, atol=1e-5)
+            assert np.abs(scores - flat.vectors.vectors_of(pks) @ query).max() < 0.01

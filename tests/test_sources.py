@@ -17,7 +17,8 @@ from semsearch import Index
 from semsearch.cli import main
 from semsearch.cli.query import place as printed_place
 from semsearch.documents import Location
-from semsearch.ingest.documents import Corpus
+from semsearch.errors import DataError
+from semsearch.ingest.documents import Corpus, read_corpus
 from semsearch.ingest.sources import FieldNames, open_source
 from semsearch.ingest.sources.formats import kind_of
 
@@ -257,6 +258,51 @@ def test_parquet_is_read_a_row_group_at_a_time_with_its_vectors(tmp_path):
     assert np.array_equal(np.stack([d.vector for d in docs]), vectors)
     source = corpus.source
     assert [b.num_rows for b in source.batches()] == [3, 3, 3, 1]  # never the whole table at once
+
+
+def test_parquet_vectors_of_every_list_type_and_the_ones_refused(tmp_path):
+    import subprocess
+    import sys
+
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    vectors = np.random.default_rng(1).standard_normal((7, 5))
+    columns = {
+        "list<double>": pa.array(vectors.tolist(), type=pa.list_(pa.float64())),
+        "large_list<float>": pa.array(vectors.tolist(), type=pa.large_list(pa.float32())),
+        "fixed<int8>": pa.array(np.round(vectors * 10).tolist(), type=pa.list_(pa.int8(), 5)),
+    }
+    for name, column in columns.items():
+        path = tmp_path / "kinds.parquet"
+        pq.write_table(pa.table({"id": [f"d{i}" for i in range(7)], "text": ["t"] * 7, "v": column}), path, 3)
+        docs = list(read_corpus(path, FieldNames(vector="v")))
+        expected = np.round(vectors * 10) if "int8" in name else vectors
+        assert np.array_equal(np.stack([d.vector for d in docs]), expected.astype(np.float32)), name
+    refused = {
+        "widths differ": pa.array([[1.0, 2.0], [3.0]]),
+        "a null vector": pa.array([[1.0, 2.0], None]),
+        "a null number": pa.array([[1.0, 2.0], [3.0, None]]),
+        "strings": pa.array([["a", "b"], ["c", "d"]]),
+        "not a list": pa.array([1.0, 2.0]),
+        "empty lists": pa.array([[], []], type=pa.list_(pa.float32())),
+    }
+    for case, column in refused.items():
+        path = tmp_path / f"{case}.parquet"
+        pq.write_table(pa.table({"id": ["a", "b"], "text": ["x", "y"], "v": column}), path)
+        entries = list(open_source(path, FieldNames(vector="v")).entries())
+        errors = [str(error) for _, error in entries if isinstance(error, DataError)]
+        assert errors == [f"{path}, row 1, field 'v': vectors must be lists of numbers of one width"], case
+    # Read from Arrow's buffers: pyarrow's NumPy conversion would import pandas (37 MiB kept resident)
+    script = (
+        "import sys; from semsearch.ingest.documents import read_corpus, FieldNames; "
+        f"docs = list(read_corpus({str(tmp_path / 'kinds.parquet')!r}, FieldNames(vector='v'))); "
+        "print(len(docs), 'pandas' in sys.modules)"
+    )
+    assert (
+        subprocess.run([sys.executable, "-c", script], capture_output=True, text=True).stdout == "7 False\n"
+    )
 
 
 def test_html_without_main_keeps_the_content_and_leaves_the_furniture():

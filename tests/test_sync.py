@@ -80,6 +80,44 @@ def test_sync_reads_only_what_changed_and_equals_a_fresh_ingest(tmp_path):
     assert len(synced_docs) == 8 and any("passages" in doc for doc in synced_docs.values())
 
 
+def test_a_row_inserted_above_moves_the_rows_below_without_encoding_them(tmp_path):
+    import csv
+
+    folder, index, fresh = tmp_path / "table", tmp_path / "index", tmp_path / "fresh"
+    folder.mkdir()
+    texts = [" ".join(text.split()[:40]) for _, text in CORPUS[:8]]
+    rows = [[f"r{i}", text, "note"] for i, text in enumerate(texts)]
+    rows[4][1] = rows[4][1].replace(" ", "\n", 3)  # a quoted field over several lines: rows below span more
+
+    def write(table):
+        with open(folder / "rows.csv", "w", newline="") as handle:
+            csv.writer(handle).writerows([["id", "text", "kind"], *table])
+
+    write(rows)
+    ingest(folder, "--index", index)
+    with Index.open(index) as opened:
+        vector_rows = opened.state.next_pk
+    rows[6][2] = "changed"  # metadata only
+    write([["new", " ".join(CORPUS[40][1].split()[:40]), "note"], *rows])
+    synced = ingest(folder, "--index", index)
+    assert counts(synced) == (0, 1, 0, 0)
+    assert "1 documents added (0 replaced, 0 unchanged, 8 moved (place or metadata only" in synced
+    with Index.open(index) as opened:  # one vector row made: the new row's (the others kept theirs)
+        assert opened.state.next_pk == vector_rows + 1
+
+    ingest(folder, "--index", fresh)
+    assert differences(contents(index), contents(fresh)) == []  # rows, lines, metadata, vectors
+    with Index.open(index) as moved, Index.open(fresh) as made:
+        counted = [index.search("a note", k=1, facets=["kind"]).facets for index in (moved, made)]
+        assert counted[0] == counted[1] and counted[0]["kind"]["changed"] == 1
+        for text in texts[::2]:
+            query = " ".join(text.split()[:8])
+            for mode in ("keyword", "dense"):
+                ours, theirs = moved.search(query, k=3, mode=mode), made.search(query, k=3, mode=mode)
+                assert [(h.id, h.location) for h in ours] == [(h.id, h.location) for h in theirs], mode
+                assert all(hit.location["row"] == int(hit.id[1:]) + 2 for hit in ours if hit.id != "new")
+
+
 def test_prune_counts_first_and_removes_only_its_own_files(tmp_path):
     ours, theirs, index = tmp_path / "ours", tmp_path / "theirs", tmp_path / "index"
     for root, parts in ((ours, CORPUS[:4]), (theirs, CORPUS[4:7])):

@@ -29,6 +29,7 @@ HANGUL_RUN = re.compile(f"[{HANGUL}]+")
 CJK_CHAR = re.compile(
     f"[{HAN}\u3000-\u303f\u3040-\u30ff\u31f0-\u31ff\uac00-\ud7af\u1100-\u11ff\uff00-\uffef]"
 )
+SPACE = re.compile(r"\s")  # str patterns: \s is what str.isspace() accepts (both Py_UNICODE_ISSPACE)
 # Sentence ends of Chinese and Japanese text: need no space after them.
 CJK_SENTENCE_ENDS = "。！？；…｡"
 Method = Literal["bigram+unigram", "bigram", "jieba", "jieba+unigram"]
@@ -96,7 +97,7 @@ def cjk_characters(text: str) -> int:
 
 def letters(text: str) -> int:
     """The text's characters that are not whitespace: the denominator of its CJK share."""
-    return len(text) - sum(1 for char in text if char.isspace())
+    return len(text) - len(SPACE.findall(text))
 
 
 # CJK punctuation and full-width punctuation: not words.

@@ -89,6 +89,19 @@ class Document:
             digest.update(json.dumps(places, sort_keys=True, ensure_ascii=False).encode())
         return digest.hexdigest()[:32]
 
+    @property
+    def passages_hash(self) -> str:
+        """What the document's passages are cut from and encoded from: its title and text, and where its
+        sections cut it and which may share a passage (their spans, pages, anchors and heading paths; chunking.py).
+        Not its metadata, nor the lines or table row its sections sit at: a stored document that differs only
+        there keeps its passages and their vectors, and takes the new places and metadata (pipeline.py)."""
+        places = [
+            [s.start, s.end, s.location.page, s.location.anchor, list(s.location.headings)]
+            for s in self.sections or ()
+        ]
+        payload = json.dumps([self.title, self.text, places], ensure_ascii=False)
+        return hashlib.sha256(payload.encode()).hexdigest()[:32]
+
 
 def passage_locations(doc: Document, spans: Sequence[Span]) -> list[Location | None]:
     """Where each passage (a character span of the document's text) sits in its file: the location of the first

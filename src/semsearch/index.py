@@ -270,7 +270,7 @@ class Index:
         with executor_for(cluster, self.wait) as executor, self.directory.writing():
             if streamed or changes.documents:
                 report = self._add_locked(lambda: stream, progress, refit, executor, streamed=streamed)
-                added = report if report.added or report.unchanged else None
+                added = report if report.added or report.unchanged or report.moved else None
             removed = syncing.finish(self.directory, changes, prune)
         return SyncReport.of(changes, removed, prune, added, time.perf_counter() - started)
 

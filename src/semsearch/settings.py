@@ -62,6 +62,7 @@ class Backend(Choice):
 class IndexType(Choice):
     FLAT = "flat"
     HNSW = "hnsw"
+    HNSW_SQ8 = "hnsw-sq8"
     IVF = "ivf"
     PQ = "pq"
     AUTO = "auto"

@@ -135,6 +135,7 @@ def combined(reports):
         seconds=sum(report.seconds for report in reports),
         replaced=sum(add.replaced for add in adds),
         passages=sum(add.passages for add in adds),
+        moved=sum(add.moved for add in adds),
     )
 
 

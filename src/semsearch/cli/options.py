@@ -86,9 +86,10 @@ def index_type_option(func):
     return choice_option(
         "--index-type",
         IndexType,
-        help="The FAISS index: flat (exact), hnsw (graph), ivf (inverted lists), pq (compressed codes, "
-        "candidates re-scored from the raw vectors), auto (flat up to 50,000 documents at 128 dims, fewer when "
-        "wider, hnsw above). Default: auto for a new index; refit: as now.",
+        help="The FAISS index: flat (exact), hnsw (graph), hnsw-sq8 (a graph over 8-bit codes: a third of the "
+        "bytes), ivf (inverted lists), pq (compressed codes, candidates re-scored from the raw vectors), auto "
+        "(flat up to 50,000 documents at 128 dims, fewer when wider, hnsw-sq8 above). "
+        "Default: auto for a new index; refit: as now.",
     )(func)
 
 
@@ -96,7 +97,7 @@ def recall_target_option(func):
     return click.option(
         "--recall-target",
         type=click.FloatRange(min=0, max=1, min_open=True),
-        help="recall@10 against exact search that hnsw / ivf / pq tune their efSearch / nprobe for at build, "
+        help="recall@10 against exact search that hnsw(-sq8) / ivf / pq tune their efSearch / nprobe for at build, "
         "measured on a sample of the corpus's own vectors (default 0.95; refit: as now).",
     )(func)
 
@@ -205,14 +206,15 @@ def total_of(bar):
 
 
 def ingest_summary(report, refused: int, documents: int, index_path: Path, ignored: int = 0) -> str:
-    """The last line of an ingest: read = added (replaced among them) + unchanged + refused, whatever the
-    source; files of no known type are counted apart."""
-    read = report.added + report.unchanged + refused
+    """The last line of an ingest: read = added (replaced among them) + unchanged + moved + refused, whatever
+    the source; files of no known type are counted apart."""
+    read = report.added + report.unchanged + report.moved + refused
     passages = f"; {report.passages} passages" if report.passages > report.added else ""
     passed = f" ({ignored} files of unknown type ignored)" if ignored else ""
+    moved = f", {report.moved} moved (place or metadata only, not encoded)" if report.moved else ""
     return (
         f"read {read} documents, {refused} refused{passed}: {report.added} documents added ({report.replaced} "
-        f"replaced, {report.unchanged} unchanged{passages}) to {index_path} in {report.seconds:.1f} s "
+        f"replaced, {report.unchanged} unchanged{moved}{passages}) to {index_path} in {report.seconds:.1f} s "
         f"({report.docs_per_second:.1f} docs/s); {documents} in the index"
     )
 

@@ -357,10 +357,11 @@ def _search_ms(
     index, queries: np.ndarray, texts: list[str], rerank: int, how: dict[str, Any]
 ) -> tuple[float, float]:
     """Median and 90th percentile milliseconds of one search (transform, vector search, keyword search, fusion, metadata join), one
-    query at a time, its encoding aside."""
+    query at a time, its encoding and snippets aside: a snippet's cost is the same for every setting a sweep
+    compares (benchmarks/results/text-controls.md measures it)."""
     timings = []
     for query, text in list(zip(queries, texts))[:TIMED_QUERIES]:
         started = time.perf_counter()
-        index.search_vectors(query[None, :], k=10, rerank=rerank, texts=[text], **how)
+        index.search_vectors(query[None, :], k=10, rerank=rerank, texts=[text], crop=0, **how)
         timings.append(time.perf_counter() - started)
     return 1000 * float(np.median(timings)), 1000 * float(np.percentile(timings, 90))

@@ -5,17 +5,23 @@ refit asks for. Raw vectors are read a block at a time, never held whole."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
 
 import numpy as np
 
 from ..retrieval import strategy, tuning
 from ..retrieval.vectorindex import VectorIndex, resolve_index_type
 from ..settings import DEFAULT_RECALL_TARGET, YOUNG_FACTOR, TransformKind, TransformSpec
+from ..storage.buildcheckpoint import CHECKPOINTS, BuildCheckpoint, build_key
+from ..storage.faults import fault_point
 from ..storage.manifest import IndexSettings
-from ..storage.rawvectors import RawVectors
+from ..storage.rawvectors import RawVectors, among
 from ..transforms import LinearTransform, Progress, Transform, VectorBatches, fit_transform
 from ..transforms.stats import RunningStats
+
+log = logging.getLogger(__name__)  # the build's stages, at INFO (benchmarks/ten_million.py)
 
 Blocks = Iterable[tuple[np.ndarray, np.ndarray]]
 # Adds (pks, projected vectors) blocks to a trained vector index, in their order, and returns when all are in:
@@ -24,12 +30,17 @@ BlockAdder = Callable[[VectorIndex, Blocks], None]
 # Kinds whose shards FAISS merges (an IndexIVF appends each list of a copy filled elsewhere): so the lists hold
 # their rows in the order adding them here would (flat and hnsw are filled here).
 MERGEABLE = ("ivf", "pq")
+KEY_ROWS = 64  # rows projected for a build's checkpoint key: the transform as it acts
 
 
-def live_blocks(raw: RawVectors, live: np.ndarray) -> Blocks:
-    """Raw (pks, vectors) blocks of the rows in `live` (sorted pks; replaced or deleted rows left out)."""
+def live_blocks(raw: RawVectors, live: np.ndarray, skip: int = 0) -> Blocks:
+    """Raw (pks, vectors) blocks of the rows in `live` (sorted pks; replaced or deleted rows left out), after
+    the first `skip` of them (at a block's end: where a checkpoint stopped)."""
     for pks, block in raw.blocks():
-        keep = np.isin(pks, live, assume_unique=True)
+        keep = among(pks, live)
+        if skip > 0:  # whole blocks
+            skip -= int(keep.sum())
+            continue
         if keep.any():
             yield pks[keep], block[keep]
 
@@ -68,32 +79,66 @@ def build_vectors(
     index_type: str,
     recall_target: float = DEFAULT_RECALL_TARGET,
     adder: BlockAdder | None = None,
+    checkpoint_in: Path | None = None,
 ) -> VectorIndex:
     """A new vector index of every live row, of the type `index_type` resolves to for their number, its search
     parameters tuned for `recall_target` (tuning.py) on a sample of its own rows as queries. Trained here;
-    `adder` fills it with the projected blocks (default: here; a cluster's executor: on its workers)."""
+    `adder` fills it with the projected blocks (default: here; a cluster's executor: on its workers).
+    `checkpoint_in`: an index directory where an ivf or pq build keeps its progress (buildcheckpoint.py) and
+    takes it up again after a kill: the trained index, and where filled here, the rows filled so far."""
     count = len(live)
-    vectors = VectorIndex.create(
-        transform.out_dim, resolve_index_type(index_type, count, transform.out_dim), count
-    )
-    if vectors.training_rows:
-        vectors.train(training_sample(transform, raw, live, vectors.training_rows))
+    kind = resolve_index_type(index_type, count, transform.out_dim)
+    vectors = VectorIndex.create(transform.out_dim, kind, count)
+    kept = checkpoint(checkpoint_in, transform, raw, live, kind) if checkpoint_in is not None else None
+    if kept is not None and kept.stage:
+        vectors = VectorIndex.load(kept.index_directory)
+        log.info("resumed the %s build at %s, %d rows in", kind, kept.stage, kept.rows)
+    elif rows := vectors.training_rows:
+        vectors.train(training_sample(transform, raw, live, rows))
+        log.info("%s trained on %d rows", vectors.description, min(rows, count))
+        if kept is not None:
+            kept.save("trained", vectors.save)
+        fault_point("trained")
     approximate = vectors.kind != "flat"
     exact = strategy.Exact(vectors, lambda pks: transform.project_float32(raw.read(pks)))  # read: no map
     if approximate:
         truth = tuning.Truth(tuning.sample_queries(live, exact.project_rows), tuning.levels_for(count))
+        if kept is not None and kept.stage == "filled":
+            truth.restore(kept.arrays())
+    skip = kept.rows if kept is not None and kept.stage == "filled" else 0
+    every = max(1, count // CHECKPOINTS)
 
     def projected_blocks() -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        for pks, block in live_blocks(raw, live):
+        seen = saved = skip
+        for pks, block in live_blocks(raw, live, skip):
             projected = transform.project(block)
             yield pks, projected
+            seen += len(pks)
             if approximate:  # once the block is added, or sent to a worker, which adds it meanwhile
                 truth.add(pks, projected)
+            # filled here (no adder): the rows yielded so far are in the index, and it can be saved
+            if kept is not None and adder is None and seen - saved >= every and seen < count:
+                kept.save("filled", vectors.save, seen, truth.arrays() if approximate else None)
+                saved = seen
+                fault_point("filled")
 
     (adder or add_here)(vectors, projected_blocks())
+    log.info("%d rows added", vectors.count)
     tuned = tuning.tune(vectors, truth, exact, recall_target) if approximate else tuning.Tuning({}, 1.0)
     vectors.params, vectors.recall = tuned.params, tuned.recall
     return vectors
+
+
+def checkpoint(
+    index_path: Path, transform: Transform, raw: RawVectors, live: np.ndarray, kind: str
+) -> BuildCheckpoint | None:
+    """The checkpoint of this build in the index directory (ivf and pq; None for the other kinds: flat fills in
+    seconds, and hnsw draws each row's levels from a generator FAISS does not save, so a graph taken up again
+    would not be the one built at once). Keyed by the kind, the live rows and their first rows projected."""
+    if kind not in MERGEABLE or not len(live):
+        return None
+    first = transform.project(next(iter(live_blocks(raw, live[:KEY_ROWS])))[1])
+    return BuildCheckpoint(index_path, build_key(kind, transform.out_dim, live, first))
 
 
 def add_here(vectors: VectorIndex, blocks: Blocks) -> None:

@@ -62,6 +62,7 @@ class AddReport:
     passages: int = 0  # vectors made for the documents added (more than them where long ones were cut)
     restored: tuple[str, ...] = ()  # what of an export was kept: "calibration", "transform" (exported.py)
     recalibrated: bool = False  # calibrated again after the add: `--refit auto` and a stale calibration
+    moved: int = 0  # documents whose metadata or places changed, not their passages: updated, not encoded
 
     def kept(self, *made_again: str) -> tuple[str, ...]:
         """What of an export is still kept once the parts `made_again` were made anew."""
@@ -250,6 +251,7 @@ class Added:
     resumed: int = 0
     replaced: list[int] = field(default_factory=list)  # the old vector rows of changed documents
     replaced_documents: int = 0
+    moved: int = 0  # stored documents given new metadata or places, their passages and vectors kept
     next_pk: int = 0
     refitted: bool = False  # the transform was fitted again on every document (a young index: build.young)
     started: float = field(default_factory=time.perf_counter)
@@ -264,6 +266,7 @@ class Added:
             passages=self.passages,
             refitted=self.refitted,
             young=self.refitted,
+            moved=self.moved,
             **extra,
         )
 
@@ -289,14 +292,18 @@ def add_documents(
     `first_partition`: the first partition's size, each next one twice the last up to `partition_docs`."""
     done = Added(next_pk=first_pk)
     planned: deque[tuple[list[Document], list[int]]] = deque()  # pulled by `run`, not yet stored
+    moved: dict[int, Document] = {}  # pk -> the document: only its metadata or places changed
 
     def partitions() -> Iterator[list[Document]]:
         for chunk in _chunks(documents, partition_docs, first_partition or partition_docs):
             known = store.existing_ids([doc.id for doc in chunk])
             fresh = [doc for doc in chunk if known.get(doc.id, (None, None))[1] != doc.content_hash]
-            done.unchanged += len(chunk) - len(fresh)
+            placed = same_passages(store, fresh, known)
+            moved.update({known[doc.id][0]: doc for doc in fresh if doc.id in placed})
+            fresh = [doc for doc in fresh if doc.id not in placed]
+            done.unchanged += len(chunk) - len(fresh) - len(placed)
             if progress and len(chunk) > len(fresh):
-                progress(len(chunk) - len(fresh))  # unchanged: nothing to encode
+                progress(len(chunk) - len(fresh))  # unchanged or moved: nothing to encode
             if fresh:
                 planned.append((fresh, sorted(known[doc.id][0] for doc in fresh if doc.id in known)))
                 yield fresh
@@ -318,7 +325,26 @@ def add_documents(
         done.next_pk += len(part.vectors)
         done.added += len(fresh)
         done.passages += len(part.vectors)
+    if moved:
+        store.replace_places(list(moved.values()), list(moved))
+        done.moved = len(moved)
     return done
+
+
+def same_passages(
+    store: DocumentStore, docs: Sequence[Document], known: dict[str, tuple[int, str]]
+) -> set[str]:
+    """The ids of those documents whose stored version differs only in metadata or where its sections sit
+    (`Document.passages_hash`): their passages and vectors stand. Only where the stored version is the one its
+    stored hash describes with no vector of its own (one that came with a vector is encoded now)."""
+    candidates = [doc for doc in docs if doc.id in known and doc.vector is None and doc.passages is None]
+    stored = store.stored_documents([known[doc.id][0] for doc in candidates]) if candidates else {}
+    same = set()
+    for doc in candidates:
+        old, digest = stored[known[doc.id][0]]
+        if old.content_hash == digest and old.passages_hash == doc.passages_hash:
+            same.add(doc.id)
+    return same
 
 
 def split(docs: Sequence[Document], chunker: Chunker | None) -> list[list[Passage]]:

@@ -4,6 +4,7 @@ facade then takes up (IndexDirectory.take_up)."""
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import partial
@@ -33,6 +34,7 @@ from ..retrieval.calibration_age import aged
 from ..retrieval.search import DenseRetriever
 from ..retrieval.vectorindex import VectorIndex, resolve_index_type
 from ..settings import NO_MODEL, Quantize, TransformSpec, check_recall_target
+from ..storage.buildcheckpoint import clear_checkpoint
 from ..storage.calibrationcache import CalibrationCache, encoder_name
 from ..storage.generations import NextGeneration
 from ..storage.manifest import IndexSettings
@@ -41,6 +43,10 @@ from ..transforms import Transform
 from ..transforms.stats import RunningStats
 from .directory import IndexDirectory, Published
 from .publish import publish
+
+log = logging.getLogger(
+    __name__
+)  # the stages of a write and their seconds, at INFO (benchmarks/ten_million.py)
 
 
 def add(
@@ -108,9 +114,17 @@ def add(
             )
             if done.added == 0:
                 writer.discard()
-                return done, None
+                if not done.moved:
+                    return done, None
+                # only metadata or places changed: the same vectors, in a generation of its own (readers that
+                # cache by generation see the new rows)
+                keep = dict(calibration=state.calibration, isotropy=state.isotropy)
+                transform, vectors = directory.transform, directory.loaded_vectors()
+                return done, _publish(directory, building, stats, transform, vectors, settings, **keep)
+            log.info("stored %d documents, %d passages", done.added, done.passages)
             done.refitted = state.count > 0 and build.young(settings, state.rows)
             segments = Segment.all_of(state.segments) + [writer.finish()]
+            log.info("raw segment written")
             # not mapped: the build's and calibration's scattered reads would keep whole segments in the RSS
             raw = RawVectors(directory.path, segments, settings.encoder_dim, mapped=False)
             live = directory.store.vector_pks()
@@ -118,8 +132,15 @@ def add(
                 transform = restored_part(restored, "transform", state)
                 if transform is None:
                     transform = build.fit(settings.spec, stats, raw, live)
+                    log.info("transform fitted")
                 vectors = build.build_vectors(  # ivf, pq: trained here, filled where the executor encodes
-                    transform, raw, live, settings.index_type, settings.recall_target, executor.add_blocks
+                    transform,
+                    raw,
+                    live,
+                    settings.index_type,
+                    settings.recall_target,
+                    None if isinstance(executor, InProcess) else executor.add_blocks,
+                    checkpoint_in=directory.path,
                 )
             else:  # keep the transform so the stored vectors stay valid
                 transform = directory.transform
@@ -133,6 +154,7 @@ def add(
                     index_type=settings.index_type,
                     recall_target=settings.recall_target,
                 )
+            log.info("vector index built")
             changes: dict[str, Any] = dict(
                 segments=tuple(s.to_json() for s in segments), next_pk=done.next_pk
             )
@@ -148,11 +170,13 @@ def add(
                 )
             else:
                 changes["calibration"] = aged(state.calibration, done.added)
+            log.info("calibrated")
             published = _publish(directory, building, stats, transform, vectors, settings, **changes)
     except BaseException:
         writer.discard()
         raise
     cache.clear()
+    clear_checkpoint(directory.path)
     return done, published
 
 
@@ -226,7 +250,9 @@ def refit(
     resolve_index_type(index_type, 0)  # validates the name before the fit
     live, stats = directory.store.vector_pks(), directory.stats()
     fitted = build.fit(spec, stats, directory.raw, live)
-    vectors = build.build_vectors(fitted, directory.raw, live, index_type, recall_target)
+    vectors = build.build_vectors(
+        fitted, directory.raw, live, index_type, recall_target, checkpoint_in=directory.path
+    )
     settings = directory.settings.with_changes(
         transform=spec.kind.value,
         dims_requested=spec.dims,
@@ -245,6 +271,7 @@ def refit(
         )
     with directory.generations.next(directory.manifest) as building:
         published = _publish(directory, building, stats, fitted, vectors, settings, **changes)
+    clear_checkpoint(directory.path)
     return time.perf_counter() - started, published
 
 

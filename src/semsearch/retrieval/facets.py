@@ -43,29 +43,46 @@ def value_text(kind: str, number: int | float | None, text: str | None) -> str:
 
 
 # A set of documents this share of a field's documents or more is counted in one pass over every row (a flag per
-# document); a smaller one by gathering only its own rows
+# document), unless the field holds one value a document (then a gather from its table: Grouped); a smaller one
+# by gathering only its own values
 WHOLE_PASS_SHARE = 0.25
 
 
 @dataclass
 class Grouped:
     """Values held by documents, grouped by document: the rows sorted by pk and each pk's first row, so the values
-    of a few documents are read in time proportional to their rows, not to the field's."""
+    of a few documents are read in time proportional to their rows, not to the field's; and, where it is small
+    (at most a cell per document more than four times the rows: not one document of a thousand values among
+    documents of one), as a table of a row per pk and a column per value held, so that a set's values are one
+    gather (a list field's 10% of 200,000 documents: 0.26 ms against the grouped rows' 0.41; a field of one
+    value a document: 0.06 against 0.23)."""
 
     pks: np.ndarray  # int64, sorted
     values: np.ndarray
     starts: np.ndarray  # pk's rows: starts[pk] to starts[pk + 1]
+    table: np.ndarray | None = None  # (pks, most values a pk holds): int32 codes (-1: none) or floats (NaN)
 
     @classmethod
     def of(cls, pks: np.ndarray, values: np.ndarray) -> Grouped:
         order = np.argsort(pks, kind="stable")
         pks, values = pks[order], values[order]
-        return cls(pks, values, np.searchsorted(pks, np.arange(int(pks[-1]) + 2 if len(pks) else 1)))
+        starts = np.searchsorted(pks, np.arange(int(pks[-1]) + 2 if len(pks) else 1))
+        documents, width = len(starts) - 1, int(np.diff(starts).max(initial=0))
+        table = None
+        if len(pks) and documents * width <= 4 * len(pks) + documents:  # at most the bytes the rows take
+            codes = values.dtype.kind in "iu"
+            table = np.full((documents, width), -1 if codes else np.nan, np.int32 if codes else np.float64)
+            table[pks, np.arange(len(pks)) - starts[pks]] = values
+        return cls(pks, values, starts, table)
 
     def of_members(self, members: np.ndarray) -> np.ndarray:
         """The values the documents `members` (sorted pks) hold, a row each."""
         members = members[members < len(self.starts) - 1]  # past the last pk holding one: none
-        if len(members) >= WHOLE_PASS_SHARE * len(self.starts):
+        large = len(members) >= WHOLE_PASS_SHARE * len(self.starts)
+        if self.table is not None and (self.table.shape[1] == 1 or not large):
+            found = np.take(self.table, members, axis=0).ravel()  # 2.5x faster than table[members]
+            return found[found >= 0] if self.table.dtype.kind == "i" else found[~np.isnan(found)]
+        if large:
             flags = np.zeros(len(self.starts), dtype=bool)
             flags[members] = True
             return self.values[flags[self.pks]]

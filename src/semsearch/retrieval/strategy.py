@@ -3,8 +3,9 @@ ranks them in the index's own space (the transform's output), for every index ty
 
 The rule, with m rows allowed of the n indexed (measurements: benchmarks/results/filter.md):
 - m <= exact_rows: score the m rows exactly. flat and hnsw score their stored vectors in place (FAISS reads
-  only those rows: 20,000 rows of 384 floats in 1.5 ms), ivf scans every inverted list with the rows as a
-  selector, pq (whose codes are lossy) projects their raw vectors. Exact by construction.
+  only those rows: 20,000 rows of 384 floats in 1.5 ms), hnsw-sq8 its codes of them decoded (the vectors it
+  keeps), ivf scans every inverted list with the rows as a selector, pq (whose codes only find candidates)
+  projects their raw vectors. Exact by construction.
 - m > exact_rows: the approximate index with the rows as a selector (a bitmap), its efSearch / nprobe those
   tuned at build for FILTERED_RECALL at the nearest measured selectivity at or below m / n (tuning.py), pq's
   candidates re-scored exactly; then verified: a query that finds fewer than k, or for which one of a sample

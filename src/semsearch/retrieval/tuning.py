@@ -46,7 +46,7 @@ import numpy as np
 
 from ..settings import DEFAULT_RERANK
 from .strategy import MAX_EF_SEARCH, Exact, approximate
-from .vectorindex import TUNED_K, VectorIndex, single_threaded
+from .vectorindex import GRAPHS, TUNED_K, VectorIndex, single_threaded
 
 K = TUNED_K
 # ivf and pq are tuned again this deep: a default query asks the index for rerank's 100 rows, 200 where
@@ -60,6 +60,7 @@ DEEP_K_FACTORS = (2, 4)
 SAMPLE_QUERIES = 200
 TIMED_QUERIES = 24  # of them, timed one at a time for the exact-or-approximate crossover
 MIN_LEVEL_ROWS = 1000  # below this many rows scoring them exactly is always the cheaper
+EXACT_TIMED_ROWS = 1 << 17  # an exact scan of more rows is timed on this many of them, and scaled
 EF_LADDER = (16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192)
 K_FACTORS = (1, 2, 4, 8, 16)  # pq: candidates found per result wanted, re-scored exactly
 FILTERED_K_FACTOR = 8
@@ -116,6 +117,15 @@ class Truth:
             )
         self.deep_scores, self.deep_ids = best(self.deep_scores, self.deep_ids, scores, pks)
 
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The answers so far, for a build's checkpoint (storage/buildcheckpoint.py)."""
+        return dict(scores=self.scores, ids=self.ids, deep_scores=self.deep_scores, deep_ids=self.deep_ids)
+
+    def restore(self, arrays: dict[str, np.ndarray]) -> None:
+        """The answers a checkpoint kept (the same queries: they are drawn from the rows with a fixed seed)."""
+        self.scores, self.ids = arrays["scores"], arrays["ids"]
+        self.deep_scores, self.deep_ids = arrays["deep_scores"], arrays["deep_ids"]
+
     def recall(self, level: int, ranked: list[list[tuple[int, float]]], depth: int = K) -> float:
         """recall@depth (K, or DEEP_K at level 0) of the answers against the exact ones."""
         hits = []
@@ -158,7 +168,7 @@ def tune(vectors: VectorIndex, truth: Truth, exact: Exact, target: float) -> Tun
     runs = _runs(vectors)
     found, recall, starts = _cheapest(exact, truth, 0, target, runs, [0] * len(runs))
     params: dict[str, Any] = {**found, "exact_rows": MIN_LEVEL_ROWS, "filtered": []}
-    if vectors.kind != "hnsw" and vectors.count > DEEP_K:  # hnsw searches max(efSearch, k) deep already
+    if vectors.kind not in GRAPHS and vectors.count > DEEP_K:  # hnsw searches max(efSearch, k) deep already
         deep_runs = _runs(vectors, DEEP_K_FACTORS)
         deep, deep_recall, _ = _cheapest(
             exact, truth, 0, target, deep_runs, [0] * len(deep_runs), None, DEEP_K
@@ -184,9 +194,10 @@ def tune(vectors: VectorIndex, truth: Truth, exact: Exact, target: float) -> Tun
 
 
 def _runs(vectors: VectorIndex, factors: tuple[int, ...] = K_FACTORS) -> list[list[dict[str, Any]]]:
-    """The settings tried, each run cheapest first: efSearch for hnsw, nprobe for ivf, and for pq a run of
+    """The settings tried, each run cheapest first: efSearch for hnsw and hnsw-sq8, nprobe for ivf, and for pq
+    a run of
     nprobe per number of candidates re-scored (`factors`)."""
-    if vectors.kind == "hnsw":
+    if vectors.kind in GRAPHS:
         return [[{"efSearch": ef} for ef in EF_LADDER if ef <= MAX_EF_SEARCH]]
     nlist = int(vectors.index.nlist)
     probes = sorted({min(nlist, round(1.5**i)) for i in range(64) if 1.5 ** (i - 1) < nlist})
@@ -255,7 +266,12 @@ def _timed(
 ) -> float:
     """Median seconds per query, one query at a time on one thread, as a query runs: of the approximate search
     with `params`, or (None) of scoring the allowed rows exactly."""
-    seconds = []
+    seconds, scale = [], 1.0
+    if params is None and allowed is not None and len(allowed) > EXACT_TIMED_ROWS:
+        # scoring rows exactly costs in proportion to them: timed on a spread share, scaled up (at 10 million
+        # rows, timing every level's scan took most of a build's tuning)
+        scale = len(allowed) / EXACT_TIMED_ROWS
+        allowed = allowed[spread(len(allowed), EXACT_TIMED_ROWS)]
     for query in truth.queries[:TIMED_QUERIES, None]:
         if params is None:
             run = lambda query=query: exact.top(query, K, allowed)  # noqa: E731
@@ -264,4 +280,4 @@ def _timed(
         started = time.perf_counter()
         single_threaded(1, run)
         seconds.append(time.perf_counter() - started)
-    return float(np.median(seconds))
+    return scale * float(np.median(seconds))

@@ -17,15 +17,24 @@ from ..errors import SettingsError
 from ..storage.damage import brief, derived, size_problem
 from ..storage.files import atomic_path
 
-INDEX_TYPES = ("flat", "hnsw", "ivf", "pq", "auto")
-# `auto`: exact search while documents x dims stay within a budget, HNSW above. The budget is 50,000 documents
+INDEX_TYPES = ("flat", "hnsw", "hnsw-sq8", "ivf", "pq", "auto")
+GRAPHS = ("hnsw", "hnsw-sq8")  # HNSW over float32 vectors, over 8-bit codes
+# `auto`: exact search while documents x dims stay within a budget, HNSW over 8-bit codes above (hnsw-sq8). The budget is 50,000 documents
 # at the default 128 dims (an exact scan of 6.4M numbers, about 1.5 ms here; 117k x 128 took 3.4 ms against
 # HNSW's 0.6): wider vectors switch sooner (16,666 at 384 dims), narrower ones later. IVF-PQ (`--index-type pq`)
 # keeps 47 bytes a passage against HNSW's 792 but stays opt-in: tuned at a default query's depth too, it still
 # loses full SciFact's default nDCG@10 0.7303 against HNSW's 0.7356 and answers 2.4x slower, its re-scoring
 # of raw rows the cost (benchmarks/results/index-type-quality.md, docs/performance.md "Bytes").
+# hnsw-sq8 keeps a byte a dimension where hnsw keeps four, and 16 neighbours a node where hnsw keeps 32 (280
+# bytes a passage at 128 dims against 792; HNSW32,SQ8 408). Its codes, decoded, are the vectors it keeps, as an int8 raw row is the raw vector kept: filtered search
+# is exact over them (they differ from the float32 projection by a few thousandths of a cosine) and a default
+# query's rerank re-scores its candidates from the raw vectors. It searches as fast as hnsw (SQ8 distances are
+# AVX2 in FAISS; the sparser graph tuned to a higher efSearch) with the default's nDCG@10 unchanged: full
+# SciFact 0.7357 against hnsw's 0.7356, HNSW32,SQ8 0.7356 (benchmarks/results/bytes.md).
 AUTO_FLAT_LIMIT, AUTO_REFERENCE_DIMS = 50_000, 128
+SQ8_TRAINING_ROWS = 65_536  # rows whose per-dimension range the 8-bit codes span (a value outside is clipped)
 HNSW_NEIGHBOURS, HNSW_EF_CONSTRUCTION, HNSW_EF_SEARCH = 32, 80, 128  # efSearch: of indexes built untuned
+SQ8_NEIGHBOURS = 16
 TRAINING_ROWS_PER_LIST = 40
 PARAM_NAMES = ("efSearch", "nprobe", "k_factor")  # the unfiltered search's, in `params`
 TUNED_K = 10  # the depth `params` are tuned at; ivf and pq also at `params["deep"]["k"]` (tuning.py)
@@ -40,7 +49,7 @@ def resolve_index_type(index_type: str, count: int, dim: int = AUTO_REFERENCE_DI
     if index_type not in INDEX_TYPES:
         raise SettingsError(f"unknown index type {index_type!r} (known: {', '.join(INDEX_TYPES)})")
     if index_type == "auto":
-        return "flat" if count * dim <= AUTO_FLAT_LIMIT * AUTO_REFERENCE_DIMS else "hnsw"
+        return "flat" if count * dim <= AUTO_FLAT_LIMIT * AUTO_REFERENCE_DIMS else "hnsw-sq8"
     return index_type
 
 
@@ -100,7 +109,8 @@ def ranked(scores: np.ndarray, ids: np.ndarray) -> list[list[tuple[int, float]]]
 
 
 class VectorIndex:
-    """flat: exact (IndexFlatIP). hnsw: a graph (HNSW32), no training, removal by rebuilding. ivf: inverted
+    """flat: exact (IndexFlatIP). hnsw: a graph (HNSW32), no training, removal by rebuilding; hnsw-sq8: the same
+    graph (HNSW16) over 8-bit codes (trained: each dimension's range). ivf: inverted
     lists over k-means cells, trained on a sample, `nprobe` lists searched. pq: ivf with product-quantised
     codes (about 4 dims per byte), the smallest. All keep our ids and filter by id inside the search.
 
@@ -128,6 +138,9 @@ class VectorIndex:
             return cls(faiss.IndexIDMap2(faiss.IndexFlatIP(dim)))
         if index_type == "hnsw":
             return cls(faiss.IndexIDMap(faiss.IndexHNSWFlat(dim, HNSW_NEIGHBOURS, metric)))
+        if index_type == "hnsw-sq8":
+            codes = faiss.ScalarQuantizer.QT_8bit
+            return cls(faiss.IndexIDMap(faiss.IndexHNSWSQ(dim, codes, SQ8_NEIGHBOURS, metric)))
         lists = inverted_lists(count)
         if index_type == "ivf":
             return cls(faiss.index_factory(dim, f"IVF{lists},Flat", metric))
@@ -157,6 +170,8 @@ class VectorIndex:
         index = faiss.downcast_index(self.index)
         if isinstance(index, faiss.IndexIDMap):
             inner = faiss.downcast_index(index.index)
+            if isinstance(inner, faiss.IndexHNSWSQ):
+                return "hnsw-sq8"
             return "hnsw" if isinstance(inner, faiss.IndexHNSW) else "flat"
         return "pq" if isinstance(index, faiss.IndexIVFPQ) else "ivf"
 
@@ -173,7 +188,10 @@ class VectorIndex:
                 deeper = f" k_factor={deep['k_factor']}" if "k_factor" in deep else ""
                 rescored += f" ({deep['k']} deep: nprobe={deep['nprobe']}{deeper})"
             return f"IVF{index.nlist},{codes} nprobe={self.search_params['nprobe']}{rescored}"
-        return "HNSW32,Flat" if self.kind == "hnsw" else "Flat"  # efSearch: `info`'s search_params
+        if self.kind in GRAPHS:  # efSearch: `info`'s search_params
+            neighbours = faiss.downcast_index(self.index.index).hnsw.nb_neighbors(1)  # M, as built
+            return f"HNSW{neighbours},{'SQ8' if self.kind == 'hnsw-sq8' else 'Flat'}"
+        return "Flat"
 
     def with_tuning(self, params: dict[str, Any] | None, recall: float | None) -> VectorIndex:
         """This index searching with the parameters its manifest records (None: untuned)."""
@@ -188,7 +206,7 @@ class VectorIndex:
         if isinstance(index, faiss.IndexIVF):
             untuned = {"nprobe": int(min(index.nlist, max(8, index.nlist // 16)))}
         else:
-            untuned = {"efSearch": HNSW_EF_SEARCH} if self.kind == "hnsw" else {}
+            untuned = {"efSearch": HNSW_EF_SEARCH} if self.kind in GRAPHS else {}
         tuned = {key: value for key, value in (self.params or {}).items() if key in PARAM_NAMES}
         return {**untuned, **tuned}
 
@@ -217,14 +235,14 @@ class VectorIndex:
         index = faiss.downcast_index(self.index)
         if isinstance(index, faiss.IndexIVF) and not index.is_trained:
             return max(index.nlist * 64, 256 * 64 if isinstance(index, faiss.IndexIVFPQ) else 0)
-        return 0
+        return SQ8_TRAINING_ROWS if self.kind == "hnsw-sq8" and not self.index.is_trained else 0
 
     def train(self, sample: np.ndarray) -> None:
         self.index.train(np.ascontiguousarray(sample, dtype=np.float32))
 
     @property
     def supports_remove(self) -> bool:
-        return self.kind != "hnsw"
+        return self.kind not in GRAPHS
 
     @property
     def dim(self) -> int:
@@ -304,7 +322,7 @@ class VectorIndex:
         index = faiss.downcast_index(self.index)
         if isinstance(index, faiss.IndexIVF):
             return faiss.SearchParametersIVF(sel=chosen, nprobe=int(min(params["nprobe"], index.nlist)))
-        if self.kind == "hnsw":
+        if self.kind in GRAPHS:
             # HNSW keeps efSearch candidates: fewer than k, it answers fewer than k (a deep page would end early)
             return faiss.SearchParametersHNSW(sel=chosen, efSearch=max(int(params["efSearch"]), k))
         return faiss.SearchParameters(sel=chosen)
@@ -314,15 +332,17 @@ class VectorIndex:
     @property
     def exact_source(self) -> str | None:
         """Where this index's exact vectors are: "stored" (flat and hnsw keep them contiguous), "lists" (ivf
-        keeps them in its inverted lists), or None (pq keeps only lossy codes: the raw vectors have them)."""
-        return {"flat": "stored", "hnsw": "stored", "ivf": "lists"}.get(self.kind)
+        keeps them in its inverted lists), "codes" (hnsw-sq8: its 8-bit codes, decoded, are the vectors it
+        keeps, as int8 raw rows are the raw vectors kept), or None (pq's codes only find candidates, which the
+        raw vectors re-score)."""
+        return {"flat": "stored", "hnsw": "stored", "ivf": "lists", "hnsw-sq8": "codes"}.get(self.kind)
 
-    def _storage(self) -> faiss.IndexFlat:
+    def _storage(self) -> faiss.Index:
         inner = faiss.downcast_index(self.index.index)
         return faiss.downcast_index(inner.storage) if isinstance(inner, faiss.IndexHNSW) else inner
 
     def positions(self, ids: np.ndarray) -> np.ndarray:
-        """Rows of the stored vectors (flat, hnsw) holding these ids, -1 for an id not held (a document a
+        """Rows of the stored vectors (flat, hnsw, hnsw-sq8) holding these ids, -1 for an id not held (a document a
         writer added since this generation); the id -> row table is made once per loaded index (an O(n) pass,
         8 bytes per id) and dropped when the index changes."""
         if self._positions is None:
@@ -334,8 +354,17 @@ class VectorIndex:
         return self._positions[np.clip(ids, -1, len(self._positions) - 1)]
 
     def vectors_of(self, ids: np.ndarray) -> np.ndarray | None:
-        """The stored vectors of these ids, exactly as indexed (None for pq, whose codes are lossy)."""
+        """The stored vectors of these ids, exactly as indexed (hnsw-sq8: its codes decoded; None for pq)."""
         ids = np.ascontiguousarray(ids, dtype=np.int64)
+        if self.exact_source == "codes":  # decoded by FAISS as its search decodes them (a row in 1 ns a dim)
+            storage = self._storage()
+            size = storage.code_size
+            codes = faiss.rev_swig_ptr(storage.codes.data(), storage.ntotal * size).reshape(-1, size)
+            rows = self.positions(ids)
+            if not len(rows):
+                return np.empty((0, self.dim), dtype=np.float32)
+            decoded = storage.sa_decode(np.ascontiguousarray(codes[np.maximum(rows, 0)]))
+            return np.where((rows >= 0)[:, None], decoded, np.nan)  # not held: no score
         if self.exact_source == "stored":
             storage = self._storage()
             stored = faiss.rev_swig_ptr(storage.get_xb(), storage.ntotal * self.dim).reshape(-1, self.dim)
@@ -357,14 +386,21 @@ class VectorIndex:
     def exact(self, queries: np.ndarray, k: int, ids: np.ndarray) -> list[list[tuple[int, float]]] | None:
         """The exact k best of these ids (sorted unique) by inner product with the index's own vectors: for
         flat and hnsw scored in place from the stored rows (no copy), for ivf by every inverted list with the
-        ids as a selector; None for pq (the caller scores the raw vectors, projected)."""
+        ids as a selector, for hnsw-sq8 by its codes with their rows as a selector (FAISS's SQ8 scan, about a
+        nanosecond a dimension); None for pq (the caller scores the raw vectors, projected)."""
         queries = np.ascontiguousarray(queries, dtype=np.float32)
-        rows = np.ascontiguousarray(self.positions(ids)) if self.exact_source == "stored" else None
+        held = self.exact_source in ("stored", "codes")
+        rows = np.ascontiguousarray(self.positions(ids)) if held else None
         if rows is not None:
             rows = rows[rows >= 0]  # ids this index does not hold (see `positions`) have no score
         k = min(k, len(ids) if rows is None else len(rows))
         if k == 0:
             return [[] for _ in queries]
+        if self.exact_source == "codes":
+            codes, selector = self._storage(), Selector(rows)
+            search = lambda: codes.search(queries, k, params=faiss.SearchParameters(sel=selector.faiss))  # noqa: E731
+            scores, found = single_threaded(len(queries), search)
+            return ranked(scores, np.where(found >= 0, self._held[np.maximum(found, 0)], -1))
         if rows is not None:
             storage = self._storage()
             scores = np.empty((len(queries), k), dtype=np.float32)

@@ -340,6 +340,13 @@ class RawVectors:
         return out
 
 
+def among(pks: np.ndarray, live: np.ndarray) -> np.ndarray:
+    """Which of a block's pks are in `live` (sorted unique): a binary search each. np.isin sorts both arrays
+    together on every call: 0.8 s a block of 8,192 against 10 million live rows, 17 minutes a pass."""
+    at = np.minimum(np.searchsorted(live, pks), max(len(live) - 1, 0))
+    return live[at] == pks if len(live) else np.zeros(len(pks), dtype=bool)
+
+
 def worth_compacting(segments: list[Segment], live: int) -> bool:
     stored = sum(segment.count for segment in segments)
     dead = stored - live
@@ -354,7 +361,7 @@ def compact(raw: RawVectors, live: np.ndarray, generation: int, precision: str =
     writer = SegmentWriter(raw.directory.parent, int(live[0]) if len(live) else 0, raw.dim, precision)
     kept = []
     for pks, block in raw.blocks():
-        keep = np.isin(pks, live, assume_unique=True)
+        keep = among(pks, live)
         writer.append(block[keep])
         kept.append(pks[keep])
     pks = np.concatenate(kept) if kept else np.empty(0, dtype=np.int64)

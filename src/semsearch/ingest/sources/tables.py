@@ -108,7 +108,12 @@ class TableSource(Source):
                     yield Place(self.name), missing
                     return
                 checked = True
-            vectors = self._vectors(batch)
+            try:
+                vectors = self._vectors(batch)
+            except DataError as error:  # the column, not a row: the rest of the file is not read
+                where = {"path": self.name, "row": row + 1, "field": error.field}
+                yield Place(self.name, row=row + 1), DataError(error.reason, **where)
+                return
             names = [name for name in batch.schema.names if name != self.fields.vector]
             columns = [batch.column(name).to_pylist() for name in names]
             fields = replace(self.fields, vector=None)
@@ -147,15 +152,37 @@ class TableSource(Source):
         return None
 
     def _vectors(self, batch: Any) -> np.ndarray | None:
-        """The batch's vector column as one float32 array (rows x width)."""
+        """The batch's vector column as one float32 array (rows x width), read from Arrow's buffers."""
         if not self.fields.vector:
             return None
-        column = batch.column(self.fields.vector)
-        widths = set(column.value_lengths().to_pylist()) if hasattr(column, "value_lengths") else set()
-        if column.null_count or len(widths) > 1 or not widths:
+        import pyarrow as pa
+
+        column, types = batch.column(self.fields.vector), pa.types
+        if not len(column):
+            return np.empty((0, 0), dtype=np.float32)
+        # The lists' numbers as the child array's slice (not `flatten`, which imports pyarrow.compute: 9 MiB)
+        if types.is_fixed_size_list(column.type):
+            widths, first = {column.type.list_size}, column.offset * column.type.list_size
+            values = column.values.slice(first, len(column) * column.type.list_size)
+        elif types.is_list(column.type) or types.is_large_list(column.type):
+            offsets = buffer_view(column.offsets, np.int32 if types.is_list(column.type) else np.int64)
+            widths = set(np.diff(offsets).tolist())
+            values = column.values.slice(int(offsets[0]), int(offsets[-1] - offsets[0]))
+        else:
+            widths, values = set(), column
+        numbers = types.is_integer(values.type) or types.is_floating(values.type)
+        if column.null_count or values.null_count or not numbers or len(widths) != 1 or 0 in widths:
             raise DataError(
                 "vectors must be lists of numbers of one width", path=self.name, field=self.fields.vector
             )
-        return np.asarray(column.flatten().to_numpy(zero_copy_only=False), dtype=np.float32).reshape(
-            len(column), -1
-        )
+        if values.type != pa.float32():
+            values = values.cast(pa.float32())
+        return buffer_view(values, np.float32).reshape(len(column), -1)
+
+
+def buffer_view(array: Any, dtype: type) -> np.ndarray:
+    """A primitive Arrow array without nulls as a NumPy array on its buffer (read-only, no copy). Not
+    `to_numpy` or `np.asarray`: pyarrow converts through its pandas shim, whose import alone keeps 37 MiB
+    resident for the rest of the ingest."""
+    width = np.dtype(dtype).itemsize
+    return np.frombuffer(array.buffers()[1], dtype, len(array), array.offset * width)

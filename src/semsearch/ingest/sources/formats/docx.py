@@ -25,7 +25,9 @@ def parse(data: bytes, kind: str = "docx") -> Parsed:
             for row in block.rows:
                 out.add(" | ".join(cell.text.strip() for cell in row.cells))
             continue
-        style = block.style.name if block.style is not None else ""
+        # A paragraph without a style of its own has the default one (never Title or a Heading): not looked up,
+        # since python-docx finds the default by reading every style of the file (half of a short file's parse)
+        style = block.style.name if block._p.style is not None and block.style is not None else ""
         if style == "Title":
             styled_title = styled_title or block.text.strip()
             out.add(block.text)

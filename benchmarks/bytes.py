@@ -1,0 +1,105 @@
+"""Bytes a passage by part (issue 37): `info`'s parts of each index directory given (less the generation a
+refitted copy keeps for readers until its next write), against the first of
+its set (the issue's baseline: the defaults before it, float32 raw vectors and HNSW32 over float32), and the
+SQLite store split by what its pages hold (SQLite's dbstat: the documents' rows, the id index, the keyword
+index, the typed metadata and its indexes). Written to benchmarks/results/bytes.md (or --out).
+
+    .venv/bin/python benchmarks/bytes.py wordnet:before=/tmp/lance/semsearch-before \\
+        wordnet:defaults=/tmp/lance/semsearch-defaults scifact:hnsw=/tmp/scifact-hnsw ... [--note TEXT]
+
+Each argument is SET:NAME=INDEX; the first index of a set is its baseline. `--note` adds a line under the
+command (what the copies are)."""
+
+from __future__ import annotations
+
+import argparse
+import sqlite3
+from datetime import datetime, timezone
+from pathlib import Path
+
+from lancedb import parts
+from scale import command_line, markdown_table
+
+OUT = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
+PARTS = ("documents", "raw_vectors", "vector_index", "transform", "other")
+# SQLite objects by what they hold (the rest: small tables, "other")
+STORE_PARTS = {
+    "rows": ("documents",),  # id, title, text, metadata JSON, content hash, passages, sections
+    "id index": ("sqlite_autoindex_documents_1",),
+    "keyword index": ("keywords_data", "keywords_idx", "keywords_docsize", "keywords_config"),
+    "metadata": ("meta", "meta_kind", "meta_num", "meta_str", "meta_pk"),
+    "passages": ("passages", "locations", "documents_long"),
+}
+
+
+def store_parts(database: Path, passages: int) -> dict[str, float]:
+    """Bytes a passage of each part of the SQLite store, from its pages (dbstat), free pages as `free`."""
+    conn = sqlite3.connect(f"file:{database}?mode=ro", uri=True)
+    try:
+        sizes = dict(conn.execute("SELECT name, sum(pgsize) FROM dbstat GROUP BY name").fetchall())
+        page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+        free = conn.execute("PRAGMA freelist_count").fetchone()[0] * page_size
+    finally:
+        conn.close()
+    out = {part: sum(sizes.pop(name, 0) for name in names) for part, names in STORE_PARTS.items()}
+    out["other"], out["free"] = sum(sizes.values()), free
+    return {part: round(size / passages, 1) for part, size in out.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("indexes", nargs="+", help="SET:NAME=INDEX, the first of each set its baseline")
+    parser.add_argument("--note", default="", help="a line under the command: what the copies are")
+    parser.add_argument("--out", default="bytes.md")
+    args = parser.parse_args()
+    from semsearch.index import Index
+
+    rows, stores, baselines = [], [], {}
+    for spec in args.indexes:
+        label, path = spec.split("=", 1)
+        data_set, name = label.split(":", 1)
+        with Index.open(Path(path)) as index:
+            info, raw = index.info(), index.settings.raw_precision
+        passages, sizes = info["passages"], parts(Path(path))  # less a refitted copy's previous generation
+        per = {part: sizes[part] / passages for part in (*PARTS, "total")}
+        baseline = baselines.setdefault(data_set, per["total"])
+        rows.append(
+            {
+                "set": data_set,
+                "index": name,
+                "structure": info["index_structure"],
+                "raw": raw,
+                "passages": passages,
+                **{part: round(per[part]) for part in PARTS},
+                "total": round(per["total"]),
+                "MB": round(sizes["total"] / 1e6, 1),
+                "of the baseline": f"1/{baseline / per['total']:.2f}",
+            }
+        )
+        stores.append({"set": data_set, "index": name, **store_parts(Path(path) / "documents.db", passages)})
+        print(rows[-1], flush=True)
+    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    lines = [
+        "# Bytes a passage by part (issue 37)",
+        "",
+        f"`{command_line()}` ({stamp})",
+        "",
+        *([args.note, ""] if args.note else []),
+        "Every file of each index directory, by `info`'s parts, in bytes a passage; `of the baseline`: the total "
+        "against the first index of its set.",
+        "",
+        *markdown_table(rows),
+        "The SQLite store (`documents` above) by what its pages hold (dbstat), bytes a passage: `rows` the "
+        "documents' table (id, title, text, metadata JSON, content hash), `metadata` the typed table and its "
+        "four indexes, `free` pages a write freed.",
+        "",
+        *markdown_table(stores),
+    ]
+    (OUT / args.out).write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
