@@ -4,18 +4,17 @@ takes the trained and partly filled index up (it trains nothing: the `trained` f
 ends at the same index, byte for byte, with the same answers as an ingest never interrupted."""
 
 import json
-import os
 import subprocess
-import sys
 
 import faiss
 import numpy as np
 from conftest import write_jsonl
+from test_faults import semsearch
 
 from semsearch import Index
 from semsearch.ingest.first import partial_of
 from semsearch.storage.buildcheckpoint import DIRECTORY
-from semsearch.storage.faults import FAULT_ENV, FAULT_EXIT
+from semsearch.storage.faults import FAULT_EXIT
 from semsearch.storage.rawvectors import BLOCK_ROWS
 
 ROWS, DIM = 9_000, 16  # two raw blocks: a checkpoint after the first
@@ -23,17 +22,10 @@ OPTIONS = dict(model="none", index_type="ivf")
 
 
 def ingest(corpus, vectors, index, fault: str) -> subprocess.CompletedProcess:
-    # one thread: FAISS's k-means and adds sum in one order, so two builds can be compared byte for byte
-    env = {k: v for k, v in os.environ.items() if k != FAULT_ENV} | {"OMP_NUM_THREADS": "1", FAULT_ENV: fault}
     args = ["ingest", corpus, "--vectors", vectors, "--index", index, "--quiet"]
     args += [f"--{name.replace('_', '-')}={value}" for name, value in OPTIONS.items()]
-    return subprocess.run(
-        [sys.executable, "-m", "semsearch", *map(str, args)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
+    # one thread: FAISS's k-means and adds sum in one order, so two builds can be compared byte for byte
+    return semsearch(*args, fault=fault, OMP_NUM_THREADS="1")
 
 
 def built(path, queries) -> tuple[bytes, list]:

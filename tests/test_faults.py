@@ -29,8 +29,9 @@ AFTER_COMMIT = ("committed", "published")
 BASE = 60
 
 
-def semsearch(*args, fault: str | None = None) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != FAULT_ENV}
+def semsearch(*args, fault: str | None = None, **variables: str) -> subprocess.CompletedProcess:
+    """A semsearch process, exiting at the fault point `fault` if given, with these environment variables."""
+    env = {k: v for k, v in os.environ.items() if k != FAULT_ENV} | variables
     if fault:
         env[FAULT_ENV] = fault
     return subprocess.run(

@@ -44,9 +44,8 @@ from ..transforms.stats import RunningStats
 from .directory import IndexDirectory, Published
 from .publish import publish
 
-log = logging.getLogger(
-    __name__
-)  # the stages of a write and their seconds, at INFO (benchmarks/ten_million.py)
+# the stages of a write and their seconds, at INFO (benchmarks/ten_million.py)
+log = logging.getLogger(__name__)
 
 
 def add(

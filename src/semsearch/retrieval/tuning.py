@@ -195,8 +195,7 @@ def tune(vectors: VectorIndex, truth: Truth, exact: Exact, target: float) -> Tun
 
 def _runs(vectors: VectorIndex, factors: tuple[int, ...] = K_FACTORS) -> list[list[dict[str, Any]]]:
     """The settings tried, each run cheapest first: efSearch for hnsw and hnsw-sq8, nprobe for ivf, and for pq
-    a run of
-    nprobe per number of candidates re-scored (`factors`)."""
+    a run of nprobe per number of candidates re-scored (`factors`)."""
     if vectors.kind in GRAPHS:
         return [[{"efSearch": ef} for ef in EF_LADDER if ef <= MAX_EF_SEARCH]]
     nlist = int(vectors.index.nlist)

@@ -19,15 +19,15 @@ from ..storage.files import atomic_path
 
 INDEX_TYPES = ("flat", "hnsw", "hnsw-sq8", "ivf", "pq", "auto")
 GRAPHS = ("hnsw", "hnsw-sq8")  # HNSW over float32 vectors, over 8-bit codes
-# `auto`: exact search while documents x dims stay within a budget, HNSW over 8-bit codes above (hnsw-sq8). The budget is 50,000 documents
-# at the default 128 dims (an exact scan of 6.4M numbers, about 1.5 ms here; 117k x 128 took 3.4 ms against
+# `auto`: exact search while documents x dims stay within a budget, HNSW over 8-bit codes above (hnsw-sq8). The
+# budget is 50,000 documents at the default 128 dims (an exact scan of 6.4M numbers, about 1.5 ms here; 117k x 128 took 3.4 ms against
 # HNSW's 0.6): wider vectors switch sooner (16,666 at 384 dims), narrower ones later. IVF-PQ (`--index-type pq`)
 # keeps 47 bytes a passage against HNSW's 792 but stays opt-in: tuned at a default query's depth too, it still
 # loses full SciFact's default nDCG@10 0.7303 against HNSW's 0.7356 and answers 2.4x slower, its re-scoring
 # of raw rows the cost (benchmarks/results/index-type-quality.md, docs/performance.md "Bytes").
 # hnsw-sq8 keeps a byte a dimension where hnsw keeps four, and 16 neighbours a node where hnsw keeps 32 (280
-# bytes a passage at 128 dims against 792; HNSW32,SQ8 408). Its codes, decoded, are the vectors it keeps, as an int8 raw row is the raw vector kept: filtered search
-# is exact over them (they differ from the float32 projection by a few thousandths of a cosine) and a default
+# bytes a passage at 128 dims against 792; HNSW32,SQ8 408). Its codes, decoded, are the vectors it keeps, as an
+# int8 raw row is the raw vector kept: filtered search is exact over them (they differ from the float32 projection by a few thousandths of a cosine) and a default
 # query's rerank re-scores its candidates from the raw vectors. It searches as fast as hnsw (SQ8 distances are
 # AVX2 in FAISS; the sparser graph tuned to a higher efSearch) with the default's nDCG@10 unchanged: full
 # SciFact 0.7357 against hnsw's 0.7356, HNSW32,SQ8 0.7356 (benchmarks/results/bytes.md).

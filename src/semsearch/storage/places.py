@@ -46,12 +46,7 @@ class PlaceUpdates:
         """Give the stored documents at `pks` these documents' metadata, content hash and sections, and their
         passages (kept, with their spans) the locations these sections give."""
         payload = [json.dumps([int(pk) for pk in pks])]
-        old = field_counts(
-            row[0]
-            for row in self.db.execute(
-                "SELECT metadata FROM documents WHERE pk IN (SELECT value FROM json_each(?))", payload
-            )
-        )
+        old = self.stored_field_counts(payload)
         spans = self.kept_spans(pks)
         self.db.conn.executemany(
             "UPDATE documents SET metadata = ?, hash = ?, sections = ? WHERE pk = ?",
@@ -74,6 +69,15 @@ class PlaceUpdates:
             [(key, new.get(key, 0) - old.get(key, 0)) for key in sorted(set(old) | set(new))],
         )
         self._allowed().clear()
+
+    def stored_field_counts(self, payload: list[str]) -> dict[str, int]:
+        """How many of the stored documents (`payload`: their pks as one JSON list) hold each top-level field."""
+        return field_counts(
+            row[0]
+            for row in self.db.execute(
+                "SELECT metadata FROM documents WHERE pk IN (SELECT value FROM json_each(?))", payload
+            )
+        )
 
     def kept_spans(self, pks: Sequence[int]) -> list[list[tuple[int, int]]]:
         """Each document's passages as stored: their spans (none for a document of one passage)."""

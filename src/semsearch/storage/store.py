@@ -307,12 +307,7 @@ class DocumentStore(StoreReads, SyncedFiles, PlaceUpdates):
     def delete(self, pks: Sequence[int]) -> None:
         """Delete rows inside the caller's transaction, keeping the field counts right."""
         payload = [json.dumps([int(pk) for pk in pks])]
-        counts = field_counts(
-            row[0]
-            for row in self.db.execute(
-                "SELECT metadata FROM documents WHERE pk IN (SELECT value FROM json_each(?))", payload
-            )
-        )
+        counts = self.stored_field_counts(payload)
         rows = [json.dumps(self.passage_pks(np.asarray(pks, dtype=np.int64)).tolist())]
         self.db.conn.execute("DELETE FROM passages WHERE pk IN (SELECT value FROM json_each(?))", rows)
         self.db.conn.execute("DELETE FROM locations WHERE pk IN (SELECT value FROM json_each(?))", rows)
