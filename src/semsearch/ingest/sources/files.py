@@ -94,7 +94,7 @@ def parsed_in_order(
     tasks = iter(tasks)
     first = list(islice(tasks, POOL_FROM))
     if len(first) < POOL_FROM or workers < 2:
-        for task in first:
+        for task in chain(first, tasks):  # every task (one core: more than POOL_FROM files too)
             yield task, read_document(task)
         return
     pool = ProcessPoolExecutor(workers, mp_context=get_context("forkserver"))
