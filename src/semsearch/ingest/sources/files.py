@@ -97,7 +97,11 @@ def parsed_in_order(
         for task in chain(first, tasks):  # every task (one core: more than POOL_FROM files too)
             yield task, read_document(task)
         return
-    pool = ProcessPoolExecutor(workers, mp_context=get_context("forkserver"))
+    context = get_context("forkserver")
+    # the workers fork from a server that has imported this module (and NumPy) once, not each on its own
+    # (a second of a short folder's parse on two loaded cores); no effect once this process's server runs
+    context.set_forkserver_preload(["__main__", __name__])
+    pool = ProcessPoolExecutor(workers, mp_context=context)
     pending: deque[tuple[FileTask, Future]] = deque()
     try:
         for task in chain(first, tasks):
