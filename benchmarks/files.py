@@ -612,6 +612,65 @@ def write_tables(work: Path, rows: int, dim: int) -> None:
     done.touch()
 
 
+def measure_sampled(command: list[str]) -> dict:
+    """measure(), and the process's memory sampled every 50 ms from /proc (Linux): at the sample of the
+    highest RSS, its anonymous memory (heap, arrays: what the process made) and its pages of files (the code
+    of the libraries it loaded, clean and shared: the system's page cache, which it can drop and read again);
+    the highest anonymous memory; when the peak came (a share of the run)."""
+    import threading
+
+    samples: list[tuple[float, float, float, float]] = []
+    done = threading.Event()
+
+    def sample() -> None:
+        started, pid = time.perf_counter(), None
+        while not done.is_set():
+            if pid is None:  # the launcher's child: the command itself
+                for child in Path("/proc").glob("[0-9]*/cmdline"):
+                    try:
+                        line = child.read_bytes()
+                        if f"--index\0{index_marker[0]}".encode() in line and b"posix_spawn" not in line:
+                            pid = child.parent.name
+                    except OSError:
+                        continue
+            else:
+                try:
+                    status = (Path("/proc") / pid / "status").read_text().splitlines()
+                except OSError:
+                    break
+                fields = {line.split(":")[0]: int(line.split()[1]) / 1024 for line in status if "kB" in line}
+                if "VmRSS" in fields:
+                    at = time.perf_counter() - started
+                    samples.append((at, fields["VmRSS"], fields["RssAnon"], fields["RssFile"]))
+            time.sleep(0.05)
+
+    index_marker = [command[command.index("--index") + 1]]
+    thread = threading.Thread(target=sample)
+    thread.start()
+    try:
+        result = measure(command)
+    finally:
+        done.set()
+        thread.join()
+    if not samples:
+        return {
+            **result,
+            "anonymous": float("nan"),
+            "file": float("nan"),
+            "peak_anonymous": float("nan"),
+            "peak_at": 0,
+        }
+    at, _, anonymous, file = max(samples, key=lambda sample: sample[1])
+    peak_anonymous = max(sample[2] for sample in samples)
+    return {
+        **result,
+        "anonymous": anonymous,
+        "file": file,
+        "peak_anonymous": peak_anonymous,
+        "peak_at": at / samples[-1][0],
+    }
+
+
 def parquet(args) -> list[str]:
     work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="files-parquet-"))
     try:
@@ -639,7 +698,7 @@ def parquet(args) -> list[str]:
                 str(index),
                 "--quiet",
             ]
-            result = measure([*command, "ingest", str(path), *options])
+            result = measure_sampled([*command, "ingest", str(path), *options])
             shutil.rmtree(index, ignore_errors=True)
             row = {
                 "corpus": label,
@@ -647,6 +706,10 @@ def parquet(args) -> list[str]:
                 "rows": f"{args.rows:,}",
                 "seconds": f"{result['seconds']:.1f}",
                 "peak RSS MiB": f"{result['peak_rss_mib']:,.0f}",
+                "at the peak: anonymous MiB": f"{result['anonymous']:,.0f}",
+                "at the peak: files' pages MiB": f"{result['file']:,.0f}",
+                "peak anonymous MiB": f"{result['peak_anonymous']:,.0f}",
+                "peak at": f"{result['peak_at']:.0%} of the run",
             }
             print(row, flush=True)
             return row
@@ -674,7 +737,7 @@ def merged(blocks: dict[str, list[str]]) -> str:
                 name = line.split(":")[0][3:]
             if name is not None:
                 kept.setdefault(name, []).append(line)
-    kept.update({name: [*lines, ""] for name, lines in blocks.items()})
+    kept.update({name: [*"\n".join(lines).rstrip("\n").split("\n"), ""] for name, lines in blocks.items()})
     order = [
         "Parsers",
         "DOCX parsers",
