@@ -445,6 +445,21 @@ def by_type(args) -> list[str]:
         shutil.rmtree(work, ignore_errors=True)
 
 
+@contextlib.contextmanager
+def in_a_thread(target, *args):
+    """`target(*args, stop)` run in a thread for as long as the block runs, then `stop` set and joined."""
+    import threading
+
+    stop = threading.Event()
+    thread = threading.Thread(target=target, args=(*args, stop))
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
 def encode_meanwhile(encoder, texts: list[str], stop) -> None:
     """Encode `texts` over and over until `stop` is set, new texts each round (nothing from a cache)."""
     round_ = 0
@@ -461,7 +476,6 @@ def split(args) -> list[str]:
     first and the documents encoded after (as before issue 34's overlap: every file read, then Index.add), and
     as `Index.ingest(DIR)` does now, parsing while it encodes. The encode rate is the first ingest's documents
     over its time after the parse."""
-    import threading
 
     from semsearch import Index
     from semsearch.ingest.sources import open_source
@@ -507,15 +521,9 @@ def split(args) -> list[str]:
                 index.add(documents)
                 encode_cpu = (time.process_time() - cpu) / len(documents)
                 before = time.perf_counter() - started
-                stop = threading.Event()
                 texts = [doc.text[:2000] for doc in documents[:64]]
-                thread = threading.Thread(target=encode_meanwhile, args=(index.encoder, texts, stop))
-                thread.start()
-                try:
+                with in_a_thread(encode_meanwhile, index.encoder, texts):
                     beside = parse_rate(tasks)
-                finally:
-                    stop.set()
-                    thread.join()
             encode_rate = len(documents) / (before - parse_seconds)
             started = time.perf_counter()
             with Index.create(work / f"after-{folder.name}") as index:
@@ -620,9 +628,8 @@ def measure_sampled(command: list[str]) -> dict:
     import threading
 
     samples: list[tuple[float, float, float, float]] = []
-    done = threading.Event()
 
-    def sample() -> None:
+    def sample(done: threading.Event) -> None:
         started, pid = time.perf_counter(), None
         while not done.is_set():
             if pid is None:  # the launcher's child: the command itself
@@ -645,13 +652,8 @@ def measure_sampled(command: list[str]) -> dict:
             time.sleep(0.05)
 
     index_marker = [command[command.index("--index") + 1]]
-    thread = threading.Thread(target=sample)
-    thread.start()
-    try:
+    with in_a_thread(sample):
         result = measure(command)
-    finally:
-        done.set()
-        thread.join()
     if not samples:
         return {
             **result,
