@@ -1,7 +1,7 @@
 """PDF with pypdfium2 (PDFium, the PDF engine of Chromium): the text of each page, a section each (its `page`,
 1-based); the title from the file's metadata. An encrypted file (no empty password opens it) or one with no
-text layer (scanned images) is refused with that reason. PDFium reads the text 13-20x faster than pypdf did
-(benchmarks/results/files.md)."""
+text layer (scanned images) is refused with that reason. PDFium reads Debian's manuals 10x faster than pypdf
+did, the same text (benchmarks/results/files.md)."""
 
 from __future__ import annotations
 
