@@ -74,6 +74,9 @@ class RawPrecision(Choice):
     FLOAT32 = "float32"  # as the encoder gives them (every index made before this choice)
     FLOAT16 = "float16"
     INT8 = "int8"  # each row scaled by its largest component
+    INT6 = "int6"  # the same at 6, 5, 4 bits a component, packed
+    INT5 = "int5"
+    INT4 = "int4"
 
 
 class SearchMode(Choice):
