@@ -287,7 +287,7 @@ def test_a_vector_file_larger_than_a_read_block_keeps_every_row_in_place(tmp_pat
         assert [hits[0].id for hits in index.search_vectors(vectors[rows], k=1)] == [f"d{i}" for i in rows]
 
 
-@pytest.mark.parametrize("precision", ["float32", "float16", "int8", "int6", "int5", "int4"])
+@pytest.mark.parametrize("precision", ["float32", "float16", "int8", "int5", "int4"])
 def test_raw_vectors_read_without_a_map_as_through_one(tmp_path, precision):
     """A write's reads (positioned reads, nearby rows merged, at most READ_SPAN rows a read) give the rows the
     kept map gives, across segments, in any order, repeated, and at the read span's edges; at every precision,
@@ -326,7 +326,7 @@ def test_raw_vectors_read_without_a_map_as_through_one(tmp_path, precision):
             )
             np.testing.assert_array_equal(index.raw.read(pks), index.raw.get(pks))
         assert not unmapped._maps  # nothing mapped
-        if precision in ("int6", "int5", "int4"):  # the codes packed: whole bytes a row, the scales beside
+        if precision in ("int5", "int4"):  # the codes packed: whole bytes a row, the scales beside
             bits = int(precision[3:])
             segment = index.raw.segments[1]
             stored = np.load(index.raw.directory / segment.name, mmap_mode="r")
