@@ -399,7 +399,10 @@ def test_a_calibration_counts_its_age_and_an_export_keeps_it(index, cranfield, c
     header = json.loads(exported.read_text().split("\n", 1)[0])
     assert header["calibration"] == source.state.calibration
     defaults = dict(mode=recorded["mode"], alpha=recorded["alpha"], rerank=source.settings.rerank)
-    assert header["query_defaults"] == {**defaults, "calibrated": True}
+    assert {k: v for k, v in header["query_defaults"].items() if k != "bands"} == {
+        **defaults,
+        "calibrated": True,
+    }
     result = runner.invoke(main, ["ingest", str(exported), "--index", str(tmp_path / "imported")])
     assert result.exit_code == 0, result.output
     assert "kept the export's calibration: " + recorded["mode"] in result.output
@@ -466,3 +469,103 @@ def test_a_renewal_encodes_only_the_pseudo_queries_of_changed_documents(index, t
         renewed["alpha"],
     )
     source.close()
+
+
+BANDED = {  # a record's bands, each leaning its own way (what a calibration by query length may choose)
+    "short": {"most": 5, "queries": 60, "mode": "hybrid", "alpha": 0.2, "rule": "best"},
+    "sentence": {"most": 23, "queries": 60, "mode": "hybrid", "alpha": 0.6, "rule": "best"},
+    "paragraph": {"most": None, "queries": 60, "mode": "dense", "alpha": 0.9, "rule": "best"},
+}
+SHORT_TEXT = "the flat plate transition"  # 3 keyword tokens ("the" is a stopword)
+SENTENCE_TEXT = (
+    "what similarity laws must be obeyed when constructing aeroelastic models of heated high speed aircraft"
+)
+PARAGRAPH_TEXT = " ".join([SENTENCE_TEXT] * 3)
+
+
+def test_a_query_takes_the_weight_of_its_length_band_and_an_old_record_one_weight_for_all():
+    from semsearch.retrieval.bands import band_of, tokens
+    from semsearch.retrieval.query import QueryDefaults, QueryOptions
+
+    # lengths counted independently: words less stopwords
+    assert [tokens(t) for t in (SHORT_TEXT, SENTENCE_TEXT, PARAGRAPH_TEXT)] == [3, 13, 39]
+    assert [band_of(t) for t in (SHORT_TEXT, SENTENCE_TEXT, PARAGRAPH_TEXT)] == [
+        "short",
+        "sentence",
+        "paragraph",
+    ]
+    record = {"mode": "hybrid", "alpha": 0.5, "bands": BANDED}
+    defaults = QueryDefaults.recorded(True, 100, record)
+    resolved = {
+        t: QueryOptions.resolve(defaults, queries=[t]) for t in (SHORT_TEXT, SENTENCE_TEXT, PARAGRAPH_TEXT)
+    }
+    assert [(o.mode.value, o.alpha_of(0)) for o in resolved.values()] == [
+        ("hybrid", 0.2),
+        ("hybrid", 0.6),
+        ("dense", 0.5),  # dense alone: the weight unused
+    ]
+    mixed = QueryOptions.resolve(defaults, queries=[SHORT_TEXT, PARAGRAPH_TEXT, SENTENCE_TEXT])
+    assert mixed.mode.value == "hybrid" and mixed.alphas == (0.2, 1.0, 0.6)  # dense's band: all dense weight
+    asked = QueryOptions.resolve(defaults, alpha=0.7, queries=[SHORT_TEXT, PARAGRAPH_TEXT])
+    assert (asked.mode.value, asked.alphas, asked.alpha_of(1)) == ("hybrid", (), 0.7)  # asked: no bands
+    assert QueryOptions.resolve(defaults, mode="keyword", queries=[SHORT_TEXT]).mode.value == "keyword"
+    assert defaults.to_json()["bands"][0] == {"name": "short", "most": 5, "mode": "hybrid", "alpha": 0.2}
+    old = QueryDefaults.recorded(True, 100, {"mode": "hybrid", "alpha": 0.4})  # a record before bands
+    assert old.bands == () and "bands" not in old.to_json()
+    for text in (SHORT_TEXT, PARAGRAPH_TEXT):
+        options = QueryOptions.resolve(old, queries=[text])
+        assert (options.mode.value, options.alpha_of(0)) == ("hybrid", 0.4)
+
+
+@pytest.mark.slow
+def test_a_calibration_chooses_a_weight_per_query_length_and_an_export_carries_it(index, tmp_path):
+    """Each target asked short, as its sentence and as a paragraph; each band's choice is the rule's on the
+    ranks of the pseudo-queries of its length. Searches take their length's band (the same hits as that weight
+    asked), `info` shows the bands, an export -> ingest keeps them, and a record without bands searches all at
+    its one weight."""
+    from semsearch.retrieval.bands import BANDS, tokens
+
+    recorded = index.state.calibration
+    bands = recorded["bands"]
+    assert list(bands) == [name for name, _ in BANDS]
+    assert sum(band["queries"] for band in bands.values()) == 3 * recorded["queries"]
+    for name, band in bands.items():
+        gains = {weight: ranked_gains(ranks) for weight, ranks in band["ranks"].items()}
+        assert all(len(ranks) == band["queries"] for ranks in band["ranks"].values())
+        if band["queries"] >= 50:
+            assert (band["mode"], band["alpha"]) == choose(gains)[:2], name
+        else:
+            assert (band["mode"], band["alpha"]) == (recorded["mode"], recorded["alpha"]), name
+    # the sentences alone still choose the index's weight, as before bands
+    assert (recorded["mode"], recorded["alpha"]) == choose(
+        {w: ranked_gains(r) for w, r in recorded["ranks"].items()}
+    )[:2]
+    shown = " ".join(CliRunner().invoke(main, ["info", "--index", str(index.path)]).output.split())
+    assert "by query length: short (1-5 words) " in shown and "paragraph (24+ words)" in shown
+
+    exported = tmp_path / "export.jsonl"
+    index.export(exported, vectors=True)
+    lines = exported.read_text().split("\n", 1)
+    header = json.loads(lines[0])
+    assert header["calibration"]["bands"] == bands
+    banded = {name: {**BANDED[name], "ranks": band["ranks"]} for name, band in bands.items()}
+    header["calibration"] = {**header["calibration"], "bands": banded}
+    exported.write_text(json.dumps(header) + "\n" + lines[1])
+    with Index.create(tmp_path / "imported") as imported:
+        imported.ingest(exported)
+        assert imported.state.calibration["bands"] == banded  # restored as the export has it
+        texts = [SHORT_TEXT, SENTENCE_TEXT, PARAGRAPH_TEXT]
+        asked = [dict(mode="hybrid", alpha=0.2), dict(mode="hybrid", alpha=0.6), dict(mode="dense")]
+        alone = [_ids(imported.search(text, **how)) for text, how in zip(texts, asked)]
+        assert [_ids(imported.search(text)) for text in texts] == alone
+        assert [_ids(hits) for hits in imported.search_many(texts)] == alone  # one call, each its own band
+        assert len(set(map(tuple, alone))) == 3 and tokens(PARAGRAPH_TEXT) > 23
+        old = tmp_path / "old.jsonl"
+        header["calibration"] = {k: v for k, v in header["calibration"].items() if k != "bands"}
+        old.write_text(json.dumps(header) + "\n" + lines[1])
+    with Index.create(tmp_path / "old") as before_bands:
+        before_bands.ingest(old)
+        weight = dict(mode=recorded["mode"], alpha=recorded["alpha"])
+        assert before_bands.query_defaults.bands == ()
+        for text in texts:
+            assert _ids(before_bands.search(text)) == _ids(before_bands.search(text, **weight))

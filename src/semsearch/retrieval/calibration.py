@@ -38,6 +38,7 @@ from ..storage.calibrationcache import CalibrationCache
 from ..storage.rawvectors import RawVectors, as_kept
 from ..storage.store import DocumentStore
 from . import perquery
+from .bands import banded_ranks, chosen_bands, paragraph_query, short_query
 from .choice import NOISE, TIE, choose
 from .cropping import CROP_WORDS, crop, cropped, joined
 from .keywords import KeywordRetriever
@@ -95,6 +96,9 @@ class Calibration:
     changed: int | None = None
     # texts (pseudo-queries and targets) whose vectors came from the last calibration (None: no cache)
     reused: int | None = None
+    # a choice per query length (bands.py): band name -> its most keyword tokens, pseudo-queries, mode, alpha,
+    # rule, sweep and ranks; None: recorded before bands (every length takes `mode` and `alpha`)
+    bands: dict[str, dict[str, Any]] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -308,8 +312,15 @@ def calibrate(
             f"only {len(targets.queries)} pseudo-queries keep a target, fewer than {MIN_QUERIES} (their "
             "documents' every passage holds the query)"
         )
-    dense_found, keyword_found = rankings(targets, store, dense, encode, rerank)
-    ranks = sweep_ranks(targets.queries, dense_found, keyword_found)
+    # each target asked three times: its sentence, short and as a paragraph (bands.py); the sentences alone
+    # choose the index's weight, as before bands
+    kept, rng = targets.queries, np.random.default_rng(seed)
+    asked = [q.query for q in kept] + [short_query(q.query) or q.query for q in kept]
+    asked += [paragraph_query(at, kept, rng) for at in range(len(kept))]
+    every_dense, every_keyword = rankings(targets, store, dense, encode, rerank, asked)
+    every_rank = sweep_ranks(kept * 3, every_dense, every_keyword)
+    dense_found, keyword_found = every_dense[: len(kept)], every_keyword[: len(kept)]
+    ranks = {weight: ranked[: len(kept)] for weight, ranked in every_rank.items()}
     gains = {weight: gains_of(ranked) for weight, ranked in ranks.items()}
     sweep = {weight: round(float(gain.mean()), 5) for weight, gain in gains.items()}
     mode, alpha, rule = choose(gains)
@@ -319,6 +330,7 @@ def calibrate(
         np.stack([gains[f"{w:.1f}"] for w in WEIGHTS], 1),
         fixed,
     )
+    bands = chosen_bands(banded_ranks(asked, every_rank), (mode, alpha), MIN_QUERIES)
     if cache is not None:
         cache.save(panel(drawn))
     return Calibration(
@@ -335,6 +347,7 @@ def calibrate(
         ranks=ranks,
         changed=0,
         reused=None if cache is None else cache.reused,
+        bands=bands,
         seconds=round(time.perf_counter() - started, 3),
     )
 
@@ -384,10 +397,16 @@ class Targets:
 
 
 def rankings(
-    targets: Targets, store: DocumentStore, dense: DenseRetriever, encode: Encode, rerank: int
+    targets: Targets,
+    store: DocumentStore,
+    dense: DenseRetriever,
+    encode: Encode,
+    rerank: int,
+    asked: Sequence[str] | None = None,
 ) -> tuple[list[Found], list[Found]]:
-    """Each pseudo-query's dense and keyword documents (FUSION_DEPTH of each) in the scratch copy."""
-    queries = [q.query for q in targets.queries]
+    """Each pseudo-query's dense and keyword documents (FUSION_DEPTH of each) in the scratch copy; `asked`: the
+    texts searched (None: the pseudo-queries themselves)."""
+    queries = [q.query for q in targets.queries] if asked is None else list(asked)
     scratch = ScratchDense(dense, targets.dropped, OverlaidRaw(dense.raw, targets.rows, targets.vectors))
     dense_found = dense_documents(scratch, store, encode(queries), FUSION_DEPTH, None, rerank)
     with store.scratch({q.pk: q.rest for q in targets.queries}):
