@@ -523,17 +523,24 @@ def test_a_calibration_chooses_a_weight_per_query_length_and_an_export_carries_i
     ranks of the pseudo-queries of its length. Searches take their length's band (the same hits as that weight
     asked), `info` shows the bands, an export -> ingest keeps them, and a record without bands searches all at
     its one weight."""
-    from semsearch.retrieval.bands import BANDS, tokens
+    from semsearch.retrieval.bands import BANDS, MOST_MOVED, tokens
 
     recorded = index.state.calibration
     bands = recorded["bands"]
     assert list(bands) == [name for name, _ in BANDS]
     assert sum(band["queries"] for band in bands.values()) == 3 * recorded["queries"]
+    weight = {"dense": 1.0, "keyword": 0.0}.get(recorded["mode"], recorded["alpha"])
+    means = {n: {w: ranked_gains(r).mean() for w, r in band["ranks"].items()} for n, band in bands.items()}
+    peak = {n: max(sorted(m), key=lambda w: m[w]) for n, m in means.items()}  # each band's best weight
+    assert (bands["sentence"]["mode"], bands["sentence"]["alpha"]) == (recorded["mode"], recorded["alpha"])
     for name, band in bands.items():
-        gains = {weight: ranked_gains(ranks) for weight, ranks in band["ranks"].items()}
         assert all(len(ranks) == band["queries"] for ranks in band["ranks"].values())
-        if band["queries"] >= 50:
-            assert (band["mode"], band["alpha"]) == choose(gains)[:2], name
+        taken = {"dense": 1.0, "keyword": 0.0}.get(band["mode"], band["alpha"])
+        if band["rule"].startswith("moved"):  # toward its own peak, at most MOST_MOVED, beyond noise only
+            step = min(MOST_MOVED, max(-MOST_MOVED, float(peak[name]) - float(peak["sentence"])))
+            assert taken == pytest.approx(min(1.0, max(0.0, weight + step))) and step != 0, name
+            own = band["ranks"]
+            assert beats(ranked_gains(own[peak[name]]), ranked_gains(own[peak["sentence"]])), name
         else:
             assert (band["mode"], band["alpha"]) == (recorded["mode"], recorded["alpha"]), name
     # the sentences alone still choose the index's weight, as before bands
@@ -569,3 +576,30 @@ def test_a_calibration_chooses_a_weight_per_query_length_and_an_export_carries_i
         assert before_bands.query_defaults.bands == ()
         for text in texts:
             assert _ids(before_bands.search(text)) == _ids(before_bands.search(text, **weight))
+
+
+def test_a_band_moves_the_index_weight_toward_its_own_peak_beyond_noise_and_at_most_most_moved():
+    from semsearch.retrieval.bands import MOST_MOVED, chosen_bands
+
+    n = 80
+
+    def peaked(at: str) -> dict[str, str]:  # every target first at `at`, fifth elsewhere
+        return {f"{w:.1f}": ("1" if f"{w:.1f}" == at else "5") * n for w in WEIGHTS}
+
+    leaning = {
+        **peaked("0.6"),
+        "0.8": "1" * 41 + "2" * 39,
+        "0.6": "2" * 41 + "1" * 39,
+    }  # 0.8 by less than noise
+    picked = {"short": peaked("0.1"), "sentence": peaked("0.6"), "paragraph": leaning}
+    bands = chosen_bands(picked, ("hybrid", 0.5), 50)
+    assert bands["short"]["best"] == "0.1" and MOST_MOVED == 0.2
+    assert (bands["short"]["mode"], bands["short"]["alpha"]) == ("hybrid", 0.3)  # -0.5 measured, -0.2 moved
+    assert (bands["sentence"]["mode"], bands["sentence"]["alpha"]) == ("hybrid", 0.5)
+    assert bands["paragraph"]["best"] == "0.8" and bands["paragraph"]["alpha"] == 0.5  # within noise: kept
+    assert bands["short"]["queries"] == n and bands["short"]["ranks"] == picked["short"]
+    dense = chosen_bands(picked, ("dense", 0.9), 50)
+    assert (dense["short"]["mode"], dense["short"]["alpha"]) == ("hybrid", 0.8)  # from dense alone's 1.0
+    assert dense["paragraph"]["mode"] == "dense"
+    few = chosen_bands(picked, ("hybrid", 0.5), n + 1)  # too few pseudo-queries in every band
+    assert all((b["mode"], b["alpha"]) == ("hybrid", 0.5) for b in few.values())

@@ -4,9 +4,9 @@ gaining with the query's words). Beside each sentence pseudo-query (calibration.
 of the same target: a short one (the sentence's first SHORT_WORDS words that are not stopwords) and a paragraph
 (the sentence, PARAGRAPH_WORDS words drawn from its target's rest and as many from OTHERS other targets), as
 evaluation/query_styles.py builds the real query styles. Every pseudo-query falls in the band of its length in
-the keyword side's words (`tokens`), and each band holding MIN_QUERIES of
-them chooses its own weight by the index's rule (choice.py); a band with fewer keeps the index's weight. A query
-takes its length's band; a record made before bands has none, and every length takes its one weight."""
+the keyword side's words (`tokens`); a band moves the index's weight toward where its own pseudo-queries peak
+(chosen_bands), and a query takes its length's band. A record made before bands has none: every length takes its
+one weight."""
 
 from __future__ import annotations
 
@@ -29,6 +29,11 @@ OTHERS = 3
 # paragraph 19-52 (10th percentile 25-27).
 BANDS: tuple[tuple[str, int | None], ...] = (("short", 5), ("sentence", 23), ("paragraph", None))
 BASE = "sentence"  # the band whose best weight the others are measured from
+# The most a band moves from the index's weight: the pseudo-queries find the direction, but overshoot it where a
+# paragraph's words drawn from its target's rest find it by keyword alone (Cranfield's documents glued ten to
+# one: -0.4 measured, the real paragraph queries peaking 0.1 lower than asked; at most 0.2 moved, the five
+# English sets of benchmarks/results/calibration-choice.md land within 0.015 of their best weight, 0.055 uncapped).
+MOST_MOVED = 0.2
 # A word: one or two Han characters (how the keyword side cuts unspaced Chinese), or a run of other word characters.
 WORD = re.compile(f"[{HAN}]{{1,2}}|(?:(?![{HAN}])\\w)+")
 
@@ -133,9 +138,10 @@ def chosen_bands(
     own document more than a user's question does: the index's rule corrects that with its tie to dense), but
     how far the best weight moves from one length to another they measure well (SciFact's real queries peak
     0.1-0.2 lower as a paragraph than as asked, and so do its pseudo-queries). So a band takes the index's weight
-    (`index_choice`) moved by as much as its best weight lies from the sentence band's, where that is beyond noise
-    (choice.beats: its gains at its best weight against at the sentence band's, paired); else, and for a band
-    (or a sentence band) of fewer than `least` pseudo-queries, the index's weight itself."""
+    (`index_choice`) moved by as much as its best weight lies from the sentence band's (MOST_MOVED at most),
+    where that is beyond noise (choice.beats: its gains at its best weight against at the sentence band's,
+    paired); else, and for a band (or a sentence band) of fewer than `least` pseudo-queries, the index's weight.
+    """
     from .choice import beats
     from .sweep import gains_of
 
@@ -152,7 +158,7 @@ def chosen_bands(
         if min(counted[name], counted[BASE]) < least:
             moved, rule = 0.0, f"index: fewer than {least} pseudo-queries here or in the {BASE} band"
         elif best[name] != base and beats(own[best[name]], own[base]):
-            moved = float(best[name]) - float(base)
+            moved = max(-MOST_MOVED, min(MOST_MOVED, float(best[name]) - float(base)))
             rule = f"moved {moved:+.1f}: its best weight {best[name]} beats the {BASE} band's {base} beyond noise"
         else:
             moved, rule = 0.0, "index" if name == BASE else f"index: its best weight ties the {BASE} band's"
