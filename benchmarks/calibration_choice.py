@@ -171,7 +171,8 @@ def rows_of(figures: dict) -> list[dict]:
     calibration = Calibration.from_json(figures["calibration"])
     if calibration is None or calibration.gains() is None or not calibration.bands:
         return []
-    mode, alpha, rule = choose(calibration.gains())
+    mode, alpha, rule = choose(calibration.choosing_gains())
+    rule = f"known items, {rule}" if calibration.known else rule
     one = weight_of(mode, alpha)
     bands = chosen_bands(
         {name: band["ranks"] for name, band in calibration.bands.items()}, (mode, alpha), MIN_QUERIES

@@ -603,3 +603,29 @@ def test_a_band_moves_the_index_weight_toward_its_own_peak_beyond_noise_and_at_m
     assert dense["paragraph"]["mode"] == "dense"
     few = chosen_bands(picked, ("hybrid", 0.5), n + 1)  # too few pseudo-queries in every band
     assert all((b["mode"], b["alpha"]) == ("hybrid", 0.5) for b in few.values())
+
+
+def test_known_items_are_asked_of_the_index_as_it_is_where_the_sentences_measure_nothing(index):
+    """Where sentences find no neighbours in their documents (pieces glued together), the index chooses from
+    known items: each sentence's first words asked of the unchanged index, whose ranks are those of real
+    searches; only where most were cut from documents of several sentences."""
+    from semsearch.retrieval.bands import short_query
+    from semsearch.retrieval.calibration import CLOZE, CROP, UNINFORMED, known_items, uninformed
+
+    drawn = pseudo_queries(index.store, 12)
+    dense = DenseRetriever(index.transform, index.vectors, index.raw)
+    known = known_items(drawn, index.store, dense, index.encoder.encode, index.settings.rerank)
+    ids = {pk: row["id"] for pk, row in index.store.get([q.pk for q in drawn]).items()}
+    texts = [short_query(q.query) for q in drawn]
+    for side, weight in (("dense", "1.0"), ("keyword", "0.0")):
+        found = index.search_many(texts, k=10, mode=side, crop=0)
+        ranks = [
+            next((r for r, hit in enumerate(hits, 1) if hit.id == ids[q.pk]), 0)
+            for q, hits in zip(drawn, found)
+        ]
+        assert known["ranks"][weight] == "".join("0123456789a"[r] for r in ranks), side
+    assert sum(known["ranks"]["0.0"].count(c) for c in "123") >= 6  # the sentence is still in its document
+    flat = dict.fromkeys(known["sweep"], UNINFORMED / 2)
+    assert uninformed(flat, drawn) and not uninformed({**flat, "0.5": UNINFORMED}, drawn)
+    cropped = [type(q)(q.pk, q.query, q.rest, q.span, CROP if i % 2 else CLOZE) for i, q in enumerate(drawn)]
+    assert not uninformed(flat, cropped)  # half cropped: not most of several sentences
