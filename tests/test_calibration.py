@@ -248,8 +248,8 @@ def test_an_ingest_records_its_calibration_and_queries_use_it(index, tmp_path):
     assert index.default_mode.value == calibration["mode"]
 
     text = "boundary layer transition on a flat plate"
-    chosen = dict(mode=calibration["mode"], alpha=calibration["alpha"])
-    assert _ids(index.search(text)) == _ids(index.search(text, **chosen))
+    band = calibration["bands"]["short"]  # five words less stopwords: its length's band (bands.py)
+    assert _ids(index.search(text)) == _ids(index.search(text, mode=band["mode"], alpha=band["alpha"]))
     other = 0.9 if calibration["alpha"] < 0.5 else 0.1
     given = index.search(text, alpha=other)  # --alpha alone: hybrid at that weight, whatever was chosen
     assert _ids(given) == _ids(index.search(text, mode="hybrid", alpha=other))
@@ -605,6 +605,7 @@ def test_a_band_moves_the_index_weight_toward_its_own_peak_beyond_noise_and_at_m
     assert all((b["mode"], b["alpha"]) == ("hybrid", 0.5) for b in few.values())
 
 
+@pytest.mark.slow
 def test_known_items_are_asked_of_the_index_as_it_is_where_the_sentences_measure_nothing(index):
     """Where sentences find no neighbours in their documents (pieces glued together), the index chooses from
     known items: each sentence's first words asked of the unchanged index, whose ranks are those of real

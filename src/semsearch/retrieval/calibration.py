@@ -294,13 +294,15 @@ def calibrate(
     seed: int = SEED,
     precision: str = "float32",
     cache: CalibrationCache | None = None,
+    lengths: bool = True,
 ) -> Calibration | Skipped:
     """The fusion weight and default mode this index's own documents choose (see the module's docstring), from
     `queries` pseudo-queries (None: one per QUERY_SHARE passages, at most QUERIES), or why it cannot judge
     (Skipped): fewer than MIN_PASSAGES passages, or fewer than MIN_QUERIES pseudo-queries to be drawn.
     `precision`: the raw vectors' (rawvectors.py); re-encoded targets are kept so, as an ingest would keep them.
     `cache`: the last calibration's pseudo-queries and vectors (storage/calibrationcache.py): its documents still
-    stored give their queries again and their texts are not encoded again; it is saved with this one's."""
+    stored give their queries again and their texts are not encoded again; it is saved with this one's.
+    `lengths` False: the sentences alone, one weight for every query length (no bands: what it costs them)."""
     started = time.perf_counter()
     documents, passages = store.count(), dense.vectors.count
 
@@ -331,10 +333,12 @@ def calibrate(
     # each target asked three times: its sentence, short and as a paragraph (bands.py); the sentences alone
     # choose the index's weight, as before bands
     kept, rng = targets.queries, np.random.default_rng(seed)
-    asked = [q.query for q in kept] + [short_query(q.query) or q.query for q in kept]
-    asked += [paragraph_query(at, kept, rng) for at in range(len(kept))]
+    asked = [q.query for q in kept]
+    if lengths:
+        asked += [short_query(q.query) or q.query for q in kept]
+        asked += [paragraph_query(at, kept, rng) for at in range(len(kept))]
     every_dense, every_keyword = rankings(targets, store, dense, encode, rerank, asked)
-    every_rank = sweep_ranks(kept * 3, every_dense, every_keyword)
+    every_rank = sweep_ranks(kept * (len(asked) // len(kept)), every_dense, every_keyword)
     dense_found, keyword_found = every_dense[: len(kept)], every_keyword[: len(kept)]
     ranks = {weight: ranked[: len(kept)] for weight, ranked in every_rank.items()}
     gains = {weight: gains_of(ranked) for weight, ranked in ranks.items()}
@@ -352,7 +356,7 @@ def calibrate(
         fixed,
     )
     chose = sweep if known is None else known["sweep"]  # the figures that chose
-    bands = chosen_bands(banded_ranks(asked, every_rank), (mode, alpha), MIN_QUERIES)
+    bands = chosen_bands(banded_ranks(asked, every_rank), (mode, alpha), MIN_QUERIES) if lengths else None
     if cache is not None:
         cache.save(panel(drawn))
     return Calibration(
