@@ -247,6 +247,10 @@ def main() -> None:
         "",
         __doc__.split("\n\n")[2].replace("\n", " "),
         "",
+        "Calibrated again here (`--from`, seconds under the load of the day): "
+        + ", ".join(f"{f['set']} {f['recalibrated_s']} s" for f in collected if f.get("recalibrated_s"))
+        + ".",
+        "",
         "nDCG@10 of the real queries. `one weight`: the index's (choice.py, from the sentence pseudo-queries);",
         "`by length`: each query at its length band's weight (bands.py: short up to 5 keyword tokens, sentence up",
         "to 23, paragraph beyond; a band moves the index's weight by as much as its pseudo-queries' best weight lies",
