@@ -1,23 +1,26 @@
-"""The calibration's choice rule measured on every set we have (issue 38): per set and query style, the real
-queries' nDCG@10 at every fixed dense weight (0 keyword alone ... 1 dense alone), and the weight the rule before
-issue 38 and the rule now choose from the same pseudo-queries; written to benchmarks/results/calibration-choice.md
-and .json.
+"""The calibration's choice measured on every set we have (issues 38 and its follow-up): per set and query style,
+the real queries' nDCG@10 at every fixed dense weight (0 keyword alone ... 1 dense alone), the index's one weight
+(choice.py) and the weight per query length (bands.py: each query takes its length's band); written to
+benchmarks/results/calibration-choice.md and .json.
 
-    .venv/bin/python benchmarks/calibration_choice.py [--sets NAME,...] [--work DIR] [--collect]
+    .venv/bin/python benchmarks/calibration_choice.py [--sets NAME,...] [--work DIR] [--from DIR] [--collect]
 
 Each set is ingested once with every default (64-token passages, whiten P=0.5 to 128 dims, rerank 100, int8;
 Chinese sets --model multilingual), which calibrates it; the calibration record keeps each pseudo-query's rank
-at every weight, so both rules are applied to the same figures and nothing is encoded twice. An index left in
---work from an earlier run is reused (its figures are in --work/figures/NAME.json); --collect only gathers them.
+at every weight (and each band's), so the rules of this tree are applied to the recorded ranks and nothing is
+encoded twice. An index left in --work from an earlier run is reused (its figures are in --work/figures/NAME.json);
+--from copies an earlier run's index and calibrates it again (nothing else re-encoded); --collect only gathers.
 The real queries are searched once per side (FUSION_DEPTH each, as hybrid search takes them) and fused at each
-weight as hybrid search does. English sets are also queried short and long (evaluation/query_styles.py: the
-first four content words; the query with 30 words drawn from relevant and random documents).
+weight as hybrid search does, each query's nDCG@10 kept with its length in keyword tokens. English sets are also
+queried short and long (evaluation/query_styles.py: the first four content words; the query with 30 words drawn
+from relevant and random documents).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -83,11 +86,14 @@ def chinese_set(name: str):
     return corpus, {"asis": data.queries}, data.qrels, data.own, {"model": "multilingual"}
 
 
-def measure(name: str, work: Path) -> dict:
-    """The set's calibration record and its real queries' nDCG@10 at each weight, per query style."""
+def measure(name: str, work: Path, source: Path | None = None) -> dict:
+    """The set's calibration record and its real queries' nDCG@10 at each weight, per query style (and per
+    query, with its length in keyword tokens). `source`: a --work of an earlier run whose index of the set is
+    copied and calibrated again (nothing else re-encoded) instead of ingesting the set anew."""
     from semsearch.evaluation.metrics import evaluate_run
     from semsearch.evaluation.zh_retrieval import without_own
     from semsearch.index import Index
+    from semsearch.retrieval.bands import tokens
     from semsearch.retrieval.search import Match, fuse
     from semsearch.settings import FUSION_DEPTH, Fusion
 
@@ -95,6 +101,11 @@ def measure(name: str, work: Path) -> dict:
         chinese_set(name) if name in CHINESE else english_set(name, work / "sets")
     )
     path = work / "indexes" / name
+    recalibrated = None
+    if source is not None and not (path / "manifest.json").is_file():
+        shutil.copytree(source / "indexes" / name, path)
+        with Index.open(path) as index:
+            recalibrated = round(index.recalibrate(), 1)
     began = time.perf_counter()
     index = Index.open(path) if (path / "manifest.json").is_file() else Index.create(path, **options)
     with index:
@@ -104,6 +115,7 @@ def measure(name: str, work: Path) -> dict:
         ingest_s = time.perf_counter() - began
         out = {"set": name, "documents": index.state.count, "passages": index.state.rows}
         out.update(calibration=index.state.calibration, ingest_s=round(ingest_s, 1) if fresh else None)
+        out.update(recalibrated_s=recalibrated)
         out["styles"] = {}
         for style, queries in styles.items():
             ids = list(queries)
@@ -112,7 +124,7 @@ def measure(name: str, work: Path) -> dict:
                 mode: index.search_many(texts, k=FUSION_DEPTH, mode=mode, crop=0)
                 for mode in ("dense", "keyword")
             }
-            figures = {}
+            figures, per_query = {}, {}
             for weight in WEIGHTS:
                 run = {}
                 for q, dense, keyword in zip(ids, sides["dense"], sides["keyword"]):
@@ -123,26 +135,24 @@ def measure(name: str, work: Path) -> dict:
                     run[q] = {match.pk: float(len(found) - rank) for rank, match in enumerate(found)}
                 run = without_own(run, own) if own else run
                 figures[weight] = round(evaluate_run(qrels, run, ("ndcg@10",))["ndcg@10"], 4)
-            out["styles"][style] = {"queries": len(ids), "ndcg@10": figures}
+                per_query[weight] = each_query(qrels, run, ids)
+            out["styles"][style] = {
+                "queries": len(ids),
+                "ndcg@10": figures,
+                "tokens": [tokens(text) for text in texts],
+                "per_query": per_query,
+            }
     return out
 
 
-def old_choose(gains: dict[str, np.ndarray]) -> tuple[str, float]:
-    """The rule before issue 38 (issue 27's): where the guard refused one side, a fused weight beating the
-    default beyond noise, else the default 0.5."""
-    from semsearch.retrieval.choice import TIE, beats, best_weight
+def each_query(qrels: dict, run: dict, ids: list[str]) -> list[float]:
+    """nDCG@10 of each query (trec_eval's, as evaluate_run averages it; 0 for a query that found nothing)."""
+    import pytrec_eval
 
-    sweep = {w: float(g.mean()) for w, g in gains.items()}
-    mode, alpha = best_weight(sweep)
-    if mode == "hybrid":
-        return mode, alpha
-    if beats(gains["1.0" if mode == "dense" else "0.0"], gains["0.5"]):
-        return mode, alpha
-    fused = [w for w in gains if 0 < float(w) < 1 and beats(gains[w], gains["0.5"])]
-    if fused:
-        best = max(sweep[w] for w in fused)
-        return "hybrid", max(float(w) for w in fused if sweep[w] >= best - TIE)
-    return "hybrid", 0.5
+    judged = {q: {d: int(r) for d, r in qrels[q].items()} for q in ids if qrels.get(q)}
+    scored = {q: {d: float(s) for d, s in run[q].items()} for q in judged if run.get(q)}
+    values = pytrec_eval.RelevanceEvaluator(judged, {"ndcg_cut.10"}).evaluate(scored)
+    return [round(values[q]["ndcg_cut_10"], 5) if q in values else 0.0 for q in ids]
 
 
 def weight_of(mode: str, alpha: float) -> str:
@@ -154,23 +164,35 @@ def label(mode: str, alpha: float) -> str:
 
 
 def rows_of(figures: dict) -> list[dict]:
-    from semsearch.retrieval.calibration import Calibration
+    from semsearch.retrieval.bands import BANDS, chosen_bands
+    from semsearch.retrieval.calibration import MIN_QUERIES, Calibration
     from semsearch.retrieval.choice import choose
 
     calibration = Calibration.from_json(figures["calibration"])
-    if calibration is None or calibration.gains() is None:
+    if calibration is None or calibration.gains() is None or not calibration.bands:
         return []
-    gains = calibration.gains()
-    old, new = old_choose(gains), choose(gains)[:2]
-    rule = choose(gains)[2]
+    mode, alpha, rule = choose(calibration.choosing_gains())
+    rule = f"known items, {rule}" if calibration.known else rule
+    one = weight_of(mode, alpha)
+    bands = chosen_bands(
+        {name: band["ranks"] for name, band in calibration.bands.items()}, (mode, alpha), MIN_QUERIES
+    )
+    limits = [(name, most) for name, most in BANDS]
     rows = []
     for style, measured in figures["styles"].items():
         ndcg = measured["ndcg@10"]
+        per_query = {w: np.array(v) for w, v in measured["per_query"].items()}
+        taken = [
+            weight_of(bands[name]["mode"], bands[name]["alpha"])
+            for name in (
+                next(n for n, most in limits if most is None or t <= most) for t in measured["tokens"]
+            )
+        ]
+        banded = round(float(np.mean([per_query[w][i] for i, w in enumerate(taken)])), 4)
         fused = {w: v for w, v in ndcg.items() if 0 < float(w) < 1}
         best_w = max(ndcg, key=lambda w: ndcg[w])
         better = max(ndcg["1.0"], ndcg["0.0"])
-        old_v, new_v = ndcg[weight_of(*old)], ndcg[weight_of(*new)]
-        helps = max(fused.values()) > better
+        shown = ", ".join(f"{n[:2]} {weight_of(b['mode'], b['alpha'])}" for n, b in bands.items())
         rows.append(
             {
                 "set": figures["set"],
@@ -178,12 +200,12 @@ def rows_of(figures: dict) -> list[dict]:
                 "dense": ndcg["1.0"],
                 "keyword": ndcg["0.0"],
                 "best fixed weight": f"{best_w}: {ndcg[best_w]}",
-                "old rule": f"{label(*old)}: {old_v}",
-                "new rule": f"{label(*new)}: {new_v}",
-                "new - better side": round(new_v - better, 4),
-                "new - best fixed": round(new_v - ndcg[best_w], 4),
-                "fusion helps": "yes" if helps else "no",
-                "pseudo-queries": f"{calibration.queries}: {rule.split(':')[0]}",
+                "one weight": f"{label(mode, alpha)}: {ndcg[one]}",
+                "by length": f"{banded}",
+                "by length - better side": round(banded - better, 4),
+                "by length - best fixed": round(banded - ndcg[best_w], 4),
+                "fusion helps": "yes" if max(fused.values()) > better else "no",
+                "pseudo-queries": f"{calibration.queries}: {rule.split(':')[0]}; {shown}",
             }
         )
     return rows
@@ -196,19 +218,26 @@ def main() -> None:
     parser.add_argument("--sets", default=",".join([*ENGLISH, *CHINESE]))
     parser.add_argument("--work", type=Path, default=Path("/tmp/w38"))
     parser.add_argument("--collect", action="store_true", help="only gather the figures already in --work")
+    parser.add_argument(
+        "--from", dest="source", type=Path, help="copy indexes from this --work, calibrate again"
+    )
     args = parser.parse_args()
     (args.work / "figures").mkdir(parents=True, exist_ok=True)
     collected = []
     for name in args.sets.split(","):
         saved = args.work / "figures" / f"{name}.json"
         if not saved.is_file() and not args.collect:
-            figures = measure(name, args.work)
+            figures = measure(name, args.work, args.source)
             saved.write_text(json.dumps(figures))
             print(name, json.dumps({s: v["ndcg@10"] for s, v in figures["styles"].items()}), flush=True)
         if saved.is_file():
             collected.append(json.loads(saved.read_text()))
     rows = [row for figures in collected for row in rows_of(figures)]
-    (OUT / "calibration-choice.json").write_text(json.dumps(collected, indent=1) + "\n")
+    kept = [
+        {**figures, "styles": _means(figures["styles"]), "calibration": _unranked(figures)}
+        for figures in collected
+    ]
+    (OUT / "calibration-choice.json").write_text(json.dumps(kept, indent=1) + "\n")
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     summary = _summary(rows)
     lines = [
@@ -218,11 +247,15 @@ def main() -> None:
         "",
         __doc__.split("\n\n")[2].replace("\n", " "),
         "",
-        "nDCG@10 of the real queries. `old rule`: issue 27's (where the guard refused one side alone, 0.5 unless a",
-        "fused weight beat it beyond noise); `new rule`: issue 38's (a fused weight tied with the best fused one:",
-        "0.5 if it is one of them, else the one nearest the refused side). `fusion helps`: some fused weight beats",
-        "both sides on the real queries. `pseudo-queries`: how many, and the new rule's path (best: the best weight;",
-        "default: a side alone refused, 0.5 tied with the best fused; hybrid: a side refused, the tied weight nearest it).",
+        "Calibrated again here (`--from`, seconds under the load of the day): "
+        + ", ".join(f"{f['set']} {f['recalibrated_s']} s" for f in collected if f.get("recalibrated_s"))
+        + ".",
+        "",
+        "nDCG@10 of the real queries. `one weight`: the index's (choice.py, from the sentence pseudo-queries);",
+        "`by length`: each query at its length band's weight (bands.py: short up to 5 keyword tokens, sentence up",
+        "to 23, paragraph beyond; a band moves the index's weight by as much as its pseudo-queries' best weight lies",
+        "from the sentence band's, where beyond noise). `fusion helps`: some fused weight beats both sides on the",
+        "real queries. `pseudo-queries`: how many sentences, the index rule's path, and each band's weight.",
         "",
         *summary,
         "",
@@ -232,21 +265,36 @@ def main() -> None:
     print("\n".join(summary))
 
 
+def _means(styles: dict) -> dict:
+    """The styles' figures without each query's (kept in --work/figures)."""
+    return {
+        style: {k: v for k, v in m.items() if k not in ("per_query", "tokens")} for style, m in styles.items()
+    }
+
+
+def _unranked(figures: dict) -> dict | None:
+    """The calibration record without its ranks (kept in --work/figures)."""
+    record = figures["calibration"]
+    if not record or "ranks" not in record:
+        return record
+    bands = {n: {k: v for k, v in b.items() if k != "ranks"} for n, b in (record.get("bands") or {}).items()}
+    return {**{k: v for k, v in record.items() if k not in ("ranks", "bands")}, "bands": bands or None}
+
+
 def _summary(rows: list[dict]) -> list[str]:
     if not rows:
         return []
-    within_side = sum(r["new - better side"] >= -0.01 for r in rows)
+    within_side = sum(r["by length - better side"] >= -0.01 for r in rows)
     helps = [r for r in rows if r["fusion helps"] == "yes"]
-    within_best = sum(r["new - best fixed"] >= -0.01 for r in helps)
-    changed = [r for r in rows if r["old rule"] != r["new rule"]]
-    gain = [float(r["new rule"].rsplit(" ", 1)[1]) - float(r["old rule"].rsplit(" ", 1)[1]) for r in changed]
+    within_best = sum(r["by length - best fixed"] >= -0.01 for r in helps)
+    one = [float(r["one weight"].rsplit(" ", 1)[1]) for r in rows]
+    gain = [float(r["by length"]) - o for r, o in zip(rows, one)]
     return [
-        f"- new rule within 0.01 of the better side: {within_side} of {len(rows)} rows",
+        f"- by length within 0.01 of the better side: {within_side} of {len(rows)} rows",
         f"- within 0.01 of the best fixed weight where fusion helps: {within_best} of {len(helps)} rows",
-        f"- rows where the rules differ: {len(changed)}"
-        + (f", new - old {min(gain):+.4f} to {max(gain):+.4f}" if gain else ""),
-        f"- worst new - better side {min(r['new - better side'] for r in rows):+.4f}; worst new - best fixed "
-        f"{min(r['new - best fixed'] for r in rows):+.4f}",
+        f"- by length - one weight: mean {np.mean(gain):+.4f}, {min(gain):+.4f} to {max(gain):+.4f}",
+        f"- worst by length - better side {min(r['by length - better side'] for r in rows):+.4f}; worst by "
+        f"length - best fixed {min(r['by length - best fixed'] for r in rows):+.4f}",
     ]
 
 

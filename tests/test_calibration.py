@@ -248,8 +248,8 @@ def test_an_ingest_records_its_calibration_and_queries_use_it(index, tmp_path):
     assert index.default_mode.value == calibration["mode"]
 
     text = "boundary layer transition on a flat plate"
-    chosen = dict(mode=calibration["mode"], alpha=calibration["alpha"])
-    assert _ids(index.search(text)) == _ids(index.search(text, **chosen))
+    band = calibration["bands"]["short"]  # five words less stopwords: its length's band (bands.py)
+    assert _ids(index.search(text)) == _ids(index.search(text, mode=band["mode"], alpha=band["alpha"]))
     other = 0.9 if calibration["alpha"] < 0.5 else 0.1
     given = index.search(text, alpha=other)  # --alpha alone: hybrid at that weight, whatever was chosen
     assert _ids(given) == _ids(index.search(text, mode="hybrid", alpha=other))
@@ -399,7 +399,10 @@ def test_a_calibration_counts_its_age_and_an_export_keeps_it(index, cranfield, c
     header = json.loads(exported.read_text().split("\n", 1)[0])
     assert header["calibration"] == source.state.calibration
     defaults = dict(mode=recorded["mode"], alpha=recorded["alpha"], rerank=source.settings.rerank)
-    assert header["query_defaults"] == {**defaults, "calibrated": True}
+    assert {k: v for k, v in header["query_defaults"].items() if k != "bands"} == {
+        **defaults,
+        "calibrated": True,
+    }
     result = runner.invoke(main, ["ingest", str(exported), "--index", str(tmp_path / "imported")])
     assert result.exit_code == 0, result.output
     assert "kept the export's calibration: " + recorded["mode"] in result.output
@@ -466,3 +469,164 @@ def test_a_renewal_encodes_only_the_pseudo_queries_of_changed_documents(index, t
         renewed["alpha"],
     )
     source.close()
+
+
+BANDED = {  # a record's bands, each leaning its own way (what a calibration by query length may choose)
+    "short": {"most": 5, "queries": 60, "mode": "hybrid", "alpha": 0.2, "rule": "best"},
+    "sentence": {"most": 23, "queries": 60, "mode": "hybrid", "alpha": 0.6, "rule": "best"},
+    "paragraph": {"most": None, "queries": 60, "mode": "dense", "alpha": 0.9, "rule": "best"},
+}
+SHORT_TEXT = "the flat plate transition"  # 3 keyword tokens ("the" is a stopword)
+SENTENCE_TEXT = (
+    "what similarity laws must be obeyed when constructing aeroelastic models of heated high speed aircraft"
+)
+PARAGRAPH_TEXT = " ".join([SENTENCE_TEXT] * 3)
+
+
+def test_a_query_takes_the_weight_of_its_length_band_and_an_old_record_one_weight_for_all():
+    from semsearch.retrieval.bands import band_of, tokens
+    from semsearch.retrieval.query import QueryDefaults, QueryOptions
+
+    # lengths counted independently: words less stopwords
+    assert [tokens(t) for t in (SHORT_TEXT, SENTENCE_TEXT, PARAGRAPH_TEXT)] == [3, 13, 39]
+    assert [band_of(t) for t in (SHORT_TEXT, SENTENCE_TEXT, PARAGRAPH_TEXT)] == [
+        "short",
+        "sentence",
+        "paragraph",
+    ]
+    record = {"mode": "hybrid", "alpha": 0.5, "bands": BANDED}
+    defaults = QueryDefaults.recorded(True, 100, record)
+    resolved = {
+        t: QueryOptions.resolve(defaults, queries=[t]) for t in (SHORT_TEXT, SENTENCE_TEXT, PARAGRAPH_TEXT)
+    }
+    assert [(o.mode.value, o.alpha_of(0)) for o in resolved.values()] == [
+        ("hybrid", 0.2),
+        ("hybrid", 0.6),
+        ("dense", 0.5),  # dense alone: the weight unused
+    ]
+    mixed = QueryOptions.resolve(defaults, queries=[SHORT_TEXT, PARAGRAPH_TEXT, SENTENCE_TEXT])
+    assert mixed.mode.value == "hybrid" and mixed.alphas == (0.2, 1.0, 0.6)  # dense's band: all dense weight
+    asked = QueryOptions.resolve(defaults, alpha=0.7, queries=[SHORT_TEXT, PARAGRAPH_TEXT])
+    assert (asked.mode.value, asked.alphas, asked.alpha_of(1)) == ("hybrid", (), 0.7)  # asked: no bands
+    assert QueryOptions.resolve(defaults, mode="keyword", queries=[SHORT_TEXT]).mode.value == "keyword"
+    assert defaults.to_json()["bands"][0] == {"name": "short", "most": 5, "mode": "hybrid", "alpha": 0.2}
+    old = QueryDefaults.recorded(True, 100, {"mode": "hybrid", "alpha": 0.4})  # a record before bands
+    assert old.bands == () and "bands" not in old.to_json()
+    for text in (SHORT_TEXT, PARAGRAPH_TEXT):
+        options = QueryOptions.resolve(old, queries=[text])
+        assert (options.mode.value, options.alpha_of(0)) == ("hybrid", 0.4)
+
+
+@pytest.mark.slow
+def test_a_calibration_chooses_a_weight_per_query_length_and_an_export_carries_it(index, tmp_path):
+    """Each target asked short, as its sentence and as a paragraph; each band's choice is the rule's on the
+    ranks of the pseudo-queries of its length. Searches take their length's band (the same hits as that weight
+    asked), `info` shows the bands, an export -> ingest keeps them, and a record without bands searches all at
+    its one weight."""
+    from semsearch.retrieval.bands import BANDS, MOST_MOVED, tokens
+
+    recorded = index.state.calibration
+    bands = recorded["bands"]
+    assert list(bands) == [name for name, _ in BANDS]
+    assert sum(band["queries"] for band in bands.values()) == 3 * recorded["queries"]
+    weight = {"dense": 1.0, "keyword": 0.0}.get(recorded["mode"], recorded["alpha"])
+    means = {n: {w: ranked_gains(r).mean() for w, r in band["ranks"].items()} for n, band in bands.items()}
+    peak = {n: max(sorted(m), key=lambda w: m[w]) for n, m in means.items()}  # each band's best weight
+    assert (bands["sentence"]["mode"], bands["sentence"]["alpha"]) == (recorded["mode"], recorded["alpha"])
+    for name, band in bands.items():
+        assert all(len(ranks) == band["queries"] for ranks in band["ranks"].values())
+        taken = {"dense": 1.0, "keyword": 0.0}.get(band["mode"], band["alpha"])
+        if band["rule"].startswith("moved"):  # toward its own peak, at most MOST_MOVED, beyond noise only
+            step = min(MOST_MOVED, max(-MOST_MOVED, float(peak[name]) - float(peak["sentence"])))
+            assert taken == pytest.approx(min(1.0, max(0.0, weight + step))) and step != 0, name
+            own = band["ranks"]
+            assert beats(ranked_gains(own[peak[name]]), ranked_gains(own[peak["sentence"]])), name
+        else:
+            assert (band["mode"], band["alpha"]) == (recorded["mode"], recorded["alpha"]), name
+    # the sentences alone still choose the index's weight, as before bands
+    assert (recorded["mode"], recorded["alpha"]) == choose(
+        {w: ranked_gains(r) for w, r in recorded["ranks"].items()}
+    )[:2]
+    shown = " ".join(CliRunner().invoke(main, ["info", "--index", str(index.path)]).output.split())
+    assert "by query length: short (1-5 words) " in shown and "paragraph (24+ words)" in shown
+
+    exported = tmp_path / "export.jsonl"
+    index.export(exported, vectors=True)
+    lines = exported.read_text().split("\n", 1)
+    header = json.loads(lines[0])
+    assert header["calibration"]["bands"] == bands
+    banded = {name: {**BANDED[name], "ranks": band["ranks"]} for name, band in bands.items()}
+    header["calibration"] = {**header["calibration"], "bands": banded}
+    exported.write_text(json.dumps(header) + "\n" + lines[1])
+    with Index.create(tmp_path / "imported") as imported:
+        imported.ingest(exported)
+        assert imported.state.calibration["bands"] == banded  # restored as the export has it
+        texts = [SHORT_TEXT, SENTENCE_TEXT, PARAGRAPH_TEXT]
+        asked = [dict(mode="hybrid", alpha=0.2), dict(mode="hybrid", alpha=0.6), dict(mode="dense")]
+        alone = [_ids(imported.search(text, **how)) for text, how in zip(texts, asked)]
+        assert [_ids(imported.search(text)) for text in texts] == alone
+        assert [_ids(hits) for hits in imported.search_many(texts)] == alone  # one call, each its own band
+        assert len(set(map(tuple, alone))) == 3 and tokens(PARAGRAPH_TEXT) > 23
+        old = tmp_path / "old.jsonl"
+        header["calibration"] = {k: v for k, v in header["calibration"].items() if k != "bands"}
+        old.write_text(json.dumps(header) + "\n" + lines[1])
+    with Index.create(tmp_path / "old") as before_bands:
+        before_bands.ingest(old)
+        weight = dict(mode=recorded["mode"], alpha=recorded["alpha"])
+        assert before_bands.query_defaults.bands == ()
+        for text in texts:
+            assert _ids(before_bands.search(text)) == _ids(before_bands.search(text, **weight))
+
+
+def test_a_band_moves_the_index_weight_toward_its_own_peak_beyond_noise_and_at_most_most_moved():
+    from semsearch.retrieval.bands import MOST_MOVED, chosen_bands
+
+    n = 80
+
+    def peaked(at: str) -> dict[str, str]:  # every target first at `at`, fifth elsewhere
+        return {f"{w:.1f}": ("1" if f"{w:.1f}" == at else "5") * n for w in WEIGHTS}
+
+    leaning = {
+        **peaked("0.6"),
+        "0.8": "1" * 41 + "2" * 39,
+        "0.6": "2" * 41 + "1" * 39,
+    }  # 0.8 by less than noise
+    picked = {"short": peaked("0.1"), "sentence": peaked("0.6"), "paragraph": leaning}
+    bands = chosen_bands(picked, ("hybrid", 0.5), 50)
+    assert bands["short"]["best"] == "0.1" and MOST_MOVED == 0.2
+    assert (bands["short"]["mode"], bands["short"]["alpha"]) == ("hybrid", 0.3)  # -0.5 measured, -0.2 moved
+    assert (bands["sentence"]["mode"], bands["sentence"]["alpha"]) == ("hybrid", 0.5)
+    assert bands["paragraph"]["best"] == "0.8" and bands["paragraph"]["alpha"] == 0.5  # within noise: kept
+    assert bands["short"]["queries"] == n and bands["short"]["ranks"] == picked["short"]
+    dense = chosen_bands(picked, ("dense", 0.9), 50)
+    assert (dense["short"]["mode"], dense["short"]["alpha"]) == ("hybrid", 0.8)  # from dense alone's 1.0
+    assert dense["paragraph"]["mode"] == "dense"
+    few = chosen_bands(picked, ("hybrid", 0.5), n + 1)  # too few pseudo-queries in every band
+    assert all((b["mode"], b["alpha"]) == ("hybrid", 0.5) for b in few.values())
+
+
+@pytest.mark.slow
+def test_known_items_are_asked_of_the_index_as_it_is_where_the_sentences_measure_nothing(index):
+    """Where sentences find no neighbours in their documents (pieces glued together), the index chooses from
+    known items: each sentence's first words asked of the unchanged index, whose ranks are those of real
+    searches; only where most were cut from documents of several sentences."""
+    from semsearch.retrieval.bands import short_query
+    from semsearch.retrieval.calibration import CLOZE, CROP, UNINFORMED, known_items, uninformed
+
+    drawn = pseudo_queries(index.store, 12)
+    dense = DenseRetriever(index.transform, index.vectors, index.raw)
+    known = known_items(drawn, index.store, dense, index.encoder.encode, index.settings.rerank)
+    ids = {pk: row["id"] for pk, row in index.store.get([q.pk for q in drawn]).items()}
+    texts = [short_query(q.query) for q in drawn]
+    for side, weight in (("dense", "1.0"), ("keyword", "0.0")):
+        found = index.search_many(texts, k=10, mode=side, crop=0)
+        ranks = [
+            next((r for r, hit in enumerate(hits, 1) if hit.id == ids[q.pk]), 0)
+            for q, hits in zip(drawn, found)
+        ]
+        assert known["ranks"][weight] == "".join("0123456789a"[r] for r in ranks), side
+    assert sum(known["ranks"]["0.0"].count(c) for c in "123") >= 6  # the sentence is still in its document
+    flat = dict.fromkeys(known["sweep"], UNINFORMED / 2)
+    assert uninformed(flat, drawn) and not uninformed({**flat, "0.5": UNINFORMED}, drawn)
+    cropped = [type(q)(q.pk, q.query, q.rest, q.span, CROP if i % 2 else CLOZE) for i, q in enumerate(drawn)]
+    assert not uninformed(flat, cropped)  # half cropped: not most of several sentences

@@ -369,7 +369,14 @@ class Index:
         if any(not text.strip() for text in texts):
             raise DataError("the query text is empty")
         options = QueryOptions.resolve(
-            self.query_defaults, mode=mode, alpha=alpha, fusion=fusion, rerank=rerank, typos=typos, crop=crop
+            self.query_defaults,
+            mode=mode,
+            alpha=alpha,
+            fusion=fusion,
+            rerank=rerank,
+            typos=typos,
+            crop=crop,
+            queries=texts,
         )
         vectors = None if options.mode is SearchMode.KEYWORD else self.encoder.encode(list(texts))
         return self._search(options, vectors, texts, k, where, Page(**page))
@@ -398,7 +405,9 @@ class Index:
         (before the transform), one row per query; with `texts` (the queries' words), keyword and hybrid too
         (mode None: dense without texts, else the index's default). `options` as `search_many` takes them."""
         how = {name: options.pop(name) for name in QUERY_OPTIONS if name in options}
-        resolved = QueryOptions.resolve(self.query_defaults, rerank=rerank, texts=texts is not None, **how)
+        resolved = QueryOptions.resolve(
+            self.query_defaults, rerank=rerank, texts=texts is not None, queries=texts or (), **how
+        )
         return self._search(resolved, queries, texts, k, where, Page(**options))
 
     def similar(

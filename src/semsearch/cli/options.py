@@ -133,7 +133,20 @@ def calibration_line(calibration: dict | None) -> str:
         + (f" ({calibration['passages']:,} passages)" if calibration.get("passages") else "")
         + f" in {calibration['seconds']:.1f} s"
         + (f"; {calibration['rule']}" if calibration.get("rule", "best") != "best" else "")
+        + (f"; by query length: {bands_words(calibration['bands'])}" if calibration.get("bands") else "")
     )
+
+
+def bands_words(bands: dict) -> str:
+    """Each band's length in keyword tokens, its choice and how many pseudo-queries made it (bands.py)."""
+    shown, least = [], 1
+    for name, band in bands.items():
+        most = band["most"]
+        length = f"{least}-{most}" if most is not None else f"{least}+"
+        choice = band["mode"] if band["mode"] != "hybrid" else f"hybrid {band['alpha']:g}"
+        shown.append(f"{name} ({length} words) {choice} ({band['queries']})")
+        least = (most or 0) + 1
+    return ", ".join(shown)
 
 
 def age_line(recorded: dict | None, index_path: Path) -> str:

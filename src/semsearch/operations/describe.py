@@ -83,8 +83,16 @@ def describe(index: IndexDirectory, defaults: QueryDefaults) -> dict[str, Any]:
 
 def _shown(calibration: dict | None) -> dict | None:
     """The calibration record without its ranks (a character per pseudo-query and weight: the manifest keeps
-    them for the choice to be made again, calibration.py)."""
-    return {k: v for k, v in calibration.items() if k != "ranks"} if calibration else calibration
+    them for the choice to be made again, calibration.py), nor its bands' (bands.py)."""
+    if not calibration:
+        return calibration
+    shown = {k: v for k, v in calibration.items() if k != "ranks"}
+    if calibration.get("bands"):
+        shown["bands"] = {
+            name: {k: v for k, v in band.items() if k != "ranks"}
+            for name, band in calibration["bands"].items()
+        }
+    return shown
 
 
 def parts(index: IndexDirectory) -> dict[str, int]:

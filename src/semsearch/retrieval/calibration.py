@@ -16,7 +16,10 @@ The choice, with a tie rule favouring dense (the model's own ranking, the safer 
 weak): dense alone if it is within TIE of the best weight; else hybrid at the largest weight within TIE of the
 best fused one; keyword alone only if it beats every fused weight by more than TIE. One side alone stands only
 if it beats the default (hybrid at DEFAULT_ALPHA) beyond noise (choice.py); else the best fused weight that does,
-else the default (`rule` says which). The cost is the encoding of
+else the default (`rule` says which). Where the sentences measure nothing (UNINFORMED: documents of unrelated
+sentences glued together, whose rest says nothing about the sentence taken out), known items choose instead: each
+sentence's first words asked of the index as it is (`known_items`). Each target is also asked short and as a
+paragraph, and a band per query length moves the weight toward where those peak (bands.py). The cost is the encoding of
 at most QUERIES sentences and their one-passage documents and 2 x QUERIES searches, whatever the corpus's size.
 A renewal (`refit`) keeps the last draw where its documents are still stored and their vectors, kept beside the
 index (storage/calibrationcache.py): after a fifth of the corpus changed, about a fifth of that is encoded."""
@@ -38,6 +41,7 @@ from ..storage.calibrationcache import CalibrationCache
 from ..storage.rawvectors import RawVectors, as_kept
 from ..storage.store import DocumentStore
 from . import perquery
+from .bands import banded_ranks, chosen_bands, paragraph_query, short_query
 from .choice import NOISE, TIE, choose
 from .cropping import CROP_WORDS, crop, cropped, joined
 from .keywords import KeywordRetriever
@@ -60,6 +64,10 @@ SEED = 16
 MIN_SENTENCES = 3  # in a document that gives a query: the rest keeps at least two
 QUERY_WORDS = (4, 64)  # a pseudo-query's words, at least and at most
 METRIC = "ndcg@10"
+# Sentences whose best weight scores below this (nDCG@10) find no neighbours in their documents: where most were
+# cut from documents of several sentences, those sentences are unrelated (pieces glued together), the inverse
+# cloze measures nothing, and the index chooses from known items instead (`known_items`)
+UNINFORMED = 0.05
 # A full stop, question or exclamation mark and the space after it; or a Chinese/Japanese sentence end (。！？；…),
 # which no space follows, and its closing quotes or brackets.
 SENTENCE_END = re.compile(r"[.!?]+[\"')\]]*\s+|[。！？；…｡]+[”’」』）)\]]*\s*")
@@ -95,6 +103,12 @@ class Calibration:
     changed: int | None = None
     # texts (pseudo-queries and targets) whose vectors came from the last calibration (None: no cache)
     reused: int | None = None
+    # where the sentences measured nothing (UNINFORMED): the known items' sweep and ranks, which chose mode and
+    # alpha (`known_items`); None: the sentences chose
+    known: dict[str, Any] | None = None
+    # a choice per query length (bands.py): band name -> its most keyword tokens, pseudo-queries, mode, alpha,
+    # rule, sweep and ranks; None: recorded before bands (every length takes `mode` and `alpha`)
+    bands: dict[str, dict[str, Any]] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -102,6 +116,12 @@ class Calibration:
     def gains(self) -> dict[str, np.ndarray] | None:
         """Each weight's nDCG@10 per pseudo-query, from the recorded ranks (None: none recorded)."""
         return {weight: gains_of(ranks) for weight, ranks in self.ranks.items()} if self.ranks else None
+
+    def choosing_gains(self) -> dict[str, np.ndarray] | None:
+        """The gains that chose mode and alpha: the known items' where they were asked, else the sentences'."""
+        if self.known:
+            return {weight: gains_of(ranks) for weight, ranks in self.known["ranks"].items()}
+        return self.gains()
 
     @classmethod
     def from_json(cls, data: dict[str, Any] | None) -> Calibration | None:
@@ -274,13 +294,15 @@ def calibrate(
     seed: int = SEED,
     precision: str = "float32",
     cache: CalibrationCache | None = None,
+    lengths: bool = True,
 ) -> Calibration | Skipped:
     """The fusion weight and default mode this index's own documents choose (see the module's docstring), from
     `queries` pseudo-queries (None: one per QUERY_SHARE passages, at most QUERIES), or why it cannot judge
     (Skipped): fewer than MIN_PASSAGES passages, or fewer than MIN_QUERIES pseudo-queries to be drawn.
     `precision`: the raw vectors' (rawvectors.py); re-encoded targets are kept so, as an ingest would keep them.
     `cache`: the last calibration's pseudo-queries and vectors (storage/calibrationcache.py): its documents still
-    stored give their queries again and their texts are not encoded again; it is saved with this one's."""
+    stored give their queries again and their texts are not encoded again; it is saved with this one's.
+    `lengths` False: the sentences alone, one weight for every query length (no bands: what it costs them)."""
     started = time.perf_counter()
     documents, passages = store.count(), dense.vectors.count
 
@@ -308,17 +330,33 @@ def calibrate(
             f"only {len(targets.queries)} pseudo-queries keep a target, fewer than {MIN_QUERIES} (their "
             "documents' every passage holds the query)"
         )
-    dense_found, keyword_found = rankings(targets, store, dense, encode, rerank)
-    ranks = sweep_ranks(targets.queries, dense_found, keyword_found)
+    # each target asked three times: its sentence, short and as a paragraph (bands.py); the sentences alone
+    # choose the index's weight, as before bands
+    kept, rng = targets.queries, np.random.default_rng(seed)
+    asked = [q.query for q in kept]
+    if lengths:
+        asked += [short_query(q.query) or q.query for q in kept]
+        asked += [paragraph_query(at, kept, rng) for at in range(len(kept))]
+    every_dense, every_keyword = rankings(targets, store, dense, encode, rerank, asked)
+    every_rank = sweep_ranks(kept * (len(asked) // len(kept)), every_dense, every_keyword)
+    dense_found, keyword_found = every_dense[: len(kept)], every_keyword[: len(kept)]
+    ranks = {weight: ranked[: len(kept)] for weight, ranked in every_rank.items()}
     gains = {weight: gains_of(ranked) for weight, ranked in ranks.items()}
     sweep = {weight: round(float(gain.mean()), 5) for weight, gain in gains.items()}
     mode, alpha, rule = choose(gains)
+    known = None
+    if uninformed(sweep, kept):
+        known = known_items(kept, store, dense, encode, rerank)
+        mode, alpha, rule = choose({weight: gains_of(ranked) for weight, ranked in known["ranks"].items()})
+        rule = f"known items: the sentences find no neighbours (best {max(sweep.values()):.3f}); {rule}"
     fixed = {SearchMode.DENSE.value: 1.0, SearchMode.KEYWORD.value: 0.0}.get(mode, alpha)
     per_query = perquery.fitted(
         perquery.features(dense_found, keyword_found),
         np.stack([gains[f"{w:.1f}"] for w in WEIGHTS], 1),
         fixed,
     )
+    chose = sweep if known is None else known["sweep"]  # the figures that chose
+    bands = chosen_bands(banded_ranks(asked, every_rank), (mode, alpha), MIN_QUERIES) if lengths else None
     if cache is not None:
         cache.save(panel(drawn))
     return Calibration(
@@ -329,12 +367,14 @@ def calibrate(
         documents=documents,
         passages=passages,
         per_query=per_query.to_json(),
-        sides={"dense": sweep["1.0"], "keyword": sweep["0.0"], "hybrid": sweep[f"{alpha:.1f}"]},
+        sides={"dense": chose["1.0"], "keyword": chose["0.0"], "hybrid": chose[f"{alpha:.1f}"]},
         sweep=sweep,
         rule=rule,
         ranks=ranks,
         changed=0,
         reused=None if cache is None else cache.reused,
+        bands=bands,
+        known=known,
         seconds=round(time.perf_counter() - started, 3),
     )
 
@@ -384,12 +424,38 @@ class Targets:
 
 
 def rankings(
-    targets: Targets, store: DocumentStore, dense: DenseRetriever, encode: Encode, rerank: int
+    targets: Targets,
+    store: DocumentStore,
+    dense: DenseRetriever,
+    encode: Encode,
+    rerank: int,
+    asked: Sequence[str] | None = None,
 ) -> tuple[list[Found], list[Found]]:
-    """Each pseudo-query's dense and keyword documents (FUSION_DEPTH of each) in the scratch copy."""
-    queries = [q.query for q in targets.queries]
+    """Each pseudo-query's dense and keyword documents (FUSION_DEPTH of each) in the scratch copy; `asked`: the
+    texts searched (None: the pseudo-queries themselves)."""
+    queries = [q.query for q in targets.queries] if asked is None else list(asked)
     scratch = ScratchDense(dense, targets.dropped, OverlaidRaw(dense.raw, targets.rows, targets.vectors))
     dense_found = dense_documents(scratch, store, encode(queries), FUSION_DEPTH, None, rerank)
     with store.scratch({q.pk: q.rest for q in targets.queries}):
         scored = KeywordRetriever(store, store.count()).top(queries, FUSION_DEPTH, None)
     return dense_found, [[Match(pk, score) for pk, score in result] for result in scored]
+
+
+def uninformed(sweep: dict[str, float], drawn: Sequence[PseudoQuery]) -> bool:
+    """Whether the sentences measured nothing: their best weight under UNINFORMED, most of them cut from
+    documents of several sentences (a corpus of one-sentence texts is cropped: its spans say what they can)."""
+    return max(sweep.values()) < UNINFORMED and sum(q.cut == CLOZE for q in drawn) * 2 > len(drawn)
+
+
+def known_items(
+    drawn: Sequence[PseudoQuery], store: DocumentStore, dense: DenseRetriever, encode: Encode, rerank: int
+) -> dict[str, Any]:
+    """Each sentence's first words (bands.short_query) asked of the index as it is, the sentence left in its
+    document: a query for a piece of a document whose other pieces say nothing about it (a paraphrase of one of
+    the sentences glued together, as the glued Chinese sets' real queries are). Their sweep and ranks."""
+    texts = [short_query(q.query) or q.query for q in drawn]
+    dense_found = dense_documents(dense, store, encode(texts), FUSION_DEPTH, None, rerank)
+    scored = KeywordRetriever(store, store.count()).top(texts, FUSION_DEPTH, None)
+    keyword_found = [[Match(pk, score) for pk, score in result] for result in scored]
+    ranks = sweep_ranks(drawn, dense_found, keyword_found)
+    return {"sweep": {w: round(float(gains_of(r).mean()), 5) for w, r in ranks.items()}, "ranks": ranks}

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -48,7 +49,7 @@ def cropped(
         low, high = min(spans[row][0] for row in holding), max(spans[row][1] for row in holding)
         text = texts[query.pk]
         rest = joined(text[:low], text[high:])
-        kept.append(type(query)(query.pk, query.query, rest, query.span))
+        kept.append(replace(query, rest=rest))  # its cut kept
         dropped.extend(holding)
     return kept, np.asarray(dropped, dtype=np.int64)
 

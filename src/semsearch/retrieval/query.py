@@ -5,7 +5,7 @@ depth), else the defaults of settings.py."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..errors import GenerationChanged, SettingsError
@@ -21,6 +21,7 @@ from ..settings import (
     at_least,
     check_alpha,
 )
+from .bands import Band, choice_for, recorded_bands
 
 
 @dataclass(frozen=True)
@@ -31,23 +32,49 @@ class QueryDefaults:
     alpha: float = DEFAULT_ALPHA
     rerank: int = 0
     calibrated: bool = False  # the mode and alpha were chosen by the corpus (calibration.py)
+    bands: tuple[
+        Band, ...
+    ] = ()  # a mode and alpha per query length (bands.py; none: `mode` and `alpha` for all)
 
     @classmethod
-    def of(cls, fusible: bool, rerank: int, calibrated_mode: str | None, calibrated_alpha: float | None):
+    def of(
+        cls,
+        fusible: bool,
+        rerank: int,
+        calibrated_mode: str | None,
+        calibrated_alpha: float | None,
+        bands: tuple[Band, ...] = (),
+    ):
         """`fusible`: the index has keywords and a model (else dense is all it can do)."""
         if not fusible:
             return cls(SearchMode.DENSE, DEFAULT_ALPHA, rerank)
         if calibrated_mode is None:
             return cls(DEFAULT_MODE, DEFAULT_ALPHA, rerank)
         alpha = DEFAULT_ALPHA if calibrated_alpha is None else calibrated_alpha
-        return cls(SearchMode(calibrated_mode), alpha, rerank, calibrated=True)
+        return cls(SearchMode(calibrated_mode), alpha, rerank, calibrated=True, bands=bands)
+
+    def chosen_for(self, texts: Sequence[str]) -> tuple[SearchMode, float, tuple[float, ...]]:
+        """The mode, weight and weights per query these texts take by their lengths' bands: their one mode if
+        they share it, else hybrid, a side's band weighing that side alone (1 dense, 0 keyword)."""
+        chosen = [choice_for(self.bands, text) for text in texts]
+        pairs = [
+            (self.mode, self.alpha) if band is None else (SearchMode(band.mode), band.alpha)
+            for band in chosen
+        ]
+        modes = {mode for mode, _ in pairs}
+        if len(modes) == 1:
+            mode = modes.pop()
+            return mode, pairs[0][1], tuple(alpha for _, alpha in pairs)
+        sides = {SearchMode.DENSE: 1.0, SearchMode.KEYWORD: 0.0}
+        weights = tuple(sides.get(mode, alpha) for mode, alpha in pairs)
+        return SearchMode.HYBRID, weights[0], weights
 
     @classmethod
     def recorded(cls, fusible: bool, rerank: int, calibration: dict | None) -> QueryDefaults:
         """The defaults of an index whose manifest records this calibration (calibration.py; None or a
         skipped one: the default mode and weight)."""
         chosen = calibration if calibration and "skipped" not in calibration else {}
-        return cls.of(fusible, rerank, chosen.get("mode"), chosen.get("alpha"))
+        return cls.of(fusible, rerank, chosen.get("mode"), chosen.get("alpha"), recorded_bands(chosen))
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -55,6 +82,7 @@ class QueryDefaults:
             "alpha": self.alpha,
             "rerank": self.rerank,
             "calibrated": self.calibrated,
+            **({"bands": [asdict(band) for band in self.bands]} if self.bands else {}),
         }
 
 
@@ -68,6 +96,13 @@ class QueryOptions:
     rerank: int  # candidates re-scored by the kept raw vectors (0: off)
     typos: int = DEFAULT_TYPOS  # edits a keyword query word may hold (typos.py; 0: none)
     crop: int = DEFAULT_CROP  # a hit's snippet, in words (snippets.py; 0: none)
+    alphas: tuple[
+        float, ...
+    ] = ()  # each query's own dense weight, by its length's band (none: `alpha` for all)
+
+    def alpha_of(self, query: int) -> float:
+        """The dense weight the `query`th query of the call is fused at."""
+        return self.alphas[query] if self.alphas else self.alpha
 
     @classmethod
     def resolve(
@@ -81,10 +116,16 @@ class QueryOptions:
         texts: bool = True,
         typos: int | None = None,
         crop: int | None = None,
+        queries: Sequence[str] = (),
     ) -> QueryOptions:
         """The options asked, checked, the rest from `defaults`. A weight asked without a mode means hybrid
         on a calibrated index (whose own mode may be dense); without `texts` (vectors only) the mode is dense
-        unless asked."""
+        unless asked. Neither mode nor weight asked, `queries` (the texts) take their lengths' bands."""
+        alphas: tuple[float, ...] = ()
+        if mode is None and alpha is None and texts and queries and defaults.bands:
+            mode, banded, alphas = defaults.chosen_for(queries)
+            alpha = banded if mode is SearchMode.HYBRID else None
+            alphas = alphas if mode is SearchMode.HYBRID else ()
         if mode is None:
             if not texts:
                 mode = SearchMode.DENSE
@@ -102,6 +143,7 @@ class QueryOptions:
             rerank=at_least(defaults.rerank if rerank is None else rerank, 0, "rerank"),
             typos=check_typos(DEFAULT_TYPOS if typos is None else typos),
             crop=at_least(DEFAULT_CROP if crop is None else crop, 0, "crop"),
+            alphas=alphas,
         )
 
 

@@ -410,7 +410,10 @@ def window(
         return dense_found
     if mode is SearchMode.KEYWORD:
         return keyword_found
-    return [fuse(d, kw, options.alpha, options.fusion, depth) for d, kw in zip(dense_found, keyword_found)]
+    return [
+        fuse(d, kw, options.alpha_of(query), options.fusion, depth)
+        for query, d, kw in zip(queries, dense_found, keyword_found)
+    ]
 
 
 def check_offset(offset: int) -> int:
