@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..settings import DEFAULT_TYPOS
+from ..settings import DEFAULT_TYPOS, FUSION_DEPTH
 from ..storage import analysis
 from ..storage.keywordterms import STEMMER
 from ..storage.reads import Scored
@@ -173,18 +173,19 @@ class KeywordRetriever:
 
     def _top(self, text: str, n: int, allowed: np.ndarray | None) -> Scored:
         """FTS5's ranking of the query's words; a typo's corrections ranked by their own query, their scores
-        added at their weight (exact for the documents in both top n, a lower bound beyond)."""
-        ranked = self._ranked(match_expression(text), n, allowed)
+        added at their weight (exact for the documents in both top lists, a lower bound beyond; the lists at
+        least FUSION_DEPTH deep, so that the first n at any n up to it are the same: search.py's pages)."""
         corrections: dict[float, list[str]] = {}
         exact = set(STEMMER.stems(query_words(text)))
         for term, weight in self.terms(text).items():
             if term not in exact:
                 corrections.setdefault(weight, []).append(term)
         if not corrections:
-            return ranked
-        scores = dict(ranked)
+            return self._ranked(match_expression(text), n, allowed)
+        depth = max(n, FUSION_DEPTH)
+        scores = dict(self._ranked(match_expression(text), depth, allowed))
         for weight, terms in corrections.items():
-            for pk, score in self._ranked(any_of(terms), n, allowed):
+            for pk, score in self._ranked(any_of(terms), depth, allowed):
                 scores[pk] = scores.get(pk, 0.0) + weight * score
         return sorted(scores.items(), key=lambda item: (-item[1], item[0]))[:n]
 

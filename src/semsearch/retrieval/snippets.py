@@ -8,7 +8,8 @@ query holds (a single Han character only where the query has it alone); never a 
 ("zip" is not marked inside "gzip"). The crop: the window of `crop` reader's words (cjk.word_spans) holding the
 most marks, a few words of context before the first. Kind "meaning": where no word of the part matches, the
 part's sentence closest to the query in meaning (cosine of the model's raw vectors: each sentence of the part is
-encoded at query time, in one batch for all such hits) is marked, and the window starts at it.
+encoded at query time, in one batch for all such hits; a part of one sentence is not encoded) is marked, and the
+window starts at it.
 
 A snippet is JSON-ready: {"text", "highlights": [[start, end], ...] (character offsets in text), "kind"}."""
 
@@ -30,6 +31,7 @@ CONTEXT = 4  # words shown before the first mark where the window allows
 # unicode61's tokens: runs of letters and digits; Han and Hangul runs are cut apart from the rest (the analysis
 # puts spaces around them)
 TOKEN = re.compile(f"[{HAN}]+|[{HANGUL}]+|[^\\W_{HAN}{HANGUL}]+")
+CJK_RUN = re.compile(f"[{HAN}{HANGUL}]")
 SENTENCE_END = re.compile(f"\n\\s*\n|[.!?;:]+[\"')\\]]*(?=\\s)|[{CJK_SENTENCE_ENDS}]+")
 Span = tuple[int, int]
 
@@ -41,31 +43,52 @@ class Encoding(Protocol):
 def word_marks(text: str, terms: Mapping[str, Any]) -> list[Span]:
     """Where the text's words that the keyword side matched are: whole tokens whose index term is among
     `terms`, Han and Hangul bigrams among them (merged where they overlap)."""
+    return marks_of([text], terms)[0]
+
+
+def marks_of(texts: Sequence[str], terms: Mapping[str, Any]) -> list[list[Span]]:
+    """`word_marks` of each text for one query's terms, the words that may match stemmed in one call. Porter
+    stemming keeps a word's first letter (it rewrites only suffixes, each rule leaving a stem of at least one
+    letter; FTS5 passes words under three letters through), so an ASCII word whose first letter, lower-cased, begins
+    no term cannot match and is not stemmed (9 in 10 words of a hit, at a query of few terms: the stemmer asks
+    SQLite for every word it has not seen)."""
     if not terms:
-        return []
-    tokens = [(match.group(), match.start()) for match in TOKEN.finditer(text)]
+        return [[] for _ in texts]
+    initials = {term[0] for term in terms}
+    tokens = [[(match.group(), match.start()) for match in TOKEN.finditer(text)] for text in texts]
+    candidates = [
+        token for found in tokens for token, _ in found if not token.isascii() or token[0].lower() in initials
+    ]
+    stems = STEMMER.terms_of([token for token in candidates if not CJK_RUN.match(token)])
     # a lone Han character marks only where the query asks for it alone, not as part of its bigrams
     paired = {char for term in terms if len(term) == 2 and HAN_RUN.fullmatch(term) for char in term}
-    plain = [token for token, _ in tokens if not (HAN_RUN.match(token) or HANGUL_RUN.match(token))]
-    stems = STEMMER.terms_of(plain)
-    marks: list[Span] = []
-    for token, start in tokens:
-        if HAN_RUN.match(token) or HANGUL_RUN.match(token):
-            if len(token) >= 2:
-                marks += [
-                    (start + i, start + i + 2) for i, pair in enumerate(bigrams(token)) if pair in terms
-                ]
-            if HAN_RUN.match(token):
-                marks += [
-                    (start + i, start + i + 1)
-                    for i, char in enumerate(token)
-                    if char in terms and char not in paired
-                ]
-            elif len(token) == 1 and token in terms:
-                marks.append((start, start + 1))
-        elif any(stem in terms for stem in stems[token]):
-            marks.append((start, start + len(token)))
-    return merged(marks)
+    return [
+        merged([mark for token, start in found for mark in token_marks(token, start, terms, stems, paired)])
+        for found in tokens
+    ]
+
+
+def token_marks(
+    token: str, start: int, terms: Mapping[str, Any], stems: Mapping[str, Sequence[str]], paired: set[str]
+) -> list[Span]:
+    """The marks in one token at `start`: the whole token if one of its stems is a term (`stems`: of the
+    tokens that may match), or its Han and Hangul bigrams (and lone Han characters not `paired`) that are."""
+    if token.isascii():
+        return [(start, start + len(token))] if any(stem in terms for stem in stems.get(token, ())) else []
+    if HAN_RUN.match(token) or HANGUL_RUN.match(token):
+        marks = []
+        if len(token) >= 2:
+            marks += [(start + i, start + i + 2) for i, pair in enumerate(bigrams(token)) if pair in terms]
+        if HAN_RUN.match(token):
+            marks += [
+                (start + i, start + i + 1)
+                for i, char in enumerate(token)
+                if char in terms and char not in paired
+            ]
+        elif len(token) == 1 and token in terms:
+            marks.append((start, start + 1))
+        return marks
+    return [(start, start + len(token))] if any(stem in terms for stem in stems[token]) else []
 
 
 def merged(spans: list[Span]) -> list[Span]:
@@ -165,17 +188,16 @@ def closest_sentences(
     parts: Sequence[str], query_vectors: np.ndarray, encoder: Encoding
 ) -> list[Span | None]:
     """Of each part, its sentence of the highest cosine to its query's raw vector (new sentences encoded in one
-    batch)."""
+    batch; a part of one sentence needs none: that sentence is its closest)."""
     sentences = [sentence_spans(part) for part in parts]
-    texts = [part[s:e] for part, spans in zip(parts, sentences) for s, e in spans]
-    if not texts:
-        return [None] * len(parts)
-    vectors = SENTENCE_VECTORS.get(encoder, texts)
+    several = [len(spans) > 1 for spans in sentences]
+    texts = [part[s:e] for part, spans, many in zip(parts, sentences, several) if many for s, e in spans]
+    vectors = SENTENCE_VECTORS.get(encoder, texts) if texts else None
     out: list[Span | None] = []
     at = 0
-    for spans, query in zip(sentences, query_vectors):
-        if not spans:
-            out.append(None)
+    for spans, query, many in zip(sentences, query_vectors, several):
+        if not many:
+            out.append(spans[0] if spans else None)
             continue
         cosines = vectors[at : at + len(spans)] @ (query / max(float(np.linalg.norm(query)), 1e-12))
         out.append(spans[int(np.argmax(cosines))])
