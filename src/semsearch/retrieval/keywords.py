@@ -14,7 +14,7 @@ import re
 import time
 import weakref
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -110,6 +110,8 @@ class KeywordRetriever:
     store: DocumentStore
     documents: int  # in the store: how deep a filter allowing some of them reads
     typos: int = DEFAULT_TYPOS  # edits a query word may hold (typos.py; 0: exact words only)
+    # each text's terms, asked again by its snippets (a retriever serves one search)
+    asked: dict[str, dict[str, float]] = field(default_factory=dict, repr=False)
 
     def top(self, texts: Sequence[str], n: int, allowed: np.ndarray | None) -> list[Scored]:
         """The n best documents of each text by bm25, among the `allowed` pks (sorted) if given."""
@@ -129,8 +131,12 @@ class KeywordRetriever:
     def terms(self, text: str) -> dict[str, float]:
         """The index terms a query text asks for, each with its weight: its words' own terms (1 each time said)
         and the corrections of a word the index lacks (typos.py)."""
-        words = [(word, STEMMER.stems([word])) for word in query_words(text)]
-        return weighted_terms(words, self.typos, self.vocabulary() if self.typos else None)
+        if text not in self.asked:
+            words = query_words(text)
+            stems = STEMMER.terms_of(words)
+            pairs = [(word, list(stems[word])) for word in words]
+            self.asked[text] = weighted_terms(pairs, self.typos, self.vocabulary() if self.typos else None)
+        return self.asked[text]
 
     def vocabulary(self) -> Vocabulary | None:
         """The keyword index's terms as the store's committed content has them (read again when it changes);

@@ -214,6 +214,8 @@ def best_passages(ranked: list[tuple[int, float]], passages: PassageMap) -> Foun
     """Documents in the order of their best passage among the ranked rows (MaxP)."""
     if not ranked:
         return []
+    if not len(passages.long):  # every document one row: its own pk
+        return [Match(pk, score, pk) for pk, score in ranked]
     rows = np.array([pk for pk, _ in ranked], dtype=np.int64)
     owners = passages.owners(rows)
     _, first = np.unique(owners, return_index=True)
@@ -262,7 +264,9 @@ def fuse(dense: Found, keyword: Found, alpha: float, fusion: Fusion, k: int) -> 
             values = min_max([match.score for match in found])
         weight = alpha if side == "dense" else 1 - alpha
         for match, value in zip(found, values):
-            fused = merged.setdefault(match.pk, Match(match.pk, 0.0, None, {"dense": None, "keyword": None}))
+            fused = merged.get(match.pk)
+            if fused is None:
+                fused = merged[match.pk] = Match(match.pk, 0.0, match.row, {"dense": None, "keyword": None})
             fused.score += weight * value
             fused.sides[side] = match.score
             fused.row = fused.row if fused.row is not None else match.row

@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ..cjk import CJK_SENTENCE_ENDS, HAN, HAN_RUN, HANGUL, HANGUL_RUN, bigrams, word_spans
+from ..cjk import CJK_SENTENCE_ENDS, HAN, HAN_RUN, HANGUL, bigrams, word_spans
 from ..storage.keywordterms import STEMMER
 
 CONTEXT = 4  # words shown before the first mark where the window allows
@@ -32,6 +32,7 @@ CONTEXT = 4  # words shown before the first mark where the window allows
 # puts spaces around them)
 TOKEN = re.compile(f"[{HAN}]+|[{HANGUL}]+|[^\\W_{HAN}{HANGUL}]+")
 CJK_RUN = re.compile(f"[{HAN}{HANGUL}]")
+STEM_SLACK = 3  # letters at a word's end its stem may differ in (two, and one for safety: marks_of)
 SENTENCE_END = re.compile(f"\n\\s*\n|[.!?;:]+[\"')\\]]*(?=\\s)|[{CJK_SENTENCE_ENDS}]+")
 Span = tuple[int, int]
 
@@ -47,48 +48,47 @@ def word_marks(text: str, terms: Mapping[str, Any]) -> list[Span]:
 
 
 def marks_of(texts: Sequence[str], terms: Mapping[str, Any]) -> list[list[Span]]:
-    """`word_marks` of each text for one query's terms, the words that may match stemmed in one call. Porter
-    stemming keeps a word's first letter (it rewrites only suffixes, each rule leaving a stem of at least one
-    letter; FTS5 passes words under three letters through), so an ASCII word whose first letter, lower-cased, begins
-    no term cannot match and is not stemmed (9 in 10 words of a hit, at a query of few terms: the stemmer asks
-    SQLite for every word it has not seen)."""
+    """`word_marks` of each text for one query's terms, only the words that may match stemmed, in one call (the
+    stemmer asks SQLite for every word it has not seen: most of a query's cost here). Porter stemming rewrites
+    only a suffix: a stem differs from its word in at most its last two letters ("sensibiliti" -> "sensibl", "y"
+    -> "i"; FTS5 passes words under three letters through), so an ASCII word can stem to a term only if,
+    lower-cased, it starts with the term less its last STEM_SLACK letters (at least its first letter)."""
     if not terms:
         return [[] for _ in texts]
-    initials = {term[0] for term in terms}
+    prefixes = tuple({term[: max(1, len(term) - STEM_SLACK)] for term in terms})
     tokens = [[(match.group(), match.start()) for match in TOKEN.finditer(text)] for text in texts]
-    candidates = [
-        token for found in tokens for token, _ in found if not token.isascii() or token[0].lower() in initials
-    ]
-    stems = STEMMER.terms_of([token for token in candidates if not CJK_RUN.match(token)])
+    ascii_words = {token for found in tokens for token, _ in found if token.isascii()}
+    others = {token for found in tokens for token, _ in found if not token.isascii()}
+    possible = [token for token in ascii_words if token.lower().startswith(prefixes)]
+    stems = STEMMER.terms_of(possible + [token for token in others if not CJK_RUN.match(token)])
+    matched = {token for token, found in stems.items() if any(stem in terms for stem in found)}
     # a lone Han character marks only where the query asks for it alone, not as part of its bigrams
     paired = {char for term in terms if len(term) == 2 and HAN_RUN.fullmatch(term) for char in term}
-    return [
-        merged([mark for token, start in found for mark in token_marks(token, start, terms, stems, paired)])
-        for found in tokens
-    ]
+    out = []
+    for found in tokens:
+        marks: list[Span] = []
+        for token, start in found:
+            if token in matched:
+                marks.append((start, start + len(token)))
+            elif token in others and CJK_RUN.match(token):
+                marks += cjk_marks(token, start, terms, paired)
+        out.append(merged(marks))
+    return out
 
 
-def token_marks(
-    token: str, start: int, terms: Mapping[str, Any], stems: Mapping[str, Sequence[str]], paired: set[str]
-) -> list[Span]:
-    """The marks in one token at `start`: the whole token if one of its stems is a term (`stems`: of the
-    tokens that may match), or its Han and Hangul bigrams (and lone Han characters not `paired`) that are."""
-    if token.isascii():
-        return [(start, start + len(token))] if any(stem in terms for stem in stems.get(token, ())) else []
-    if HAN_RUN.match(token) or HANGUL_RUN.match(token):
-        marks = []
-        if len(token) >= 2:
-            marks += [(start + i, start + i + 2) for i, pair in enumerate(bigrams(token)) if pair in terms]
-        if HAN_RUN.match(token):
-            marks += [
-                (start + i, start + i + 1)
-                for i, char in enumerate(token)
-                if char in terms and char not in paired
-            ]
-        elif len(token) == 1 and token in terms:
-            marks.append((start, start + 1))
-        return marks
-    return [(start, start + len(token))] if any(stem in terms for stem in stems[token]) else []
+def cjk_marks(token: str, start: int, terms: Mapping[str, Any], paired: set[str]) -> list[Span]:
+    """The marks in a Han or Hangul run at `start`: its bigrams that are terms, and its lone Han characters that
+    are (not those `paired`: only where the query has them alone)."""
+    marks = []
+    if len(token) >= 2:
+        marks += [(start + i, start + i + 2) for i, pair in enumerate(bigrams(token)) if pair in terms]
+    if HAN_RUN.match(token):
+        marks += [
+            (start + i, start + i + 1) for i, char in enumerate(token) if char in terms and char not in paired
+        ]
+    elif len(token) == 1 and token in terms:
+        marks.append((start, start + 1))
+    return marks
 
 
 def merged(spans: list[Span]) -> list[Span]:
