@@ -16,6 +16,8 @@ import lancedb
 import numpy as np
 import pyarrow as pa
 
+FIELDS = ["id", "title", "text", "pos", "lexname"]
+
 
 def build(rows_path: str, vectors_path: str, directory: str) -> dict:
     vectors = np.load(vectors_path)
@@ -72,7 +74,8 @@ def main() -> None:
                     search = search.refine_factor(request["refine"])
             if where:
                 search = search.where(where, prefilter=True)
-            found = search.limit(k).select(["id"]).to_arrow()["id"].to_pylist()
+            # the fields a semsearch hit holds: its id, title, text and metadata
+            found = search.limit(k).select(FIELDS).to_arrow()["id"].to_pylist()
             answer = {"ids": found, "ms": (time.perf_counter() - started) * 1000}
         print(json.dumps(answer), flush=True)
 
