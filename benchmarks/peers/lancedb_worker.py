@@ -74,8 +74,10 @@ def main() -> None:
                     search = search.refine_factor(request["refine"])
             if where:
                 search = search.where(where, prefilter=True)
-            # the fields a semsearch hit holds: its id, title, text and metadata
-            found = search.limit(k).select(FIELDS).to_arrow()["id"].to_pylist()
+            # the fields a semsearch hit holds: its id, title, text and metadata, and the score (asked for, or
+            # LanceDB logs a deprecation warning per query; hybrid's sub-queries log theirs regardless)
+            score = {"keyword": ["_score"], "hybrid": []}.get(mode, ["_distance"])
+            found = search.limit(k).select(FIELDS + score).to_arrow()["id"].to_pylist()
             answer = {"ids": found, "ms": (time.perf_counter() - started) * 1000}
         print(json.dumps(answer), flush=True)
 

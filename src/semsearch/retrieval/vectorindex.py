@@ -7,6 +7,7 @@ bytes an index filled on a cluster travels as (distributed.py)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cached_property
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -165,9 +166,15 @@ class VectorIndex:
         if isinstance(inner, faiss.IndexHNSW):
             inner.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
 
-    @property
+    @cached_property
+    def concrete(self) -> faiss.Index:
+        """The index as its own FAISS class (a wrapper of the same object, made once: a query asked for it in
+        several places, a SWIG call each)."""
+        return faiss.downcast_index(self.index)
+
+    @cached_property
     def kind(self) -> str:
-        index = faiss.downcast_index(self.index)
+        index = self.concrete
         if isinstance(index, faiss.IndexIDMap):
             inner = faiss.downcast_index(index.index)
             if isinstance(inner, faiss.IndexHNSWSQ):
@@ -178,7 +185,7 @@ class VectorIndex:
     @property
     def description(self) -> str:
         """The FAISS structure, e.g. IVF1372,Flat, for `info`."""
-        index = faiss.downcast_index(self.index)
+        index = self.concrete
         if isinstance(index, faiss.IndexIVF):
             codes = f"PQ{index.pq.M}x{index.pq.nbits}" if isinstance(index, faiss.IndexIVFPQ) else "Flat"
             refine = self.search_params.get("k_factor", 1)
@@ -202,7 +209,7 @@ class VectorIndex:
     def search_params(self) -> dict[str, Any]:
         """The unfiltered search's parameters: as tuned, or those of releases before tuning (HNSW efSearch 128;
         IVF about 1/16 of the lists, at least 8)."""
-        index = faiss.downcast_index(self.index)
+        index = self.concrete
         if isinstance(index, faiss.IndexIVF):
             untuned = {"nprobe": int(min(index.nlist, max(8, index.nlist // 16)))}
         else:
@@ -223,7 +230,7 @@ class VectorIndex:
         shallow = self.search_params
         share = min(1.0, np.log(k / TUNED_K) / np.log(deep["k"] / TUNED_K))
         nprobe = params["nprobe"] * (deep["nprobe"] / shallow["nprobe"]) ** share
-        out = {**params, "nprobe": int(min(faiss.downcast_index(self.index).nlist, np.ceil(nprobe - 1e-9)))}
+        out = {**params, "nprobe": int(min(self.concrete.nlist, np.ceil(nprobe - 1e-9)))}
         if "k_factor" in params:
             factor = params["k_factor"] * (deep["k_factor"] / shallow.get("k_factor", 1)) ** share
             out["k_factor"] = max(1, int(np.ceil(factor - 1e-9)))
@@ -232,7 +239,7 @@ class VectorIndex:
     @property
     def training_rows(self) -> int:
         """Rows `train` wants (0: needs none)."""
-        index = faiss.downcast_index(self.index)
+        index = self.concrete
         if isinstance(index, faiss.IndexIVF) and not index.is_trained:
             return max(index.nlist * 64, 256 * 64 if isinstance(index, faiss.IndexIVFPQ) else 0)
         return SQ8_TRAINING_ROWS if self.kind == "hnsw-sq8" and not self.index.is_trained else 0
@@ -319,7 +326,7 @@ class VectorIndex:
         self, selector: Selector | None, params: dict[str, Any], k: int
     ) -> faiss.SearchParameters:
         chosen = selector.faiss if selector is not None else None
-        index = faiss.downcast_index(self.index)
+        index = self.concrete
         if isinstance(index, faiss.IndexIVF):
             return faiss.SearchParametersIVF(sel=chosen, nprobe=int(min(params["nprobe"], index.nlist)))
         if self.kind in GRAPHS:
@@ -346,7 +353,7 @@ class VectorIndex:
         writer added since this generation); the id -> row table is made once per loaded index (an O(n) pass,
         8 bytes per id) and dropped when the index changes."""
         if self._positions is None:
-            self._held = faiss.vector_to_array(faiss.downcast_index(self.index).id_map)
+            self._held = faiss.vector_to_array(self.concrete.id_map)
             table = np.full(int(self._held.max(initial=-1)) + 2, -1, dtype=np.int64)  # the last: ids beyond
             table[self._held] = np.arange(len(self._held), dtype=np.int64)
             self._positions = table
@@ -371,7 +378,7 @@ class VectorIndex:
             rows = self.positions(ids)
             return np.where((rows >= 0)[:, None], stored[np.maximum(rows, 0)], np.nan)  # not held: no score
         if self.exact_source == "lists":
-            index = faiss.downcast_index(self.index)
+            index = self.concrete
             if index.direct_map.type != faiss.DirectMap.Hashtable:
                 index.set_direct_map_type(faiss.DirectMap.Hashtable)  # an O(n) pass, once per loaded index
             try:
@@ -427,7 +434,7 @@ class VectorIndex:
             scores = np.take_along_axis(scores, top, 1)
             return ranked(scores, np.where(np.isnan(scores), -1, np.asarray(ids)[top]))
         if self.exact_source == "lists":  # every list scanned, the ids as a selector
-            every = {"nprobe": faiss.downcast_index(self.index).nlist}
+            every = {"nprobe": self.concrete.nlist}
             return self.search(queries, k, ids, every)
         return None
 
@@ -448,14 +455,14 @@ class VectorIndex:
         """ivf, pq: the inverted lists alone (codes and ids, as FAISS writes them), without the centroids that
         every shard shares (20 MB at 40,000 lists, where a shard's codes can be 0.3 MB)."""
         writer = faiss.VectorIOWriter()
-        faiss.write_InvertedLists(faiss.downcast_index(self.index).invlists, writer)
+        faiss.write_InvertedLists(self.concrete.invlists, writer)
         return faiss.vector_to_array(writer.data)
 
     def merger(self) -> Callable[[np.ndarray], None]:
         """ivf, pq: a function appending each list of a shard (`lists_bytes` of a copy of this index) to this
         one's, by FAISS's merge_from. Each shard is read into an empty copy of this index (made here: ask while
         this one is empty), which owns it until the next (lists FAISS reads are freed only by an index)."""
-        index, carrier = faiss.downcast_index(self.index), faiss.clone_index(self.index)
+        index, carrier = self.concrete, faiss.clone_index(self.index)
         carrier.reset()
 
         def merge(lists: np.ndarray) -> None:
@@ -470,7 +477,7 @@ class VectorIndex:
 
     def ids(self) -> np.ndarray:
         """Every id the index holds, sorted (to check them against the store's)."""
-        index = faiss.downcast_index(self.index)
+        index = self.concrete
         if isinstance(index, faiss.IndexIDMap):
             found = faiss.vector_to_array(index.id_map)
         else:
