@@ -126,7 +126,7 @@ class VectorIndex:
     recall: float | None = None  # recall@10 against flat measured with `params` when they were tuned
     _positions: np.ndarray | None = None  # row of the stored vectors by id (flat, hnsw), made on first use
     _held: np.ndarray | None = None  # the id of each stored row, with it
-    _selectors: dict[int, tuple[np.ndarray, Selector]] | None = None
+    _selectors: dict[tuple[int, bool], tuple[np.ndarray, Selector]] | None = None
 
     def __init__(self, index: faiss.Index):
         self.index = index
@@ -270,13 +270,13 @@ class VectorIndex:
                 f"vectors {vectors.shape} and ids {ids.shape} do not fit an index of dim {self.dim}"
             )
         self.index.add_with_ids(vectors, ids)
-        self._positions = None
+        self._positions = self._selectors = None
 
     def remove(self, ids: np.ndarray) -> int:
         """Remove by id (not for hnsw: see `supports_remove`; the caller rebuilds it instead)."""
         if not self.supports_remove:
             raise SettingsError("an HNSW index cannot remove vectors; rebuild it")
-        self._positions = None
+        self._positions = self._selectors = None
         return int(self.index.remove_ids(np.ascontiguousarray(ids, dtype=np.int64)))
 
     def search(
@@ -313,16 +313,18 @@ class VectorIndex:
         settings = self._search_parameters(selector, params or self.search_params, k)
         return single_threaded(len(queries), lambda: self.index.search(queries, k, params=settings))
 
-    def _selector(self, allowed: np.ndarray) -> Selector:
-        """The selector of these ids, kept for the last few arrays searched with (a filter's rows, cached by the
-        store, come back as the same array: its bitmap is made once)."""
+    def _selector(self, allowed: np.ndarray, stored: bool = False) -> Selector:
+        """The selector of these ids (`stored`: of the rows of the stored vectors holding them, for a scan of
+        hnsw-sq8's codes), kept for the last few arrays searched with (a filter's rows, cached by the store, come
+        back as the same array: its bitmap is made once)."""
         if self._selectors is None:
             self._selectors = {}
-        key = id(allowed)
+        key = (id(allowed), stored)
         if key not in self._selectors or self._selectors[key][0] is not allowed:
             if len(self._selectors) >= SELECTORS_KEPT:
                 self._selectors.pop(next(iter(self._selectors)))
-            self._selectors[key] = (allowed, Selector(allowed))
+            rows = self.positions(allowed) if stored else allowed
+            self._selectors[key] = (allowed, Selector(rows[rows >= 0] if stored else rows))
         return self._selectors[key][1]
 
     def _search_parameters(
@@ -410,7 +412,7 @@ class VectorIndex:
         if self.exact_source == "codes" and len(rows) <= DECODED_ROWS:  # few: decoded, scored here
             return self._scored_by_id(queries, k, np.asarray(ids)[self.positions(ids) >= 0])
         if self.exact_source == "codes":
-            codes, selector = self._storage(), Selector(rows)
+            codes, selector = self._storage(), self._selector(ids, stored=True)
             search = lambda: codes.search(queries, k, params=faiss.SearchParameters(sel=selector.faiss))  # noqa: E731
             scores, found = single_threaded(len(queries), search)
             return ranked(scores, np.where(found >= 0, self._held[np.maximum(found, 0)], -1))
