@@ -7,8 +7,9 @@ index, the typed metadata and its indexes). Written to benchmarks/results/bytes.
     .venv/bin/python benchmarks/bytes.py wordnet:before=/tmp/lance/semsearch-before \\
         wordnet:defaults=/tmp/lance/semsearch-defaults scifact:hnsw=/tmp/scifact-hnsw ... [--note TEXT]
 
-Each argument is SET:NAME=INDEX; the first index of a set is its baseline. `--note` adds a line under the
-command (what the copies are)."""
+Each argument is SET:NAME=INDEX; the first index of a set is its baseline, unless `--baseline SET=BYTES` gives
+it (a passage's bytes measured before, in an index this release would migrate on open: opening it here would
+change what it measures). `--note` adds a line under the command (what the copies are)."""
 
 from __future__ import annotations
 
@@ -53,10 +54,14 @@ def main() -> None:
     parser.add_argument("indexes", nargs="+", help="SET:NAME=INDEX, the first of each set its baseline")
     parser.add_argument("--note", default="", help="a line under the command: what the copies are")
     parser.add_argument("--out", default="bytes.md")
+    parser.add_argument(
+        "--baseline", action="append", default=[], help="SET=BYTES: the set's baseline, a passage's bytes"
+    )
     args = parser.parse_args()
     from semsearch.index import Index
 
-    rows, stores, baselines = [], [], {}
+    rows, stores = [], []
+    baselines = {data_set: float(total) for data_set, total in (given.split("=") for given in args.baseline)}
     for spec in args.indexes:
         label, path = spec.split("=", 1)
         data_set, name = label.split(":", 1)
@@ -88,7 +93,9 @@ def main() -> None:
         "",
         *([args.note, ""] if args.note else []),
         "Every file of each index directory, by `info`'s parts, in bytes a passage; `of the baseline`: the total "
-        "against the first index of its set.",
+        "against the first index of its set"
+        + (f" (given: {', '.join(args.baseline)} bytes a passage)" if args.baseline else "")
+        + ".",
         "",
         *markdown_table(rows),
         "The SQLite store (`documents` above) by what its pages hold (dbstat), bytes a passage: `rows` the "

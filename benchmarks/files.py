@@ -20,6 +20,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import shutil
 import sys
@@ -27,6 +28,7 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 
@@ -131,11 +133,73 @@ def parsers(args) -> list[str]:
     ]
 
 
+def pdf_before(data: bytes, kind: str = "pdf"):
+    """semsearch's PDF parse before pypdfium2, as it was: pypdf's text of each page."""
+    import io
+    import logging
+
+    from pypdf import PdfReader
+
+    from semsearch.ingest.sources.formats.blocks import Assembly
+
+    logging.getLogger("pypdf").setLevel(logging.ERROR)
+    reader, out = PdfReader(io.BytesIO(data)), Assembly()
+    for number, page in enumerate(reader.pages, start=1):
+        out.page(number, page.extract_text() or "")
+    title = (reader.metadata or {}).get("/Title") if reader.metadata is not None else None
+    return out.parsed(str(title) if title else None)
+
+
+def docx_before(data: bytes, kind: str = "docx"):
+    """semsearch's DOCX parse before, as it was: python-docx, a style looked up at each paragraph that names
+    one (python-docx searches the styles part each time)."""
+    import io
+
+    import docx
+    from docx.table import Table
+
+    from semsearch.ingest.sources.formats.blocks import Assembly
+
+    document, out = docx.Document(io.BytesIO(data)), Assembly()
+    for block in document.iter_inner_content():
+        if isinstance(block, Table):
+            for row in block.rows:
+                out.add(" | ".join(cell.text.strip() for cell in row.cells))
+            continue
+        style = block.style.name if block._p.style is not None and block.style is not None else ""
+        if style.startswith("Heading") and style[7:].strip().isdigit():
+            out.heading(int(style[7:]), block.text)
+        else:
+            out.add(block.text)
+    return out.parsed(document.core_properties.title)
+
+
+@contextlib.contextmanager
+def parsers_before():
+    """read_document with the parsers as they were before: pypdf, python-docx's style looked up a paragraph,
+    Markdown's parser made for each file and its front matter read by PyYAML's Python loader."""
+    import yaml
+
+    from semsearch.ingest.sources.formats import docx, markdown, pdf
+
+    with (
+        mock.patch.object(pdf, "parse", pdf_before),
+        mock.patch.object(docx, "parse", docx_before),
+        mock.patch.object(markdown, "_markdown", markdown._markdown.__wrapped__),
+        mock.patch.object(yaml, "CSafeLoader", yaml.SafeLoader),
+    ):
+        yield
+
+
 def pdf_candidates():
-    def pypdf(data: bytes) -> tuple[int, int]:
+    def pdfium(data: bytes) -> tuple[int, int]:
         from semsearch.ingest.sources.formats import pdf
 
         parsed = pdf.parse(data)
+        return len(parsed.sections), len(parsed.text)
+
+    def pypdf(data: bytes) -> tuple[int, int]:
+        parsed = pdf_before(data)
         return len(parsed.sections), len(parsed.text)
 
     def pdfminer(data: bytes) -> tuple[int, int]:
@@ -146,13 +210,14 @@ def pdf_candidates():
         text = extract_text(io.BytesIO(data))
         return text.count("\f") or 1, len(text)
 
-    return {"pypdf (chosen)": pypdf, "pdfminer.six": pdfminer}
+    return {"pypdfium2 (chosen)": pdfium, "pypdf (before)": pypdf, "pdfminer.six": pdfminer}
 
 
 def docx_candidates():
-    """DOCX parsers on the bytes of one file: semsearch's (python-docx), python-docx as it read before (every
-    paragraph's style looked up, its default found by reading every style), and the other real parsers where
-    installed (docx2python, mammoth), each giving the text with the headings known."""
+    """DOCX parsers on the bytes of one file: semsearch's (python-docx), python-docx as semsearch read it before
+    (a style looked up at each paragraph that names one: python-docx searches the styles part each time), and
+    the other real parsers where installed (docx2python, mammoth), each giving the text with the headings
+    known."""
     import io
 
     def ours(data: bytes) -> str:
@@ -160,34 +225,53 @@ def docx_candidates():
 
         return docx.parse(data).text
 
-    def python_docx_every_style(data: bytes) -> str:  # semsearch's parse before, as it was
-        import docx
-        from docx.table import Table
+    def python_docx_before(data: bytes) -> str:
+        return docx_before(data).text
+
+    def docx2python(data: bytes) -> str:
+        """The same text and headings from docx2python: it names a paragraph's style by its id, which Word
+        localizes ("Überschrift1"), so the names are read from the styles part where an id is not one of
+        English Word's built-in ones."""
+        import re
+
+        from docx2python import docx2python as read
 
         from semsearch.ingest.sources.formats.blocks import Assembly
 
-        document, out = docx.Document(io.BytesIO(data)), Assembly()
-        for block in document.iter_inner_content():
-            if isinstance(block, Table):
-                for row in block.rows:
-                    out.add(" | ".join(cell.text.strip() for cell in row.cells))
+        word = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+        built_in = {"": "", "Normal": "Normal", "Title": "Title"} | {
+            f"Heading{n}": f"heading {n}" for n in range(1, 10)
+        }
+        with read(io.BytesIO(data)) as content:
+            blocks = content.body_pars
+            names = built_in
+            if {
+                par.style for block in blocks for row in block for cell in row for par in cell
+            } - built_in.keys():
+                styles = content.docx_reader.file_of_type("styles").root_element
+                names = {
+                    style.get(f"{word}styleId", ""): name.get(f"{word}val", "")
+                    for style in styles.iterchildren(f"{word}style")
+                    if (name := style.find(f"{word}name")) is not None
+                }
+            title = content.core_properties.get("title")
+        out = Assembly()
+        for block in blocks:
+            if any(par.lineage[1] == "tbl" for row in block for cell in row for par in cell):
+                for row in block:
+                    out.add(
+                        " | ".join(
+                            "\n".join("".join(r.text for r in p.runs) for p in cell).strip() for cell in row
+                        )
+                    )
                 continue
-            style = block.style.name if block.style is not None else ""
-            if style.startswith("Heading") and style[7:].strip().isdigit():
-                out.heading(int(style[7:]), block.text)
-            else:
-                out.add(block.text)
-        return out.parsed(document.core_properties.title).text
-
-    def docx2python(data: bytes) -> str:
-        from docx2python import docx2python as read
-        from docx2python.iterators import iter_paragraphs
-
-        with read(io.BytesIO(data)) as result:  # paragraphs with their style ids (not names: localized)
-            return "\n".join(
-                f"{par.style}: {''.join(run.text for run in par.runs)}"
-                for par in iter_paragraphs(result.body_pars)
-            )
+            for par in (par for row in block for cell in row for par in cell):
+                text = "".join(run.text for run in par.runs)
+                if heading := re.fullmatch(r"heading ([1-9])", names.get(par.style, par.style).lower()):
+                    out.heading(int(heading[1]), text)
+                else:
+                    out.add(text)
+        return out.parsed(title).text
 
     def mammoth(data: bytes) -> str:
         import mammoth as m
@@ -195,44 +279,72 @@ def docx_candidates():
         return m.convert_to_html(io.BytesIO(data)).value  # headings as <h1>..: the HTML parser would follow
 
     return {
-        "python-docx, a style looked up only where a paragraph names one (chosen)": ours,
-        "python-docx, every paragraph's style looked up (before)": python_docx_every_style,
+        "python-docx, a style's name looked up once a document (chosen)": ours,
+        "python-docx, a style looked up at each paragraph that names one (before)": python_docx_before,
         "docx2python": docx2python,
         "mammoth, to HTML": mammoth,
     }
 
 
+def long_docx() -> bytes:
+    """A longer DOCX, as python-docx writes it with its default template (Word's styles): a title and 60
+    chapters, each a heading, a paragraph, a table of two rows and two subheadings with their paragraphs."""
+    import io
+
+    import docx
+
+    document = docx.Document()
+    document.add_paragraph("A report", style="Title")
+    for n in range(60):
+        document.add_heading(f"Chapter {n}", 1)
+        document.add_paragraph(f"Chapter {n} opens with a paragraph of plain words.")
+        table = document.add_table(rows=2, cols=2)
+        for cell, text in zip(table._cells, ["year", "count", str(2000 + n), str(n * 7)]):
+            cell.text = text
+        document.add_heading("Findings", 2)
+        document.add_paragraph("What was found, in a sentence or two.")
+        document.add_heading("Details", 3)
+        document.add_paragraph("The details, in a third paragraph.")
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()
+
+
 def docx(args) -> list[str]:
     """Each DOCX candidate on the mixed folder's DOCX file (tests/mixedfolder.py, written by python-docx with
-    its default template, as Word writes a file: every built-in style in styles.xml): ms a file, min and median
-    of `--docx-rounds`, side by side in one run."""
+    its default template, as Word writes a file: every built-in style in styles.xml) and on a longer one:
+    ms a file, min and median of `--docx-rounds`, side by side in one run."""
     work = Path(tempfile.mkdtemp(prefix="files-docx-"))
     try:
-        data = next(write_folder(work).rglob("*.docx")).read_bytes()
+        files = {
+            "short": next(write_folder(work).rglob("*.docx")).read_bytes(),
+            "long": long_docx(),
+        }
         rows = []
         for name, parse in docx_candidates().items():
-            try:
-                parse(data)
-            except ImportError as error:
-                rows.append(
-                    {"DOCX parser": name, "ms min": f"not installed ({error.name})", "ms median": "-"}
-                )
-                continue
-            seconds = []
-            for _ in range(args.docx_rounds):
-                started = time.perf_counter()
-                parse(data)
-                seconds.append(time.perf_counter() - started)
-            rows.append(
-                {
-                    "DOCX parser": name,
-                    "ms min": f"{min(seconds) * 1000:.1f}",
-                    "ms median": f"{np.median(seconds) * 1000:.1f}",
+            row = {"DOCX parser": name}
+            for label, data in files.items():
+                try:
+                    parse(data)
+                except ImportError as error:
+                    row |= {f"{label}: ms min": f"not installed ({error.name})", f"{label}: ms median": "-"}
+                    continue
+                seconds = []
+                for _ in range(args.docx_rounds if label == "short" else max(3, args.docx_rounds // 8)):
+                    started = time.perf_counter()
+                    parse(data)
+                    seconds.append(time.perf_counter() - started)
+                row |= {
+                    f"{label}: ms min": f"{min(seconds) * 1000:.1f}",
+                    f"{label}: ms median": f"{np.median(seconds) * 1000:.1f}",
                 }
-            )
+            rows.append(row)
             print(rows[-1], flush=True)
+        sizes = ", ".join(f"{label} {len(data):,} bytes" for label, data in files.items())
         return [
-            f"## DOCX parsers: one file of three sections, {len(data):,} bytes",
+            "## DOCX parsers: the mixed folder's file of three sections (short) and one of 60 chapters (long)",
+            "",
+            f"Files: {sizes}.",
             "",
             *markdown_table(rows),
         ]
@@ -240,15 +352,139 @@ def docx(args) -> list[str]:
         shutil.rmtree(work, ignore_errors=True)
 
 
+def by_type(args) -> list[str]:
+    """Where a folder's parse time goes, a kind of file at a time: ms a file read by read_document (the pool's
+    work: the file read, parsed, its metadata checked) with today's parsers and with those before, side by side
+    (alternating, min of `--type-rounds` passes in one process), on `--copies` copies of the mixed folder and
+    on the 40 smallest Django pages; and the walk (listing the folder, its .gitignore rules, each file's first
+    bytes read to tell its kind) a file."""
+    from semsearch.ingest.sources import open_source
+    from semsearch.ingest.sources.files import read_document
+
+    work = Path(tempfile.mkdtemp(prefix="files-types-"))
+    try:
+        for copy in range(args.copies):
+            write_folder(work / "mixed" / f"{copy:03d}")
+        for n, page in enumerate(django_pages(40, smallest=True)):
+            (work / "django").mkdir(parents=True, exist_ok=True)
+            shutil.copy(page, work / "django" / f"{n:04d}-{page.name}")
+        groups: dict[str, list] = {}
+        walk = []
+        for folder in ("mixed", "django"):
+            for _ in range(args.type_rounds):
+                started = time.perf_counter()
+                tasks = [task for task in open_source(work / folder).tasks() if task is not None]
+                walk.append((time.perf_counter() - started) / len(tasks))
+            for task in tasks:
+                label = task.kind if folder == "mixed" else "html (Django pages)"
+                groups.setdefault(label, []).append(task)
+        best = {(label, when): float("inf") for label in groups for when in ("now", "before")}
+        for _ in range(args.type_rounds):
+            for when in ("before", "now"):
+                with parsers_before() if when == "before" else contextlib.nullcontext():
+                    for label, tasks in groups.items():
+                        read_document(tasks[0])  # the parser's imports and first use, not timed
+                        started = time.perf_counter()
+                        for task in tasks:
+                            assert read_document(task)[0] == "doc", task
+                        seconds = (time.perf_counter() - started) / len(tasks)
+                        best[label, when] = min(best[label, when], seconds)
+        mixed = [label for label in groups if not label.startswith("html (")]
+        totals = {
+            when: sum(best[label, when] * len(groups[label]) for label in mixed) for when in ("now", "before")
+        }
+        rows = []
+        for label, tasks in groups.items():
+            row = {
+                "kind": label,
+                "files": len(tasks),
+                "ms a file, now": f"{best[label, 'now'] * 1000:.2f}",
+                "ms a file, before": f"{best[label, 'before'] * 1000:.2f}",
+                "before / now": f"{best[label, 'before'] / best[label, 'now']:.1f}x",
+            }
+            for when in ("now", "before"):
+                share = best[label, when] * len(tasks) / totals[when] if label in mixed else None
+                row[f"share of the mixed folders' parse, {when}"] = "-" if share is None else f"{share:.0%}"
+            rows.append(row)
+        files = sum(len(groups[label]) for label in mixed)
+        rows.append(
+            {
+                "kind": "all of the mixed folders",
+                "files": files,
+                "ms a file, now": f"{totals['now'] / files * 1000:.2f}",
+                "ms a file, before": f"{totals['before'] / files * 1000:.2f}",
+                "before / now": f"{totals['before'] / totals['now']:.1f}x",
+                "share of the mixed folders' parse, now": "100%",
+                "share of the mixed folders' parse, before": "100%",
+            }
+        )
+        rows.append({"kind": "walk (a file)", "files": "-", "ms a file, now": f"{min(walk) * 1000:.2f}"})
+        for table in sorted(
+            (work / "mixed" / "000" / "tables").iterdir()
+        ):  # read by the ingest's own process
+            list(open_source(table).entries())
+            seconds = []
+            for _ in range(args.type_rounds):
+                started = time.perf_counter()
+                count = sum(1 for _ in open_source(table).entries())
+                seconds.append((time.perf_counter() - started) / count)
+            rows.append(
+                {
+                    "kind": f"{table.suffix[1:]} (a row)",
+                    "files": 1,
+                    "ms a file, now": f"{min(seconds) * 1000:.2f}",
+                }
+            )
+        print("\n".join(markdown_table(rows)), flush=True)
+        return [
+            f"## Parse time by kind of file: {args.copies} mixed folders and 40 Django pages, one process",
+            "",
+            *markdown_table(rows),
+        ]
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def in_a_thread(target, *args):
+    """`target(*args, stop)` run in a thread for as long as the block runs, then `stop` set and joined."""
+    import threading
+
+    stop = threading.Event()
+    thread = threading.Thread(target=target, args=(*args, stop))
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
+def encode_meanwhile(encoder, texts: list[str], stop) -> None:
+    """Encode `texts` over and over until `stop` is set, new texts each round (nothing from a cache)."""
+    round_ = 0
+    while not stop.is_set():
+        encoder.encode([f"{text} {round_}" for text in texts])
+        round_ += 1
+
+
 def split(args) -> list[str]:
     """Per folder (Django pages; copies of the mixed folder): documents parsed a second by the pool ingest uses
-    and by one process, alone; then the same folder ingested into a new index twice, side by side: the files
-    parsed first and the documents encoded after (as before issue 34's overlap: every file read, then
-    Index.add), and as `Index.ingest(DIR)` does now, parsing while it encodes. The encode rate is the first
-    ingest's documents over its time after the parse."""
+    and by one process, alone, and by the pool while an encoder in this process encodes the folder's texts
+    over and over (as in an ingest); the CPU seconds a document of the parse (one process) and of the encode
+    (Index.add, its threads included); then the same folder ingested into a new index twice: the files parsed
+    first and the documents encoded after (as before issue 34's overlap: every file read, then Index.add), and
+    as `Index.ingest(DIR)` does now, parsing while it encodes. The encode rate is the first ingest's documents
+    over its time after the parse."""
+
     from semsearch import Index
     from semsearch.ingest.sources import open_source
     from semsearch.ingest.sources.files import PARSE_WORKERS, parsed_in_order, read_document
+
+    def parse_rate(tasks: list) -> float:
+        started = time.perf_counter()
+        parsed = sum(outcome == "doc" for _, (outcome, _) in parsed_in_order(tasks, PARSE_WORKERS))
+        return parsed / (time.perf_counter() - started)
 
     work = Path(tempfile.mkdtemp(prefix="files-split-"))
     try:
@@ -270,17 +506,24 @@ def split(args) -> list[str]:
             tasks = [task for task in tasks if task is not None]
             for task in {task.kind: task for task in tasks}.values():
                 read_document(task)  # this process's parsers imported (the pool's workers import their own)
-            rates = {}
-            for label, workers in ((f"pool of {PARSE_WORKERS}", PARSE_WORKERS), ("one process", 1)):
-                started = time.perf_counter()
-                parsed = sum(outcome == "doc" for _, (outcome, _) in parsed_in_order(tasks, workers))
-                rates[label] = parsed / (time.perf_counter() - started)
+            pool = parse_rate(tasks)
+            started, cpu = time.perf_counter(), time.process_time()
+            alone = sum(read_document(task)[0] == "doc" for task in tasks)
+            alone_rate, parse_cpu = (
+                alone / (time.perf_counter() - started),
+                (time.process_time() - cpu) / alone,
+            )
             started = time.perf_counter()
             documents = [doc for _, doc in open_source(folder).entries()]  # parsed first, every file
             parse_seconds = time.perf_counter() - started
             with Index.create(work / f"before-{folder.name}") as index:
+                cpu = time.process_time()
                 index.add(documents)
-            before = time.perf_counter() - started
+                encode_cpu = (time.process_time() - cpu) / len(documents)
+                before = time.perf_counter() - started
+                texts = [doc.text[:2000] for doc in documents[:64]]
+                with in_a_thread(encode_meanwhile, index.encoder, texts):
+                    beside = parse_rate(tasks)
             encode_rate = len(documents) / (before - parse_seconds)
             started = time.perf_counter()
             with Index.create(work / f"after-{folder.name}") as index:
@@ -291,9 +534,14 @@ def split(args) -> list[str]:
                 {
                     "folder": name,
                     "documents": len(documents),
-                    **{f"parsed/s ({label})": f"{rate:.1f}" for label, rate in rates.items()},
+                    f"parsed/s (pool of {PARSE_WORKERS})": f"{pool:.1f}",
+                    f"parsed/s (pool of {PARSE_WORKERS}, encoder running)": f"{beside:.1f}",
+                    "parsed/s (one process)": f"{alone_rate:.1f}",
                     "encoded/s": f"{encode_rate:.2f}",
-                    "parse / encode": f"{max(rates.values()) / encode_rate:.0f}x",
+                    "parse / encode": f"{max(pool, alone_rate) / encode_rate:.1f}x",
+                    "CPU ms a document: parse": f"{parse_cpu * 1000:.1f}",
+                    "CPU ms a document: encode": f"{encode_cpu * 1000:.1f}",
+                    "encode / parse CPU": f"{encode_cpu / parse_cpu:.1f}x",
                     "parse then encode s": f"{before:.1f}",
                     "parse while encoding s": f"{after:.1f}",
                     "after / before": f"{after / before:.2f}",
@@ -372,6 +620,59 @@ def write_tables(work: Path, rows: int, dim: int) -> None:
     done.touch()
 
 
+def measure_sampled(command: list[str]) -> dict:
+    """measure(), and the process's memory sampled every 50 ms from /proc (Linux): at the sample of the
+    highest RSS, its anonymous memory (heap, arrays: what the process made) and its pages of files (the code
+    of the libraries it loaded, clean and shared: the system's page cache, which it can drop and read again);
+    the highest anonymous memory; when the peak came (a share of the run)."""
+    import threading
+
+    samples: list[tuple[float, float, float, float]] = []
+
+    def sample(done: threading.Event) -> None:
+        started, pid = time.perf_counter(), None
+        while not done.is_set():
+            if pid is None:  # the launcher's child: the command itself
+                for child in Path("/proc").glob("[0-9]*/cmdline"):
+                    try:
+                        line = child.read_bytes()
+                        if f"--index\0{index_marker[0]}".encode() in line and b"posix_spawn" not in line:
+                            pid = child.parent.name
+                    except OSError:
+                        continue
+            else:
+                try:
+                    status = (Path("/proc") / pid / "status").read_text().splitlines()
+                except OSError:
+                    break
+                fields = {line.split(":")[0]: int(line.split()[1]) / 1024 for line in status if "kB" in line}
+                if "VmRSS" in fields:
+                    at = time.perf_counter() - started
+                    samples.append((at, fields["VmRSS"], fields["RssAnon"], fields["RssFile"]))
+            time.sleep(0.05)
+
+    index_marker = [command[command.index("--index") + 1]]
+    with in_a_thread(sample):
+        result = measure(command)
+    if not samples:
+        return {
+            **result,
+            "anonymous": float("nan"),
+            "file": float("nan"),
+            "peak_anonymous": float("nan"),
+            "peak_at": 0,
+        }
+    at, _, anonymous, file = max(samples, key=lambda sample: sample[1])
+    peak_anonymous = max(sample[2] for sample in samples)
+    return {
+        **result,
+        "anonymous": anonymous,
+        "file": file,
+        "peak_anonymous": peak_anonymous,
+        "peak_at": at / samples[-1][0],
+    }
+
+
 def parquet(args) -> list[str]:
     work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="files-parquet-"))
     try:
@@ -399,7 +700,7 @@ def parquet(args) -> list[str]:
                 str(index),
                 "--quiet",
             ]
-            result = measure([*command, "ingest", str(path), *options])
+            result = measure_sampled([*command, "ingest", str(path), *options])
             shutil.rmtree(index, ignore_errors=True)
             row = {
                 "corpus": label,
@@ -407,6 +708,10 @@ def parquet(args) -> list[str]:
                 "rows": f"{args.rows:,}",
                 "seconds": f"{result['seconds']:.1f}",
                 "peak RSS MiB": f"{result['peak_rss_mib']:,.0f}",
+                "at the peak: anonymous MiB": f"{result['anonymous']:,.0f}",
+                "at the peak: files' pages MiB": f"{result['file']:,.0f}",
+                "peak anonymous MiB": f"{result['peak_anonymous']:,.0f}",
+                "peak at": f"{result['peak_at']:.0%} of the run",
             }
             print(row, flush=True)
             return row
@@ -434,10 +739,11 @@ def merged(blocks: dict[str, list[str]]) -> str:
                 name = line.split(":")[0][3:]
             if name is not None:
                 kept.setdefault(name, []).append(line)
-    kept.update({name: [*lines, ""] for name, lines in blocks.items()})
+    kept.update({name: [*"\n".join(lines).rstrip("\n").split("\n"), ""] for name, lines in blocks.items()})
     order = [
         "Parsers",
         "DOCX parsers",
+        "Parse time by kind of file",
         "Parse against encode",
     ]  # then Parquet against JSONL by rows, the notes
 
@@ -459,6 +765,7 @@ def main() -> None:
         "--work", help="parquet: where the two corpora are written and kept (default: a temporary folder)"
     )
     parser.add_argument("--docx-rounds", type=int, default=50)
+    parser.add_argument("--type-rounds", type=int, default=5)
     parser.add_argument("--index-type", default="flat", help="parquet: the index both ingests build")
     parser.add_argument("--together", action="store_true", help="parquet: run the ingests at the same time")
     parser.add_argument(
@@ -469,7 +776,8 @@ def main() -> None:
     args = parser.parse_args()
     blocks = {}
     for section in args.sections.split(","):
-        lines = {"parsers": parsers, "split": split, "parquet": parquet, "docx": docx}[section](args)
+        sections = {"parsers": parsers, "types": by_type, "split": split, "parquet": parquet, "docx": docx}
+        lines = sections[section](args)
         lines[1:1] = ["", f"`{command_line()}`"]
         print("\n".join(lines), flush=True)
         blocks[lines[0].split(":")[0][3:]] = lines

@@ -254,6 +254,21 @@ def with_merge(policy: str):
     return original
 
 
+def without_outline():
+    """The HTML reader as it was before a page's outline became a section of its own (formats/html.py): files
+    parsed in this process for it (the pool's workers would read with the reader as it is)."""
+    from semsearch.ingest.sources import files
+    from semsearch.ingest.sources.formats import html
+
+    original, pool_from = html.with_outline, files.POOL_FROM
+    html.with_outline, files.POOL_FROM = (lambda parsed: parsed), 10**9
+
+    def undo() -> None:
+        html.with_outline, files.POOL_FROM = original, pool_from
+
+    return undo
+
+
 def run(name: str, work: Path, make, queries, sentences) -> dict:
     """An index built by `make(index_path)` (timed), searched by the known items (and the sentences)."""
     from semsearch import Index
@@ -297,6 +312,11 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=34)
     parser.add_argument("--reader", choices=("auto", "semsearch", "standin"), default="auto")
     parser.add_argument("--no-jsonl", action="store_true", help="the folder's rows only (quality alone)")
+    parser.add_argument(
+        "--without-outline",
+        action="store_true",
+        help="also each folder row without a page's outline passage",
+    )
     parser.add_argument("--out", default="html-docs", help="results name in benchmarks/results/")
     parser.add_argument(
         "--text-kb", type=int, default=0, help="pages up to this much whole-page text (0: all): half answers"
@@ -382,6 +402,13 @@ def main() -> None:
     for policy in args.merges.split(","):
         rows.append(run(f"folder ({policy})", work, folder(policy), queries, sentences))
         print(markdown_table(rows[-1:]), flush=True)
+        if args.without_outline:
+            undo = without_outline()
+            try:
+                rows.append(run(f"folder ({policy}), no outline", work, folder(policy), queries, sentences))
+            finally:
+                undo()
+            print(markdown_table(rows[-1:]), flush=True)
     text_mb = sum(len(page_record(f, root, False)["text"]) for f in files) / 1e6
     lines = [
         "# Real documentation HTML: a folder's sections against whole pages as JSONL",

@@ -239,8 +239,9 @@ def refitted_copy(source: Path, target: Path, *refit_args, **refit_options):
 def as_kept(vectors, precision: str | None = None):
     """Given float32 vectors as a new index keeps them (at `precision`, by default the default), computed from
     the scheme docs/reference.md states, not by the engine's code: int8 divides each row by its step (its
-    largest magnitude / 127, a float32), rounds to the nearest code and multiplies back; float16 rounds each
-    component to half precision. Exact search ranks these rows, the vectors as kept."""
+    largest magnitude / 127, a float32), rounds to the nearest code and multiplies back, int6 / int5 / int4 the
+    same with 31 / 15 / 7 for 127 (their packing into bytes changes no value); float16 rounds each component to
+    half precision. Exact search ranks these rows, the vectors as kept."""
     import numpy as np
 
     from semsearch.settings import DEFAULT_RAW_PRECISION
@@ -249,8 +250,11 @@ def as_kept(vectors, precision: str | None = None):
     precision = precision or DEFAULT_RAW_PRECISION.value
     if precision == "float16":
         return rows.astype(np.float16).astype(np.float32)
-    if precision == "int8":
-        step = (np.abs(rows).max(axis=1, keepdims=True) / np.float32(127)).astype(np.float32)
+    largest_code = {"int8": 127, "int6": 31, "int5": 15, "int4": 7}
+    if precision in largest_code:
+        step = (np.abs(rows).max(axis=1, keepdims=True) / np.float32(largest_code[precision])).astype(
+            np.float32
+        )
         step[step == 0] = 1
         return np.rint(rows / step) * step
     return rows

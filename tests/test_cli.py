@@ -252,9 +252,9 @@ def test_info_json(index, built):
     files = [path for path in Path(index).rglob("*") if path.is_file() and not path.name.endswith("-shm")]
     on_disk = sum(path.stat().st_size for path in files)
     assert sizes["total"] == sum(v for k, v in sizes.items() if k != "total") == on_disk
-    # raw vectors in int8 (the default): a byte a dimension and a float32 scale a row, with .npy headers
+    # raw vectors in int4 (the default): half a byte a dimension and a float32 scale a row, with .npy headers
     passages = details["passages"]
-    assert passages * (384 + 4) < sizes["raw_vectors"] < passages * (384 + 4) + 1024
+    assert passages * (192 + 4) < sizes["raw_vectors"] < passages * (192 + 4) + 1024
     per_passage = details["bytes_per_passage"]
     assert per_passage["total"] == round(on_disk / passages) and set(per_passage) == set(sizes)
     assert details["created"] <= details["updated"] and details["created"].startswith("20")

@@ -48,7 +48,7 @@ def test_manifest_records_the_fitted_transform(scifact_index):
     assert info["passages"] == scifact_index.vectors.count == scifact_index.stats().count > 300
     assert info["long_documents"] == len(scifact_index.store.long_documents()[0]) > 0
     assert scifact_index.vectors.dim == 128
-    assert info["bytes"]["raw_vectors"] >= info["passages"] * (384 + 4)  # int8 rows, a scale each
+    assert info["bytes"]["raw_vectors"] >= info["passages"] * (192 + 4)  # int4 rows, a scale each
 
 
 def test_where_filters_before_the_search_and_returns_exactly_k(scifact_index):

@@ -326,6 +326,28 @@ def test_html_without_main_keeps_the_content_and_leaves_the_furniture():
     assert "Overwrite existing files." in parsed.text[linux.start : linux.end]
 
 
+def test_an_html_page_ends_with_its_outline_as_a_section_of_its_own():
+    """The page's title and headings (read here from the source by a regular expression), in order, after its
+    text: a passage summing the page up, as a theme's sidebar table of contents does; no anchor (the page)."""
+    import re
+
+    from mixedfolder import html as page
+
+    from semsearch.ingest.sources.formats import html
+
+    parsed = html.parse(page().encode())
+    headings = re.findall(r"<h[1-6][^>]*>(.*?)</h[1-6]>", page())
+    last = parsed.sections[-1]
+    assert (
+        parsed.text[last.start : last.end]
+        == f"Lighthouse guide: {'; '.join(headings)}"
+        == parsed.text[last.start :]
+    )
+    assert last.location == Location() and len(headings) == 3
+    single = html.parse(b"<html><body><main><h1>One</h1><p>Only one heading here.</p></main></body></html>")
+    assert single.text == "One\n\nOnly one heading here."  # fewer than two headings: no outline
+
+
 def test_an_index_page_of_links_smaller_than_its_sidebar_is_read_not_refused():
     """A documentation site's index page (a heading and a table of contents, like Django's
     topics/db/examples/index.html) whose sidebar holds more text: kept with its list, not refused as empty."""

@@ -48,12 +48,25 @@ def test_remove_downdates_to_the_remaining_vectors():
 
 
 def test_save_and_load_round_trip(tmp_path):
-    stats = RunningStats.of(anisotropic(np.random.default_rng(3)))
+    """Exactly, updated, merged and downdated; the comoment kept as its upper triangle (half the bytes of the
+    whole matrix, which files written before hold and still load)."""
+    from safetensors.numpy import save_file
+
+    x = anisotropic(np.random.default_rng(3))
+    stats = RunningStats.of(x[:200])
+    stats.update(x[200:350])
+    stats.merge(RunningStats.of(x[350:]))
+    stats.remove(x[:40])
     stats.save(tmp_path / "stats.safetensors")
     loaded = RunningStats.load(tmp_path / "stats.safetensors")
     assert loaded.count == stats.count
     np.testing.assert_array_equal(loaded.mean, stats.mean)
     np.testing.assert_array_equal(loaded.comoment, stats.comoment)
+    d = x.shape[1]
+    assert (tmp_path / "stats.safetensors").stat().st_size < 8 * (d * (d + 1) // 2 + d + 1) + 512
+    whole = {"count": np.array([stats.count]), "mean": stats.mean, "comoment": stats.comoment}
+    save_file(whole, str(tmp_path / "before.safetensors"))  # as releases before wrote it
+    np.testing.assert_array_equal(RunningStats.load(tmp_path / "before.safetensors").comoment, stats.comoment)
 
 
 def test_wrong_width_is_refused():

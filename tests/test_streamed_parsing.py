@@ -54,6 +54,9 @@ def test_the_pool_keeps_the_order_and_runs_a_bounded_way_ahead(tmp_path):
     assert [task for task, _ in [(first_task, None), *rest]] == tasks
     texts = [first_doc.text] + [doc.text for _, (_, doc) in rest]
     assert texts == [p.read_text() for p in paths]  # each its own file's text, in order
+    # one core (no pool): every file too, past the first POOL_FROM (it once stopped there)
+    alone = [doc.text for _, (_, doc) in parsed_in_order(iter(tasks), workers=1)]
+    assert alone == texts
 
 
 class Gated(DirectorySource):

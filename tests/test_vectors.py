@@ -287,28 +287,33 @@ def test_a_vector_file_larger_than_a_read_block_keeps_every_row_in_place(tmp_pat
         assert [hits[0].id for hits in index.search_vectors(vectors[rows], k=1)] == [f"d{i}" for i in rows]
 
 
-@pytest.mark.parametrize("precision", ["float32", "float16", "int8"])
+@pytest.mark.parametrize("precision", ["float32", "float16", "int8", "int5", "int4"])
 def test_raw_vectors_read_without_a_map_as_through_one(tmp_path, precision):
     """A write's reads (positioned reads, nearby rows merged, at most READ_SPAN rows a read) give the rows the
     kept map gives, across segments, in any order, repeated, and at the read span's edges; at every precision,
-    the rows as given within its rounding (exactly for float32)."""
+    the rows as given within its rounding (exactly for float32). 7 dims: the packed codes end mid-byte."""
     from semsearch.storage.rawvectors import READ_SPAN, RawVectors
 
     rng = np.random.default_rng(5)
-    vectors = rng.standard_normal((3000, 8)).astype(np.float32)
-    # the largest error a row's component may have: none, float16's half unit in the last place, half an int8 step
+    dim = 7
+    vectors = rng.standard_normal((3000, dim)).astype(np.float32)
+    # the largest error a row's component may have: none, float16's half unit in the last place, half a step of
+    # the scaled codes (the row's largest magnitude over 127 at int8, 31 at int6, 15 at int5, 7 at int4)
     largest = np.abs(vectors).max(axis=1, keepdims=True)
-    tolerance = {"float32": 0, "float16": np.abs(vectors) * 2.0**-11 + 2.0**-24, "int8": largest / 127 / 2}[
-        precision
-    ]
+    steps = {"int8": 127, "int6": 31, "int5": 15, "int4": 7}
+    tolerance = (
+        largest / steps[precision] / 2
+        if precision in steps
+        else {"float32": 0, "float16": np.abs(vectors) * 2.0**-11 + 2.0**-24}[precision]
+    )
     with Index.create(
-        tmp_path / "index", model="none", dim=8, transform="none", raw_precision=precision
+        tmp_path / "index", model="none", dim=dim, transform="none", raw_precision=precision
     ) as index:
         for part in (slice(0, 2500), slice(2500, 3000)):  # two ingests: two segments
             docs = [{"id": f"d{i}", "text": f"t{i}"} for i in range(3000)][part]
             np.save(tmp_path / "v.npy", vectors[part])
             index.ingest(write_jsonl(tmp_path / "c.jsonl", docs), vectors=tmp_path / "v.npy")
-        unmapped = RawVectors(index.path, index.raw.segments, 8, mapped=False)
+        unmapped = RawVectors(index.path, index.raw.segments, dim, mapped=False)
         assert len(index.raw.segments) == 2
         for pks in (
             rng.permutation(3000),
@@ -321,29 +326,41 @@ def test_raw_vectors_read_without_a_map_as_through_one(tmp_path, precision):
             )
             np.testing.assert_array_equal(index.raw.read(pks), index.raw.get(pks))
         assert not unmapped._maps  # nothing mapped
+        if precision in ("int5", "int4"):  # the codes packed: whole bytes a row, the scales beside
+            bits = int(precision[3:])
+            segment = index.raw.segments[1]
+            stored = np.load(index.raw.directory / segment.name, mmap_mode="r")
+            assert stored.shape == (500, -(-dim * bits // 8)) and stored.dtype == np.uint8
 
 
-def test_int8_raw_vectors_rerank_and_refit_as_float32_do(made_elsewhere, tmp_path):
-    """The same real vectors kept in float32 and in int8 (the default): rerank's scores within int8's rounding
-    (a row's cosine moves by under 0.01), the same top 10 but for near ties, and the transform refitted from
-    the kept rows giving every pair of rows the same cosine within 0.02."""
+# What each precision may move, by its rounding: a score (a row's cosine; int4's step is 18x int8's), the top 10
+# shared with float32 but for near ties, and the cosine of two rows in the refitted transform's space.
+MOVES = {"int8": (0.01, 9, 0.02), "int4": (0.04, 8, 0.08)}
+
+
+@pytest.mark.parametrize("precision", ["int8", "int4"])
+def test_scaled_raw_vectors_rerank_and_refit_as_float32_do(made_elsewhere, tmp_path, precision):
+    """The same real vectors kept in float32 and in int8 or int4 (the default): rerank's scores within the
+    rounding, the same top 10 but for near ties, and the transform refitted from the kept rows giving every pair
+    of rows about the same cosine (MOVES); the rows take a quarter and an eighth of float32's bytes."""
     corpus, vectors, query, given = made_elsewhere
     found, transforms = {}, {}
-    for precision in ("float32", "int8"):
-        path = tmp_path / precision
-        with Index.create(path, model="none", dim=384, raw_precision=precision, rerank=100) as index:
+    for kept in ("float32", precision):
+        path = tmp_path / kept
+        with Index.create(path, model="none", dim=384, raw_precision=kept, rerank=100) as index:
             index.ingest(corpus, vectors=vectors)
             index.refit("whiten", 32, 0.5)
             hits = index.search_vectors(np.load(query)[None], k=10)[0]
-            found[precision] = {hit.id: hit.score for hit in hits}
-            transforms[precision] = index.directory.transform.project(given)
-        assert (
-            sum(f.stat().st_size for f in (path / "raw").iterdir())
-            < given.size * (4 if precision == "float32" else 1.1) + 1024
-        )
-    assert len(set(found["float32"]) & set(found["int8"])) >= 9
-    for pk in set(found["float32"]) & set(found["int8"]):
-        assert abs(found["float32"][pk] - found["int8"][pk]) < 0.01
+            found[kept] = {hit.id: hit.score for hit in hits}
+            transforms[kept] = index.directory.transform.project(given)
+        share = {"float32": 4, "int8": 1.1, "int4": 0.6}[kept]  # bytes a component, the scales included
+        assert sum(f.stat().st_size for f in (path / "raw").iterdir()) < given.size * share + 1024
+    score, shared, cosine = MOVES[precision]
+    assert len(set(found["float32"]) & set(found[precision])) >= shared
+    for pk in set(found["float32"]) & set(found[precision]):
+        assert abs(found["float32"][pk] - found[precision][pk]) < score
     # the cosines of pairs of rows in the two spaces (the eigenvectors' signs may differ, the space does not)
-    a, b = (t / np.linalg.norm(t, axis=1, keepdims=True) for t in (transforms["float32"], transforms["int8"]))
-    assert np.abs(a @ a.T - b @ b.T).max() < 0.02
+    a, b = (
+        t / np.linalg.norm(t, axis=1, keepdims=True) for t in (transforms["float32"], transforms[precision])
+    )
+    assert np.abs(a @ a.T - b @ b.T).max() < cosine

@@ -110,8 +110,9 @@ from .options import (
 @choice_option(
     "--raw-precision",
     RawPrecision,
-    help="How the raw vectors kept for rerank and refit are stored: int8 (a byte a dimension and a scale a "
-    "row, the default), float16, or float32 (as the encoder gives them; 4x int8's bytes). A new index only.",
+    help="How the raw vectors kept for rerank and refit are stored: int4 (half a byte a dimension and a scale "
+    "a row, the default), int5, int6, int8 (closer to the encoder's scores, at 1.25x, 1.5x, 2x int4's bytes), "
+    "float16, or float32 (as the encoder gives them; 8x int4's bytes). A new index only.",
 )
 @click.option("--id-field", help="The JSON field or table column with the document id (default: id or _id).")
 @click.option(

@@ -141,7 +141,7 @@ def _rows_bytes(source: Path, manifest: Manifest, name: str) -> int | None:
             if not problem:
                 return None
             offset = np.load(source / name, mmap_mode="r", allow_pickle=False).offset
-            return offset + segment.count * raw.dim * segment.dtype.itemsize
+            return offset + segment.count * segment.width(raw.dim) * segment.dtype.itemsize
     return None
 
 

@@ -5,9 +5,11 @@ segments belong to the index, so a crashed ingest leaves only an unreferenced fi
 A segment keeps its rows at a precision (settings.RawPrecision), recorded in the manifest's entry for it and in
 the .npy header: float32, as every release before this wrote them; float16; or int8, each row scaled by its
 largest component (its scale in a `.scale.npy` beside the segment; 388 bytes a row at 384 dims, a quarter of
-float32's). A row's codes depend on the row alone, so the same vector is stored the same in any segment (an
-export read back, a compaction, a copy). Rerank and refit are unchanged within the noise of the retrieval sets
-(benchmarks/results/raw-precision.md). Readers get float32 whatever the segment holds.
+float32's); or int6 / int5 / int4, the same scheme with fewer steps, each row's codes packed bit to bit into
+bytes (an .npy of uint8, 292 / 244 / 196 bytes a row at 384 dims with the scale). A row's codes depend on the
+row alone, so the same vector is stored the same in any segment (an export read back, a compaction, a copy).
+What each costs rerank and refit: benchmarks/results/raw-precision.md. Readers get float32 whatever the
+segment holds.
 
 Size: segments, their precisions and their rows' ids, compaction and the readers are one file format."""
 
@@ -39,8 +41,15 @@ COMPACT_SHARE, COMPACT_MIN_ROWS = 0.25, 256
 
 
 FLOAT32 = "float32"
-DTYPES = {FLOAT32: np.dtype("<f4"), "float16": np.dtype("<f2"), "int8": np.dtype("i1")}
-INT8_STEPS = 127  # codes -127 .. 127
+# Rows scaled by their largest component, at this many bits a component (codes -(2^(b-1) - 1) .. 2^(b-1) - 1):
+# int8 as plain int8, the narrower ones packed bit to bit (uint8 files, `packed_width` bytes a row).
+SCALED_BITS = {"int8": 8, "int6": 6, "int5": 5, "int4": 4}
+DTYPES = {
+    FLOAT32: np.dtype("<f4"),
+    "float16": np.dtype("<f2"),
+    "int8": np.dtype("i1"),
+    **{name: np.dtype("u1") for name, bits in SCALED_BITS.items() if bits < 8},
+}
 
 
 @dataclass(frozen=True)
@@ -62,8 +71,16 @@ class Segment:
 
     @property
     def scale(self) -> str | None:
-        """int8: the file of each row's scale (float32, one per row)."""
-        return self.name[:-4] + ".scale.npy" if self.precision == "int8" else None
+        """int8 and the narrower scaled precisions: the file of each row's scale (float32, one per row)."""
+        return self.name[:-4] + ".scale.npy" if self.precision in SCALED_BITS else None
+
+    def width(self, dim: int) -> int:
+        """Items (of `dtype`) a row of `dim` components takes in the segment's file."""
+        return packed_width(dim, SCALED_BITS[self.precision]) if self.packed else dim
+
+    @property
+    def packed(self) -> bool:
+        return SCALED_BITS.get(self.precision, 8) < 8
 
     @property
     def files(self) -> list[str]:
@@ -133,18 +150,20 @@ class SegmentWriter:
                 np.save(out, np.asarray(pks, dtype="<i8"), allow_pickle=False)
         encode = None
         if segment.scale is not None:
+            bits = SCALED_BITS[self.precision]
             with atomic_path(self.directory / segment.scale) as tmp, open(tmp, "wb") as out:
                 header = {"descr": "<f4", "fortran_order": False, "shape": (self.count,)}
                 np.lib.format.write_array_header_1_0(out, header)
                 for block in self._spooled():
-                    out.write(int8_scales(block).tobytes())
-            encode = lambda block: np.rint(block / int8_scales(block)[:, None]).astype(np.int8)  # noqa: E731
+                    out.write(row_scales(block, bits).tobytes())
+            encode = lambda block: scaled_codes(block, bits)  # noqa: E731
         elif self.precision != FLOAT32:
             encode = lambda block: block.astype(segment.dtype)  # noqa: E731
         # An .npy is a header and the raw rows: write the header, then copy the spool through a small buffer,
         # converted a block at a time (a memory map of either file would count every page in this process's RSS).
         with atomic_path(self.directory / segment.name) as tmp, open(tmp, "wb") as out:
-            header = {"descr": segment.dtype.str, "fortran_order": False, "shape": (self.count, self.dim)}
+            shape = (self.count, segment.width(self.dim))
+            header = {"descr": segment.dtype.str, "fortran_order": False, "shape": shape}
             np.lib.format.write_array_header_1_0(out, header)
             if encode is None:
                 with open(self.spool_path, "rb") as spool:
@@ -166,16 +185,43 @@ class SegmentWriter:
             self.spool_path.unlink()
 
 
-def int8_scales(rows: np.ndarray) -> np.ndarray:
-    """Each row's int8 step: its largest magnitude is code INT8_STEPS (a zero row: 1)."""
-    largest = np.abs(rows).max(axis=1) / INT8_STEPS
+def row_scales(rows: np.ndarray, bits: int = 8) -> np.ndarray:
+    """Each row's step at `bits` a component: its largest magnitude is the largest code (a zero row: 1)."""
+    largest = np.abs(rows).max(axis=1) / (2 ** (bits - 1) - 1)
     return np.where(largest > 0, largest, 1.0).astype("<f4")
+
+
+def packed_width(dim: int, bits: int) -> int:
+    return -(-dim * bits // 8)
+
+
+def scaled_codes(rows: np.ndarray, bits: int) -> np.ndarray:
+    """Rows as a scaled segment stores them: int8 codes; narrower codes offset to unsigned and packed, each
+    row's `bits` x dim bits in turn (the last byte padded with zeros)."""
+    codes = np.rint(rows / row_scales(rows, bits)[:, None]).astype(np.int8)
+    if bits == 8:
+        return codes
+    unsigned = (codes + np.int8(2 ** (bits - 1) - 1)).view(np.uint8)
+    planes = np.unpackbits(unsigned[:, :, None], axis=2)[:, :, 8 - bits :]  # each code's low bits, high first
+    return np.packbits(planes.reshape(len(rows), -1), axis=1)
+
+
+def unpacked_codes(stored: np.ndarray, dim: int, bits: int) -> np.ndarray:
+    """The signed codes of packed rows (scaled_codes' inverse), as float32."""
+    offset = np.float32(2 ** (bits - 1) - 1)
+    if bits == 4:  # the default: two codes a byte, the first in the high half (1.4x int8's cost, not 8x)
+        codes = np.empty((len(stored), 2 * stored.shape[1]), dtype=np.uint8)
+        codes[:, 0::2], codes[:, 1::2] = stored >> 4, stored & 15
+        return codes[:, :dim].astype(np.float32) - offset
+    planes = np.unpackbits(stored, axis=1, count=dim * bits).reshape(len(stored), dim, bits)
+    weights = (1 << np.arange(bits - 1, -1, -1)).astype(np.float32)
+    return planes @ weights - offset
 
 
 def as_kept(rows: np.ndarray, precision: str) -> np.ndarray:
     """float32 rows as a segment at `precision` gives them back (the ingest counts these in its statistics)."""
-    if precision == "int8":
-        scales = int8_scales(rows)[:, None]
+    if precision in SCALED_BITS:
+        scales = row_scales(rows, SCALED_BITS[precision])[:, None]
         return np.rint(rows / scales).astype(np.int8).astype(np.float32) * scales
     return rows.astype(DTYPES[precision]).astype(np.float32)
 
@@ -220,6 +266,8 @@ class RawVectors:
             if scales.shape != (segment.count,) or scales.dtype != np.dtype("<f4"):
                 raise lost(path, f"holds {scales.dtype} {scales.shape}, expected float32 {(segment.count,)}")
             self._scales[segment.name] = scales
+        if segment.packed:
+            stored = unpacked_codes(stored, self.dim, SCALED_BITS[segment.precision])
         return stored.astype(np.float32) * self._scales[segment.name][rows][:, None]
 
     def problem(self, segment: Segment) -> str | None:
@@ -239,9 +287,10 @@ class RawVectors:
                 offset = handle.tell()
         except (OSError, ValueError, EOFError) as error:
             return f"unreadable header ({brief(error)})"
-        if shape != (segment.count, self.dim) or fortran or dtype != segment.dtype:
-            return f"holds {dtype} {shape}, expected {segment.precision} {(segment.count, self.dim)}"
-        expected, size = offset + segment.count * self.dim * dtype.itemsize, path.stat().st_size
+        width = segment.width(self.dim)
+        if shape != (segment.count, width) or fortran or dtype != segment.dtype:
+            return f"holds {dtype} {shape}, expected {segment.precision} {(segment.count, width)}"
+        expected, size = offset + segment.count * width * dtype.itemsize, path.stat().st_size
         if size != expected:
             return f"{'truncated' if size < expected else 'too long'}: {size} bytes, expected {expected}"
         if segment.pks is not None and not (self.directory / segment.pks).is_file():
@@ -265,17 +314,16 @@ class RawVectors:
         for segment in self.segments:
             path = self.directory / segment.name
             offset = self._open(segment).offset  # checks the shape, gives where the rows start
+            width = segment.width(self.dim)
             with open(path, "rb") as handle:
                 handle.seek(offset)
                 pks = self.pks_of(segment)
                 for begin in range(0, segment.count, rows):
                     count = min(rows, segment.count - begin)
-                    block = np.fromfile(handle, dtype=segment.dtype, count=count * self.dim)
+                    block = np.fromfile(handle, dtype=segment.dtype, count=count * width)
                     yield (
                         pks[begin : begin + count],
-                        self._decoded(
-                            segment, block.reshape(count, self.dim), np.arange(begin, begin + count)
-                        ),
+                        self._decoded(segment, block.reshape(count, width), np.arange(begin, begin + count)),
                     )
 
     def get(self, pks: np.ndarray) -> np.ndarray:
@@ -319,7 +367,8 @@ class RawVectors:
 
     def _read_rows(self, segment: Segment, rows: np.ndarray) -> np.ndarray:
         """These rows of a segment by positioned reads, rows near each other (within READ_GAP) in one read."""
-        offset, width = self._open(segment).offset, self.dim * segment.dtype.itemsize
+        offset, items = self._open(segment).offset, segment.width(self.dim)
+        width = items * segment.dtype.itemsize
         order = np.argsort(rows, kind="stable")
         ordered = rows[order]
         out = np.empty((len(rows), self.dim), dtype=np.float32)
@@ -334,7 +383,7 @@ class RawVectors:
                 data = os.pread(handle.fileno(), (last - first + 1) * width, offset + first * width)
                 if len(data) != (last - first + 1) * width:
                     raise lost(self.directory / segment.name, "truncated while reading")
-                span = np.frombuffer(data, dtype=segment.dtype).reshape(-1, self.dim)
+                span = np.frombuffer(data, dtype=segment.dtype).reshape(-1, items)
                 wanted = ordered[begin:end]
                 out[order[begin:end]] = self._decoded(segment, span[wanted - first], wanted)
         return out

@@ -12,7 +12,8 @@ from __future__ import annotations
 # Porter stemming over Unicode words, accents folded: what standard BM25 setups (Anserini, Elasticsearch's
 # english analyzer) index, less their stopword list, which keywords.py applies to queries instead.
 KEYWORD_TOKENIZER = "porter unicode61 remove_diacritics 2"
-META_ROWS = """INSERT INTO meta (pk, path, kind, num, str)
+# `{numbered}`: each row's `seq` among its document's (schema 8), or nothing (schema 2's table had none).
+META_ROWS_OF = """INSERT INTO meta (pk, {numbered}path, kind, num, str)
     WITH RECURSIVE walk(pk, path, kind, value) AS (
         SELECT d.pk, e.key, e.type, e.value FROM documents AS d, json_each(d.metadata) AS e
         WHERE {rows} AND instr(e.key, '.') = 0
@@ -25,9 +26,12 @@ META_ROWS = """INSERT INTO meta (pk, path, kind, num, str)
         SELECT w.pk, w.path, e.type, e.value FROM walk AS w, json_each(w.value) AS e
         WHERE w.kind = 'array' AND e.type IN ('text', 'integer', 'real', 'true', 'false')
     )
-    SELECT pk, path, kind, CASE WHEN kind IN ('integer', 'real') THEN value END,
+    SELECT pk, {numbering}path, kind, CASE WHEN kind IN ('integer', 'real') THEN value END,
         CASE WHEN kind = 'text' THEN value END
     FROM found"""
+META_ROWS = META_ROWS_OF.format(
+    numbered="seq, ", numbering="row_number() OVER (PARTITION BY pk), ", rows="{rows}"
+)
 ANALYZED = "semsearch_analyze({row}.title), semsearch_analyze({row}.text)"  # analysis.SQL_FUNCTION
 HANGUL_ROWS = "semsearch_has_hangul(title) OR semsearch_has_hangul(text)"
 NEW_ROWS = "d.pk IN (SELECT value FROM json_each(?))"
@@ -59,7 +63,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "CREATE INDEX IF NOT EXISTS meta_str ON meta (path, str, pk) WHERE str IS NOT NULL",
         "CREATE INDEX IF NOT EXISTS meta_pk ON meta (pk)",
         "DELETE FROM meta",
-        META_ROWS.format(rows="1"),  # the documents already stored
+        META_ROWS_OF.format(numbered="", numbering="", rows="1"),  # the documents already stored
         "PRAGMA user_version = 2",
     ),
     (  # passages (chunking.py) and the keyword index
@@ -130,6 +134,27 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         f"""INSERT INTO keywords (rowid, title, text)
             SELECT pk, semsearch_analyze(title), semsearch_analyze(text) FROM documents WHERE {HANGUL_ROWS}""",
         "PRAGMA user_version = 7",
+    ),
+    (  # the typed metadata kept in its documents' order (WITHOUT ROWID, keyed by pk and each value's place), so
+        # a write's delete of a document's rows reads them there and no index by pk is kept: 136 bytes a
+        # WordNet gloss's two fields where the rowid table and its four indexes took 188 (bytes.md)
+        """CREATE TABLE meta_by_document (
+            pk INTEGER NOT NULL,
+            seq INTEGER NOT NULL,
+            path TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            num NUMERIC,
+            str TEXT,
+            PRIMARY KEY (pk, seq)
+        ) WITHOUT ROWID""",
+        """INSERT INTO meta_by_document (pk, seq, path, kind, num, str)
+            SELECT pk, row_number() OVER (PARTITION BY pk ORDER BY rowid), path, kind, num, str FROM meta""",
+        "DROP TABLE meta",
+        "ALTER TABLE meta_by_document RENAME TO meta",
+        "CREATE INDEX meta_kind ON meta (path, kind, pk)",
+        "CREATE INDEX meta_num ON meta (path, num, pk) WHERE num IS NOT NULL",
+        "CREATE INDEX meta_str ON meta (path, str, pk) WHERE str IS NOT NULL",
+        "PRAGMA user_version = 8",
     ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)

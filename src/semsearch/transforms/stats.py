@@ -80,13 +80,12 @@ class RunningStats:
 
         from ..storage.files import atomic_path
 
+        # The comoment is symmetric (sums of X'X and of outer products of one vector): its upper triangle, row
+        # by row, is all of it, half the bytes (0.6 MB at 384 dims; `comoment` in files written before).
+        upper = self.comoment[np.triu_indices(self.dim)]
         with atomic_path(path) as tmp:
             save_file(
-                {
-                    "count": np.array([self.count], dtype=np.int64),
-                    "mean": self.mean,
-                    "comoment": self.comoment,
-                },
+                {"count": np.array([self.count], dtype=np.int64), "mean": self.mean, "comoment_upper": upper},
                 str(tmp),
             )
 
@@ -103,12 +102,24 @@ class RunningStats:
             stats = cls(len(tensors["mean"]))
             stats.count = int(tensors["count"][0])
             stats.mean = tensors["mean"].astype(np.float64)
-            stats.comoment = tensors["comoment"].astype(np.float64)
+            if "comoment" in tensors:
+                stats.comoment = tensors["comoment"].astype(np.float64)
+            else:
+                stats.comoment = _symmetric(tensors["comoment_upper"].astype(np.float64), stats.dim)
         except Exception as error:  # safetensors raises its own kinds; any failure here means the file
             raise derived(path, f"unreadable: {brief(error)}") from None
         if stats.comoment.shape != (stats.dim, stats.dim) or stats.count < 0:
             raise derived(path, f"a comoment of shape {stats.comoment.shape} beside a mean of {stats.dim}")
         return stats
+
+
+def _symmetric(upper: np.ndarray, dim: int) -> np.ndarray:
+    """The dim x dim symmetric matrix whose upper triangle, row by row, is `upper`."""
+    if upper.shape != (dim * (dim + 1) // 2,):
+        raise ValueError(f"an upper triangle of {upper.shape} values for {dim} dims")
+    matrix = np.zeros((dim, dim), dtype=np.float64)
+    matrix[np.triu_indices(dim)] = upper
+    return matrix + np.triu(matrix, 1).T
 
 
 def _batch_moments(vectors: np.ndarray, dim: int) -> tuple[int, np.ndarray, np.ndarray]:

@@ -22,13 +22,14 @@ from ...errors import DataError
 from ..reachable import check_id
 from .base import Entry, Place, Source
 from .fields import check_values
-from .formats import DOCUMENT_KINDS, MISSING_EXTRA, Unreadable, kind_of, parser
+from .formats import DOCUMENT_KINDS, LIBRARIES, MISSING_EXTRA, Unreadable, kind_of, parser
 
 MAX_FILE_BYTES = 64 << 20  # a document file larger than this is refused (a table or JSONL file is streamed)
 HEAD_BYTES = 4096  # what is read to tell a file's kind by its content
 PARSE_WORKERS = max(1, min(4, os.cpu_count() or 1))
 POOL_FROM = 32  # fewer files than this are parsed in this process (a pool costs more than it saves)
 AHEAD_PER_WORKER = 8  # files parsed or waiting, ahead of the reader, per worker: bounds the memory they hold
+FILES_A_TRIP = 4  # files a worker is sent at once: each trip costs the reader and the worker (10% of the CPU)
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,10 @@ def read_document(task: FileTask) -> tuple[str, Any]:
     )
 
 
+def read_documents(tasks: list[FileTask]) -> list[tuple[str, Any]]:
+    return [read_document(task) for task in tasks]
+
+
 def parsed_in_order(
     tasks: Iterable[FileTask], workers: int = PARSE_WORKERS
 ) -> Iterator[tuple[FileTask, Any]]:
@@ -94,20 +99,30 @@ def parsed_in_order(
     tasks = iter(tasks)
     first = list(islice(tasks, POOL_FROM))
     if len(first) < POOL_FROM or workers < 2:
-        for task in first:
+        for task in chain(first, tasks):  # every task (one core: more than POOL_FROM files too)
             yield task, read_document(task)
         return
-    pool = ProcessPoolExecutor(workers, mp_context=get_context("forkserver"))
-    pending: deque[tuple[FileTask, Future]] = deque()
+    context = get_context("forkserver")
+    # The workers fork from a server that has imported this module (and NumPy) and the parsers of the first
+    # files' kinds once, not each worker on its own (a second of CPU on a short folder); no effect once this
+    # process's server runs. A library that is not installed is passed over (the file then says so).
+    libraries = sorted({name for task in first for name in LIBRARIES.get(task.kind, ())})
+    context.set_forkserver_preload(["__main__", __name__, *libraries])
+    pool = ProcessPoolExecutor(workers, mp_context=context)
+    pending: deque[tuple[list[FileTask], Future]] = deque()
+    ahead = 0  # files submitted and not yet handed to the reader
     try:
-        for task in chain(first, tasks):
-            pending.append((task, pool.submit(read_document, task)))
-            if len(pending) >= workers * AHEAD_PER_WORKER:
+        rest = chain(first, tasks)
+        while batch := list(islice(rest, FILES_A_TRIP)):
+            pending.append((batch, pool.submit(read_documents, batch)))
+            ahead += len(batch)
+            if ahead >= workers * AHEAD_PER_WORKER:
                 done, future = pending.popleft()
-                yield done, future.result()
+                ahead -= len(done)
+                yield from zip(done, future.result())
         while pending:
             done, future = pending.popleft()
-            yield done, future.result()
+            yield from zip(done, future.result())
     finally:  # the reader stopped early (an error, a refusal): what is queued is not parsed
         pool.shutdown(wait=True, cancel_futures=True)
 

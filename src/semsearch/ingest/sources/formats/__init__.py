@@ -91,6 +91,14 @@ DOCUMENT_KINDS: dict[str, tuple[str, tuple[str, ...]]] = {
         ),
     ),
 }
+# What each kind's parser imports when it first reads a file: a pool's server imports them once for its workers
+LIBRARIES = {
+    "markdown": ("markdown_it", "mdit_py_plugins.front_matter", "yaml"),
+    "html": ("lxml.html",),
+    "pdf": ("pypdfium2",),
+    "docx": ("docx",),
+    "rst": ("docutils.core",),
+}
 # A table or a JSONL corpus: each row or line a document (sources/tables.py, sources/jsonl.py).
 TABLE_KINDS = {"csv": (".csv",), "tsv": (".tsv", ".tab"), "parquet": (".parquet", ".pq")}
 JSONL_SUFFIXES = (".jsonl", ".ndjson", ".gz")

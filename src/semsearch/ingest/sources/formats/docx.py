@@ -20,6 +20,7 @@ def parse(data: bytes, kind: str = "docx") -> Parsed:
         raise Unreadable(f"not a readable DOCX file ({error or type(error).__name__})") from None
     out = Assembly()
     styled_title = None
+    names: dict[str, str] = {}  # style id -> name: python-docx searches the styles for each paragraph it asks
     for block in document.iter_inner_content():
         if isinstance(block, Table):
             for row in block.rows:
@@ -27,7 +28,10 @@ def parse(data: bytes, kind: str = "docx") -> Parsed:
             continue
         # A paragraph without a style of its own has the default one (never Title or a Heading): not looked up,
         # since python-docx finds the default by reading every style of the file (half of a short file's parse)
-        style = block.style.name if block._p.style is not None and block.style is not None else ""
+        style_id = block._p.style
+        if style_id is not None and style_id not in names:
+            names[style_id] = block.style.name if block.style is not None else ""
+        style = names[style_id] if style_id is not None else ""
         if style == "Title":
             styled_title = styled_title or block.text.strip()
             out.add(block.text)

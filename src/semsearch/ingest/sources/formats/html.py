@@ -1,11 +1,14 @@
 """HTML with lxml: the main content only (`<main>`, `role=main` or `<article>` where the page has one; never
 navigation, banners, footers, sidebars, scripts or forms), cut into sections at its headings, each with its
 heading path and the id of the nearest enclosing element that has one (so `path#anchor` opens the place); the
-title is the page's `<title>`, else its first heading."""
+title is the page's `<title>`, else its first heading. After the text, the page's outline (its title and
+headings) is a section of its own."""
 
 from __future__ import annotations
 
-from ....documents import Location
+from dataclasses import replace
+
+from ....documents import Location, Section
 from . import Parsed, Unreadable
 from .blocks import Assembly
 
@@ -186,4 +189,21 @@ def _parsed(data: bytes, by_links: bool) -> Parsed:
     parsed = out.parsed(title)
     if not parsed.text.strip():
         raise Unreadable("no text in the page's main content")
-    return parsed
+    return with_outline(parsed)
+
+
+def with_outline(parsed: Parsed) -> Parsed:
+    """The page with its outline after its text, a section of its own (no anchor: the page): its title and its
+    headings in order, what a theme's sidebar table of contents lists and the main content leaves out. A
+    passage that sums the page up: known-item hybrid search on Django's pages 0.930 -> 0.944, keyword 0.851
+    -> 0.857, nothing lower (benchmarks/results/html-docs-outline.md). Not for a page of fewer than two."""
+    headings = list(dict.fromkeys(s.location.headings[-1] for s in parsed.sections if s.location.headings))
+    if len(headings) < 2:
+        return parsed
+    outline = f"{parsed.title or headings[0]}: {'; '.join(headings)}"
+    text = f"{parsed.text}\n\n{outline}"
+    return replace(
+        parsed,
+        text=text,
+        sections=[*parsed.sections, Section(len(text) - len(outline), len(text), Location())],
+    )
