@@ -173,7 +173,8 @@ class Generations:
     def publish(self, manifest: Manifest, previous: Manifest | None = None) -> None:
         """After SQLite committed: make the pending manifest current, then reclaim space: generations older than
         the previous one, raw files neither manifest names (a reader that read the old manifest an instant ago
-        may still be loading its files), and the document store's free pages when they are many."""
+        may still be loading its files), and the document store's free pages when they are many (after the
+        first generation, always: no reader yet, and its pages packed)."""
         os.replace(self.path / PENDING, self.path / FILE)
         fsync_directory(self.path)
         fault_point("published")
@@ -183,7 +184,7 @@ class Generations:
         kept = [Segment.all_of(m.state.segments) for m in (manifest, previous) if m is not None]
         for path in unreferenced(self.path, *kept):
             path.unlink(missing_ok=True)
-        self.store.reclaim()
+        self.store.reclaim(pack=manifest.state.generation == 1)
 
     def roll_forward(self) -> None:
         """Finish a write that crashed after SQLite committed but before its manifest was published, or drop
