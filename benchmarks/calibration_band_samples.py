@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import json
 import sys
-from functools import partial
 from pathlib import Path
 
 import numpy as np
+from calibration_bands import timed
 
 OUT = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "calibration" / "band-samples.json"
 SIZES = (32, 48, 64, 80, 96, 128, 160)
@@ -24,11 +24,8 @@ DRAWS = 30
 
 def main() -> None:
     from semsearch.index import Index
-    from semsearch.ingest.creation import make_chunker
-    from semsearch.ingest.pipeline import split
     from semsearch.retrieval import calibration
     from semsearch.retrieval.bands import banded_ranks, chosen_bands
-    from semsearch.retrieval.search import DenseRetriever
 
     captured = {}
     banded = calibration.banded_ranks
@@ -41,14 +38,7 @@ def main() -> None:
     out = {}
     for path in map(Path, sys.argv[1:]):
         with Index.open(path) as index:
-            chosen = calibration.calibrate(
-                store=index.store,
-                dense=DenseRetriever(index.transform, index.vectors, index.raw),
-                encode=index.encoder.encode,
-                cut=partial(split, chunker=make_chunker(index.settings, lambda: index.encoder)),
-                rerank=index.settings.rerank,
-                precision=index.settings.raw_precision,
-            )
+            _, chosen = timed(index, True, calibration.QUERIES)
         asked, ranks = captured["asked"], captured["ranks"]
         n = len(asked) // 3
         every = {name: (band["mode"], band["alpha"]) for name, band in chosen.bands.items()}
