@@ -20,13 +20,14 @@ and text-controls.json.
   sentence is
   the part's sentence of highest cosine to the query, each sentence encoded alone (the brute force); the cost of
   snippets: p50 ms of a search at k=10 with them and without (the same search, snippets skipped), side by side,
-  per mode, and a snippet's share (the difference over k) of the query's p50.
+  per mode, and a snippet's share (the difference over k) of the query's p50, and the share of the page's 10.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import re
 import statistics
@@ -274,6 +275,7 @@ def snippet_cost(index, queries: list[str], mode: str) -> dict:
         "p50 ms without": round(p50_without, 2),
         "a snippet, ms": round(per_snippet, 3),
         "a snippet / query p50": round(per_snippet / p50_without, 3),
+        "a page's 10 snippets / query p50": round((p50_with - p50_without) / p50_without, 3),
         "meaning snippets": f"{kinds['meaning']} of {sum(kinds.values())}",
     }
 
@@ -285,6 +287,7 @@ def snippets(work: Path) -> dict:
     data = load_beir(documents_subset_of(work))
     longdocs = load_beir(mixed_topic(DATA / "scifact", work / "mixed-topic", subset=500))
     out = {"agreement": [], "cost": []}
+    started_load = os.getloadavg()[0]
     for name, corpus, queries, directory in (
         (f"SciFact subset ({SUBSET})", data, data.queries, "scifact-subset"),
         ("mixed-topic long documents (500 as 50)", longdocs, longdocs.queries, "mixed-topic-index"),
@@ -299,6 +302,7 @@ def snippets(work: Path) -> dict:
         for mode in ("dense", "hybrid", "keyword"):
             out["cost"].append({"set": name, **snippet_cost(index, list(sample.values()), mode)})
         index.close()
+    out["load"] = f"{started_load:.1f} and {os.getloadavg()[0]:.1f}"
     return out
 
 
@@ -393,6 +397,12 @@ def report(results: dict) -> str:
         snip = results["snippets"]
         lines += [
             "## Snippets: the meaning-kind sentence against brute force, and the cost",
+            "",
+            "A snippet of kind words costs the stemming of its part's words that can match a query term (one "
+            "stemmer call a page, words seen before remembered) and the crop; one of kind meaning, the encoding "
+            "of its part's sentences not encoded before (none for a part of one sentence; four at a time, by "
+            "length): about a query's own encoding per sentence, most of a page's snippet cost here. Load "
+            f"average (1 min) at the start and end of this section: {snip.get('load', '?')}.",
             "",
             *markdown_table(snip["agreement"]),
             *markdown_table(snip["cost"]),

@@ -24,6 +24,7 @@ DIM, COUNT = 16, 600
 WORDS = ["river", "stone", "cloud", "lamp", "garden", "window", "music", "paper"]
 FIELDS = ["year", "price", "tags", "flag", "address.city", "label"]
 MODES = ("dense", "keyword", "hybrid")
+APPROXIMATE = ("hnsw", "ivf", "pq")
 
 
 def typed_documents(rng: np.random.Generator) -> list[dict]:
@@ -48,7 +49,8 @@ def typed_documents(rng: np.random.Generator) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def typed(tmp_path_factory):
-    """A flat index of vectors made elsewhere (nothing encoded) over the typed documents, and an HNSW copy."""
+    """A flat index of vectors made elsewhere (nothing encoded) over the typed documents, and copies refitted to
+    HNSW, IVF and IVF-PQ."""
     rng = np.random.default_rng(35)
     docs = typed_documents(rng)
     vectors = rng.normal(size=(COUNT, DIM)).astype(np.float32)
@@ -58,8 +60,9 @@ def typed(tmp_path_factory):
     np.save(root / "vectors.npy", vectors)
     with Index.create(root / "flat", model="none", dim=DIM, transform="none", index_type="flat") as index:
         index.ingest(corpus, vectors=root / "vectors.npy")
-    with Index.open(copy_index(root / "flat", root / "hnsw")) as index:
-        index.refit(index_type="hnsw")
+    for kind in APPROXIMATE:
+        with Index.open(copy_index(root / "flat", root / kind)) as index:
+            index.refit(index_type=kind)
     return docs, vectors, root
 
 
@@ -146,10 +149,10 @@ def ids(hits) -> list[str]:
     return [hit.id for hit in hits]
 
 
-@pytest.mark.parametrize("kind", ["flat", "hnsw"])
+@pytest.mark.parametrize("kind", ["flat", *APPROXIMATE])
 def test_pages_continue_each_other_across_windows(typed, kind):
-    """Pages of 25 up to 300 (crossing the windows at 100 and 200) equal one request for 300, with and without
-    rerank and a filter, in every mode; the hnsw index is approximate."""
+    """Pages of 25 up to 300 (crossing the windows: at 100 and 200, hnsw's at its efSearch, ivf's and pq's at 10,
+    20, 40, ...) equal one request for 300, with and without rerank and a filter, in every mode."""
     _, vectors, root = typed
     with Index.open(root / kind) as index:
         for mode in MODES:
@@ -165,6 +168,25 @@ def test_pages_continue_each_other_across_windows(typed, kind):
                 if mode != "keyword" and "where" not in options:
                     assert len(whole) == 300
                 assert index.search_vectors(vectors[3:4], k=10, offset=COUNT, **options)[0] == []
+
+
+@pytest.mark.parametrize("kind", ["flat", *APPROXIMATE])
+def test_a_first_page_is_searched_as_deep_as_it_needs(typed, kind):
+    """A dense first page of 10 without rerank is the vector index's own answer for 10 with its tuned
+    parameters (ivf and pq: those for 10 results, not for a deeper window's 100), in the same order."""
+    _, vectors, root = typed
+    with Index.open(root / kind) as index:
+        page = ids(index.search_vectors(vectors[5:6], k=10, mode="dense", rerank=0)[0])
+        own = index.directory.vectors
+        params = own.search_params  # as tuned at 10 results
+        found = own.search(index.directory.transform.project(vectors[5:6]), 10 * params.get("k_factor", 1))[0]
+        if kind == "pq":  # its candidates re-scored exactly by the projected raw vectors
+            projected = index.directory.transform.project(vectors[5:6])[0]
+            raw = index.directory.transform.project_float32(
+                index.directory.raw.get(np.array([p for p, _ in found]))
+            )
+            found = sorted(zip([p for p, _ in found], raw @ projected), key=lambda pair: -pair[1])[:10]
+        assert page == [f"d{pk}" for pk, _ in found]
 
 
 def test_pages_of_a_real_index_in_every_mode(sample_encoded):
@@ -194,7 +216,9 @@ def test_a_page_asked_of_a_generation_the_index_has_left(typed, tmp_path):
         again = index.search_vectors(vectors[:1], k=20)[0]  # the latest generation, pages as one request
         second = index.search_vectors(vectors[:1], k=10, offset=10, generation=again.generation)[0]
         assert (
-            ids(second) == ids(again)[10:] and again[0].id == "new" and second.generation == again.generation
+            ids(second) == ids(again)[10:]
+            and {hit.id for hit in again[:2]} == {"d0", "new"}  # d0's own direction: tied, ties by pk
+            and second.generation == again.generation
         )
 
 

@@ -154,7 +154,7 @@ def test_bench_reports_the_plain_fts5_reference_and_latency_percentiles(
     import shutil
 
     from click.testing import CliRunner
-    from conftest import beir_directory
+    from conftest import BENCH_ENCODING, beir_directory
 
     from semsearch.cli import main
 
@@ -164,8 +164,7 @@ def test_bench_reports_the_plain_fts5_reference_and_latency_percentiles(
     arguments += [
         "--dims",
         "all",
-        "--chunk-tokens",
-        "0",
+        *BENCH_ENCODING,
         "--out",
         str(tmp_path / "out"),
         "--work",

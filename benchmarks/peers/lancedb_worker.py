@@ -16,6 +16,8 @@ import lancedb
 import numpy as np
 import pyarrow as pa
 
+FIELDS = ["id", "title", "text", "pos", "lexname"]
+
 
 def build(rows_path: str, vectors_path: str, directory: str) -> dict:
     vectors = np.load(vectors_path)
@@ -72,7 +74,10 @@ def main() -> None:
                     search = search.refine_factor(request["refine"])
             if where:
                 search = search.where(where, prefilter=True)
-            found = search.limit(k).select(["id"]).to_arrow()["id"].to_pylist()
+            # the fields a semsearch hit holds: its id, title, text and metadata, and the score (asked for, or
+            # LanceDB logs a deprecation warning per query; hybrid's sub-queries log theirs regardless)
+            score = {"keyword": ["_score"], "hybrid": []}.get(mode, ["_distance"])
+            found = search.limit(k).select(FIELDS + score).to_arrow()["id"].to_pylist()
             answer = {"ids": found, "ms": (time.perf_counter() - started) * 1000}
         print(json.dumps(answer), flush=True)
 

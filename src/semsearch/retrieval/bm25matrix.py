@@ -121,8 +121,8 @@ class Bm25Matrix:
             inside[allowed[allowed < self.size]] = True
             touched &= inside
         candidates = np.flatnonzero(touched)
-        if len(candidates) > n:
-            best = np.argpartition(-scores[candidates], n - 1)[:n]
-            candidates = candidates[best]
-        order = np.lexsort((candidates, -scores[candidates]))  # ties: lower pk first
+        if len(candidates) > n:  # those above the n-th score and all tied with it, so ties go by pk at any n
+            values = scores[candidates]
+            candidates = candidates[values >= -np.partition(-values, n - 1)[n - 1]]
+        order = np.lexsort((candidates, -scores[candidates]))[:n]  # ties: lower pk first
         return [(int(pk), float(scores[pk])) for pk in candidates[order]]

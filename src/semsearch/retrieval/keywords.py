@@ -14,11 +14,11 @@ import re
 import time
 import weakref
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..settings import DEFAULT_TYPOS
+from ..settings import DEFAULT_TYPOS, FUSION_DEPTH
 from ..storage import analysis
 from ..storage.keywordterms import STEMMER
 from ..storage.reads import Scored
@@ -110,6 +110,8 @@ class KeywordRetriever:
     store: DocumentStore
     documents: int  # in the store: how deep a filter allowing some of them reads
     typos: int = DEFAULT_TYPOS  # edits a query word may hold (typos.py; 0: exact words only)
+    # each text's terms, asked again by its snippets (a retriever serves one search)
+    asked: dict[str, dict[str, float]] = field(default_factory=dict, repr=False)
 
     def top(self, texts: Sequence[str], n: int, allowed: np.ndarray | None) -> list[Scored]:
         """The n best documents of each text by bm25, among the `allowed` pks (sorted) if given."""
@@ -129,8 +131,12 @@ class KeywordRetriever:
     def terms(self, text: str) -> dict[str, float]:
         """The index terms a query text asks for, each with its weight: its words' own terms (1 each time said)
         and the corrections of a word the index lacks (typos.py)."""
-        words = [(word, STEMMER.stems([word])) for word in query_words(text)]
-        return weighted_terms(words, self.typos, self.vocabulary() if self.typos else None)
+        if text not in self.asked:
+            words = query_words(text)
+            stems = STEMMER.terms_of(words)
+            pairs = [(word, list(stems[word])) for word in words]
+            self.asked[text] = weighted_terms(pairs, self.typos, self.vocabulary() if self.typos else None)
+        return self.asked[text]
 
     def vocabulary(self) -> Vocabulary | None:
         """The keyword index's terms as the store's committed content has them (read again when it changes);
@@ -173,18 +179,19 @@ class KeywordRetriever:
 
     def _top(self, text: str, n: int, allowed: np.ndarray | None) -> Scored:
         """FTS5's ranking of the query's words; a typo's corrections ranked by their own query, their scores
-        added at their weight (exact for the documents in both top n, a lower bound beyond)."""
-        ranked = self._ranked(match_expression(text), n, allowed)
+        added at their weight (exact for the documents in both top lists, a lower bound beyond; the lists at
+        least FUSION_DEPTH deep, so that the first n at any n up to it are the same: search.py's pages)."""
         corrections: dict[float, list[str]] = {}
         exact = set(STEMMER.stems(query_words(text)))
         for term, weight in self.terms(text).items():
             if term not in exact:
                 corrections.setdefault(weight, []).append(term)
         if not corrections:
-            return ranked
-        scores = dict(ranked)
+            return self._ranked(match_expression(text), n, allowed)
+        depth = max(n, FUSION_DEPTH)
+        scores = dict(self._ranked(match_expression(text), depth, allowed))
         for weight, terms in corrections.items():
-            for pk, score in self._ranked(any_of(terms), n, allowed):
+            for pk, score in self._ranked(any_of(terms), depth, allowed):
                 scores[pk] = scores.get(pk, 0.0) + weight * score
         return sorted(scores.items(), key=lambda item: (-item[1], item[0]))[:n]
 

@@ -8,13 +8,20 @@ mode uses -> fuse -> join with the stored documents.
   scores, `alpha` the dense side's weight, a document missing from one side taking that side's 0 (Bruch et al.,
   TOIS 2023); or reciprocal rank fusion.
 
-Pages (`offset`): a query's ranked list is built in windows of PAGE_WINDOW, then twice, four times ... as deep:
-the first window is the steps above at depth PAGE_WINDOW (rerank's and fusion's own depth), each further window
-appends, in its own order, the documents that the same steps twice as deep find and the list does not hold yet.
-A page is a slice of that list, reading the windows up to offset + k, so every page continues the one before
-exactly (no hit twice, none skipped) in every mode and index type: a deeper search never reorders what a
-shallower one ranked (re-scoring a larger candidate set, fusing deeper lists, an approximate index asked for more
-would). A hit's score is the one of the window that found it.
+Pages (`offset`): a query's ranked list is built in windows, the first W deep, then twice, four times ... as deep:
+the first window is the steps above at depth W, each further window appends, in its own order, the documents
+that the same steps twice as deep find and the list does not hold yet. A page is a slice of that list, reading
+the windows up to offset + k, so every page continues the one before exactly (no hit twice, none skipped) in
+every mode and index type: a deeper search never reorders what a shallower one ranked (re-scoring a larger
+candidate set, fusing deeper lists, an approximate index asked for more would). A hit's score is the one of the
+window that found it. W depends on the query's steps, never on its page (first_window): hybrid FUSION_DEPTH
+(fusion's depth), keyword and exact dense PAGE_WINDOW, rerank its own depth, hnsw its efSearch (at most
+PAGE_WINDOW; where each document is one passage), ivf, pq and a filter's approximate search TUNED_K (the depth their parameters are tuned at: a
+first page costs what a plain query of 10 does). Where the first window is nested (its first d documents are
+those the steps find at depth d: exact scoring, bm25 with ties by pk, the same rerank or graph candidates at
+every depth up to W), it is computed only as deep as the page needs, plus one document: a score tied across
+that cut is left to the whole window (which of tied rows FAISS keeps depends on the depth); rows tied within
+it go by pk.
 
 Size: the steps of one path, a query to its page of joined hits with their snippets, kept together so the
 order they run in reads from top to bottom."""
@@ -44,7 +51,7 @@ from ..transforms import Transform, normalize_rows
 from . import snippets, strategy
 from .keywords import KeywordRetriever, best_span
 from .query import QueryOptions
-from .vectorindex import VectorIndex
+from .vectorindex import TUNED_K, VectorIndex
 
 Where = Sequence[str | Condition] | dict[str, Any] | None
 Ranked = strategy.Ranked
@@ -178,8 +185,14 @@ class DenseRetriever:
         projected = self.transform.project(queries)
         exact = strategy.Exact(self.vectors, lambda pks: self.transform.project_float32(self.raw.get(pks)))
         if allowed is None:
-            return strategy.unfiltered(exact, projected, n)
-        return strategy.filtered(exact, projected, n, allowed)
+            found = strategy.unfiltered(exact, projected, n)
+        else:
+            found = strategy.filtered(exact, projected, n, allowed)
+        return [sorted(rows, key=by_score) for rows in found]  # ties by pk, as at any other depth
+
+
+def by_score(pair: tuple[int, float]) -> tuple[float, int]:
+    return -pair[1], pair[0]
 
 
 def rerank(raw: RawVectors, queries: np.ndarray, ranked: Ranked, k: int) -> Ranked:
@@ -201,6 +214,8 @@ def best_passages(ranked: list[tuple[int, float]], passages: PassageMap) -> Foun
     """Documents in the order of their best passage among the ranked rows (MaxP)."""
     if not ranked:
         return []
+    if not len(passages.long):  # every document one row: its own pk
+        return [Match(pk, score, pk) for pk, score in ranked]
     rows = np.array([pk for pk, _ in ranked], dtype=np.int64)
     owners = passages.owners(rows)
     _, first = np.unique(owners, return_index=True)
@@ -249,7 +264,9 @@ def fuse(dense: Found, keyword: Found, alpha: float, fusion: Fusion, k: int) -> 
             values = min_max([match.score for match in found])
         weight = alpha if side == "dense" else 1 - alpha
         for match, value in zip(found, values):
-            fused = merged.setdefault(match.pk, Match(match.pk, 0.0, None, {"dense": None, "keyword": None}))
+            fused = merged.get(match.pk)
+            if fused is None:
+                fused = merged[match.pk] = Match(match.pk, 0.0, match.row, {"dense": None, "keyword": None})
             fused.score += weight * value
             fused.sides[side] = match.score
             fused.row = fused.row if fused.row is not None else match.row
@@ -332,10 +349,9 @@ def with_snippets(
     unmarked: list[tuple[int, int, str]] = []  # (query, hit, part) of the hits with no word marked
     for n, found in enumerate(hits):
         terms = keyword.terms(request.texts[n]) if request.texts is not None and keyword is not None else {}
+        parts = [hit.passage["text"] if hit.passage else hit.text for hit in found]
         done = []
-        for i, hit in enumerate(found):
-            part = hit.passage["text"] if hit.passage else hit.text
-            marks = snippets.word_marks(part, terms)
+        for i, (hit, part, marks) in enumerate(zip(found, parts, snippets.marks_of(parts, terms))):
             if not marks and meaning:
                 unmarked.append((n, i, part))
             done.append(replace(hit, snippet=snippets.snippet(part, marks, crop, "words")))
@@ -370,19 +386,49 @@ def search(
     needed = request.offset + request.k
     ranked: list[Found] = [[] for _ in range(request.count)]
     taken = [set(request.exclude) for _ in range(request.count)]
-    todo, depth = np.arange(request.count), PAGE_WINDOW
+    first, nested, ties = first_window(request, store, dense, allowed)
+    # a nested first window's first documents, as many as the page needs (one more: a tie across the cut)
+    depth = min(first, needed + len(request.exclude)) if nested else first
+    todo = np.arange(request.count)
     while len(todo):
         again = []
-        for query, found in zip(todo, window(request, todo, depth, allowed, store, dense, keyword)):
+        shallow = depth < first
+        for query, found in zip(todo, window(request, todo, depth + shallow, allowed, store, dense, keyword)):
+            if shallow:
+                if ties and len(found) > depth and found[depth - 1].score == found[depth].score:
+                    again.append(query)  # a tie across the cut: the whole first window orders it
+                    continue
+                found = found[:depth]
             for match in found:
                 if match.pk not in taken[query]:
                     taken[query].add(match.pk)
                     ranked[query].append(match)
             if len(ranked[query]) < needed and len(found) >= depth:  # more may be found deeper
                 again.append(query)
-        todo, depth = np.array(again, dtype=np.int64), depth * 2
+        todo, depth = np.array(again, dtype=np.int64), first if shallow else depth * 2
     page = join(store, [found[request.offset : needed] for found in ranked], request.texts)
     return with_snippets(page, request, keyword, encoder)
+
+
+def first_window(
+    request: Request, store: DocumentStore, dense: DenseRetriever | None, allowed: np.ndarray | None
+) -> tuple[int, bool, bool]:
+    """How deep a query's first window is (pages: above); whether it is nested (its first d documents are those
+    its steps find at depth d, so it is computed only as deep as the page needs); and whether which of tied
+    documents its first d hold may depend on d (FAISS's heaps: a tie across the cut is left to the whole
+    window)."""
+    options = request.options
+    if options.mode is SearchMode.HYBRID:  # min-max over each side's list: fusion's own depth
+        return FUSION_DEPTH, False, False
+    if options.mode is SearchMode.KEYWORD:  # bm25 is exact, ties by pk
+        return PAGE_WINDOW, True, False
+    if options.rerank:  # the index's `rerank` best rows re-scored, the same rows at every depth up to it
+        return options.rerank, True, False
+    long = len(store.passages().long) > 0
+    rows = strategy.nested_rows(dense.vectors, None if allowed is None else len(allowed), long)
+    if rows < TUNED_K:  # ivf, pq, a filter's approximate search: a plain query's depth
+        return TUNED_K, False, False
+    return int(min(PAGE_WINDOW, rows)), True, True
 
 
 def window(

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from .vectorindex import VectorIndex
+from .vectorindex import GRAPHS, VectorIndex
 from .vectorindex import ranked as listed
 
 Ranked = list[list[tuple[int, float]]]  # per query: (pk, score), best first
@@ -119,6 +119,21 @@ def plan(vectors: VectorIndex, allowed: int) -> dict[str, Any] | None:
         return {"efSearch": int(min(MAX_EF_SEARCH, np.ceil(base["efSearch"] * scale)))}
     oversampled = {"k_factor": LEGACY_K_FACTOR} if vectors.kind == "pq" else {}
     return {**base, "nprobe": int(np.ceil(base["nprobe"] * scale)), **oversampled}
+
+
+def nested_rows(vectors: VectorIndex, allowed: int | None, long: bool) -> float:
+    """How deep the index's rows are nested for a search (unfiltered, or `allowed` rows of a filter;
+    `long`: some documents have several passages): its d best rows are the first d of any deeper search up
+    to this depth. Exact scoring: at any depth. hnsw unfiltered: up to its efSearch (the graph search explores
+    max(efSearch, depth) nodes, the same ones at every depth up to efSearch), where documents have one
+    passage each (a long document's passages are read deeper, 4x at a time). ivf and pq (nprobe grows with
+    depth, pq re-scores more candidates) and a filter's approximate search (verified against its k-th
+    result): 0."""
+    if vectors.kind == "flat":
+        return np.inf
+    if allowed is not None:
+        return np.inf if not long and plan(vectors, allowed) is None else 0
+    return vectors.search_params["efSearch"] if vectors.kind in GRAPHS and not long else 0
 
 
 def filtered(exact: Exact, queries: np.ndarray, k: int, allowed: np.ndarray) -> Ranked:

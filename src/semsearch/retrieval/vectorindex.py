@@ -7,6 +7,7 @@ bytes an index filled on a cluster travels as (distributed.py)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cached_property
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -40,6 +41,9 @@ PARAM_NAMES = ("efSearch", "nprobe", "k_factor")  # the unfiltered search's, in 
 TUNED_K = 10  # the depth `params` are tuned at; ivf and pq also at `params["deep"]["k"]` (tuning.py)
 SELECTORS_KEPT = 8
 RECONSTRUCTED_ROWS = 4096  # ivf scores up to this many rows exactly by id, more by scanning every list
+# hnsw-sq8 decodes and scores up to this many rows, more by a scan of its codes with a selector: FAISS decodes
+# about 3 microseconds a row (2,400 rows: 7 ms), its scan of every code took 0.5-1.8 ms at WordNet's 117,791
+DECODED_ROWS = 128
 BITMAP_IDS = 1 << 27  # ids below this are selected through a bitmap (16 MiB at most), others by a hash set
 PQ_MIN_DOCUMENTS = 64  # 4-bit codes need 16 centroids per sub-space, each from a few rows  # FAISS warns below 39 points per centroid
 
@@ -82,9 +86,9 @@ T = TypeVar("T")
 def single_threaded(queries: int, search: Callable[[], T]) -> T:
     """Run a search of one query on one thread: it gives FAISS's threads little to share (measured at 117k x
     128, flat: 5.8-7.3 ms on one thread, 10.7 ms on two)."""
-    if queries != 1:
-        return search()
     threads = faiss.omp_get_max_threads()
+    if queries != 1 or threads == 1:
+        return search()
     faiss.omp_set_num_threads(1)
     try:
         return search()
@@ -103,8 +107,8 @@ def reconstructed(index: faiss.IndexIVF, pk: int) -> np.ndarray:
 def ranked(scores: np.ndarray, ids: np.ndarray) -> list[list[tuple[int, float]]]:
     """FAISS's (scores, ids) arrays as per-query (id, score) lists, best first, without the -1 padding."""
     return [
-        [(int(i), float(s)) for i, s in zip(row_ids, row_scores) if i != -1]
-        for row_ids, row_scores in zip(ids, scores)
+        [(i, s) for i, s in zip(row_ids, row_scores) if i != -1]
+        for row_ids, row_scores in zip(ids.tolist(), scores.tolist())
     ]
 
 
@@ -122,7 +126,7 @@ class VectorIndex:
     recall: float | None = None  # recall@10 against flat measured with `params` when they were tuned
     _positions: np.ndarray | None = None  # row of the stored vectors by id (flat, hnsw), made on first use
     _held: np.ndarray | None = None  # the id of each stored row, with it
-    _selectors: dict[int, tuple[np.ndarray, Selector]] | None = None
+    _selectors: dict[tuple[int, bool], tuple[np.ndarray, Selector]] | None = None
 
     def __init__(self, index: faiss.Index):
         self.index = index
@@ -165,9 +169,15 @@ class VectorIndex:
         if isinstance(inner, faiss.IndexHNSW):
             inner.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
 
-    @property
+    @cached_property
+    def concrete(self) -> faiss.Index:
+        """The index as its own FAISS class (a wrapper of the same object, made once: a query asked for it in
+        several places, a SWIG call each)."""
+        return faiss.downcast_index(self.index)
+
+    @cached_property
     def kind(self) -> str:
-        index = faiss.downcast_index(self.index)
+        index = self.concrete
         if isinstance(index, faiss.IndexIDMap):
             inner = faiss.downcast_index(index.index)
             if isinstance(inner, faiss.IndexHNSWSQ):
@@ -178,7 +188,7 @@ class VectorIndex:
     @property
     def description(self) -> str:
         """The FAISS structure, e.g. IVF1372,Flat, for `info`."""
-        index = faiss.downcast_index(self.index)
+        index = self.concrete
         if isinstance(index, faiss.IndexIVF):
             codes = f"PQ{index.pq.M}x{index.pq.nbits}" if isinstance(index, faiss.IndexIVFPQ) else "Flat"
             refine = self.search_params.get("k_factor", 1)
@@ -202,7 +212,7 @@ class VectorIndex:
     def search_params(self) -> dict[str, Any]:
         """The unfiltered search's parameters: as tuned, or those of releases before tuning (HNSW efSearch 128;
         IVF about 1/16 of the lists, at least 8)."""
-        index = faiss.downcast_index(self.index)
+        index = self.concrete
         if isinstance(index, faiss.IndexIVF):
             untuned = {"nprobe": int(min(index.nlist, max(8, index.nlist // 16)))}
         else:
@@ -223,7 +233,7 @@ class VectorIndex:
         shallow = self.search_params
         share = min(1.0, np.log(k / TUNED_K) / np.log(deep["k"] / TUNED_K))
         nprobe = params["nprobe"] * (deep["nprobe"] / shallow["nprobe"]) ** share
-        out = {**params, "nprobe": int(min(faiss.downcast_index(self.index).nlist, np.ceil(nprobe - 1e-9)))}
+        out = {**params, "nprobe": int(min(self.concrete.nlist, np.ceil(nprobe - 1e-9)))}
         if "k_factor" in params:
             factor = params["k_factor"] * (deep["k_factor"] / shallow.get("k_factor", 1)) ** share
             out["k_factor"] = max(1, int(np.ceil(factor - 1e-9)))
@@ -232,7 +242,7 @@ class VectorIndex:
     @property
     def training_rows(self) -> int:
         """Rows `train` wants (0: needs none)."""
-        index = faiss.downcast_index(self.index)
+        index = self.concrete
         if isinstance(index, faiss.IndexIVF) and not index.is_trained:
             return max(index.nlist * 64, 256 * 64 if isinstance(index, faiss.IndexIVFPQ) else 0)
         return SQ8_TRAINING_ROWS if self.kind == "hnsw-sq8" and not self.index.is_trained else 0
@@ -260,13 +270,13 @@ class VectorIndex:
                 f"vectors {vectors.shape} and ids {ids.shape} do not fit an index of dim {self.dim}"
             )
         self.index.add_with_ids(vectors, ids)
-        self._positions = None
+        self._positions = self._selectors = None
 
     def remove(self, ids: np.ndarray) -> int:
         """Remove by id (not for hnsw: see `supports_remove`; the caller rebuilds it instead)."""
         if not self.supports_remove:
             raise SettingsError("an HNSW index cannot remove vectors; rebuild it")
-        self._positions = None
+        self._positions = self._selectors = None
         return int(self.index.remove_ids(np.ascontiguousarray(ids, dtype=np.int64)))
 
     def search(
@@ -303,23 +313,25 @@ class VectorIndex:
         settings = self._search_parameters(selector, params or self.search_params, k)
         return single_threaded(len(queries), lambda: self.index.search(queries, k, params=settings))
 
-    def _selector(self, allowed: np.ndarray) -> Selector:
-        """The selector of these ids, kept for the last few arrays searched with (a filter's rows, cached by the
-        store, come back as the same array: its bitmap is made once)."""
+    def _selector(self, allowed: np.ndarray, stored: bool = False) -> Selector:
+        """The selector of these ids (`stored`: of the rows of the stored vectors holding them, for a scan of
+        hnsw-sq8's codes), kept for the last few arrays searched with (a filter's rows, cached by the store, come
+        back as the same array: its bitmap is made once)."""
         if self._selectors is None:
             self._selectors = {}
-        key = id(allowed)
+        key = (id(allowed), stored)
         if key not in self._selectors or self._selectors[key][0] is not allowed:
             if len(self._selectors) >= SELECTORS_KEPT:
                 self._selectors.pop(next(iter(self._selectors)))
-            self._selectors[key] = (allowed, Selector(allowed))
+            rows = self.positions(allowed) if stored else allowed
+            self._selectors[key] = (allowed, Selector(rows[rows >= 0] if stored else rows))
         return self._selectors[key][1]
 
     def _search_parameters(
         self, selector: Selector | None, params: dict[str, Any], k: int
     ) -> faiss.SearchParameters:
         chosen = selector.faiss if selector is not None else None
-        index = faiss.downcast_index(self.index)
+        index = self.concrete
         if isinstance(index, faiss.IndexIVF):
             return faiss.SearchParametersIVF(sel=chosen, nprobe=int(min(params["nprobe"], index.nlist)))
         if self.kind in GRAPHS:
@@ -346,7 +358,7 @@ class VectorIndex:
         writer added since this generation); the id -> row table is made once per loaded index (an O(n) pass,
         8 bytes per id) and dropped when the index changes."""
         if self._positions is None:
-            self._held = faiss.vector_to_array(faiss.downcast_index(self.index).id_map)
+            self._held = faiss.vector_to_array(self.concrete.id_map)
             table = np.full(int(self._held.max(initial=-1)) + 2, -1, dtype=np.int64)  # the last: ids beyond
             table[self._held] = np.arange(len(self._held), dtype=np.int64)
             self._positions = table
@@ -363,7 +375,8 @@ class VectorIndex:
             rows = self.positions(ids)
             if not len(rows):
                 return np.empty((0, self.dim), dtype=np.float32)
-            decoded = storage.sa_decode(np.ascontiguousarray(codes[np.maximum(rows, 0)]))
+            chosen = np.ascontiguousarray(codes[np.maximum(rows, 0)])
+            decoded = single_threaded(1, lambda: storage.sa_decode(chosen))  # two threads: twice as slow
             return np.where((rows >= 0)[:, None], decoded, np.nan)  # not held: no score
         if self.exact_source == "stored":
             storage = self._storage()
@@ -371,7 +384,7 @@ class VectorIndex:
             rows = self.positions(ids)
             return np.where((rows >= 0)[:, None], stored[np.maximum(rows, 0)], np.nan)  # not held: no score
         if self.exact_source == "lists":
-            index = faiss.downcast_index(self.index)
+            index = self.concrete
             if index.direct_map.type != faiss.DirectMap.Hashtable:
                 index.set_direct_map_type(faiss.DirectMap.Hashtable)  # an O(n) pass, once per loaded index
             try:
@@ -396,8 +409,10 @@ class VectorIndex:
         k = min(k, len(ids) if rows is None else len(rows))
         if k == 0:
             return [[] for _ in queries]
+        if self.exact_source == "codes" and len(rows) <= DECODED_ROWS:  # few: decoded, scored here
+            return self._scored_by_id(queries, k, np.asarray(ids)[self.positions(ids) >= 0])
         if self.exact_source == "codes":
-            codes, selector = self._storage(), Selector(rows)
+            codes, selector = self._storage(), self._selector(ids, stored=True)
             search = lambda: codes.search(queries, k, params=faiss.SearchParameters(sel=selector.faiss))  # noqa: E731
             scores, found = single_threaded(len(queries), search)
             return ranked(scores, np.where(found >= 0, self._held[np.maximum(found, 0)], -1))
@@ -422,14 +437,20 @@ class VectorIndex:
             scores, found = np.take_along_axis(scores, order, 1), np.take_along_axis(found, order, 1)
             return ranked(scores, np.where(found >= 0, self._held[np.maximum(found, 0)], -1))
         if self.exact_source == "lists" and len(ids) <= RECONSTRUCTED_ROWS:  # read from the lists by id
-            scores = queries @ self.vectors_of(ids).T
-            top = np.argsort(-scores, axis=1, kind="stable")[:, :k]  # an id not held: NaN, sorted last
-            scores = np.take_along_axis(scores, top, 1)
-            return ranked(scores, np.where(np.isnan(scores), -1, np.asarray(ids)[top]))
+            return self._scored_by_id(queries, k, ids)
         if self.exact_source == "lists":  # every list scanned, the ids as a selector
-            every = {"nprobe": faiss.downcast_index(self.index).nlist}
+            every = {"nprobe": self.concrete.nlist}
             return self.search(queries, k, ids, every)
         return None
+
+    def _scored_by_id(self, queries: np.ndarray, k: int, ids: np.ndarray) -> list[list[tuple[int, float]]]:
+        """The exact k best of a few ids, their vectors read by id (`vectors_of`) and scored here: cheaper than a
+        scan of every row with a selector (a filter of 82 of WordNet's 117,791 rows over hnsw-sq8's codes:
+        FAISS's scan of every code took 1.8 ms on a loaded machine, decoding them 0.07)."""
+        scores = queries @ self.vectors_of(ids).T
+        top = np.argsort(-scores, axis=1, kind="stable")[:, :k]  # an id not held: NaN, sorted last
+        scores = np.take_along_axis(scores, top, 1)
+        return ranked(scores, np.where(np.isnan(scores), -1, np.asarray(ids)[top]))
 
     def save(self, directory: Path) -> None:
         with atomic_path(Path(directory) / self.FILE) as tmp:
@@ -448,14 +469,14 @@ class VectorIndex:
         """ivf, pq: the inverted lists alone (codes and ids, as FAISS writes them), without the centroids that
         every shard shares (20 MB at 40,000 lists, where a shard's codes can be 0.3 MB)."""
         writer = faiss.VectorIOWriter()
-        faiss.write_InvertedLists(faiss.downcast_index(self.index).invlists, writer)
+        faiss.write_InvertedLists(self.concrete.invlists, writer)
         return faiss.vector_to_array(writer.data)
 
     def merger(self) -> Callable[[np.ndarray], None]:
         """ivf, pq: a function appending each list of a shard (`lists_bytes` of a copy of this index) to this
         one's, by FAISS's merge_from. Each shard is read into an empty copy of this index (made here: ask while
         this one is empty), which owns it until the next (lists FAISS reads are freed only by an index)."""
-        index, carrier = faiss.downcast_index(self.index), faiss.clone_index(self.index)
+        index, carrier = self.concrete, faiss.clone_index(self.index)
         carrier.reset()
 
         def merge(lists: np.ndarray) -> None:
@@ -470,7 +491,7 @@ class VectorIndex:
 
     def ids(self) -> np.ndarray:
         """Every id the index holds, sorted (to check them against the store's)."""
-        index = faiss.downcast_index(self.index)
+        index = self.concrete
         if isinstance(index, faiss.IndexIDMap):
             found = faiss.vector_to_array(index.id_map)
         else:
