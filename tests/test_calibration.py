@@ -21,6 +21,7 @@ from semsearch.evaluation.datasets import ensure_beir
 from semsearch.ingest.creation import make_chunker
 from semsearch.ingest.pipeline import split
 from semsearch.retrieval.calibration import (
+    LENGTH_TARGETS,
     MIN_PASSAGES,
     QUERY_SHARE,
     TIE,
@@ -528,7 +529,10 @@ def test_a_calibration_chooses_a_weight_per_query_length_and_an_export_carries_i
     recorded = index.state.calibration
     bands = recorded["bands"]
     assert list(bands) == [name for name, _ in BANDS]
-    assert sum(band["queries"] for band in bands.values()) == 3 * recorded["queries"]
+    # every target asked as its sentence, LENGTH_TARGETS at most short and as a paragraph too
+    asked_by_length = recorded["by_length"]
+    assert asked_by_length == min(LENGTH_TARGETS, recorded["queries"])
+    assert sum(band["queries"] for band in bands.values()) == recorded["queries"] + 2 * asked_by_length
     weight = {"dense": 1.0, "keyword": 0.0}.get(recorded["mode"], recorded["alpha"])
     means = {n: {w: ranked_gains(r).mean() for w, r in band["ranks"].items()} for n, band in bands.items()}
     peak = {n: max(sorted(m), key=lambda w: m[w]) for n, m in means.items()}  # each band's best weight
@@ -603,6 +607,28 @@ def test_a_band_moves_the_index_weight_toward_its_own_peak_beyond_noise_and_at_m
     assert dense["paragraph"]["mode"] == "dense"
     few = chosen_bands(picked, ("hybrid", 0.5), n + 1)  # too few pseudo-queries in every band
     assert all((b["mode"], b["alpha"]) == ("hybrid", 0.5) for b in few.values())
+
+
+def test_the_targets_asked_by_length_are_every_one_or_a_sample_fixed_by_their_documents():
+    """Every target is asked short and as a paragraph (in its order) where they are LENGTH_TARGETS or fewer;
+    of more, a sample: the same in any order of the draw, and a renewal that replaced a fifth of the targets
+    keeps those of the others that still draw before the last one sampled."""
+    from semsearch.retrieval.bands import by_length
+    from semsearch.retrieval.calibration import QUERIES, PseudoQuery
+
+    def key(pk: int) -> float:
+        return float(np.random.default_rng([16, pk]).random())
+
+    drawn = [PseudoQuery(pk, f"sentence {pk}", f"rest {pk}") for pk in range(200)]
+    assert LENGTH_TARGETS == QUERIES and by_length(drawn, 16, 200) == drawn
+    sampled = by_length(drawn, 16, 64)
+    first = sorted(range(200), key=key)[:64]  # counted independently
+    assert [q.pk for q in sampled] == first and [q.pk for q in by_length(drawn[::-1], 16, 64)] == first
+    renewed = drawn[40:] + [PseudoQuery(pk, f"sentence {pk}", f"rest {pk}") for pk in range(1000, 1040)]
+    resampled = {q.pk for q in by_length(renewed, 16, 64)}
+    last = max(key(pk) for pk in resampled)
+    stayed = {pk for pk in first if pk >= 40 and key(pk) <= last}
+    assert stayed <= resampled and len(stayed) > 32
 
 
 @pytest.mark.slow

@@ -43,6 +43,10 @@ class Drawn(Protocol):
     rest: str  # the document without it
 
 
+class Target(Drawn, Protocol):
+    pk: int  # the document
+
+
 def tokens(text: str) -> int:
     """A query's length in the keyword side's words, stopwords left out unless they are all (keywords.query_words),
     but unspaced Chinese counted in words of one or two characters (WORD), not in the analysis's overlapping
@@ -76,6 +80,15 @@ def paragraph_query(at: int, drawn: Sequence[Drawn], rng: np.random.Generator) -
     words += list(rng.choice(off_topic, PARAGRAPH_WORDS)) if off_topic else []
     rng.shuffle(words)
     return spaced([drawn[at].query, *words])
+
+
+def by_length(drawn: Sequence[Target], seed: int, most: int) -> list[Target]:
+    """The targets asked short and as a paragraph too: every one if they are `most` or fewer (in their order),
+    else the `most` first in an order each document's pk fixes, whatever else was drawn (a renewal keeps those
+    still drawn)."""
+    if len(drawn) <= most:
+        return list(drawn)
+    return sorted(drawn, key=lambda q: np.random.default_rng([seed, q.pk]).random())[:most]
 
 
 def spaced(words: Sequence[str]) -> str:

@@ -41,7 +41,7 @@ from ..storage.calibrationcache import CalibrationCache
 from ..storage.rawvectors import RawVectors, as_kept
 from ..storage.store import DocumentStore
 from . import perquery
-from .bands import banded_ranks, chosen_bands, paragraph_query, short_query
+from .bands import banded_ranks, by_length, chosen_bands, paragraph_query, short_query
 from .choice import NOISE, TIE, choose
 from .cropping import CROP_WORDS, crop, cropped, joined
 from .keywords import KeywordRetriever
@@ -68,6 +68,10 @@ METRIC = "ndcg@10"
 # cut from documents of several sentences, those sentences are unrelated (pieces glued together), the inverse
 # cloze measures nothing, and the index chooses from known items instead (`known_items`)
 UNINFORMED = 0.05
+# Targets asked short and as a paragraph too, at most (bands.py); the others as their sentence only. Every one:
+# the bands' noise test needs them all where a band moves (of samples of 128 of their ~250 targets, 43% keep
+# SciFact's moves and 37% Cranfield's; of 96, 7% and 7%: benchmarks/results/calibration/bands-cost.md)
+LENGTH_TARGETS = QUERIES
 # A full stop, question or exclamation mark and the space after it; or a Chinese/Japanese sentence end (。！？；…),
 # which no space follows, and its closing quotes or brackets.
 SENTENCE_END = re.compile(r"[.!?]+[\"')\]]*\s+|[。！？；…｡]+[”’」』）)\]]*\s*")
@@ -109,6 +113,8 @@ class Calibration:
     # a choice per query length (bands.py): band name -> its most keyword tokens, pseudo-queries, mode, alpha,
     # rule, sweep and ranks; None: recorded before bands (every length takes `mode` and `alpha`)
     bands: dict[str, dict[str, Any]] | None = None
+    # targets asked short and as a paragraph too (LENGTH_TARGETS at most); None: every one, or no bands
+    by_length: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -295,6 +301,7 @@ def calibrate(
     precision: str = "float32",
     cache: CalibrationCache | None = None,
     lengths: bool = True,
+    length_targets: int = LENGTH_TARGETS,
 ) -> Calibration | Skipped:
     """The fusion weight and default mode this index's own documents choose (see the module's docstring), from
     `queries` pseudo-queries (None: one per QUERY_SHARE passages, at most QUERIES), or why it cannot judge
@@ -302,7 +309,8 @@ def calibrate(
     `precision`: the raw vectors' (rawvectors.py); re-encoded targets are kept so, as an ingest would keep them.
     `cache`: the last calibration's pseudo-queries and vectors (storage/calibrationcache.py): its documents still
     stored give their queries again and their texts are not encoded again; it is saved with this one's.
-    `lengths` False: the sentences alone, one weight for every query length (no bands: what it costs them)."""
+    `lengths` False: the sentences alone, one weight for every query length (no bands: what it costs them);
+    `length_targets`: how many targets at most are asked short and as a paragraph too (LENGTH_TARGETS)."""
     started = time.perf_counter()
     documents, passages = store.count(), dense.vectors.count
 
@@ -330,15 +338,14 @@ def calibrate(
             f"only {len(targets.queries)} pseudo-queries keep a target, fewer than {MIN_QUERIES} (their "
             "documents' every passage holds the query)"
         )
-    # each target asked three times: its sentence, short and as a paragraph (bands.py); the sentences alone
-    # choose the index's weight, as before bands
+    # every target asked as its sentence, which alone chooses the index's weight as before bands; up to
+    # `length_targets` of them short and as a paragraph too (bands.py)
     kept, rng = targets.queries, np.random.default_rng(seed)
-    asked = [q.query for q in kept]
-    if lengths:
-        asked += [short_query(q.query) or q.query for q in kept]
-        asked += [paragraph_query(at, kept, rng) for at in range(len(kept))]
+    sampled = by_length(kept, seed, length_targets) if lengths else []
+    asked = [q.query for q in kept] + [short_query(q.query) or q.query for q in sampled]
+    asked += [paragraph_query(at, sampled, rng) for at in range(len(sampled))]
     every_dense, every_keyword = rankings(targets, store, dense, encode, rerank, asked)
-    every_rank = sweep_ranks(kept * (len(asked) // len(kept)), every_dense, every_keyword)
+    every_rank = sweep_ranks(kept + sampled + sampled, every_dense, every_keyword)
     dense_found, keyword_found = every_dense[: len(kept)], every_keyword[: len(kept)]
     ranks = {weight: ranked[: len(kept)] for weight, ranked in every_rank.items()}
     gains = {weight: gains_of(ranked) for weight, ranked in ranks.items()}
@@ -374,6 +381,7 @@ def calibrate(
         changed=0,
         reused=None if cache is None else cache.reused,
         bands=bands,
+        by_length=len(sampled) if lengths else None,
         known=known,
         seconds=round(time.perf_counter() - started, 3),
     )
