@@ -93,7 +93,7 @@ def measure(name: str, work: Path, source: Path | None = None) -> dict:
     from semsearch.evaluation.metrics import evaluate_run
     from semsearch.evaluation.zh_retrieval import without_own
     from semsearch.index import Index
-    from semsearch.retrieval.bands import tokens
+    from semsearch.retrieval.lengths import tokens
     from semsearch.retrieval.search import Match, fuse
     from semsearch.settings import FUSION_DEPTH, Fusion
 
@@ -164,9 +164,10 @@ def label(mode: str, alpha: float) -> str:
 
 
 def rows_of(figures: dict) -> list[dict]:
-    from semsearch.retrieval.bands import BANDS, chosen_bands
+    from semsearch.retrieval.bands import chosen_bands
     from semsearch.retrieval.calibration import MIN_QUERIES, Calibration
     from semsearch.retrieval.choice import choose
+    from semsearch.retrieval.lengths import BANDS
 
     calibration = Calibration.from_json(figures["calibration"])
     if calibration is None or calibration.gains() is None or not calibration.bands:

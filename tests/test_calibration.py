@@ -485,7 +485,7 @@ PARAGRAPH_TEXT = " ".join([SENTENCE_TEXT] * 3)
 
 
 def test_a_query_takes_the_weight_of_its_length_band_and_an_old_record_one_weight_for_all():
-    from semsearch.retrieval.bands import band_of, tokens
+    from semsearch.retrieval.lengths import band_of, tokens
     from semsearch.retrieval.query import QueryDefaults, QueryOptions
 
     # lengths counted independently: words less stopwords
@@ -524,7 +524,8 @@ def test_a_calibration_chooses_a_weight_per_query_length_and_an_export_carries_i
     ranks of the pseudo-queries of its length. Searches take their length's band (the same hits as that weight
     asked), `info` shows the bands, an export -> ingest keeps them, and a record without bands searches all at
     its one weight."""
-    from semsearch.retrieval.bands import BANDS, MOST_MOVED, tokens
+    from semsearch.retrieval.bands import MOST_MOVED
+    from semsearch.retrieval.lengths import BANDS, tokens
 
     recorded = index.state.calibration
     bands = recorded["bands"]

@@ -7,6 +7,7 @@ import json
 from conftest import SAMPLE
 
 from semsearch import Index
+from semsearch.ingest.sources.fields import FieldNames
 from semsearch.storage.rawvectors import COMPACT_MIN_ROWS
 
 
@@ -96,7 +97,7 @@ def test_a_first_ingest_leaves_its_store_packed(tmp_path):
     )
     path = tmp_path / "index"
     with Index.create(path, model="none", dim=8) as index:
-        index.ingest(corpus)
+        index.ingest(corpus, FieldNames(vector="vector"))
         answer = [h.id for h in index.search_vectors(np.ones((1, 8), np.float32), k=5, mode="dense")[0]]
     store = path / "documents.db"
     packed = tmp_path / "packed.db"
@@ -108,5 +109,6 @@ def test_a_first_ingest_leaves_its_store_packed(tmp_path):
     with Index.open(path) as index:
         hits = index.search_vectors(np.ones((1, 8), np.float32), k=5, mode="dense")[0]
         assert [h.id for h in hits] == answer
-        added = [{"id": "new", "text": "one more", "tag": "x", "vector": [1.0] * 8}]
-        assert index.add(added).added == 1 and len(index) == 4001
+        more = tmp_path / "more.jsonl"
+        more.write_text(json.dumps({"id": "new", "text": "one more", "tag": "x", "vector": [1.0] * 8}) + "\n")
+        assert index.ingest(more, FieldNames(vector="vector")).added == 1 and len(index) == 4001

@@ -105,9 +105,8 @@ class Index:
     def open(cls, path: str | Path, wait: float = DEFAULT_WAIT) -> Index:
         """Open an index to search or write. Any number of processes may have it open; writes take turns."""
         path = Path(path)
-        index = cls(
-            IndexDirectory(path, Manifest.load(path), wait, cannot_write(path))
-        )  # not an index: says so
+        # not an index: Manifest.load says so
+        index = cls(IndexDirectory(path, Manifest.load(path), wait, cannot_write(path)))
         directory = index.directory
         with _closed_on_error(index), directory.store.guarded():
             directory.manifest = directory.generations.current(directory.lock)
@@ -368,16 +367,8 @@ class Index:
         `facet_values`, `generation` (Page)."""
         if any(not text.strip() for text in texts):
             raise DataError("the query text is empty")
-        options = QueryOptions.resolve(
-            self.query_defaults,
-            mode=mode,
-            alpha=alpha,
-            fusion=fusion,
-            rerank=rerank,
-            typos=typos,
-            crop=crop,
-            queries=texts,
-        )
+        asked = dict(mode=mode, alpha=alpha, fusion=fusion, rerank=rerank, typos=typos, crop=crop)
+        options = QueryOptions.resolve(self.query_defaults, queries=texts, **asked)
         vectors = None if options.mode is SearchMode.KEYWORD else self.encoder.encode(list(texts))
         return self._search(options, vectors, texts, k, where, Page(**page))
 

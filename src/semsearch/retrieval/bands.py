@@ -4,7 +4,7 @@ gaining with the query's words). Beside each sentence pseudo-query (calibration.
 of the same target: a short one (the sentence's first SHORT_WORDS words that are not stopwords) and a paragraph
 (the sentence, PARAGRAPH_WORDS words drawn from its target's rest and as many from OTHERS other targets), as
 evaluation/query_styles.py builds the real query styles. Every pseudo-query falls in the band of its length in
-the keyword side's words (`tokens`); a band moves the index's weight toward where its own pseudo-queries peak
+the keyword side's words (lengths.py); a band moves the index's weight toward where its own pseudo-queries peak
 (chosen_bands), and a query takes its length's band. A record made before bands has none: every length takes its
 one weight."""
 
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -20,22 +19,17 @@ import numpy as np
 from ..cjk import HAN
 from ..settings import SearchMode
 from .keywords import STOPWORDS
+from .lengths import BANDS, WORD, band_of
 
 SHORT_WORDS = 4
 PARAGRAPH_WORDS = 15
 OTHERS = 3
-# The bands, each with the most keyword tokens a query of it has (None: no limit). The real query styles
-# (evaluation/query_styles.py) on SciFact and Cranfield: short 3-4 tokens, as asked 3-30 (median 9-11),
-# paragraph 19-52 (10th percentile 25-27).
-BANDS: tuple[tuple[str, int | None], ...] = (("short", 5), ("sentence", 23), ("paragraph", None))
 BASE = "sentence"  # the band whose best weight the others are measured from
 # The most a band moves from the index's weight: the pseudo-queries find the direction, but overshoot it where a
 # paragraph's words drawn from its target's rest find it by keyword alone (Cranfield's documents glued ten to
 # one: -0.4 measured, the real paragraph queries peaking 0.1 lower than asked; at most 0.2 moved, the five
 # English sets of benchmarks/results/calibration-choice.md land within 0.015 of their best weight, 0.055 uncapped).
 MOST_MOVED = 0.2
-# A word: one or two Han characters (how the keyword side cuts unspaced Chinese), or a run of other word characters.
-WORD = re.compile(f"[{HAN}]{{1,2}}|(?:(?![{HAN}])\\w)+")
 
 
 class Drawn(Protocol):
@@ -45,20 +39,6 @@ class Drawn(Protocol):
 
 class Target(Drawn, Protocol):
     pk: int  # the document
-
-
-def tokens(text: str) -> int:
-    """A query's length in the keyword side's words, stopwords left out unless they are all (keywords.query_words),
-    but unspaced Chinese counted in words of one or two characters (WORD), not in the analysis's overlapping
-    pairs and single characters (which count a Chinese question of ten characters as nineteen)."""
-    words = [word.lower() for word in WORD.findall(text)]
-    return len([word for word in words if word not in STOPWORDS] or words)
-
-
-def band_of(text: str) -> str:
-    """The name of the band a query of this text falls in."""
-    length = tokens(text)
-    return next(name for name, most in BANDS if most is None or length <= most)
 
 
 def short_query(sentence: str) -> str:
@@ -98,34 +78,6 @@ def spaced(words: Sequence[str]) -> str:
         han_join = out and re.match(f"[{HAN}]", word) and re.match(f"[{HAN}]", out[-1])
         out += word if not out or han_join else " " + word
     return out
-
-
-@dataclass(frozen=True)
-class Band:
-    """One band's choice at query time: up to `most` keyword tokens (None: any more), the mode and weight."""
-
-    name: str
-    most: int | None
-    mode: str
-    alpha: float
-
-
-def recorded_bands(calibration: dict[str, Any] | None) -> tuple[Band, ...]:
-    """The bands a calibration record holds, shortest first (none: a record made before bands, or none)."""
-    bands = (calibration or {}).get("bands") or {}
-    return tuple(
-        Band(name, most, bands[name]["mode"], float(bands[name]["alpha"]))
-        for name, most in BANDS
-        if name in bands
-    )
-
-
-def choice_for(bands: Sequence[Band], text: str) -> Band | None:
-    """The band a query of this text takes (None: no bands)."""
-    if not bands:
-        return None
-    length = tokens(text)
-    return next((band for band in bands if band.most is None or length <= band.most), bands[-1])
 
 
 def banded_ranks(asked: Sequence[str], ranks: dict[str, str]) -> dict[str, dict[str, str]]:

@@ -22,7 +22,10 @@ sentence's first words asked of the index as it is (`known_items`). Each target 
 paragraph, and a band per query length moves the weight toward where those peak (bands.py). The cost is the encoding of
 at most QUERIES sentences and their one-passage documents and 2 x QUERIES searches, whatever the corpus's size.
 A renewal (`refit`) keeps the last draw where its documents are still stored and their vectors, kept beside the
-index (storage/calibrationcache.py): after a fifth of the corpus changed, about a fifth of that is encoded."""
+index (storage/calibrationcache.py): after a fifth of the corpus changed, about a fifth of that is encoded.
+
+Size: the draw, the scratch copy, the sweep's searches and the known items share one pseudo-query type and its
+encoder; the bands' lengths (bands.py), the choice (choice.py) and the sweep's scoring (sweep.py) are apart."""
 
 from __future__ import annotations
 

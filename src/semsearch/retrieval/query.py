@@ -21,7 +21,7 @@ from ..settings import (
     at_least,
     check_alpha,
 )
-from .bands import Band, choice_for, recorded_bands
+from .lengths import Band, choice_for, recorded_bands
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,7 @@ class QueryDefaults:
     calibrated: bool = False  # the mode and alpha were chosen by the corpus (calibration.py)
     bands: tuple[
         Band, ...
-    ] = ()  # a mode and alpha per query length (bands.py; none: `mode` and `alpha` for all)
+    ] = ()  # a mode and alpha per query length (lengths.py; none: `mode` and `alpha` for all)
 
     @classmethod
     def of(
