@@ -45,6 +45,8 @@ from scale import LAUNCHER, PYTHON, WORDNET, command_line, write_sections  # noq
 
 OUT = Path(__file__).resolve().parent / "results"
 QUERIES = 500  # held back: generated like the rows, never ingested
+TUNING_QUERIES = 500  # drawn alike from a seed of their own, for tuning (`ingest --tuning-queries`)
+TUNING_SEED = 1 << 30  # beside the blocks' seeds (block numbers)
 GROUPS = 50  # `group` 0 .. 49: group 0 is the 2% filter
 GENERATE_BLOCK = 100_000
 
@@ -96,15 +98,11 @@ def generate(args, work: Path) -> dict:
     a killed run starts again at its last finished block and writes the same rows."""
     vectors = work / f"vectors-{args.rows}.npy"
     if done(vectors):
+        tuning_queries(args, work)
         return {"generate": record_of(vectors)}
-    real = np.load(work / "wordnet.npy").astype(np.float64)
+    real, mean, covariance, factor = moments(work)
     titles = json.loads((work / "wordnet-titles.json").read_text())
-    mean = real.mean(axis=0)
-    covariance = np.cov(real, rowvar=False)
-    values, basis = np.linalg.eigh(covariance)
-    factor = (basis * np.sqrt(np.clip(values, 0, None))).astype(np.float32)  # factor @ factor.T == cov
     share = args.noise_share
-    shrink, spread = np.sqrt(1 - share), np.sqrt(share)
     dim, total = real.shape[1], args.rows + QUERIES
     sources_path, progress_path = work / f"sources-{args.rows}.npy", work / f"generate-{args.rows}.npz"
     if not vectors.is_file():
@@ -124,10 +122,7 @@ def generate(args, work: Path) -> dict:
         for block in range(blocks_done, blocks):
             begin = block * GENERATE_BLOCK
             rows = min(GENERATE_BLOCK, total - begin)
-            rng = np.random.default_rng([args.seed, block])
-            chosen = rng.integers(0, len(real), rows)
-            noise = rng.standard_normal((rows, dim), dtype=np.float32) @ factor.T
-            made = (mean + shrink * (real[chosen] - mean) + spread * noise).astype("<f2")
+            chosen, made = drawn(real, mean, factor, share, np.random.default_rng([args.seed, block]), rows)
             out.seek(offset + begin * dim * 2)
             out.write(made.tobytes())
             sources[begin : begin + rows] = chosen
@@ -178,7 +173,35 @@ def generate(args, work: Path) -> dict:
     }
     mark(vectors, record)
     progress_path.unlink()
+    tuning_queries(args, work)
     return {"generate": record}
+
+
+def moments(work: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The real vectors (float64), their mean and covariance, and a factor of it (factor @ factor.T == cov)."""
+    real = np.load(work / "wordnet.npy").astype(np.float64)
+    covariance = np.cov(real, rowvar=False)
+    values, basis = np.linalg.eigh(covariance)
+    return real, real.mean(axis=0), covariance, (basis * np.sqrt(np.clip(values, 0, None))).astype(np.float32)
+
+
+def drawn(real, mean, factor, share: float, rng, rows: int) -> tuple[np.ndarray, np.ndarray]:
+    """`rows` synthetic vectors (float16) and the real rows they are drawn around (the docstring's rule)."""
+    chosen = rng.integers(0, len(real), rows)
+    noise = rng.standard_normal((rows, real.shape[1]), dtype=np.float32) @ factor.T
+    made = mean + np.sqrt(1 - share) * (real[chosen] - mean) + np.sqrt(share) * noise
+    return chosen, made.astype("<f2")
+
+
+def tuning_queries(args, work: Path) -> Path:
+    """TUNING_QUERIES more draws like the held-back queries, from a seed of their own (neither ingested nor
+    among the queries measured): the sample queries `ingest --tuning-queries` tunes the index on."""
+    path = work / f"tuning-queries-{args.rows}.npy"
+    if not path.is_file():
+        real, mean, _, factor = moments(work)
+        rng = np.random.default_rng([args.seed, TUNING_SEED])
+        np.save(path, drawn(real, mean, factor, args.noise_share, rng, TUNING_QUERIES)[1], allow_pickle=False)
+    return path
 
 
 def held_back(vectors: Path, rows: int, dim: int, offset: int) -> None:
@@ -283,10 +306,16 @@ def part_bytes(index_dir: Path) -> dict:
     return {name: round(size / 2**20, 1) for name, size in parts.items()}
 
 
+def index_path(args, work: Path) -> Path:
+    """The index a run builds: tuned on held-back sample queries (the default), or by tuning's own rule."""
+    rule = "-rule" if args.tuning == "rule" else ""
+    return work / f"index-{args.rows}-{args.index_type}{rule}"
+
+
 def ingest(args, work: Path) -> dict:
     """`semsearch ingest --vectors` of the generated rows into a new index. A killed ingest leaves no index
     (a write publishes whole or not at all): the stage starts it again on the files a create left."""
-    target = work / f"index-{args.rows}-{args.index_type}"
+    target = index_path(args, work)
     if done(target):
         return {"ingest": {**record_of(target), "disk_mib": part_bytes(target)}}
     shutil.rmtree(target, ignore_errors=True)
@@ -295,6 +324,8 @@ def ingest(args, work: Path) -> dict:
         "--vectors", str(work / f"vectors-{args.rows}.npy"), "--index", str(target),
         "--index-type", args.index_type, "--quiet",
     ]  # fmt: skip
+    if args.tuning == "held-back":
+        command += ["--tuning-queries", str(tuning_queries(args, work))]
     timeline: list[tuple[float, float]] = []
     result = measured_ingest(command, timeline)
     times = [t for t, _ in timeline]
@@ -332,24 +363,36 @@ def ingest(args, work: Path) -> dict:
 
 def exact_answers(index, queries: np.ndarray, groups: int) -> dict:
     """The exact 10 best rows of each query, in the index's space (every row projected and scored, as tuning's
-    truth is) over all rows and over the 2% filter's rows, and by the raw vectors' cosine (what rerank scores)."""
+    truth is) over all rows and over the 2% filter's rows; by the raw vectors' cosine (not what a default query
+    computes: its rerank re-scores the index's best DEFAULT_RERANK, and the raw space's best 10 need not be
+    among them); and what the default rerank gives on exact candidates: the exact DEFAULT_RERANK best in the
+    index's space re-scored by the raw vectors' cosine (the fair reference for a default query)."""
     from semsearch.retrieval.tuning import best
+    from semsearch.settings import DEFAULT_RERANK
     from semsearch.transforms import normalize_rows
 
     projected = index.transform.project(queries)
     raw_queries = normalize_rows(queries)
-    shape = (len(queries), 10)
     answers = {
-        name: (np.full(shape, -np.inf, dtype=np.float32), np.full(shape, -1, dtype=np.int64))
-        for name in ("dense", "filtered", "raw")
+        name: (
+            np.full((len(queries), depth), -np.inf, np.float32),
+            np.full((len(queries), depth), -1, np.int64),
+        )
+        for name, depth in (("dense", 10), ("filtered", 10), ("raw", 10), ("candidates", DEFAULT_RERANK))
     }
     for pks, block in index.raw.blocks(65536):
         scores = projected @ index.transform.project(block).T
         answers["dense"] = best(*answers["dense"], scores, pks)
+        answers["candidates"] = best(*answers["candidates"], scores, pks)
         keep = pks % groups == 0
         answers["filtered"] = best(*answers["filtered"], scores[:, keep], pks[keep])
         answers["raw"] = best(*answers["raw"], raw_queries @ normalize_rows(block).T, pks)
-    return {name: ids for name, (_, ids) in answers.items()}
+    candidates = answers.pop("candidates")[1]
+    reranked = []
+    for query, rows in zip(raw_queries, candidates):
+        cosines = normalize_rows(index.raw.read(rows)) @ query
+        reranked.append(rows[np.argsort(-cosines, kind="stable")[:10]])
+    return {"rerank_of_exact": np.array(reranked), **{name: ids for name, (_, ids) in answers.items()}}
 
 
 def timed(search, count: int) -> tuple[list, float, float, float]:
@@ -375,10 +418,10 @@ def recall(found: list, exact: np.ndarray) -> float:
 def query(args, work: Path) -> dict:
     from semsearch import Index
 
-    target = work / f"index-{args.rows}-{args.index_type}"
+    target = index_path(args, work)
     queries = np.load(work / f"queries-{args.rows}.npy")
     texts = json.loads((work / f"queries-{args.rows}.json").read_text())
-    truth_path = work / f"truth-{args.rows}-{args.index_type}.npz"
+    truth_path = work / f"truth-{target.name}.npz"
     with Index.open(target) as index:
         if not truth_path.is_file():
             started = time.perf_counter()
@@ -396,6 +439,8 @@ def query(args, work: Path) -> dict:
         for label, search, want in (
             ("dense, rerank 0", lambda i: index.search_vectors(queries[i : i + 1], k=10, rerank=0)[0], "dense"),
             ("dense, default rerank", lambda i: index.search_vectors(queries[i : i + 1], k=10)[0], "raw"),
+            ("dense, default rerank: against rerank of exact candidates",
+             lambda i: index.search_vectors(queries[i : i + 1], k=10)[0], "rerank_of_exact"),
             ("2% filter (group=0), rerank 0",
              lambda i: index.search_vectors(queries[i : i + 1], k=10, rerank=0, where=["group=0"])[0],
              "filtered"),
@@ -433,9 +478,9 @@ def sweep(args, work: Path) -> dict:
     from semsearch import Index
 
     queries = np.load(work / f"queries-{args.rows}.npy")[: args.sweep_queries]
-    exact = np.load(work / f"truth-{args.rows}-{args.index_type}.npz")["dense"]
+    exact = np.load(work / f"truth-{index_path(args, work).name}.npz")["dense"]
     rows = []
-    with Index.open(work / f"index-{args.rows}-{args.index_type}") as index:
+    with Index.open(index_path(args, work)) as index:
         tuned = dict(index.vectors.params)
         for k_factor in SWEEP_K_FACTORS if index.vectors.kind == "pq" else (1,):
             for nprobe in SWEEP_NPROBE:
@@ -464,6 +509,12 @@ def main() -> None:
     parser.add_argument("--noise-share", type=float, default=0.5)
     parser.add_argument("--index-type", default="pq")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--tuning",
+        choices=("held-back", "rule"),
+        default="held-back",
+        help="tune on TUNING_QUERIES held-back draws (ingest --tuning-queries), or by tuning's own rule",
+    )
     parser.add_argument("--sweep-queries", type=int, default=200)
     parser.add_argument("--wordnet", type=Path, default=WORDNET)
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "semsearch-ten-million")
@@ -476,6 +527,8 @@ def main() -> None:
     results_path = args.out / f"{args.name}.json"
     results = json.loads(results_path.read_text()) if results_path.is_file() else {}
     section = f"{args.rows} rows, {args.index_type}, noise share {args.noise_share}"
+    if args.tuning == "held-back":
+        section += ", tuned on held-back sample queries"
     # a section keeps what earlier runs measured (stages run on their own, or a killed run started again)
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     results[section] = {**results.get(section, {}), "command": command_line(), "when": when}

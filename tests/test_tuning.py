@@ -18,6 +18,7 @@ pytestmark = pytest.mark.xdist_group("tuning")
 
 DOCS, DIM, SOURCES, HELD_OUT, K = 30_000, 48, 1000, 400, 10
 PQ_DOCS, PQ_DIM, PQ_TARGET = 4000, 16, 0.9
+GIVEN_DOCS, GIVEN_QUERIES = 5000, 300
 TARGET = 0.95
 
 
@@ -122,3 +123,48 @@ def test_a_pq_index_reaches_its_target_as_deep_as_a_default_query_asks(tmp_path)
     between = vectors.at_depth(shallow, 100)["nprobe"]
     assert min(shallow["nprobe"], deep["nprobe"]) <= between <= max(shallow["nprobe"], deep["nprobe"])
     assert vectors.at_depth(shallow, 1000) == vectors.at_depth(shallow, tuning.DEEP_K)
+
+
+def test_sample_queries_given_at_ingest_are_what_the_index_is_tuned_on(tmp_path):
+    """Sample queries given at ingest (`--tuning-queries`: drawn as the rows are and held back, as in
+    benchmarks/ten_million.py, where the rule's queries made from the rows tuned for far more lists than such
+    queries need) are kept in the index, for every rebuild, and tuned on: the recall the index records is what
+    brute force gives those queries at the parameters chosen, and other queries drawn alike reach the target
+    too. A file of the wrong width is refused in one line naming it, before any index is made."""
+    from click.testing import CliRunner
+
+    from semsearch.cli import main
+
+    rows, _ = clustered(11, GIVEN_DOCS + 2 * GIVEN_QUERIES, DIM, 0)  # held back: the last 2 x GIVEN_QUERIES
+    docs, given, fresh = np.split(rows, [GIVEN_DOCS, GIVEN_DOCS + GIVEN_QUERIES])
+    (tmp_path / "corpus.jsonl").write_text(
+        "".join(json.dumps({"id": f"d{i}", "text": f"doc {i}"}) + "\n" for i in range(GIVEN_DOCS))
+    )
+    np.save(tmp_path / "vectors.npy", docs)
+    np.save(tmp_path / "queries.npy", given)
+    np.save(tmp_path / "wide.npy", given[:, :-1])
+    ingest = ["ingest", str(tmp_path / "corpus.jsonl"), "--vectors", str(tmp_path / "vectors.npy")]
+    ingest += ["--transform", "none", "--index-type", "ivf", "--recall-target", str(TARGET)]
+    wide = ["--index", str(tmp_path / "bad"), "--tuning-queries", str(tmp_path / "wide.npy")]
+    refused = CliRunner().invoke(main, [*ingest, *wide])
+    assert refused.exit_code != 0 and "wide.npy" in refused.output and "width" in refused.output
+    assert not (tmp_path / "bad").exists() and "Traceback" not in refused.output
+    result = CliRunner().invoke(
+        main, [*ingest, "--index", str(tmp_path / "given"), "--tuning-queries", str(tmp_path / "queries.npy")]
+    )
+    assert result.exit_code == 0, result.output
+    kept = unit(as_kept(docs))
+    with Index.open(tmp_path / "given") as index:
+        vectors = index.vectors
+    exact = strategy.Exact(vectors, lambda pks: kept[pks])
+    reached = {}
+    for name, queries in (("given", given), ("fresh", fresh)):
+        _, truth = faiss.knn(queries, kept, K, metric=faiss.METRIC_INNER_PRODUCT)
+        found = strategy.unfiltered(exact, queries, K)
+        reached[name] = recall(np.array([[pk for pk, _ in hits] for hits in found]), truth)
+    assert abs(reached["given"] - vectors.recall) < 1e-3 and vectors.recall >= TARGET, (
+        reached,
+        vectors.recall,
+    )
+    assert reached["fresh"] >= TARGET - 0.02, reached
+    assert np.array_equal(np.load(tmp_path / "given" / "tuning-queries.npy"), given)

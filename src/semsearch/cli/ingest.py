@@ -143,6 +143,12 @@ from .options import (
     "Without --model the index has no model, and queries give --vector.",
 )
 @click.option(
+    "--tuning-queries",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="An .npy file of sample queries' vectors (the encoder's, held out of the corpus) that the vector "
+    "index tunes its recall on, now and at every rebuild, instead of queries made from its own rows.",
+)
+@click.option(
     "--vector-field", help="A JSON field or table column holding each document's vector made elsewhere."
 )
 @click.option(
@@ -225,6 +231,7 @@ def ingest(
     hidden,
     no_ignore,
     vectors,
+    tuning_queries,
     vector_field,
     refit,
     cluster,
@@ -263,6 +270,7 @@ def ingest(
     from ..ingest.documents import Corpus, FieldNames
     from ..ingest.first import building
     from ..ingest.sources import open_source
+    from ..ingest.vectorfiles import keep_tuning_queries
     from .folders import folder_sync
 
     fields = FieldNames(id=id_field, text=text_field, title=title_field, vector=vector_field)
@@ -286,6 +294,8 @@ def ingest(
     )
     walk = dict(include=include, exclude=exclude, hidden=hidden, no_ignore=no_ignore)
     if all(str(path) != "-" and path.is_dir() for path in paths) and not vectors:
+        if tuning_queries:
+            raise click.UsageError("--tuning-queries goes with files and corpora, not directories")
         folders = [open_source(path, fields, **walk) for path in paths]
         sync = dict(prune=prune, yes=yes, skip_invalid=skip_invalid, quiet=quiet, refit=refit, watch=watch)
         return folder_sync(folders, index_path, options, dry_run, wait, **sync)
@@ -313,6 +323,8 @@ def ingest(
             if corpus.export:
                 exported.check_model(corpus.export, index.settings, str(corpus.path))
             calibrated = index.state.calibration
+            if tuning_queries is not None:  # kept before the build that tunes on them
+                keep_tuning_queries(index.path, tuning_queries, index.settings.encoder_dim)
             report = index.ingest(
                 corpus, progress=bar.update, refit=refit, cluster=executor, recalibrate=recalibrate
             )

@@ -80,16 +80,22 @@ def build_vectors(
     recall_target: float = DEFAULT_RECALL_TARGET,
     adder: BlockAdder | None = None,
     checkpoint_in: Path | None = None,
+    tuning_queries: np.ndarray | None = None,
 ) -> VectorIndex:
     """A new vector index of every live row, of the type `index_type` resolves to for their number, its search
     parameters tuned for `recall_target` (tuning.py) on a sample of its own rows as queries. Trained here;
     `adder` fills it with the projected blocks (default: here; a cluster's executor: on its workers).
     `checkpoint_in`: an index directory where an ivf or pq build keeps its progress (buildcheckpoint.py) and
-    takes it up again after a kill: the trained index, and where filled here, the rows filled so far."""
+    takes it up again after a kill: the trained index, and where filled here, the rows filled so far.
+    `tuning_queries`: raw sample queries given for tuning (storage/tuningqueries.py), instead of the rule's
+    queries made from the rows."""
     count = len(live)
     kind = resolve_index_type(index_type, count, transform.out_dim)
     vectors = VectorIndex.create(transform.out_dim, kind, count)
-    kept = checkpoint(checkpoint_in, transform, raw, live, kind) if checkpoint_in is not None else None
+    queries = None if tuning_queries is None else transform.project(tuning_queries)
+    kept = (
+        checkpoint(checkpoint_in, transform, raw, live, kind, queries) if checkpoint_in is not None else None
+    )
     if kept is not None and kept.stage:
         vectors = VectorIndex.load(kept.index_directory)
         log.info("resumed the %s build at %s, %d rows in", kind, kept.stage, kept.rows)
@@ -102,7 +108,9 @@ def build_vectors(
     approximate = vectors.kind != "flat"
     exact = strategy.Exact(vectors, lambda pks: transform.project_float32(raw.read(pks)))  # read: no map
     if approximate:
-        truth = tuning.Truth(tuning.sample_queries(live, exact.project_rows), tuning.levels_for(count))
+        if queries is None:
+            queries = tuning.sample_queries(live, exact.project_rows)
+        truth = tuning.Truth(queries, tuning.levels_for(count))
         if kept is not None and kept.stage == "filled":
             truth.restore(kept.arrays())
     skip = kept.rows if kept is not None and kept.stage == "filled" else 0
@@ -130,15 +138,22 @@ def build_vectors(
 
 
 def checkpoint(
-    index_path: Path, transform: Transform, raw: RawVectors, live: np.ndarray, kind: str
+    index_path: Path,
+    transform: Transform,
+    raw: RawVectors,
+    live: np.ndarray,
+    kind: str,
+    queries: np.ndarray | None = None,
 ) -> BuildCheckpoint | None:
     """The checkpoint of this build in the index directory (ivf and pq; None for the other kinds: flat fills in
     seconds, and hnsw draws each row's levels from a generator FAISS does not save, so a graph taken up again
-    would not be the one built at once). Keyed by the kind, the live rows and their first rows projected."""
+    would not be the one built at once). Keyed by the kind, the live rows, their first rows projected and the
+    given tuning queries (the checkpoint keeps their exact answers)."""
     if kind not in MERGEABLE or not len(live):
         return None
     first = transform.project(next(iter(live_blocks(raw, live[:KEY_ROWS])))[1])
-    return BuildCheckpoint(index_path, build_key(kind, transform.out_dim, live, first))
+    given = () if queries is None else (queries,)
+    return BuildCheckpoint(index_path, build_key(kind, transform.out_dim, live, first, *given))
 
 
 def add_here(vectors: VectorIndex, blocks: Blocks) -> None:
@@ -188,12 +203,13 @@ def after_add(
     replaced: Sequence[int],
     index_type: str,
     recall_target: float = DEFAULT_RECALL_TARGET,
+    tuning_queries: np.ndarray | None = None,
 ) -> VectorIndex:
     """The vector index after an add that keeps the transform (so the stored vectors stay valid): the replaced
     rows out, the new ones in; rebuilt when `auto` outgrows its type or the type cannot remove."""
 
     def rebuild() -> VectorIndex:
-        return build_vectors(transform, raw, live, index_type, recall_target)
+        return build_vectors(transform, raw, live, index_type, recall_target, tuning_queries=tuning_queries)
 
     vectors = without(vectors, replaced, rebuild)
     if vectors.kind != resolve_index_type(index_type, len(live), vectors.dim):

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import DataError
+from ..storage import tuningqueries
 from .given import parse_vector
 
 
@@ -67,3 +68,13 @@ def _rows(path: Path, array: np.ndarray, block: int = 4096) -> Iterator[np.ndarr
         for begin in range(0, len(array), block):
             count = min(block, len(array) - begin)
             yield from np.fromfile(handle, dtype=array.dtype, count=count * width).reshape(count, width)
+
+
+def keep_tuning_queries(index_path: str | Path, path: str | Path, dim: int) -> int:
+    """Sample queries for tuning (`ingest --tuning-queries`): an .npy file of raw query vectors of the index's
+    width `dim`, a row each, held out of the corpus; kept in the index (storage/tuningqueries.py) for every
+    build of its vector index to tune on. How many were kept."""
+    array = read_vector_file(path)
+    if array.shape[1] != dim:
+        raise DataError(f"tuning queries of width {array.shape[1]}, expected {dim}", path=path)
+    return tuningqueries.keep(index_path, array, path)

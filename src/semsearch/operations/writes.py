@@ -34,6 +34,7 @@ from ..retrieval.calibration_age import aged
 from ..retrieval.search import DenseRetriever
 from ..retrieval.vectorindex import VectorIndex, resolve_index_type
 from ..settings import NO_MODEL, Quantize, TransformSpec, check_recall_target
+from ..storage import tuningqueries
 from ..storage.buildcheckpoint import clear_checkpoint
 from ..storage.calibrationcache import CalibrationCache, encoder_name
 from ..storage.generations import NextGeneration
@@ -140,6 +141,7 @@ def add(
                     settings.recall_target,
                     None if isinstance(executor, InProcess) else executor.add_blocks,
                     checkpoint_in=directory.path,
+                    tuning_queries=tuningqueries.given(directory.path),
                 )
             else:  # keep the transform so the stored vectors stay valid
                 transform = directory.transform
@@ -152,6 +154,7 @@ def add(
                     replaced=done.replaced,
                     index_type=settings.index_type,
                     recall_target=settings.recall_target,
+                    tuning_queries=tuningqueries.given(directory.path),
                 )
             log.info("vector index built")
             changes: dict[str, Any] = dict(
@@ -218,7 +221,12 @@ def delete(directory: IndexDirectory, pks: Sequence[int]) -> Published:
             vectors,
             rows.tolist(),
             lambda: build.build_vectors(
-                transform, directory.raw, live, settings.index_type, settings.recall_target
+                transform,
+                directory.raw,
+                live,
+                settings.index_type,
+                settings.recall_target,
+                tuning_queries=tuningqueries.given(directory.path),
             ),
         )
         published = _publish(
@@ -250,7 +258,13 @@ def refit(
     live, stats = directory.store.vector_pks(), directory.stats()
     fitted = build.fit(spec, stats, directory.raw, live)
     vectors = build.build_vectors(
-        fitted, directory.raw, live, index_type, recall_target, checkpoint_in=directory.path
+        fitted,
+        directory.raw,
+        live,
+        index_type,
+        recall_target,
+        checkpoint_in=directory.path,
+        tuning_queries=tuningqueries.given(directory.path),
     )
     settings = directory.settings.with_changes(
         transform=spec.kind.value,
