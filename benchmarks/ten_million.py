@@ -20,6 +20,7 @@ killed run started again goes on where it stopped (delete --work, or a stage's f
 - query: dense p50 and recall@10 against exact search (every row scored in the index's space) on the held-back
   queries, hybrid p50, and a 2% filter's p50 and recall@10 against exact search over the filtered rows.
 - sweep: dense search at other nprobe and k_factor than tuned (the same at every depth), recall and p50.
+- lists: per kind of query (held back, given for tuning, tuning's rule), how many lists hold its exact 10 best.
 The results so far are at 1M (docs/performance.md says why not 10M yet): run with --rows 1000000 --noise-share
 0.5 --work DIR.
 """
@@ -309,7 +310,8 @@ def part_bytes(index_dir: Path) -> dict:
 def index_path(args, work: Path) -> Path:
     """The index a run builds: tuned on held-back sample queries (the default), or by tuning's own rule."""
     rule = "-rule" if args.tuning == "rule" else ""
-    return work / f"index-{args.rows}-{args.index_type}{rule}"
+    label = f"-{args.label}" if args.label else ""
+    return work / f"index-{args.rows}-{args.index_type}{rule}{label}"
 
 
 def ingest(args, work: Path) -> dict:
@@ -497,7 +499,60 @@ def sweep(args, work: Path) -> dict:
     return {"sweep": {"queries": len(queries), "tradeoff": rows}}
 
 
-STAGES = {"encode": encode, "generate": generate, "ingest": ingest, "query": query, "sweep": sweep}
+LISTS_QUERIES = 200  # of each kind
+
+
+def lists(args, work: Path) -> dict:
+    """Why tuning's own sample queries ask for more lists than the held-back queries need: for each kind of
+    query (the held-back ones measured, the held-back draws given for tuning, the rule's rows plus noise), how
+    near its nearest rows are (cosine, in the index's space) and how many of the index's lists, opened nearest
+    first, hold 9 and all 10 of its exact 10 best rows (the nprobe it needs for recall 0.9 and 1.0)."""
+    from semsearch import Index
+    from semsearch.retrieval import tuning
+    from semsearch.retrieval.tuning import best
+
+    with Index.open(index_path(args, work)) as index:
+        transform, raw, ivf = index.transform, index.raw, index.vectors.concrete
+        kinds = {
+            "held-back (measured)": transform.project(np.load(work / f"queries-{args.rows}.npy")),
+            "held-back draws (--tuning-queries)": transform.project(np.load(tuning_queries(args, work))),
+            "rule: a row plus noise": tuning.sample_queries(
+                index.vectors.ids(), lambda pks: transform.project_float32(raw.read(pks))
+            ),
+        }
+        queries = np.concatenate([q[:LISTS_QUERIES] for q in kinds.values()])
+        scores = np.full((len(queries), 10), -np.inf, np.float32)
+        ids = np.full((len(queries), 10), -1, np.int64)
+        for pks, block in raw.blocks(65536):
+            scores, ids = best(scores, ids, queries @ transform.project(block).T, pks)
+        _, held_in = ivf.quantizer.search(transform.project_float32(raw.read(ids.ravel())), 1)
+        _, order = ivf.quantizer.search(queries, ivf.nlist)  # each query's lists, nearest first
+        rank = np.empty_like(order)
+        np.put_along_axis(rank, order, np.arange(ivf.nlist)[None, :].repeat(len(queries), 0), 1)
+        opened = np.sort(np.take_along_axis(rank, held_in.reshape(ids.shape), 1), axis=1) + 1
+    rows = []
+    for number, name in enumerate(kinds):
+        part = slice(number * LISTS_QUERIES, (number + 1) * LISTS_QUERIES)
+        rows.append({
+            "queries": name, "cosine_to_nearest_median": round(float(np.median(scores[part, 0])), 3),
+            "cosine_to_10th_median": round(float(np.median(scores[part, 9])), 3),
+            "lists_for_9_of_10_median": int(np.median(opened[part, 8])),
+            "lists_for_9_of_10_p90": int(np.percentile(opened[part, 8], 90)),
+            "lists_for_10_of_10_median": int(np.median(opened[part, 9])),
+            "lists_for_10_of_10_p90": int(np.percentile(opened[part, 9], 90)),
+        })  # fmt: skip
+        log(f"lists: {rows[-1]}")
+    return {"lists": {"nlist": int(ivf.nlist), "queries_each": LISTS_QUERIES, "needed": rows}}
+
+
+STAGES = {
+    "encode": encode,
+    "generate": generate,
+    "ingest": ingest,
+    "query": query,
+    "sweep": sweep,
+    "lists": lists,
+}
 
 
 def main() -> None:
@@ -516,6 +571,10 @@ def main() -> None:
         help="tune on TUNING_QUERIES held-back draws (ingest --tuning-queries), or by tuning's own rule",
     )
     parser.add_argument("--sweep-queries", type=int, default=200)
+    parser.add_argument(
+        "--label",
+        help="an index of its own (index-ROWS-TYPE-LABEL) and section: e.g. a copy rebuilt by `semsearch refit`",
+    )
     parser.add_argument("--wordnet", type=Path, default=WORDNET)
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "semsearch-ten-million")
     parser.add_argument("--out", type=Path, default=OUT)
@@ -529,6 +588,8 @@ def main() -> None:
     section = f"{args.rows} rows, {args.index_type}, noise share {args.noise_share}"
     if args.tuning == "held-back":
         section += ", tuned on held-back sample queries"
+    if args.label:
+        section += f", {args.label}"
     # a section keeps what earlier runs measured (stages run on their own, or a killed run started again)
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     results[section] = {**results.get(section, {}), "command": command_line(), "when": when}
