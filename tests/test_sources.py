@@ -357,6 +357,76 @@ def test_a_table_file_is_read_by_a_child_process_kept_only_while_reads_follow(tm
     assert not kept.alive and tablereader._kept is None  # idle: ended, nothing beside a later peak
 
 
+def test_docx_reads_the_parts_it_needs_as_python_docx_reads_the_whole_document():
+    """A DOCX with what Word writes (a Title, headings whose style ids a German Word localizes, a list style,
+    tabs, a line break, a hyperlink, merged cells, a table nested in a cell): the same text, title, sections
+    and heading paths as python-docx's own Document() API gives, read here independently."""
+    import io
+    import zipfile
+
+    import docx
+    from docx.oxml import parse_xml
+    from docx.oxml.ns import nsdecls
+    from docx.table import Table
+
+    from semsearch.ingest.sources.formats import docx as parser
+
+    document = docx.Document()
+    document.add_paragraph("Styled title", style="Title")
+    document.add_heading("One", 1)
+    paragraph = document.add_paragraph("tab\there")
+    run = paragraph.add_run("after")
+    run.add_break()
+    run.add_text("next line")
+    link = f'<w:hyperlink {nsdecls("w", "r")} r:id="rId99"><w:r><w:t>link text</w:t></w:r></w:hyperlink>'
+    paragraph._p.append(parse_xml(link))
+    document.add_paragraph("a list item", style="List Paragraph")
+    document.add_heading("Two", 2)
+    table = document.add_table(rows=3, cols=3)
+    for n, cell in enumerate(table._cells):
+        cell.text = f"c{n}"
+    table.cell(0, 0).merge(table.cell(0, 1))
+    table.cell(1, 2).merge(table.cell(2, 2))
+    table.cell(2, 0).add_table(rows=1, cols=1).cell(0, 0).text = "nested"
+    document.add_heading("Three", 3)
+    document.add_paragraph("the end", style="Quote")
+    written = io.BytesIO()
+    document.save(written)
+    german = io.BytesIO()  # Word in German: the heading and title styles' ids are "berschrift1", "Titel"
+    with zipfile.ZipFile(written) as source, zipfile.ZipFile(german, "w") as target:
+        for item in source.infolist():
+            data = source.read(item.filename)
+            for n in (1, 2, 3):
+                data = data.replace(f'"Heading{n}"'.encode(), f'"berschrift{n}"'.encode())
+            data = data.replace(b'w:styleId="Title"', b'w:styleId="Titel"')
+            target.writestr(item, data.replace(b'<w:pStyle w:val="Title"/>', b'<w:pStyle w:val="Titel"/>'))
+    for data in (written.getvalue(), german.getvalue()):
+        reference = docx.Document(io.BytesIO(data))
+        blocks, path = [], []
+        for block in reference.iter_inner_content():
+            if isinstance(block, Table):
+                texts = [" | ".join(cell.text.strip() for cell in row.cells) for row in block.rows]
+            else:
+                texts, style = [block.text], block.style.name
+                if style.startswith("Heading "):
+                    path = path[: int(style[8:]) - 1] + [block.text]
+            blocks += [(text.strip(), tuple(path)) for text in texts if text.strip()]
+        parsed = parser.parse(data)
+        assert parsed.text == "\n\n".join(text for text, _ in blocks)
+        assert parsed.title == "Styled title"
+        found = {(parsed.text[s.start : s.end], s.location.headings) for s in parsed.sections}
+        for text, headings in blocks:  # each block in a section whose heading path is the document's
+            assert any(text in part and headings == path for part, path in found), (text, headings)
+        assert [s.location.headings for s in parsed.sections][1:] == [
+            ("One",),
+            ("One", "Two"),
+            ("One", "Two", "Three"),
+        ]
+        assert (
+            "berschrift1" not in parsed.text and "c0\nc1 | c0\nc1 | c2" in parsed.text
+        )  # a merged cell spans
+
+
 def test_html_without_main_keeps_the_content_and_leaves_the_furniture():
     from semsearch.ingest.sources.formats import html
 
