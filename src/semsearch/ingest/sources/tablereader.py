@@ -24,10 +24,8 @@ KEPT_SECONDS = 2.0  # an idle reader is kept this long for the next file (its st
 
 class TableReader:
     def __init__(self) -> None:
-        import semsearch
-
         receiving, sending = os.pipe()
-        root = str(Path(semsearch.__file__).resolve().parents[1])  # this semsearch, not another installed one
+        root = str(Path(__file__).resolve().parents[3])  # where this semsearch is, not another installed one
         paths = os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))
         self.errors = tempfile.TemporaryFile()  # noqa: SIM115 (kept for as long as the child runs)
         try:

@@ -2,7 +2,8 @@
 type), Parquet (read a row group at a time) and, from Python, a pandas DataFrame or a pyarrow Table. The id,
 text and title columns are named as for JSONL (`FieldNames`); every other column is metadata with its type
 kept (ints, floats, booleans, lists; timestamps and dates as ISO 8601 text, which `--where` compares as dates).
-A vector column (`FieldNames.vector`) is read as one array per row group, never as Python numbers. Each row's
+A vector column (`FieldNames.vector`) is read as one array per batch, never as Python numbers. A file is read
+by a child process (tablereader.py) that sends the rows: the ingest's process never loads pyarrow. Each row's
 document has one section whose location is its row (1-based, the header not counted) and, in a CSV or TSV file,
 its physical lines (the header is line 1; a quoted field may span lines), so a hit points back into the file."""
 
