@@ -23,6 +23,9 @@ KEPT_SECONDS = 2.0  # an idle reader is kept this long for the next file (its st
 
 
 class TableReader:
+    """One child process reading table files in turn: a request is a JSON line on its stdin, the answer the
+    file's messages on a pipe of their own (stdout is left to whatever a library prints)."""
+
     def __init__(self) -> None:
         receiving, sending = os.pipe()
         root = str(Path(__file__).resolve().parents[3])  # where this semsearch is, not another installed one
