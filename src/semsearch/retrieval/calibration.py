@@ -45,6 +45,7 @@ from ..storage.rawvectors import RawVectors, as_kept
 from ..storage.store import DocumentStore
 from . import perquery
 from .bands import banded_ranks, by_length, chosen_bands, paragraph_query, short_query
+from .bm25matrix import Bm25Matrix
 from .choice import NOISE, TIE, choose
 from .cropping import CROP_WORDS, crop, cropped, joined
 from .keywords import KeywordRetriever
@@ -75,6 +76,9 @@ UNINFORMED = 0.05
 # the bands' noise test needs them all where a band moves (of samples of 128 of their ~250 targets, 43% keep
 # SciFact's moves and 37% Cranfield's; of 96, 7% and 7%: benchmarks/results/calibration/bands-cost.md)
 LENGTH_TARGETS = QUERIES
+# Rows the scratch copy reads beyond those asked (ScratchDense): more than the targets' rows a query finds among
+# its first ones (its own target's; a paragraph's, its off-topic targets' too)
+SHALLOW = 64
 # A full stop, question or exclamation mark and the space after it; or a Chinese/Japanese sentence end (。！？；…),
 # which no space follows, and its closing quotes or brackets.
 SENTENCE_END = re.compile(r"[.!?]+[\"')\]]*\s+|[。！？；…｡]+[”’」』）)\]]*\s*")
@@ -261,9 +265,11 @@ class OverlaidRaw:
 
 @dataclass
 class ScratchDense:
-    """The dense retriever of the index with the targets' rows replaced by their new vectors: the index is read
-    deeper by as many rows as the targets had, theirs dropped and the new ones scored in (the same ranking a
-    vector index holding the new rows would give, up to its approximation)."""
+    """The dense retriever of the index with the targets' rows replaced by their new vectors: the index's rows
+    read, theirs dropped and the new ones scored in (the same ranking a vector index holding the new rows would
+    give, up to its approximation). Read SHALLOW rows deeper than asked, and as deep again as the targets had
+    rows only for a query whose shallow read holds so many of theirs that fewer than asked are left (every row
+    the targets had deeper took two thirds of a calibration's dense searches: bands-cost.md)."""
 
     base: DenseRetriever
     dropped: np.ndarray  # every row the targets had, sorted
@@ -274,21 +280,29 @@ class ScratchDense:
         return self.base.vectors
 
     def candidates(self, queries: np.ndarray, n: int, allowed: np.ndarray | None) -> Ranked:
-        ranked = self.base.candidates(queries, n + len(self.dropped), allowed)
         projected = self.base.transform.project(queries)
         new_scores = (
             projected @ self.base.transform.project(self.raw.vectors).T
             if len(self.raw.rows)
             else np.zeros((len(projected), 0), np.float32)
         )
-        out: Ranked = []
-        for result, new in zip(ranked, new_scores):
-            rows = np.array([row for row, _ in result] + self.raw.rows.tolist(), dtype=np.int64)
-            scores = np.array([score for _, score in result] + new.tolist())
-            keep = np.flatnonzero(~np.isin(rows[: len(result)], self.dropped))
-            keep = np.concatenate([keep, np.arange(len(result), len(rows))])
-            best = keep[np.argsort(-scores[keep], kind="stable")[:n]]
-            out.append([(int(rows[i]), float(scores[i])) for i in best])
+        out: Ranked = [[] for _ in queries]
+        todo, extra = np.arange(len(queries)), min(len(self.dropped), SHALLOW)
+        while len(todo):
+            again = []
+            for query, result in zip(todo, self.base.candidates(queries[todo], n + extra, allowed)):
+                rows = np.fromiter((row for row, _ in result), np.int64, len(result))
+                kept = np.flatnonzero(~np.isin(rows, self.dropped))
+                if len(kept) < n and len(result) == n + extra and extra < len(self.dropped):
+                    again.append(query)  # rows left unread may belong: read as deep as the targets had rows
+                    continue
+                found = np.fromiter((score for _, score in result), np.float64, len(result))
+                scores = np.concatenate([found, new_scores[query]])
+                every = np.concatenate([rows, self.raw.rows])
+                keep = np.concatenate([kept, np.arange(len(result), len(every))])
+                best = keep[np.argsort(-scores[keep], kind="stable")[:n]]
+                out[query] = list(zip(every[best].tolist(), scores[best].tolist()))
+            todo, extra = np.array(again, dtype=np.int64), len(self.dropped)
         return out
 
 
@@ -448,7 +462,13 @@ def rankings(
     scratch = ScratchDense(dense, targets.dropped, OverlaidRaw(dense.raw, targets.rows, targets.vectors))
     dense_found = dense_documents(scratch, store, encode(queries), FUSION_DEPTH, None, rerank)
     with store.scratch({q.pk: q.rest for q in targets.queries}):
-        scored = KeywordRetriever(store, store.count()).top(queries, FUSION_DEPTH, None)
+        keyword = KeywordRetriever(store, store.count())
+        # the scratch content's bm25 matrix, read once: FTS5 ranking each query took 30 ms of SciFact's
+        matrix = Bm25Matrix.read(store, scratch=True)
+        if matrix is None:  # over MAX_POSTINGS: FTS5 ranks
+            scored = keyword.top(queries, FUSION_DEPTH, None)
+        else:
+            scored = [matrix.top(keyword.terms(text), FUSION_DEPTH, None) for text in queries]
     return dense_found, [[Match(pk, score) for pk, score in result] for result in scored]
 
 
