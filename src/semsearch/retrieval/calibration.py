@@ -44,7 +44,7 @@ from ..storage.calibrationcache import CalibrationCache
 from ..storage.rawvectors import RawVectors, as_kept
 from ..storage.store import DocumentStore
 from . import perquery
-from .bands import banded_ranks, by_length, chosen_bands, paragraph_query, short_query
+from .bands import banded_ranks, by_length, chosen_bands, paragraph_queries, short_query
 from .bm25matrix import Bm25Matrix
 from .choice import NOISE, TIE, choose
 from .cropping import CROP_WORDS, crop, cropped, joined
@@ -209,7 +209,12 @@ def pseudo_queries(
 
 def panel(drawn: Sequence[PseudoQuery]) -> np.ndarray:
     """The draw as the cache keeps it: a row per pseudo-query, its pk, span and cut."""
-    return np.array([(q.pk, *q.span, q.cut) for q in drawn], dtype=np.int64).reshape(-1, 4)
+    return np.array([row_of(q) for q in drawn], dtype=np.int64).reshape(-1, 4)
+
+
+def row_of(drawn: PseudoQuery) -> tuple[int, int, int, int]:
+    """A pseudo-query's row of the panel: its pk, span and cut."""
+    return (drawn.pk, *drawn.span, drawn.cut)
 
 
 def _cloze(text: str, rng: np.random.Generator) -> tuple[str, str, tuple[int, int]] | None:
@@ -360,7 +365,11 @@ def calibrate(
     kept, rng = targets.queries, np.random.default_rng(seed)
     sampled = by_length(kept, seed, length_targets) if lengths else []
     asked = [q.query for q in kept] + [short_query(q.query) or q.query for q in sampled]
-    asked += [paragraph_query(at, sampled, rng) for at in range(len(sampled))]
+    paragraphs = paragraph_queries(sampled, rng)
+    if cache is not None:  # a query kept from the last draw asked as the paragraph it was: its vector cached
+        before = cache.kept_paragraphs()
+        paragraphs = [before.get(row_of(q), text) for q, text in zip(sampled, paragraphs)]
+    asked += paragraphs
     every_dense, every_keyword = rankings(targets, store, dense, encode, rerank, asked)
     every_rank = sweep_ranks(kept + sampled + sampled, every_dense, every_keyword)
     dense_found, keyword_found = every_dense[: len(kept)], every_keyword[: len(kept)]
@@ -382,7 +391,8 @@ def calibrate(
     chose = sweep if known is None else known["sweep"]  # the figures that chose
     bands = chosen_bands(banded_ranks(asked, every_rank), (mode, alpha), MIN_QUERIES) if lengths else None
     if cache is not None:
-        cache.save(panel(drawn))
+        paragraph_of = {row_of(q): text for q, text in zip(sampled, paragraphs)}
+        cache.save(panel(drawn), [paragraph_of.get(row_of(q), "") for q in drawn])
     return Calibration(
         mode=mode,
         alpha=alpha,

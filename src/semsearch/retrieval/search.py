@@ -198,15 +198,17 @@ def by_score(pair: tuple[int, float]) -> tuple[float, int]:
 def rerank(raw: RawVectors, queries: np.ndarray, ranked: Ranked, k: int) -> Ranked:
     """Re-score candidates by cosine of the raw encoder vectors (the full model's own similarity)."""
     queries = normalize_rows(np.asarray(queries, dtype=np.float32))
+    counts = [len(result) for result in ranked]
+    every = np.fromiter((pk for result in ranked for pk, _ in result), np.int64, sum(counts))
+    # every query's rows read at once (a read per query was most of a calibration's hundreds of reranks)
+    held, at = np.unique(every, return_inverse=True)
+    vectors = normalize_rows(raw.get(held)) if len(held) else np.zeros((0, queries.shape[1]), np.float32)
     out: Ranked = []
-    for query, result in zip(queries, ranked):
-        if not result:
-            out.append([])
-            continue
-        pks = np.array([pk for pk, _ in result], dtype=np.int64)
-        scores = normalize_rows(raw.get(pks)) @ query
+    for query, end, count in zip(queries, np.cumsum(counts).tolist(), counts):
+        pks = every[end - count : end]
+        scores = vectors[at[end - count : end]] @ query
         order = np.argsort(-scores, kind="stable")[:k]
-        out.append([(int(pks[i]), float(scores[i])) for i in order])
+        out.append(list(zip(pks[order].tolist(), scores[order].tolist())))
     return out
 
 
