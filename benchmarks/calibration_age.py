@@ -78,9 +78,10 @@ NOTES = [  # what the run recorded here does not say by itself
 ]
 
 
-def semsearch(*args: str) -> tuple[float, str]:
-    """Seconds a `semsearch` command takes as a whole process, and what it wrote (both streams)."""
-    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+def semsearch(*args: str, source: Path = REPO / "src") -> tuple[float, str]:
+    """Seconds a `semsearch` command takes as a whole process, and what it wrote (both streams); `source`: the
+    semsearch it runs (a `src` directory)."""
+    env = {**os.environ, "PYTHONPATH": str(source)}
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     started = time.perf_counter()
     done = subprocess.run(
@@ -159,6 +160,11 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path("/tmp/w38-age"))
     parser.add_argument("--reuse", action="store_true", help="the first ingest of an earlier run in --work")
     parser.add_argument(
+        "--against",
+        type=Path,
+        help="another version's src directory: its `refit --calibrate` timed beside, on a copy of the same index",
+    )
+    parser.add_argument(
         "--render", action="store_true", help="only write calibration.md from calibration.json"
     )
     args = parser.parse_args()
@@ -170,10 +176,12 @@ def main() -> None:
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     for name in names:
         work = args.work if len(names) == 1 else args.work / name
-        measure(name, args.share, work, args.reuse, f"`{command_line()}` ({stamp}")
+        measure(name, args.share, work, args.reuse, f"`{command_line()}` ({stamp}", args.against)
 
 
-def measure(name: str, share: float, work: Path, reuse: bool, command: str) -> None:
+def measure(
+    name: str, share: float, work: Path, reuse: bool, command: str, against: Path | None = None
+) -> None:
     """One set's run (the module's docstring), its row saved in calibration.json and rendered."""
     from semsearch.evaluation.datasets import load_beir
 
@@ -245,6 +253,14 @@ def measure(name: str, share: float, work: Path, reuse: bool, command: str) -> N
     row["refit --calibrate without its cache s"], _ = semsearch(
         "refit", "--index", str(uncached), "--calibrate"
     )
+    if against is not None:  # the other version renews a copy of the same index, cache and all, first
+        other = work / "against"
+        shutil.rmtree(other, ignore_errors=True)
+        shutil.copytree(source, other)
+        row["refit --calibrate, before s"], _ = semsearch(
+            "refit", "--index", str(other), "--calibrate", source=against.resolve()
+        )
+        row["its calibration, before s"] = calibration_of(other)["seconds"]
     row["refit --calibrate s"], _ = semsearch("refit", "--index", str(source), "--calibrate")
     renewed = calibration_of(source)
     row["its calibration s"] = renewed["seconds"]
@@ -252,6 +268,8 @@ def measure(name: str, share: float, work: Path, reuse: bool, command: str) -> N
     row["age after"] = json.loads(semsearch("info", "--index", str(source), "--json")[1])["calibration_age"]
     row["refit (all) s"], _ = semsearch("refit", "--index", str(source))
     row["refit --calibrate / ingest"] = f"{row['refit --calibrate s'] / row['ingest s']:.1%}"
+    if against is not None:
+        row["before / ingest"] = f"{row['refit --calibrate, before s'] / row['ingest s']:.1%}"
     row["without its cache / ingest"] = (
         f"{row['refit --calibrate without its cache s'] / row['ingest s']:.1%}"
     )
