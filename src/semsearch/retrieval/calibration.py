@@ -5,7 +5,8 @@ of that document its one relevant answer. Documents are drawn with a fixed seed;
 them in a scratch copy of the index (the targets re-encoded and overlaid on the vector index's rows, their text
 changed in the keyword index inside a SQLite savepoint that is rolled back), so neither side can find the
 sentence's own words or vector. Each query is searched as a real one is (dense: the vector index, rerank, MaxP;
-keyword: bm25; each side FUSION_DEPTH deep), and every fusion weight of a grid scored by nDCG@10 of the target.
+keyword: bm25, by a matrix of the scratch content read once; each side FUSION_DEPTH deep), and every fusion weight
+of a grid scored by nDCG@10 of the target.
 
 A document of fewer than MIN_SENTENCES sentences gives a cropped span of its words instead, and a document of
 several passages is cropped rather than re-encoded (cropping.py). The size rule counts passages (vector rows),
@@ -22,7 +23,8 @@ sentence's first words asked of the index as it is (`known_items`). Each target 
 paragraph, and a band per query length moves the weight toward where those peak (bands.py). The cost is the encoding of
 at most QUERIES sentences and their one-passage documents and 2 x QUERIES searches, whatever the corpus's size.
 A renewal (`refit`) keeps the last draw where its documents are still stored and their vectors, kept beside the
-index (storage/calibrationcache.py): after a fifth of the corpus changed, about a fifth of that is encoded.
+index (storage/calibrationcache.py), and asks a query it keeps the paragraph it asked before: after a fifth of
+the corpus changed, about a fifth of that is encoded.
 
 Size: the draw, the scratch copy, the sweep's searches and the known items share one pseudo-query type and its
 encoder; the bands' lengths (bands.py), the choice (choice.py) and the sweep's scoring (sweep.py) are apart."""
