@@ -43,6 +43,7 @@ from ..cjk import CJK_SENTENCE_ENDS, word_count
 from ..documents import Document
 from ..settings import FUSION_DEPTH, SearchMode
 from ..storage.calibrationcache import CalibrationCache
+from ..storage.keywordterms import STEMMER
 from ..storage.rawvectors import RawVectors, as_kept
 from ..storage.store import DocumentStore
 from . import perquery
@@ -50,7 +51,7 @@ from .bands import banded_ranks, by_length, chosen_bands, paragraph_queries, sho
 from .bm25matrix import Bm25Matrix
 from .choice import NOISE, TIE, choose
 from .cropping import CROP_WORDS, crop, cropped, joined
-from .keywords import KeywordRetriever
+from .keywords import KeywordRetriever, query_words
 from .search import DenseRetriever, Found, Match, dense_documents
 from .strategy import Ranked
 from .sweep import WEIGHTS, gains_of, sweep_ranks
@@ -483,7 +484,8 @@ def rankings(
         matrix = Bm25Matrix.read(store, scratch=True)
         if matrix is None:  # over MAX_POSTINGS: FTS5 ranks
             scored = keyword.top(queries, FUSION_DEPTH, None)
-        else:
+        else:  # every query's words stemmed in one pass of the stemmer, not one each (a fifth of this side)
+            STEMMER.terms_of([word for text in queries for word in query_words(text)])
             scored = [matrix.top(keyword.terms(text), FUSION_DEPTH, None) for text in queries]
     return dense_found, [[Match(pk, score) for pk, score in result] for result in scored]
 
