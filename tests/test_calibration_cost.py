@@ -1,5 +1,7 @@
-"""What makes a calibration cheap (issue 38: renewing one costs at most 10% of the ingest): the sweep's ranks,
-read from every weight at once, are the ranks of `fuse`'s own lists."""
+"""What makes a calibration cheap (issue 38: renewing one costs at most 10% of the ingest), each checked against
+an independent computation: the sweep's ranks, read from every weight at once, are the ranks of `fuse`'s own
+lists; the scratch copy read shallow ranks as brute force; the batched rerank scores each row's cosine; the
+scratch bm25 matrix ranks as FTS5; the cache keeps the paragraphs a renewal asks again."""
 
 from __future__ import annotations
 
@@ -92,8 +94,8 @@ def test_the_scratch_copy_read_shallow_ranks_as_brute_force_over_the_changed_row
     import numpy as np
 
     from semsearch import Index
-    from semsearch.retrieval import calibration
-    from semsearch.retrieval.calibration import OverlaidRaw, ScratchDense
+    from semsearch.retrieval import calibration_scratch
+    from semsearch.retrieval.calibration_scratch import OverlaidRaw, ScratchDense
     from semsearch.retrieval.search import DenseRetriever
 
     depths: list[tuple[int, int]] = []
@@ -123,8 +125,8 @@ def test_the_scratch_copy_read_shallow_ranks_as_brute_force_over_the_changed_row
         scores = projected @ stored.T
         expected = [list(zip(every.tolist(), row.tolist())) for row in scores]
 
-        for shallow in (calibration.SHALLOW, 1):
-            monkeypatch.setattr(calibration, "SHALLOW", shallow)
+        for shallow in (calibration_scratch.SHALLOW, 1):
+            monkeypatch.setattr(calibration_scratch, "SHALLOW", shallow)
             depths.clear()
             found = scratch.candidates(queries, n, None)
             for ours, brute in zip(found, expected):

@@ -26,8 +26,9 @@ A renewal (`refit`) keeps the last draw where its documents are still stored and
 index (storage/calibrationcache.py), and asks a query it keeps the paragraph it asked before: after a fifth of
 the corpus changed, about a fifth of that is encoded.
 
-Size: the draw, the scratch copy, the sweep's searches and the known items share one pseudo-query type and its
-encoder; the bands' lengths (bands.py), the choice (choice.py) and the sweep's scoring (sweep.py) are apart."""
+Size: the draw, the targets, the sweep's searches and the known items share one pseudo-query type and its
+encoder; the scratch copy's searches (calibration_scratch.py), the bands' lengths (bands.py), the choice
+(choice.py) and the sweep's scoring (sweep.py) are apart."""
 
 from __future__ import annotations
 
@@ -43,20 +44,17 @@ from ..cjk import CJK_SENTENCE_ENDS, word_count
 from ..documents import Document
 from ..settings import FUSION_DEPTH, SearchMode
 from ..storage.calibrationcache import CalibrationCache
-from ..storage.keywordterms import STEMMER
-from ..storage.rawvectors import RawVectors, as_kept
+from ..storage.rawvectors import as_kept
 from ..storage.store import DocumentStore
 from . import perquery
 from .bands import banded_ranks, by_length, chosen_bands, paragraph_queries, short_query
-from .bm25matrix import Bm25Matrix
+from .calibration_scratch import rankings
 from .choice import NOISE, TIE, choose
 from .cropping import CROP_WORDS, crop, cropped, joined
-from .keywords import KeywordRetriever, query_words
-from .search import DenseRetriever, Found, Match, dense_documents
-from .strategy import Ranked
+from .keywords import KeywordRetriever
+from .search import DenseRetriever, Match, dense_documents
 from .sweep import WEIGHTS, gains_of, sweep_ranks
 from .sweep import sweep_weights as sweep_weights  # where the tests have always found it
-from .vectorindex import VectorIndex
 
 QUERIES = 256  # pseudo-queries at most
 # ... and at most one per QUERY_SHARE passages (vector rows): a target of one passage is re-encoded (1/16 of the
@@ -79,9 +77,6 @@ UNINFORMED = 0.05
 # the bands' noise test needs them all where a band moves (of samples of 128 of their ~250 targets, 43% keep
 # SciFact's moves and 37% Cranfield's; of 96, 7% and 7%: benchmarks/results/calibration/bands-cost.md)
 LENGTH_TARGETS = QUERIES
-# Rows the scratch copy reads beyond those asked (ScratchDense): more than the targets' rows a query finds among
-# its first ones (its own target's; a paragraph's, its off-topic targets' too)
-SHALLOW = 64
 # A full stop, question or exclamation mark and the space after it; or a Chinese/Japanese sentence end (。！？；…),
 # which no space follows, and its closing quotes or brackets.
 SENTENCE_END = re.compile(r"[.!?]+[\"')\]]*\s+|[。！？；…｡]+[”’」』）)\]]*\s*")
@@ -253,71 +248,6 @@ def sentences(text: str) -> list[tuple[int, int]]:
     return spans
 
 
-@dataclass
-class OverlaidRaw:
-    """Raw vectors with some rows replaced (the scratch copy's targets)."""
-
-    base: RawVectors
-    rows: np.ndarray  # sorted
-    vectors: np.ndarray
-
-    def get(self, pks: np.ndarray) -> np.ndarray:
-        out = self.base.get(pks)
-        if not len(self.rows):
-            return out
-        at = np.minimum(np.searchsorted(self.rows, pks), len(self.rows) - 1)
-        replaced = self.rows[at] == pks
-        out[replaced] = self.vectors[at[replaced]]
-        return out
-
-
-@dataclass
-class ScratchDense:
-    """The dense retriever of the index with the targets' rows replaced by their new vectors: the index's rows
-    read, theirs dropped and the new ones scored in (the same ranking a vector index holding the new rows would
-    give, up to its approximation). Read SHALLOW rows deeper than asked, and as deep again as the targets had
-    rows only for a query whose shallow read holds so many of theirs that fewer than asked are left (every row
-    the targets had deeper took two thirds of a calibration's dense searches: bands-cost.md)."""
-
-    base: DenseRetriever
-    dropped: np.ndarray  # every row the targets had, sorted
-    raw: OverlaidRaw
-
-    @property
-    def vectors(self) -> VectorIndex:
-        return self.base.vectors
-
-    def candidates(self, queries: np.ndarray, n: int, allowed: np.ndarray | None) -> Ranked:
-        projected = self.base.transform.project(queries)
-        new_scores = (
-            projected @ self.base.transform.project(self.raw.vectors).T
-            if len(self.raw.rows)
-            else np.zeros((len(projected), 0), np.float32)
-        )
-        out: Ranked = [[] for _ in queries]
-        dropped = np.zeros(int(self.dropped.max()) + 1 if len(self.dropped) else 0, dtype=bool)
-        dropped[self.dropped] = True  # a flag per row: faster than np.isin per query
-        todo, extra = np.arange(len(queries)), min(len(self.dropped), SHALLOW)
-        while len(todo):
-            again = []
-            for query, result in zip(todo, self.base.candidates(queries[todo], n + extra, allowed)):
-                rows = np.fromiter((row for row, _ in result), np.int64, len(result))
-                gone = np.zeros(len(rows), dtype=bool)
-                gone[rows < len(dropped)] = dropped[rows[rows < len(dropped)]]
-                kept = np.flatnonzero(~gone)
-                if len(kept) < n and len(result) == n + extra and extra < len(self.dropped):
-                    again.append(query)  # rows left unread may belong: read as deep as the targets had rows
-                    continue
-                found = np.fromiter((score for _, score in result), np.float64, len(result))
-                scores = np.concatenate([found, new_scores[query]])
-                every = np.concatenate([rows, self.raw.rows])
-                keep = np.concatenate([kept, np.arange(len(result), len(every))])
-                best = keep[np.argsort(-scores[keep], kind="stable")[:n]]
-                out[query] = list(zip(every[best].tolist(), scores[best].tolist()))
-            todo, extra = np.array(again, dtype=np.int64), len(self.dropped)
-        return out
-
-
 def calibrate(
     *,
     store: DocumentStore,
@@ -463,31 +393,6 @@ class Targets:
             encode(texts)[order] if texts else np.zeros((0, 0), np.float32),
             np.sort(np.asarray(dropped, dtype=np.int64)),
         )
-
-
-def rankings(
-    targets: Targets,
-    store: DocumentStore,
-    dense: DenseRetriever,
-    encode: Encode,
-    rerank: int,
-    asked: Sequence[str] | None = None,
-) -> tuple[list[Found], list[Found]]:
-    """Each pseudo-query's dense and keyword documents (FUSION_DEPTH of each) in the scratch copy; `asked`: the
-    texts searched (None: the pseudo-queries themselves)."""
-    queries = [q.query for q in targets.queries] if asked is None else list(asked)
-    scratch = ScratchDense(dense, targets.dropped, OverlaidRaw(dense.raw, targets.rows, targets.vectors))
-    dense_found = dense_documents(scratch, store, encode(queries), FUSION_DEPTH, None, rerank)
-    with store.scratch({q.pk: q.rest for q in targets.queries}):
-        keyword = KeywordRetriever(store, store.count())
-        # the scratch content's bm25 matrix, read once: FTS5 ranking each query took 30 ms of SciFact's
-        matrix = Bm25Matrix.read(store, scratch=True)
-        if matrix is None:  # over MAX_POSTINGS: FTS5 ranks
-            scored = keyword.top(queries, FUSION_DEPTH, None)
-        else:  # every query's words stemmed in one pass of the stemmer, not one each (a fifth of this side)
-            STEMMER.terms_of([word for text in queries for word in query_words(text)])
-            scored = [matrix.top(keyword.terms(text), FUSION_DEPTH, None) for text in queries]
-    return dense_found, [[Match(pk, score) for pk, score in result] for result in scored]
 
 
 def uninformed(sweep: dict[str, float], drawn: Sequence[PseudoQuery]) -> bool:
