@@ -106,9 +106,9 @@ def test_the_chunker_cuts_chinese_between_characters_within_the_budget():
 def test_a_corpus_of_multi_sentence_chinese_documents_is_calibrated(tmp_path, monkeypatch):
     """Pseudo-queries come from Chinese sentences (。-ended, no spaces): the index gets a calibration."""
     pairs = read_pairs(shared_data("zh", "STS-B", "STS-B.test.data"))
-    lines = list(dict.fromkeys(p.text1.rstrip("。") + "。" for p in pairs))[:1200]
+    lines = list(dict.fromkeys(p.text1.rstrip("。") + "。" for p in pairs))[:600]
     docs = [{"id": str(n), "text": "".join(lines[n : n + 4])} for n in range(0, len(lines), 4)]
-    monkeypatch.setattr(calibration, "MIN_PASSAGES", 200)
+    monkeypatch.setattr(calibration, "MIN_PASSAGES", 100)
     monkeypatch.setattr(calibration, "MIN_QUERIES", 20)
     monkeypatch.setattr(calibration, "QUERY_SHARE", 4)
     with Index.create(tmp_path / "index") as index:

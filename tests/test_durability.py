@@ -161,7 +161,7 @@ def test_readers_never_fail_while_another_process_writes(docs, tmp_path):
     target = tmp_path / "index"
     subprocess.run(["cp", "-r", str(reference), str(target)], check=True)
     # Enough to write that readers get many turns during it (the int8 encoder takes 200 documents in 0.4 s).
-    more = write_jsonl(tmp_path / "more.jsonl", corpus(1000, seed=2, prefix="m"))
+    more = write_jsonl(tmp_path / "more.jsonl", corpus(400, seed=2, prefix="m"))
     long_lived = Index.open(target)
     errors, searches, counts = [], 0, set()
     writer = semsearch(
@@ -179,9 +179,9 @@ def test_readers_never_fail_while_another_process_writes(docs, tmp_path):
     assert writer.returncode == 0, writer.stderr.read()
     assert errors == []
     assert searches > 5
-    assert counts <= {600, 1600}
+    assert counts <= {600, 1000}
     long_lived.search(QUERIES[0], k=1)
-    assert len(long_lived) == 1600  # the long-lived reader caught up with the write
+    assert len(long_lived) == 1000  # the long-lived reader caught up with the write
     long_lived.close()
 
 

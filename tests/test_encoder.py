@@ -269,7 +269,29 @@ def test_an_int8_export_keeps_the_fp32_graph_for_the_fidelity_check(tiny_bert, t
     Encoder(tiny_bert, quantize="int8").load()
     assert graph_path(tiny_bert, "mean", False, "int8").is_file()
     assert graph_path(tiny_bert, "mean", False, "none").is_file()
-    assert sorted(p.suffix for p in (tmp_path / "cache" / "onnx").iterdir()) == [".onnx", ".onnx"]
+    graphs = [
+        p for p in (tmp_path / "cache" / "onnx").iterdir() if ".ort-" not in p.name
+    ]  # not optimized copies
+    assert sorted(p.suffix for p in graphs) == [".onnx", ".onnx"]
+
+
+def test_a_new_session_starts_from_the_optimized_copy_and_encodes_the_same(tiny_bert, tmp_path, monkeypatch):
+    """The first session of a graph saves its portable optimizations beside it; later sessions (new processes)
+    start from that copy, and a damaged copy is passed over for the graph itself: the vectors never change."""
+    import onnxruntime
+
+    from semsearch.encoding import graph_path, onnx_backend
+
+    monkeypatch.setenv("SEMSEARCH_CACHE", str(tmp_path / "cache"))
+    graph = graph_path(tiny_bert, "mean", False, "int8")
+    first = Encoder(tiny_bert, quantize="int8").encode(TEXTS)
+    optimized = onnx_backend.optimized_path(graph, onnxruntime.__version__)
+    assert optimized.is_file() and optimized.read_bytes() != graph.read_bytes()
+    onnx_backend.release(str(graph))  # as a new process: no session held
+    np.testing.assert_array_equal(Encoder(tiny_bert, quantize="int8").encode(TEXTS), first)
+    optimized.write_bytes(b"not a graph")
+    onnx_backend.release(str(graph))
+    np.testing.assert_array_equal(Encoder(tiny_bert, quantize="int8").encode(TEXTS), first)
 
 
 def test_int8_quantization_drops_only_the_pre_processing_advice(tiny_bert, tmp_path):
