@@ -59,7 +59,21 @@ NOTES = [  # what the run recorded here does not say by itself
     "the source; one calibrated again on the rewritten sentences takes hybrid 0.9 and answers otherwise on most",
     "queries (the issue's 40 of 40).",
     "",
-    "The renewal's cost (2026-11-26 04:33-04:47 UTC, both sets in one run, a fifth of each rewritten): on",
+    "This round's renewal (bands asked of every target, the scratch copy's searches made cheaper:",
+    "benchmarks/results/calibration/bands-cost.md), with `--against` the calibration as merged before (commit",
+    "9ebca9b's src) renewing a copy of the same index first, in the same run. Cranfield (the run of 13:23 UTC,",
+    "`--set stsb-dev,cranfield`, load 7.6-8.9): 9.9 s, **2.8%** of its 352 s ingest (before: 21.0 s, 5.9%).",
+    "STS-B dev, three runs: 13:23 (load 7.6-8.9) 8.2 s, 12.8% of a 64.3 s ingest (before 12.6 s, 19.6%); 13:40",
+    "(load 4.6 at the ingest, 6.3 after) 6.2 s, 20.0% of 31.1 s (before 8.9 s, 28.6%); 13:44 (load 5.1-6.0,",
+    "the section above) 5.3 s, **12.7%** of 42.2 s (before 11.9 s, 28.2%). So a renewal takes 0.45-0.70 of",
+    "what it took, and STS-B's still misses the 10%: its ingest is 31-64 s, and a whole process's floor is a",
+    "tenth of that. Profiled (`refit --calibrate` under cProfile, load 5, 5.6 s): Python's start and imports",
+    "1.6 s, the ONNX session 0.8 s, encoding the fifth that changed (124 texts: the new draws' targets, spans,",
+    "short forms and paragraphs; 529 came from the cache, the kept queries' paragraphs among them) 1.2 s, the",
+    "495 searches of both sides and the sweep about 1.3 s, publishing a generation 0.4 s. `refit (all)` (the",
+    "transform fitted and the vector index built again, the calibration with every text cached) takes more.",
+    "",
+    "Before bands: the renewal's cost (2026-11-26 04:33-04:47 UTC, both sets in one run, a fifth of each rewritten): on",
     "Cranfield 14.0 s, 4.1% of its 341 s ingest (16.7 s, 4.9%, without the last calibration's cache); on STS-B",
     "dev's 2,648 one-line documents 4.1 s, 9.7% of its 42 s ingest, where the run before measured 24% (34.8 s",
     "of 145 under load 14-18). What was cut (profiled on the STS-B index, unloaded: 7.4 s as a whole process):",
@@ -78,9 +92,10 @@ NOTES = [  # what the run recorded here does not say by itself
 ]
 
 
-def semsearch(*args: str) -> tuple[float, str]:
-    """Seconds a `semsearch` command takes as a whole process, and what it wrote (both streams)."""
-    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+def semsearch(*args: str, source: Path = REPO / "src") -> tuple[float, str]:
+    """Seconds a `semsearch` command takes as a whole process, and what it wrote (both streams); `source`: the
+    semsearch it runs (a `src` directory)."""
+    env = {**os.environ, "PYTHONPATH": str(source)}
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     started = time.perf_counter()
     done = subprocess.run(
@@ -159,6 +174,11 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path("/tmp/w38-age"))
     parser.add_argument("--reuse", action="store_true", help="the first ingest of an earlier run in --work")
     parser.add_argument(
+        "--against",
+        type=Path,
+        help="another version's src directory: its `refit --calibrate` timed beside, on a copy of the same index",
+    )
+    parser.add_argument(
         "--render", action="store_true", help="only write calibration.md from calibration.json"
     )
     args = parser.parse_args()
@@ -170,10 +190,12 @@ def main() -> None:
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     for name in names:
         work = args.work if len(names) == 1 else args.work / name
-        measure(name, args.share, work, args.reuse, f"`{command_line()}` ({stamp}")
+        measure(name, args.share, work, args.reuse, f"`{command_line()}` ({stamp}", args.against)
 
 
-def measure(name: str, share: float, work: Path, reuse: bool, command: str) -> None:
+def measure(
+    name: str, share: float, work: Path, reuse: bool, command: str, against: Path | None = None
+) -> None:
     """One set's run (the module's docstring), its row saved in calibration.json and rendered."""
     from semsearch.evaluation.datasets import load_beir
 
@@ -245,6 +267,14 @@ def measure(name: str, share: float, work: Path, reuse: bool, command: str) -> N
     row["refit --calibrate without its cache s"], _ = semsearch(
         "refit", "--index", str(uncached), "--calibrate"
     )
+    if against is not None:  # the other version renews a copy of the same index, cache and all, first
+        other = work / "against"
+        shutil.rmtree(other, ignore_errors=True)
+        shutil.copytree(source, other)
+        row["refit --calibrate, before s"], _ = semsearch(
+            "refit", "--index", str(other), "--calibrate", source=against.resolve()
+        )
+        row["its calibration, before s"] = calibration_of(other)["seconds"]
     row["refit --calibrate s"], _ = semsearch("refit", "--index", str(source), "--calibrate")
     renewed = calibration_of(source)
     row["its calibration s"] = renewed["seconds"]
@@ -252,6 +282,8 @@ def measure(name: str, share: float, work: Path, reuse: bool, command: str) -> N
     row["age after"] = json.loads(semsearch("info", "--index", str(source), "--json")[1])["calibration_age"]
     row["refit (all) s"], _ = semsearch("refit", "--index", str(source))
     row["refit --calibrate / ingest"] = f"{row['refit --calibrate s'] / row['ingest s']:.1%}"
+    if against is not None:
+        row["before / ingest"] = f"{row['refit --calibrate, before s'] / row['ingest s']:.1%}"
     row["without its cache / ingest"] = (
         f"{row['refit --calibrate without its cache s'] / row['ingest s']:.1%}"
     )

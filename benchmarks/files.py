@@ -10,10 +10,11 @@
   parses while it encodes (ingest's), on a folder of real documentation HTML (Debian's python-django-doc) and
   on copies of the mixed folder of tests/mixedfolder.py (Markdown, HTML, PDF, DOCX, text, code, CSV, Parquet);
 - parquet: one corpus with a vector column as Parquet and as JSONL, each ingested with --vector-field by a
-  whole `semsearch ingest` process: seconds and peak RSS.
+  whole `semsearch ingest` process: seconds and peak RSS, the ingest process's own and its table reader's
+  (the child process that reads a table file).
 
     .venv/bin/python benchmarks/files.py [--sections parsers,docx,split,parquet] [--pages 120] [--copies 20]
-                                         [--rows 100000] [--dim 384] [--work DIR] [--library-row]
+                                         [--rows 100000] [--dim 384] [--work DIR] [--library-row] [--before-row]
                                          [--index-type flat] [--together]
 """
 
@@ -151,8 +152,8 @@ def pdf_before(data: bytes, kind: str = "pdf"):
 
 
 def docx_before(data: bytes, kind: str = "docx"):
-    """semsearch's DOCX parse before, as it was: python-docx, a style looked up at each paragraph that names
-    one (python-docx searches the styles part each time)."""
+    """semsearch's DOCX parse before, as it was (session 5): python-docx's Document() (every part of the package
+    unzipped and parsed), its paragraphs' and cells' `text`, a style's name looked up once a document."""
     import io
 
     import docx
@@ -161,33 +162,33 @@ def docx_before(data: bytes, kind: str = "docx"):
     from semsearch.ingest.sources.formats.blocks import Assembly
 
     document, out = docx.Document(io.BytesIO(data)), Assembly()
+    styled_title, names = None, {}
     for block in document.iter_inner_content():
         if isinstance(block, Table):
             for row in block.rows:
                 out.add(" | ".join(cell.text.strip() for cell in row.cells))
             continue
-        style = block.style.name if block._p.style is not None and block.style is not None else ""
-        if style.startswith("Heading") and style[7:].strip().isdigit():
+        style_id = block._p.style
+        if style_id is not None and style_id not in names:
+            names[style_id] = block.style.name if block.style is not None else ""
+        style = names[style_id] if style_id is not None else ""
+        if style == "Title":
+            styled_title = styled_title or block.text.strip()
+            out.add(block.text)
+        elif style.startswith("Heading") and style[7:].strip().isdigit():
             out.heading(int(style[7:]), block.text)
         else:
             out.add(block.text)
-    return out.parsed(document.core_properties.title)
+    return out.parsed(document.core_properties.title or styled_title)
 
 
 @contextlib.contextmanager
 def parsers_before():
-    """read_document with the parsers as they were before: pypdf, python-docx's style looked up a paragraph,
-    Markdown's parser made for each file and its front matter read by PyYAML's Python loader."""
-    import yaml
+    """read_document with the parsers as they were before this session's change: DOCX by python-docx's
+    Document()."""
+    from semsearch.ingest.sources.formats import docx
 
-    from semsearch.ingest.sources.formats import docx, markdown, pdf
-
-    with (
-        mock.patch.object(pdf, "parse", pdf_before),
-        mock.patch.object(docx, "parse", docx_before),
-        mock.patch.object(markdown, "_markdown", markdown._markdown.__wrapped__),
-        mock.patch.object(yaml, "CSafeLoader", yaml.SafeLoader),
-    ):
+    with mock.patch.object(docx, "parse", docx_before):
         yield
 
 
@@ -214,10 +215,9 @@ def pdf_candidates():
 
 
 def docx_candidates():
-    """DOCX parsers on the bytes of one file: semsearch's (python-docx), python-docx as semsearch read it before
-    (a style looked up at each paragraph that names one: python-docx searches the styles part each time), and
-    the other real parsers where installed (docx2python, mammoth), each giving the text with the headings
-    known."""
+    """DOCX parsers on the bytes of one file: semsearch's (python-docx's package reader and element classes, the
+    parts needed), python-docx's Document() as semsearch read it before, and the other real parsers where
+    installed (docx2python, mammoth), each giving the text with the headings known."""
     import io
 
     def ours(data: bytes) -> str:
@@ -279,8 +279,8 @@ def docx_candidates():
         return m.convert_to_html(io.BytesIO(data)).value  # headings as <h1>..: the HTML parser would follow
 
     return {
-        "python-docx, a style's name looked up once a document (chosen)": ours,
-        "python-docx, a style looked up at each paragraph that names one (before)": python_docx_before,
+        "python-docx's package reader and element classes, the parts needed (chosen)": ours,
+        "python-docx's Document(), every part parsed (before)": python_docx_before,
         "docx2python": docx2python,
         "mammoth, to HTML": mammoth,
     }
@@ -320,6 +320,11 @@ def docx(args) -> list[str]:
             "short": next(write_folder(work).rglob("*.docx")).read_bytes(),
             "long": long_docx(),
         }
+        from semsearch.ingest.sources.formats import docx as chosen
+
+        for data in files.values():  # the same text, title and sections as before, or no table
+            now, before = chosen.parse(data), docx_before(data)
+            assert (now.text, now.title, now.sections) == (before.text, before.title, before.sections)
         rows = []
         for name, parse in docx_candidates().items():
             row = {"DOCX parser": name}
@@ -621,13 +626,33 @@ def write_tables(work: Path, rows: int, dim: int) -> None:
 
 
 def measure_sampled(command: list[str]) -> dict:
-    """measure(), and the process's memory sampled every 50 ms from /proc (Linux): at the sample of the
-    highest RSS, its anonymous memory (heap, arrays: what the process made) and its pages of files (the code
-    of the libraries it loaded, clean and shared: the system's page cache, which it can drop and read again);
-    the highest anonymous memory; when the peak came (a share of the run)."""
+    """measure(), and the memory of the process and of its children (the table reader) sampled every 50 ms
+    from /proc (Linux): at the sample of the process's highest RSS, its anonymous memory (heap, arrays: what
+    the process made) and its pages of files (the code of the libraries it loaded, clean and shared: the
+    system's page cache, which it can drop and read again); the highest anonymous memory; when the peak came
+    (a share of the run); the process's own high-water mark (VmHWM: measure's ru_maxrss is the highest of the
+    process and of the children it waited for); its children's highest RSS and high-water mark; and the
+    highest RSS of the process and its children at one sample."""
     import threading
 
     samples: list[tuple[float, float, float, float]] = []
+    highest = {"own": 0.0, "children": 0.0, "children_hwm": 0.0, "together": 0.0}
+
+    def status(pid: str) -> dict[str, float]:
+        try:
+            lines = (Path("/proc") / pid / "status").read_text().splitlines()
+        except OSError:
+            return {}
+        return {line.split(":")[0]: int(line.split()[1]) / 1024 for line in lines if line.endswith("kB")}
+
+    def children(pid: str) -> list[str]:
+        found = []
+        for task in Path(f"/proc/{pid}/task").glob("*/children"):
+            try:
+                found += task.read_text().split()
+            except OSError:
+                continue
+        return found
 
     def sample(done: threading.Event) -> None:
         started, pid = time.perf_counter(), None
@@ -641,27 +666,27 @@ def measure_sampled(command: list[str]) -> dict:
                     except OSError:
                         continue
             else:
-                try:
-                    status = (Path("/proc") / pid / "status").read_text().splitlines()
-                except OSError:
+                fields = status(pid)
+                if "VmRSS" not in fields:
                     break
-                fields = {line.split(":")[0]: int(line.split()[1]) / 1024 for line in status if "kB" in line}
-                if "VmRSS" in fields:
-                    at = time.perf_counter() - started
-                    samples.append((at, fields["VmRSS"], fields["RssAnon"], fields["RssFile"]))
+                at = time.perf_counter() - started
+                samples.append((at, fields["VmRSS"], fields["RssAnon"], fields["RssFile"]))
+                kids = [status(kid) for kid in children(pid)]
+                kids_rss = sum(kid.get("VmRSS", 0) for kid in kids)
+                highest["own"] = max(highest["own"], fields.get("VmHWM", 0))
+                highest["children"] = max(highest["children"], kids_rss)
+                highest["children_hwm"] = max(
+                    [highest["children_hwm"], *(kid.get("VmHWM", 0) for kid in kids)]
+                )
+                highest["together"] = max(highest["together"], fields["VmRSS"] + kids_rss)
             time.sleep(0.05)
 
     index_marker = [command[command.index("--index") + 1]]
     with in_a_thread(sample):
         result = measure(command)
     if not samples:
-        return {
-            **result,
-            "anonymous": float("nan"),
-            "file": float("nan"),
-            "peak_anonymous": float("nan"),
-            "peak_at": 0,
-        }
+        nan = float("nan")
+        return {**result, "anonymous": nan, "file": nan, "peak_anonymous": nan, "peak_at": 0, **highest}
     at, _, anonymous, file = max(samples, key=lambda sample: sample[1])
     peak_anonymous = max(sample[2] for sample in samples)
     return {
@@ -670,6 +695,7 @@ def measure_sampled(command: list[str]) -> dict:
         "file": file,
         "peak_anonymous": peak_anonymous,
         "peak_at": at / samples[-1][0],
+        **highest,
     }
 
 
@@ -683,7 +709,19 @@ def parquet(args) -> list[str]:
             "-c",
             "import pyarrow.parquet, runpy; runpy.run_module('semsearch', run_name='__main__')",
         ]
+        # Parquet read in the ingest's own process, as before the reader child (tablerows' messages called there)
+        in_process = [
+            PYTHON,
+            "-c",
+            "import runpy; from semsearch.ingest.sources import tablerows, tables; "
+            "tables.TableSource.messages = lambda self: tablerows.messages(self.table, self.kind, self.fields); "
+            "runpy.run_module('semsearch', run_name='__main__')",
+        ]
         runs = [("corpus.parquet", "corpus.parquet", SEMSEARCH), ("corpus.jsonl", "corpus.jsonl", SEMSEARCH)]
+        if args.before_row:
+            runs.insert(
+                1, ("corpus.parquet, read in the ingest process (before)", "corpus.parquet", in_process)
+            )
         if args.library_row:
             runs.append(("corpus.jsonl, pyarrow.parquet loaded first", "corpus.jsonl", preloaded))
 
@@ -707,7 +745,10 @@ def parquet(args) -> list[str]:
                 "file MiB": f"{path.stat().st_size / 2**20:,.0f}",
                 "rows": f"{args.rows:,}",
                 "seconds": f"{result['seconds']:.1f}",
-                "peak RSS MiB": f"{result['peak_rss_mib']:,.0f}",
+                "peak RSS MiB (ru_maxrss)": f"{result['peak_rss_mib']:,.0f}",
+                "ingest process's own peak MiB (VmHWM)": f"{result['own']:,.0f}",
+                "reader child's peak MiB (VmHWM)": f"{result['children_hwm']:,.0f}",
+                "ingest + child at one moment, peak MiB": f"{result['together']:,.0f}",
                 "at the peak: anonymous MiB": f"{result['anonymous']:,.0f}",
                 "at the peak: files' pages MiB": f"{result['file']:,.0f}",
                 "peak anonymous MiB": f"{result['peak_anonymous']:,.0f}",
@@ -768,6 +809,11 @@ def main() -> None:
     parser.add_argument("--type-rounds", type=int, default=5)
     parser.add_argument("--index-type", default="flat", help="parquet: the index both ingests build")
     parser.add_argument("--together", action="store_true", help="parquet: run the ingests at the same time")
+    parser.add_argument(
+        "--before-row",
+        action="store_true",
+        help="parquet: Parquet also read in the ingest's own process, as before the reader child",
+    )
     parser.add_argument(
         "--library-row",
         action="store_true",

@@ -453,6 +453,9 @@ def test_a_renewal_encodes_only_the_pseudo_queries_of_changed_documents(index, t
     assert after.panel[: len(still)].tolist() == still  # the same queries of the documents kept, first
     assert len(after.panel) > len(still) > len(after.panel) / 2  # ... and new ones for those deleted
     assert renewed["reused"] >= len(still)  # ... their texts not encoded again
+    asked, asked_now = before.kept_paragraphs(), after.kept_paragraphs()
+    again = [tuple(row) for row in still if tuple(row) in asked]
+    assert len(again) > len(still) / 2 and all(asked_now[row] == asked[row] for row in again)  # as paragraphs
 
     everything = CalibrationCache(source.path, "another", panel=after.panel)  # the same draw, nothing cached
     fresh = calibrate(

@@ -1,5 +1,7 @@
-"""What makes a calibration cheap (issue 38: renewing one costs at most 10% of the ingest): the sweep's ranks,
-read from every weight at once, are the ranks of `fuse`'s own lists."""
+"""What makes a calibration cheap (issue 38: renewing one costs at most 10% of the ingest), each checked against
+an independent computation: the sweep's ranks, read from every weight at once, are the ranks of `fuse`'s own
+lists; the scratch copy read shallow ranks as brute force; the batched rerank scores each row's cosine; the
+scratch bm25 matrix ranks as FTS5; the cache keeps the paragraphs a renewal asks again."""
 
 from __future__ import annotations
 
@@ -65,11 +67,12 @@ def test_the_cache_answers_only_the_texts_it_holds_and_ignores_what_is_not_its_o
     first = CalibrationCache.load(tmp_path, "model-a")
     cached = first.encoder(encode)
     np.testing.assert_array_equal(cached(["alpha", "beta"]), encode(["alpha", "beta"]))
-    first.save(np.array([[3, 0, 5, 0]]))
+    first.save(np.array([[3, 0, 5, 0], [4, 2, 9, 1]]), ["alpha and more words", ""])
     asked.clear()
 
     again = CalibrationCache.load(tmp_path, "model-a")
-    assert again.panel.tolist() == [[3, 0, 5, 0]]
+    assert again.panel.tolist() == [[3, 0, 5, 0], [4, 2, 9, 1]]
+    assert again.kept_paragraphs() == {(3, 0, 5, 0): "alpha and more words"}  # the rows asked as paragraphs
     vectors = again.encoder(encode)(["beta", "gamma", "beta"])
     np.testing.assert_array_equal(vectors, encode(["beta", "gamma", "beta"])[[0, 1, 0]])
     assert asked[:1] == ["gamma"] and (again.reused, again.encoded) == (1, 1)  # "beta" from the file, once
@@ -79,3 +82,148 @@ def test_the_cache_answers_only_the_texts_it_holds_and_ignores_what_is_not_its_o
     assert CalibrationCache.load(tmp_path, "model-b").keys.size == 0  # another encoder's vectors: never
     (tmp_path / FILE).write_bytes((tmp_path / FILE).read_bytes()[:-7])  # cut short
     assert CalibrationCache.load(tmp_path, "model-a").keys.size == 0
+
+
+def test_the_scratch_copy_read_shallow_ranks_as_brute_force_over_the_changed_rows(
+    sample_encoded, monkeypatch
+):
+    """ScratchDense reads SHALLOW rows deeper than asked and again as deep as the targets had rows only for a
+    query that finds too many of theirs: its candidates equal the best rows of the index's stored vectors with
+    the dropped rows left out and the new ones scored in, computed here by one matrix product (given vectors:
+    other rows' raw vectors as the targets' new ones, rows' own as queries, several of them dropped)."""
+    import numpy as np
+
+    from semsearch import Index
+    from semsearch.retrieval import calibration_scratch
+    from semsearch.retrieval.calibration_scratch import OverlaidRaw, ScratchDense
+    from semsearch.retrieval.search import DenseRetriever
+
+    depths: list[tuple[int, int]] = []
+
+    class Recorded(DenseRetriever):  # the real retriever, the depths it is asked for recorded
+        def candidates(self, queries, n, allowed):
+            depths.append((len(queries), n))
+            return super().candidates(queries, n, allowed)
+
+    n = 20
+    with Index.open(sample_encoded) as index:
+        rows = index.store.vector_pks()
+        draw = np.random.default_rng(5)
+        dropped = np.sort(draw.choice(rows, 80, replace=False))
+        replaced = np.sort(draw.choice(dropped, 40, replace=False))  # the targets' new passages take these
+        new_vectors = index.raw.get(draw.choice(rows, len(replaced), replace=False))
+        queries = index.raw.get(np.concatenate([dropped[:24], draw.choice(rows, 16, replace=False)]))
+        base = Recorded(index.transform, index.vectors, index.raw)
+        scratch = ScratchDense(base, dropped, OverlaidRaw(index.raw, replaced, new_vectors))
+
+        projected = index.transform.project(queries).astype(np.float64)
+        kept = rows[~np.isin(rows, dropped)]
+        every = np.concatenate([kept, replaced])
+        stored = np.concatenate(
+            [index.vectors.vectors_of(kept), index.transform.project(new_vectors)]
+        ).astype(np.float64)
+        scores = projected @ stored.T
+        expected = [list(zip(every.tolist(), row.tolist())) for row in scores]
+
+        for shallow in (calibration_scratch.SHALLOW, 1):
+            monkeypatch.setattr(calibration_scratch, "SHALLOW", shallow)
+            depths.clear()
+            found = scratch.candidates(queries, n, None)
+            for ours, brute in zip(found, expected):
+                assert_same_ranking(ours, sorted(brute, key=lambda pair: -pair[1])[:n], 1e-5)
+            assert depths[0] == (len(queries), n + shallow)
+            if shallow == 1:  # the queries of dropped rows read again, as deep as the targets had rows
+                assert len(depths) == 2 and 0 < depths[1][0] < len(queries)
+                assert depths[1][1] == n + len(dropped)
+
+
+def test_a_rerank_reading_every_query_at_once_scores_each_by_its_cosine(sample_encoded):
+    """search.rerank reads every query's rows in one gather: each query's rows come back re-scored by the
+    cosine of the raw vectors (computed here in float64 from the rows read one by one), best first, cut to k;
+    a query without candidates gets none."""
+    import numpy as np
+
+    from semsearch import Index
+    from semsearch.retrieval.search import rerank
+
+    with Index.open(sample_encoded) as index:
+        rows = index.store.vector_pks()
+        draw = np.random.default_rng(3)
+        queries = index.raw.get(draw.choice(rows, 6, replace=False)) + 0.01
+        ranked = [[(int(pk), 0.0) for pk in draw.choice(rows, 30, replace=False)] for _ in range(5)] + [[]]
+        ranked[1] += ranked[0][:10]  # rows shared between queries are read once
+        ranked[1] = list(dict.fromkeys(ranked[1]))
+        for k in (len(rows), 7):
+            out = rerank(index.raw, queries, ranked, k)
+            assert out[-1] == [] and len(out) == len(ranked)
+            for query, candidates, result in zip(queries, ranked, out):
+                if not candidates:
+                    continue
+                cosine = {}
+                for pk, _ in candidates:
+                    vector = index.raw.get(np.array([pk]))[0].astype(np.float64)
+                    cosine[pk] = vector @ query / np.linalg.norm(vector) / np.linalg.norm(query)
+                best = sorted(cosine.values(), reverse=True)[:k]
+                assert len(result) == min(k, len(candidates))
+                np.testing.assert_allclose([s for _, s in result], best, atol=1e-5)
+                np.testing.assert_allclose([cosine[pk] for pk, _ in result], best, atol=1e-5)
+
+
+def test_the_scratch_keyword_matrix_ranks_as_fts5_inside_the_scratch(sample_encoded, tmp_path):
+    """Inside a scratch copy (store.scratch: documents' texts changed in a savepoint), the bm25 matrix read of
+    the scratch content ranks every query as FTS5 itself does there: the same documents in the same order,
+    the same scores; a word taken out of a document no longer finds it; the committed store is untouched."""
+    from conftest import copy_index
+
+    from semsearch import Index
+    from semsearch.retrieval.bm25matrix import Bm25Matrix
+    from semsearch.retrieval.keywords import TITLE_WEIGHT, KeywordRetriever, match_expression
+
+    with Index.open(copy_index(sample_encoded, tmp_path / "index")) as index:
+        store = index.store
+        pks = store.all_pks()[::15].tolist()
+        texts = {pk: row["text"] for pk, row in store.get(pks).items()}
+        halves = {pk: " ".join(text.split()[len(text.split()) // 2 :]) for pk, text in texts.items()}
+        # plain words (FTS5 asks a word its tokenizer cuts in two, as `get_dialect`, as a phrase; the matrix
+        # each term), some of them lost in the scratch; five paragraph-long
+        words = [[word for word in text.split() if word.isalpha()] for text in texts.values()]
+        queries = [" ".join(plain[:12]) for plain in words] + [" ".join(plain[:60]) for plain in words][:5]
+        with store.scratch(halves):
+            matrix = Bm25Matrix.read(store, scratch=True)
+            keyword = KeywordRetriever(store, store.count())
+            for text in queries:
+                ours = matrix.top(keyword.terms(text), 100, None)
+                fts5 = store.keyword_ranking(match_expression(text), 100, TITLE_WEIGHT)
+                assert_same_ranking(ours, fts5, 1e-9)
+            rows = store.get(pks)
+            left = {  # each word's terms alone (a text's leave its stopwords out)
+                pk: {
+                    term
+                    for word in f"{rows[pk]['title'] or ''} {halves[pk]}".split()
+                    for term in keyword.terms(word)
+                }
+                for pk in pks
+            }
+            lost = {  # a word of a document whose terms are in neither its title nor its half left
+                pk: word
+                for pk, text in texts.items()
+                for word in text.split()[:12]
+                if word.isalpha() and not set(keyword.terms(word)) & left[pk]
+            }
+            assert lost, "some document loses a word in the scratch"
+            for pk, word in lost.items():
+                assert pk not in matrix.holding(list(keyword.terms(word)))
+        assert {pk: row["text"] for pk, row in store.get(pks).items()} == texts
+
+
+def assert_same_ranking(ours, theirs, tolerance: float) -> None:
+    """Two rankings of (pk, score), best first, alike but for the order of scores tied within `tolerance`: the
+    same scores rank by rank, and every pk both hold scored alike (one only holds at a tie across the cut)."""
+    import numpy as np
+
+    assert len(ours) == len(theirs)
+    np.testing.assert_allclose([s for _, s in ours], [s for _, s in theirs], rtol=tolerance, atol=tolerance)
+    scored = dict(theirs)
+    for pk, score in ours:
+        assert abs(scored.get(pk, theirs[-1][1]) - score) <= tolerance * max(1.0, abs(score)), pk
+    assert sum(pk in scored for pk, _ in ours) >= len(ours) - 2

@@ -18,7 +18,7 @@ import pytest
 from conftest import SAMPLE
 
 from semsearch import Index
-from semsearch.encoding import onnx_backend
+from semsearch.encoding import sessions
 from semsearch.retrieval import calibration
 from semsearch.storage.faults import FAULT_ENV, FAULT_EXIT
 
@@ -120,11 +120,11 @@ def test_the_driver_loads_no_model_and_calibrates_as_here(local_cluster, corpus,
     monkeypatch.setattr(calibration, "QUERY_SHARE", 4)
     manifests = {}
     for where, executor in (("here", InProcess(PARTITION)), ("cluster", local_cluster)):
-        onnx_backend._SESSIONS.clear()  # the sessions other tests left in this process
+        sessions._SESSIONS.clear()  # the sessions other tests left in this process
         with Index.create(tmp_path / where) as index:
             index.ingest(corpus, cluster=executor)
             manifests[where] = index.state
-        loaded = len(onnx_backend._SESSIONS)
+        loaded = len(sessions._SESSIONS)
     assert loaded == 0, "the cluster's driver loaded a model"
     here, cluster = manifests["here"], manifests["cluster"]
     assert here.calibration is not None and here.calibration["queries"] >= 20

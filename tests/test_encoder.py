@@ -280,17 +280,17 @@ def test_a_new_session_starts_from_the_optimized_copy_and_encodes_the_same(tiny_
     start from that copy, and a damaged copy is passed over for the graph itself: the vectors never change."""
     import onnxruntime
 
-    from semsearch.encoding import graph_path, onnx_backend
+    from semsearch.encoding import graph_path, sessions
 
     monkeypatch.setenv("SEMSEARCH_CACHE", str(tmp_path / "cache"))
     graph = graph_path(tiny_bert, "mean", False, "int8")
     first = Encoder(tiny_bert, quantize="int8").encode(TEXTS)
-    optimized = onnx_backend.optimized_path(graph, onnxruntime.__version__)
+    optimized = sessions.optimized_path(graph, onnxruntime.__version__)
     assert optimized.is_file() and optimized.read_bytes() != graph.read_bytes()
-    onnx_backend.release(str(graph))  # as a new process: no session held
+    sessions.release(str(graph))  # as a new process: no session held
     np.testing.assert_array_equal(Encoder(tiny_bert, quantize="int8").encode(TEXTS), first)
     optimized.write_bytes(b"not a graph")
-    onnx_backend.release(str(graph))
+    sessions.release(str(graph))
     np.testing.assert_array_equal(Encoder(tiny_bert, quantize="int8").encode(TEXTS), first)
 
 

@@ -19,7 +19,7 @@ from semsearch.cli.query import place as printed_place
 from semsearch.documents import Location
 from semsearch.errors import DataError
 from semsearch.ingest.documents import Corpus, read_corpus
-from semsearch.ingest.sources import FieldNames, open_source
+from semsearch.ingest.sources import FieldNames, open_source, tablerows
 from semsearch.ingest.sources.formats import kind_of
 
 pytestmark = pytest.mark.xdist_group("sources")
@@ -256,8 +256,8 @@ def test_parquet_is_read_a_row_group_at_a_time_with_its_vectors(tmp_path):
     docs = list(corpus.documents())
     assert [d.id for d in docs] == [f"d{i}" for i in range(10)]
     assert np.array_equal(np.stack([d.vector for d in docs]), vectors)
-    source = corpus.source
-    assert [b.num_rows for b in source.batches()] == [3, 3, 3, 1]  # never the whole table at once
+    batches = tablerows.messages(str(tmp_path / "v.parquet"), "parquet", corpus.source.fields)
+    assert [len(columns[0]) for _, _, columns, _ in batches] == [3, 3, 3, 1]  # never the whole table at once
 
 
 def test_parquet_vectors_of_every_list_type_and_the_ones_refused(tmp_path):
@@ -294,15 +294,137 @@ def test_parquet_vectors_of_every_list_type_and_the_ones_refused(tmp_path):
         entries = list(open_source(path, FieldNames(vector="v")).entries())
         errors = [str(error) for _, error in entries if isinstance(error, DataError)]
         assert errors == [f"{path}, row 1, field 'v': vectors must be lists of numbers of one width"], case
-    # Read from Arrow's buffers: pyarrow's NumPy conversion would import pandas (37 MiB kept resident)
+    # Read by a child process: the reading process never loads pyarrow (nor pandas, which pyarrow's NumPy
+    # conversion imports), whose pages and data would stay resident for the rest of an ingest
     script = (
         "import sys; from semsearch.ingest.documents import read_corpus, FieldNames; "
         f"docs = list(read_corpus({str(tmp_path / 'kinds.parquet')!r}, FieldNames(vector='v'))); "
-        "print(len(docs), 'pandas' in sys.modules)"
+        "print(len(docs), 'pyarrow' in sys.modules, 'pandas' in sys.modules)"
     )
-    assert (
-        subprocess.run([sys.executable, "-c", script], capture_output=True, text=True).stdout == "7 False\n"
+    ran = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert ran.stdout == "7 False False\n", ran.stderr
+
+
+def test_a_table_file_is_read_by_a_child_process_kept_only_while_reads_follow(tmp_path, monkeypatch):
+    """The reader of table files is a child process: kept for the next file, ended once idle, ended when its
+    reader stops early (not left writing), and a child killed mid-file is a one-line error at its row."""
+    import signal
+    import time
+
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from semsearch.ingest.sources import tablereader
+
+    rows, group, width = 600, 200, 256  # a row group's vectors (200 kB): more than the pipe holds
+    vectors = np.random.default_rng(2).standard_normal((rows, width)).astype(np.float32)
+    table = pa.table(
+        {
+            "id": [f"r{i}" for i in range(rows)],
+            "text": ["t"] * rows,
+            # from the array's buffer: pa.array(ndarray) imports pandas (a second here)
+            "v": pa.FixedSizeListArray.from_arrays(
+                pa.Array.from_buffers(pa.float32(), rows * width, [None, pa.py_buffer(vectors)]), width
+            ),
+        }
     )
+    pq.write_table(table, tmp_path / "t.parquet", row_group_size=group)
+    source = open_source(tmp_path / "t.parquet", FieldNames(vector="v"))
+    docs = [doc for _, doc in source.entries()]
+    assert np.array_equal(np.stack([doc.vector for doc in docs]), vectors)
+    kept = tablereader._kept
+    assert kept is not None and kept.alive
+
+    entries = source.entries()
+    next(entries)
+    assert tablereader._kept is kept  # the same child for the next file: no new start
+    entries.close()  # stopped after a row: the child, blocked writing the rest, is ended
+    assert not kept.alive and tablereader._kept is None
+
+    entries = source.entries()
+    next(entries)
+    tablereader._kept.process.send_signal(signal.SIGKILL)
+    *rest, (place, last) = list(entries)
+    assert isinstance(last, DataError) and "its reader stopped" in str(last) and len(rest) < rows - 1
+    assert str(last).startswith(f"{tmp_path / 't.parquet'}, row {len(rest) + 2}: cannot read")
+
+    monkeypatch.setattr(tablereader, "KEPT_SECONDS", 0.1)
+    assert len(list(source.entries())) == rows
+    kept, waited = tablereader._kept, time.perf_counter()
+    while kept.alive and time.perf_counter() < waited + 5:
+        time.sleep(0.05)
+    assert not kept.alive and tablereader._kept is None  # idle: ended, nothing beside a later peak
+
+
+def test_docx_reads_the_parts_it_needs_as_python_docx_reads_the_whole_document():
+    """A DOCX with what Word writes (a Title, headings whose style ids a German Word localizes, a list style,
+    tabs, a line break, a hyperlink, merged cells, a table nested in a cell): the same text, title, sections
+    and heading paths as python-docx's own Document() API gives, read here independently."""
+    import io
+    import zipfile
+
+    import docx
+    from docx.oxml import parse_xml
+    from docx.oxml.ns import nsdecls
+    from docx.table import Table
+
+    from semsearch.ingest.sources.formats import docx as parser
+
+    document = docx.Document()
+    document.add_paragraph("Styled title", style="Title")
+    document.add_heading("One", 1)
+    paragraph = document.add_paragraph("tab\there")
+    run = paragraph.add_run("after")
+    run.add_break()
+    run.add_text("next line")
+    link = f'<w:hyperlink {nsdecls("w", "r")} r:id="rId99"><w:r><w:t>link text</w:t></w:r></w:hyperlink>'
+    paragraph._p.append(parse_xml(link))
+    document.add_paragraph("a list item", style="List Paragraph")
+    document.add_heading("Two", 2)
+    table = document.add_table(rows=3, cols=3)
+    for n, cell in enumerate(table._cells):
+        cell.text = f"c{n}"
+    table.cell(0, 0).merge(table.cell(0, 1))
+    table.cell(1, 2).merge(table.cell(2, 2))
+    table.cell(2, 0).add_table(rows=1, cols=1).cell(0, 0).text = "nested"
+    document.add_heading("Three", 3)
+    document.add_paragraph("the end", style="Quote")
+    written = io.BytesIO()
+    document.save(written)
+    german = io.BytesIO()  # Word in German: the heading and title styles' ids are "berschrift1", "Titel"
+    with zipfile.ZipFile(written) as source, zipfile.ZipFile(german, "w") as target:
+        for item in source.infolist():
+            data = source.read(item.filename)
+            for n in (1, 2, 3):
+                data = data.replace(f'"Heading{n}"'.encode(), f'"berschrift{n}"'.encode())
+            data = data.replace(b'w:styleId="Title"', b'w:styleId="Titel"')
+            target.writestr(item, data.replace(b'<w:pStyle w:val="Title"/>', b'<w:pStyle w:val="Titel"/>'))
+    for data in (written.getvalue(), german.getvalue()):
+        reference = docx.Document(io.BytesIO(data))
+        blocks, path = [], []
+        for block in reference.iter_inner_content():
+            if isinstance(block, Table):
+                texts = [" | ".join(cell.text.strip() for cell in row.cells) for row in block.rows]
+            else:
+                texts, style = [block.text], block.style.name
+                if style.startswith("Heading "):
+                    path = path[: int(style[8:]) - 1] + [block.text]
+            blocks += [(text.strip(), tuple(path)) for text in texts if text.strip()]
+        parsed = parser.parse(data)
+        assert parsed.text == "\n\n".join(text for text, _ in blocks)
+        assert parsed.title == "Styled title"
+        found = {(parsed.text[s.start : s.end], s.location.headings) for s in parsed.sections}
+        for text, headings in blocks:  # each block in a section whose heading path is the document's
+            assert any(text in part and headings == path for part, path in found), (text, headings)
+        assert [s.location.headings for s in parsed.sections][1:] == [
+            ("One",),
+            ("One", "Two"),
+            ("One", "Two", "Three"),
+        ]
+        assert (
+            "berschrift1" not in parsed.text and "c0\nc1 | c0\nc1 | c2" in parsed.text
+        )  # a merged cell spans
 
 
 def test_html_without_main_keeps_the_content_and_leaves_the_furniture():

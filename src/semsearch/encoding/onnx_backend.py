@@ -21,7 +21,6 @@ import tempfile
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -30,6 +29,7 @@ from ..settings import Pooling, Quantize
 from ..storage.files import atomic_path
 from .backend import EncoderBackend, Int8Method
 from .model import weights_file
+from .sessions import one_off_session, release, session
 from .tokenizer import load_tokenizer, padded
 from .torch_backend import embed, load_model
 
@@ -185,7 +185,7 @@ def _check_agreement(
     ids, mask = padded(tokenize(PROBE_TEXTS))
     with torch.inference_mode():
         want = embed(model, torch.from_numpy(ids), torch.from_numpy(mask), pooling, normalize).numpy()
-    got = _new_session(str(graph), 1).run(None, {"input_ids": ids, "attention_mask": mask})[0]
+    got = one_off_session(str(graph)).run(None, {"input_ids": ids, "attention_mask": mask})[0]
     difference = float(np.max(np.abs(got - want)) / max(1.0, float(np.max(np.abs(want)))))
     if not difference <= AGREEMENT:
         raise ExportError(
@@ -292,7 +292,7 @@ def _quantize_per_row(fp32: Path, target: Path) -> None:
 def _check_per_text(model_path: Path, tokenize: Tokenize, graph: Path) -> None:
     """A per-row graph must encode each probe text alone as it does in one padded batch with the others."""
     ids, mask = padded(tokenize(PROBE_TEXTS))
-    run = _new_session(str(graph), 1).run
+    run = one_off_session(str(graph)).run
     batched = run(None, {"input_ids": ids, "attention_mask": mask})[0]
     for row, text_ids in enumerate(tokenize(PROBE_TEXTS)):
         alone_ids, alone_mask = padded([text_ids])
@@ -327,69 +327,6 @@ def _dropping_root_message(text: str) -> Iterator[None]:
         root.removeFilter(keep)
         if lend is not None:
             root.removeHandler(lend)
-
-
-_SESSIONS: dict[tuple[str, int], Any] = {}  # one per graph and thread count, for the process's life
-
-
-def session(path: str, threads: int):
-    """An ONNX Runtime session on `threads` threads (0: one per core), made once per process. Its threads
-    sleep between runs instead of spinning: the ingest's own work between batches needs the cores
-    (measured: faster)."""
-    if (path, threads) not in _SESSIONS:
-        _SESSIONS[path, threads] = _new_session(path, threads)
-    return _SESSIONS[path, threads]
-
-
-def release(path: str) -> None:
-    """Drop the sessions of a graph (its weights leave memory once nothing else holds them)."""
-    for key in [key for key in _SESSIONS if key[0] == path]:
-        del _SESSIONS[key]
-
-
-def _new_session(path: str, threads: int):
-    import onnxruntime
-
-    def options(level):
-        made = onnxruntime.SessionOptions()
-        made.intra_op_num_threads = threads
-        made.inter_op_num_threads = 1
-        made.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        made.graph_optimization_level = level
-        return made
-
-    levels = onnxruntime.GraphOptimizationLevel
-    optimized = optimized_path(path, onnxruntime.__version__)
-    if optimized.is_file():
-        with contextlib.suppress(Exception):  # damaged or from another build: the graph itself still loads
-            return onnxruntime.InferenceSession(
-                str(optimized), options(levels.ORT_ENABLE_ALL), providers=["CPUExecutionProvider"]
-            )
-    try:
-        session = onnxruntime.InferenceSession(
-            path, options(levels.ORT_ENABLE_ALL), providers=["CPUExecutionProvider"]
-        )
-    except Exception as error:  # a damaged cache file: say where it is, so it can be removed
-        raise ModelError(
-            f"{path}: cannot load the cached ONNX graph ({error}); delete it to re-export"
-        ) from None
-    with contextlib.suppress(Exception):  # only a start-up saving: a cache that cannot be written loses it
-        saving = options(levels.ORT_ENABLE_EXTENDED)
-        with atomic_path(optimized) as tmp:
-            saving.optimized_model_filepath = str(tmp)
-            onnxruntime.InferenceSession(path, saving, providers=["CPUExecutionProvider"])
-    return session
-
-
-def optimized_path(path: str | Path, runtime_version: str) -> Path:
-    """Where a graph's copy with ONNX Runtime's portable (extended) optimizations already applied is kept:
-    a new process's session starts from it in about 60% of the CPU time (0.25 s against 0.39, measured),
-    its vectors identical. Its name holds the runtime's version, whose optimizations it is, and the graph
-    file's size and modification time, so a graph exported again is optimized again; the layout
-    optimizations, which depend on the CPU, are still made at each load."""
-    path = Path(path)
-    stat = path.stat()
-    return path.with_name(f"{path.stem}.ort-{runtime_version}-{stat.st_size}-{stat.st_mtime_ns}.onnx")
 
 
 class OnnxBackend(EncoderBackend):

@@ -48,18 +48,28 @@ def short_query(sentence: str) -> str:
     return spaced(content[:SHORT_WORDS])
 
 
-def paragraph_query(at: int, drawn: Sequence[Drawn], rng: np.random.Generator) -> str:
+def paragraph_query(
+    at: int, drawn: Sequence[Drawn], rng: np.random.Generator, words: Sequence[list[str]] | None = None
+) -> str:
     """The `at`th pseudo-query followed by PARAGRAPH_WORDS words drawn from its target's rest and as many from
-    OTHERS other targets, shuffled: a paragraph-long need whose vocabulary is partly off topic."""
-    on_topic = WORD.findall(drawn[at].rest)
+    OTHERS other targets, shuffled: a paragraph-long need whose vocabulary is partly off topic. `words`: each
+    target's rest cut into words (WORD) already."""
+    words_of = (lambda i: words[i]) if words is not None else (lambda i: WORD.findall(drawn[i].rest))
+    on_topic = words_of(at)
     others = [i for i in rng.choice(len(drawn), min(OTHERS + 1, len(drawn)), replace=False) if i != at][
         :OTHERS
     ]
-    off_topic = [word for i in others for word in WORD.findall(drawn[i].rest)]
-    words = list(rng.choice(on_topic, PARAGRAPH_WORDS)) if on_topic else []
-    words += list(rng.choice(off_topic, PARAGRAPH_WORDS)) if off_topic else []
-    rng.shuffle(words)
-    return spaced([drawn[at].query, *words])
+    off_topic = [word for i in others for word in words_of(i)]
+    picked = list(rng.choice(on_topic, PARAGRAPH_WORDS)) if on_topic else []
+    picked += list(rng.choice(off_topic, PARAGRAPH_WORDS)) if off_topic else []
+    rng.shuffle(picked)
+    return spaced([drawn[at].query, *picked])
+
+
+def paragraph_queries(drawn: Sequence[Drawn], rng: np.random.Generator) -> list[str]:
+    """Every target's paragraph_query in turn, each rest cut into words once (not four times)."""
+    words = [WORD.findall(target.rest) for target in drawn]
+    return [paragraph_query(at, drawn, rng, words) for at in range(len(drawn))]
 
 
 def by_length(drawn: Sequence[Target], seed: int, most: int) -> list[Target]:

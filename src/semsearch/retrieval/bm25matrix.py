@@ -29,6 +29,7 @@ IDF_FLOOR = 1e-6  # FTS5 floors a term's IDF here when it is in half the rows or
 # Above this many (term, document) pairs FTS5 ranks instead: the matrix holds 12 bytes a pair (WordNet's 117,791
 # glosses: 1.5 million), and reading it briefly several times that.
 MAX_POSTINGS = 20_000_000
+SCRATCH = (-1, -1)  # the key of a matrix read inside a transaction: no committed content's
 
 
 @dataclass
@@ -44,9 +45,11 @@ class Bm25Matrix:
     size: int  # one more than the largest pk
 
     @classmethod
-    def read(cls, store: DocumentStore) -> Bm25Matrix | None:
-        """The matrix of the store's committed content (None: inside a transaction, or over MAX_POSTINGS)."""
-        key = store.content_version()
+    def read(cls, store: DocumentStore, scratch: bool = False) -> Bm25Matrix | None:
+        """The matrix of the store's committed content (None: inside a transaction, or over MAX_POSTINGS).
+        `scratch`: of the content as this connection sees it inside its transaction (a calibration's scratch
+        copy, store.scratch: its hundreds of queries ranked here, not by FTS5), never cached (its key SCRATCH)."""
+        key = SCRATCH if scratch else store.content_version()
         if key is None or store.keyword_postings() > MAX_POSTINGS:
             return None
         # fts5vocab reads the FTS5 index's own tokens: every document's terms, one row per occurrence, in order

@@ -5,7 +5,8 @@ of that document its one relevant answer. Documents are drawn with a fixed seed;
 them in a scratch copy of the index (the targets re-encoded and overlaid on the vector index's rows, their text
 changed in the keyword index inside a SQLite savepoint that is rolled back), so neither side can find the
 sentence's own words or vector. Each query is searched as a real one is (dense: the vector index, rerank, MaxP;
-keyword: bm25; each side FUSION_DEPTH deep), and every fusion weight of a grid scored by nDCG@10 of the target.
+keyword: bm25, by a matrix of the scratch content read once; each side FUSION_DEPTH deep), and every fusion weight
+of a grid scored by nDCG@10 of the target.
 
 A document of fewer than MIN_SENTENCES sentences gives a cropped span of its words instead, and a document of
 several passages is cropped rather than re-encoded (cropping.py). The size rule counts passages (vector rows),
@@ -22,10 +23,12 @@ sentence's first words asked of the index as it is (`known_items`). Each target 
 paragraph, and a band per query length moves the weight toward where those peak (bands.py). The cost is the encoding of
 at most QUERIES sentences and their one-passage documents and 2 x QUERIES searches, whatever the corpus's size.
 A renewal (`refit`) keeps the last draw where its documents are still stored and their vectors, kept beside the
-index (storage/calibrationcache.py): after a fifth of the corpus changed, about a fifth of that is encoded.
+index (storage/calibrationcache.py), and asks a query it keeps the paragraph it asked before: after a fifth of
+the corpus changed, about a fifth of that is encoded.
 
-Size: the draw, the scratch copy, the sweep's searches and the known items share one pseudo-query type and its
-encoder; the bands' lengths (bands.py), the choice (choice.py) and the sweep's scoring (sweep.py) are apart."""
+Size: the draw, the targets, the sweep's searches and the known items share one pseudo-query type and its
+encoder; the scratch copy's searches (calibration_scratch.py), the bands' lengths (bands.py), the choice
+(choice.py) and the sweep's scoring (sweep.py) are apart."""
 
 from __future__ import annotations
 
@@ -41,18 +44,17 @@ from ..cjk import CJK_SENTENCE_ENDS, word_count
 from ..documents import Document
 from ..settings import FUSION_DEPTH, SearchMode
 from ..storage.calibrationcache import CalibrationCache
-from ..storage.rawvectors import RawVectors, as_kept
+from ..storage.rawvectors import as_kept
 from ..storage.store import DocumentStore
 from . import perquery
-from .bands import banded_ranks, by_length, chosen_bands, paragraph_query, short_query
+from .bands import banded_ranks, by_length, chosen_bands, paragraph_queries, short_query
+from .calibration_scratch import rankings
 from .choice import NOISE, TIE, choose
 from .cropping import CROP_WORDS, crop, cropped, joined
 from .keywords import KeywordRetriever
-from .search import DenseRetriever, Found, Match, dense_documents
-from .strategy import Ranked
+from .search import DenseRetriever, Match, dense_documents
 from .sweep import WEIGHTS, gains_of, sweep_ranks
 from .sweep import sweep_weights as sweep_weights  # where the tests have always found it
-from .vectorindex import VectorIndex
 
 QUERIES = 256  # pseudo-queries at most
 # ... and at most one per QUERY_SHARE passages (vector rows): a target of one passage is re-encoded (1/16 of the
@@ -205,7 +207,12 @@ def pseudo_queries(
 
 def panel(drawn: Sequence[PseudoQuery]) -> np.ndarray:
     """The draw as the cache keeps it: a row per pseudo-query, its pk, span and cut."""
-    return np.array([(q.pk, *q.span, q.cut) for q in drawn], dtype=np.int64).reshape(-1, 4)
+    return np.array([row_of(q) for q in drawn], dtype=np.int64).reshape(-1, 4)
+
+
+def row_of(drawn: PseudoQuery) -> tuple[int, int, int, int]:
+    """A pseudo-query's row of the panel: its pk, span and cut."""
+    return (drawn.pk, *drawn.span, drawn.cut)
 
 
 def _cloze(text: str, rng: np.random.Generator) -> tuple[str, str, tuple[int, int]] | None:
@@ -239,57 +246,6 @@ def sentences(text: str) -> list[tuple[int, int]]:
     if begin < len(text):
         spans.append((begin, len(text)))
     return spans
-
-
-@dataclass
-class OverlaidRaw:
-    """Raw vectors with some rows replaced (the scratch copy's targets)."""
-
-    base: RawVectors
-    rows: np.ndarray  # sorted
-    vectors: np.ndarray
-
-    def get(self, pks: np.ndarray) -> np.ndarray:
-        out = self.base.get(pks)
-        if not len(self.rows):
-            return out
-        at = np.minimum(np.searchsorted(self.rows, pks), len(self.rows) - 1)
-        replaced = self.rows[at] == pks
-        out[replaced] = self.vectors[at[replaced]]
-        return out
-
-
-@dataclass
-class ScratchDense:
-    """The dense retriever of the index with the targets' rows replaced by their new vectors: the index is read
-    deeper by as many rows as the targets had, theirs dropped and the new ones scored in (the same ranking a
-    vector index holding the new rows would give, up to its approximation)."""
-
-    base: DenseRetriever
-    dropped: np.ndarray  # every row the targets had, sorted
-    raw: OverlaidRaw
-
-    @property
-    def vectors(self) -> VectorIndex:
-        return self.base.vectors
-
-    def candidates(self, queries: np.ndarray, n: int, allowed: np.ndarray | None) -> Ranked:
-        ranked = self.base.candidates(queries, n + len(self.dropped), allowed)
-        projected = self.base.transform.project(queries)
-        new_scores = (
-            projected @ self.base.transform.project(self.raw.vectors).T
-            if len(self.raw.rows)
-            else np.zeros((len(projected), 0), np.float32)
-        )
-        out: Ranked = []
-        for result, new in zip(ranked, new_scores):
-            rows = np.array([row for row, _ in result] + self.raw.rows.tolist(), dtype=np.int64)
-            scores = np.array([score for _, score in result] + new.tolist())
-            keep = np.flatnonzero(~np.isin(rows[: len(result)], self.dropped))
-            keep = np.concatenate([keep, np.arange(len(result), len(rows))])
-            best = keep[np.argsort(-scores[keep], kind="stable")[:n]]
-            out.append([(int(rows[i]), float(scores[i])) for i in best])
-        return out
 
 
 def calibrate(
@@ -346,7 +302,11 @@ def calibrate(
     kept, rng = targets.queries, np.random.default_rng(seed)
     sampled = by_length(kept, seed, length_targets) if lengths else []
     asked = [q.query for q in kept] + [short_query(q.query) or q.query for q in sampled]
-    asked += [paragraph_query(at, sampled, rng) for at in range(len(sampled))]
+    paragraphs = paragraph_queries(sampled, rng)
+    if cache is not None:  # a query kept from the last draw asked as the paragraph it was: its vector cached
+        before = cache.kept_paragraphs()
+        paragraphs = [before.get(row_of(q), text) for q, text in zip(sampled, paragraphs)]
+    asked += paragraphs
     every_dense, every_keyword = rankings(targets, store, dense, encode, rerank, asked)
     every_rank = sweep_ranks(kept + sampled + sampled, every_dense, every_keyword)
     dense_found, keyword_found = every_dense[: len(kept)], every_keyword[: len(kept)]
@@ -368,7 +328,8 @@ def calibrate(
     chose = sweep if known is None else known["sweep"]  # the figures that chose
     bands = chosen_bands(banded_ranks(asked, every_rank), (mode, alpha), MIN_QUERIES) if lengths else None
     if cache is not None:
-        cache.save(panel(drawn))
+        paragraph_of = {row_of(q): text for q, text in zip(sampled, paragraphs)}
+        cache.save(panel(drawn), [paragraph_of.get(row_of(q), "") for q in drawn])
     return Calibration(
         mode=mode,
         alpha=alpha,
@@ -432,24 +393,6 @@ class Targets:
             encode(texts)[order] if texts else np.zeros((0, 0), np.float32),
             np.sort(np.asarray(dropped, dtype=np.int64)),
         )
-
-
-def rankings(
-    targets: Targets,
-    store: DocumentStore,
-    dense: DenseRetriever,
-    encode: Encode,
-    rerank: int,
-    asked: Sequence[str] | None = None,
-) -> tuple[list[Found], list[Found]]:
-    """Each pseudo-query's dense and keyword documents (FUSION_DEPTH of each) in the scratch copy; `asked`: the
-    texts searched (None: the pseudo-queries themselves)."""
-    queries = [q.query for q in targets.queries] if asked is None else list(asked)
-    scratch = ScratchDense(dense, targets.dropped, OverlaidRaw(dense.raw, targets.rows, targets.vectors))
-    dense_found = dense_documents(scratch, store, encode(queries), FUSION_DEPTH, None, rerank)
-    with store.scratch({q.pk: q.rest for q in targets.queries}):
-        scored = KeywordRetriever(store, store.count()).top(queries, FUSION_DEPTH, None)
-    return dense_found, [[Match(pk, score) for pk, score in result] for result in scored]
 
 
 def uninformed(sweep: dict[str, float], drawn: Sequence[PseudoQuery]) -> bool:

@@ -198,28 +198,37 @@ def by_score(pair: tuple[int, float]) -> tuple[float, int]:
 def rerank(raw: RawVectors, queries: np.ndarray, ranked: Ranked, k: int) -> Ranked:
     """Re-score candidates by cosine of the raw encoder vectors (the full model's own similarity)."""
     queries = normalize_rows(np.asarray(queries, dtype=np.float32))
+    counts = [len(result) for result in ranked]
+    every = np.fromiter((pk for result in ranked for pk, _ in result), np.int64, sum(counts))
+    # every query's rows read at once (a read per query was most of a calibration's hundreds of reranks)
+    held, at = np.unique(every, return_inverse=True)
+    vectors = normalize_rows(raw.get(held)) if len(held) else np.zeros((0, queries.shape[1]), np.float32)
     out: Ranked = []
-    for query, result in zip(queries, ranked):
-        if not result:
-            out.append([])
-            continue
-        pks = np.array([pk for pk, _ in result], dtype=np.int64)
-        scores = normalize_rows(raw.get(pks)) @ query
+    for query, end, count in zip(queries, np.cumsum(counts).tolist(), counts):
+        pks = every[end - count : end]
+        scores = vectors[at[end - count : end]] @ query
         order = np.argsort(-scores, kind="stable")[:k]
-        out.append([(int(pks[i]), float(scores[i])) for i in order])
+        out.append(list(zip(pks[order].tolist(), scores[order].tolist())))
     return out
 
 
-def best_passages(ranked: list[tuple[int, float]], passages: PassageMap) -> Found:
-    """Documents in the order of their best passage among the ranked rows (MaxP)."""
-    if not ranked:
-        return []
+def best_passages(ranked: Ranked, passages: PassageMap) -> list[Found]:
+    """Each query's documents in the order of their best passage among its ranked rows (MaxP), every query's
+    rows looked up at once (a lookup per query was a tenth of a calibration's hundreds of searches)."""
     if not len(passages.long):  # every document one row: its own pk
-        return [Match(pk, score, pk) for pk, score in ranked]
-    rows = np.array([pk for pk, _ in ranked], dtype=np.int64)
+        return [[Match(pk, score, pk) for pk, score in result] for result in ranked]
+    counts = [len(result) for result in ranked]
+    rows = np.fromiter((row for result in ranked for row, _ in result), np.int64, sum(counts))
+    scores = [score for result in ranked for _, score in result]
     owners = passages.owners(rows)
-    _, first = np.unique(owners, return_index=True)
-    return [Match(int(owners[i]), ranked[i][1], int(rows[i])) for i in np.sort(first)]
+    query = np.repeat(np.arange(len(ranked)), counts)
+    # each (query, document)'s first row: sorted, they are every query's in turn, in the order of its rows
+    _, first = np.unique(query * (int(owners.max(initial=0)) + 1) + owners, return_index=True)
+    first = np.sort(first)
+    ends = np.searchsorted(query[first], np.arange(len(ranked)), side="right").tolist()
+    owners, rows, first = owners.tolist(), rows.tolist(), first.tolist()
+    found = [Match(owners[i], scores[i], rows[i]) for i in first]
+    return [found[start:end] for start, end in zip([0, *ends[:-1]], ends)]
 
 
 def dense_documents(
@@ -245,8 +254,7 @@ def dense_documents(
         if rerank_depth:
             ranked = rerank(retriever.raw, queries[todo], ranked, depth)
         again = []
-        for query, result in zip(todo, ranked):
-            found = best_passages(result, passages)
+        for query, result, found in zip(todo, ranked, best_passages(ranked, passages)):
             if len(found) < wanted and len(result) >= depth and depth < total:
                 again.append(query)
             out[query] = found[:n]

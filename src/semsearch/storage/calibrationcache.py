@@ -1,6 +1,8 @@
 """What the last calibration drew and encoded (retrieval/calibration.py), kept beside the index so that renewing
 it re-encodes only what changed: its pseudo-queries (each a document's pk, the query's character span in its
-text and how it was cut) and the encoder's vector of every text it encoded, found by a hash of the exact text.
+text and how it was cut), the paragraph each was asked as (retrieval/bands.py: a renewal asks a query kept the
+same one, so its vector is found here too) and the encoder's vector of every text it encoded, found by a hash of
+the exact text.
 
 A cache, not part of the index: no generation refers to it, a backup leaves it out, and one that is absent,
 damaged or made by another encoder is ignored (the calibration draws and encodes afresh, as the first one did).
@@ -10,6 +12,7 @@ it is batched with (encoding/onnx_backend.py), so a cached vector is the one enc
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -38,14 +41,16 @@ def text_key(text: str) -> int:
 
 @dataclass
 class CalibrationCache:
-    """The pseudo-queries drawn last (`panel`: rows of pk, start, end, cut) and the vectors of the texts encoded
-    for them; `encoder` fills it anew with what the calibration under way uses (`reused` of them found)."""
+    """The pseudo-queries drawn last (`panel`: rows of pk, start, end, cut), the paragraph each was asked as
+    ("": none) and the vectors of the texts encoded for them; `encoder` fills it anew with what the calibration
+    under way uses (`reused` of them found)."""
 
     directory: Path  # the index's
     encoder_name: str  # the model and its settings: vectors of another encoder are never used
     panel: np.ndarray = field(default_factory=lambda: np.zeros((0, 4), np.int64))
     keys: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     vectors: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.float32))
+    paragraphs: list[str] = field(default_factory=list)  # a panel row's paragraph query, "" for none
     reused: int = 0
     encoded: int = 0
     _used: dict[int, np.ndarray] = field(default_factory=dict)
@@ -71,8 +76,13 @@ class CalibrationCache:
 
         return cached
 
-    def save(self, panel: np.ndarray) -> None:
-        """Keep `panel` and the vectors used since `encoder` was made (atomically; a failure only logged)."""
+    def kept_paragraphs(self) -> dict[tuple[int, ...], str]:
+        """The paragraph the last calibration asked for each of its pseudo-queries asked so, by panel row."""
+        return {tuple(row): text for row, text in zip(self.panel.tolist(), self.paragraphs) if text}
+
+    def save(self, panel: np.ndarray, paragraphs: Sequence[str] = ()) -> None:
+        """Keep `panel`, its rows' `paragraphs` and the vectors used since `encoder` was made (atomically; a
+        failure only logged)."""
         from safetensors.numpy import save_file
 
         keys = np.fromiter(self._used, dtype=np.int64, count=len(self._used))
@@ -80,7 +90,8 @@ class CalibrationCache:
         tensors = {"panel": np.ascontiguousarray(panel, np.int64), "keys": keys, "vectors": vectors}
         try:
             with atomic_path(self.directory / FILE) as tmp:
-                save_file(tensors, str(tmp), metadata={"encoder": self.encoder_name})
+                metadata = {"encoder": self.encoder_name, "paragraphs": json.dumps(list(paragraphs))}
+                save_file(tensors, str(tmp), metadata=metadata)
         except OSError as error:  # a cache: the calibration it follows stands without it
             log.warning("%s: calibration cache not written (%s)", self.directory / FILE, error)
 
@@ -94,12 +105,17 @@ class CalibrationCache:
 
         try:
             with safe_open(str(file), "numpy") as opened:
-                if (opened.metadata() or {}).get("encoder") != encoder_name:
+                metadata = opened.metadata() or {}
+                if metadata.get("encoder") != encoder_name:
                     return cls(path, encoder_name)
                 parts = {name: opened.get_tensor(name) for name in ("panel", "keys", "vectors")}
+            paragraphs = json.loads(metadata.get("paragraphs", "[]"))  # a cache from before them: none
         except (OSError, ValueError, KeyError) as error:
             log.warning("%s: calibration cache ignored (%s)", file, error)
             return cls(path, encoder_name)
         if parts["panel"].ndim != 2 or len(parts["keys"]) != len(parts["vectors"]):
             return cls(path, encoder_name)
-        return cls(path, encoder_name, parts["panel"], parts["keys"], parts["vectors"])
+        if not (isinstance(paragraphs, list) and all(isinstance(text, str) for text in paragraphs)):
+            paragraphs = []
+        paragraphs = paragraphs if len(paragraphs) == len(parts["panel"]) else []
+        return cls(path, encoder_name, parts["panel"], parts["keys"], parts["vectors"], paragraphs)

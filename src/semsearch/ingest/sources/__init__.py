@@ -3,7 +3,8 @@
 
 - `jsonl.py`: a JSONL file (`-`, a pipe, `.gz`), with an .npy file of vectors made elsewhere;
 - `files.py`: one document file, or a directory walked recursively (the kinds in `formats/`, a parser each);
-- `tables.py`: CSV, TSV and Parquet files, a pandas DataFrame or a pyarrow Table, a row a document.
+- `tables.py`: CSV, TSV and Parquet files, a pandas DataFrame or a pyarrow Table, a row a document (a file's
+  rows read by a child process with pyarrow: `tablereader.py`, `tablerows.py`).
 
 `open_source` picks the kind of each path by its suffix, and by its content where the suffix is missing or lies."""
 

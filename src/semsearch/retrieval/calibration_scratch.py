@@ -1,0 +1,134 @@
+"""The calibration's scratch copy (calibration.py): its pseudo-queries searched in the index as it would be with
+their sentences taken out of their documents, the index itself unchanged. Dense: the index read a little deeper
+than asked, the targets' rows dropped and their new vectors scored in (ScratchDense); keyword: bm25 inside a
+SQLite savepoint in which the targets' texts are changed, then rolled back (store.scratch), ranked by a matrix of
+that content read once (bm25matrix.py), not by an FTS5 query each (30 ms each on SciFact's paragraphs)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from ..settings import FUSION_DEPTH
+from ..storage.keywordterms import STEMMER
+from ..storage.rawvectors import RawVectors
+from ..storage.store import DocumentStore
+from .bm25matrix import Bm25Matrix
+from .keywords import KeywordRetriever, query_words
+from .search import DenseRetriever, Found, Match, dense_documents
+from .strategy import Ranked
+from .vectorindex import VectorIndex
+
+# Rows the scratch copy reads beyond those asked (ScratchDense): more than the targets' rows a query finds among
+# its first ones (its own target's; a paragraph's, its off-topic targets' too)
+SHALLOW = 64
+
+Encode = Callable[[Sequence[str]], np.ndarray]
+
+
+class Drawn(Protocol):
+    pk: int  # the target document
+    query: str  # the sentence (or span) taken out
+    rest: str  # the document's text without it
+
+
+class Targets(Protocol):
+    """calibration.Targets: the pseudo-queries' documents as the scratch copy holds them."""
+
+    queries: Sequence[Drawn]
+    rows: np.ndarray  # the new passages' vector rows, sorted
+    vectors: np.ndarray  # their raw vectors
+    dropped: np.ndarray  # every row the targets had, sorted
+
+
+@dataclass
+class OverlaidRaw:
+    """Raw vectors with some rows replaced (the scratch copy's targets)."""
+
+    base: RawVectors
+    rows: np.ndarray  # sorted
+    vectors: np.ndarray
+
+    def get(self, pks: np.ndarray) -> np.ndarray:
+        out = self.base.get(pks)
+        if not len(self.rows):
+            return out
+        at = np.minimum(np.searchsorted(self.rows, pks), len(self.rows) - 1)
+        replaced = self.rows[at] == pks
+        out[replaced] = self.vectors[at[replaced]]
+        return out
+
+
+@dataclass
+class ScratchDense:
+    """The dense retriever of the index with the targets' rows replaced by their new vectors: the index's rows
+    read, theirs dropped and the new ones scored in (the same ranking a vector index holding the new rows would
+    give, up to its approximation). Read SHALLOW rows deeper than asked, and as deep again as the targets had
+    rows only for a query whose shallow read holds so many of theirs that fewer than asked are left (every row
+    the targets had deeper took two thirds of a calibration's dense searches: bands-cost.md)."""
+
+    base: DenseRetriever
+    dropped: np.ndarray  # every row the targets had, sorted
+    raw: OverlaidRaw
+
+    @property
+    def vectors(self) -> VectorIndex:
+        return self.base.vectors
+
+    def candidates(self, queries: np.ndarray, n: int, allowed: np.ndarray | None) -> Ranked:
+        projected = self.base.transform.project(queries)
+        new_scores = (
+            projected @ self.base.transform.project(self.raw.vectors).T
+            if len(self.raw.rows)
+            else np.zeros((len(projected), 0), np.float32)
+        )
+        out: Ranked = [[] for _ in queries]
+        dropped = np.zeros(int(self.dropped.max()) + 1 if len(self.dropped) else 0, dtype=bool)
+        dropped[self.dropped] = True  # a flag per row: faster than np.isin per query
+        todo, extra = np.arange(len(queries)), min(len(self.dropped), SHALLOW)
+        while len(todo):
+            again = []
+            for query, result in zip(todo, self.base.candidates(queries[todo], n + extra, allowed)):
+                rows = np.fromiter((row for row, _ in result), np.int64, len(result))
+                gone = np.zeros(len(rows), dtype=bool)
+                gone[rows < len(dropped)] = dropped[rows[rows < len(dropped)]]
+                kept = np.flatnonzero(~gone)
+                if len(kept) < n and len(result) == n + extra and extra < len(self.dropped):
+                    again.append(query)  # rows left unread may belong: read as deep as the targets had rows
+                    continue
+                found = np.fromiter((score for _, score in result), np.float64, len(result))
+                scores = np.concatenate([found, new_scores[query]])
+                every = np.concatenate([rows, self.raw.rows])
+                keep = np.concatenate([kept, np.arange(len(result), len(every))])
+                best = keep[np.argsort(-scores[keep], kind="stable")[:n]]
+                out[query] = list(zip(every[best].tolist(), scores[best].tolist()))
+            todo, extra = np.array(again, dtype=np.int64), len(self.dropped)
+        return out
+
+
+def rankings(
+    targets: Targets,
+    store: DocumentStore,
+    dense: DenseRetriever,
+    encode: Encode,
+    rerank: int,
+    asked: Sequence[str] | None = None,
+) -> tuple[list[Found], list[Found]]:
+    """Each pseudo-query's dense and keyword documents (FUSION_DEPTH of each) in the scratch copy; `asked`: the
+    texts searched (None: the pseudo-queries themselves)."""
+    queries = [q.query for q in targets.queries] if asked is None else list(asked)
+    scratch = ScratchDense(dense, targets.dropped, OverlaidRaw(dense.raw, targets.rows, targets.vectors))
+    dense_found = dense_documents(scratch, store, encode(queries), FUSION_DEPTH, None, rerank)
+    with store.scratch({q.pk: q.rest for q in targets.queries}):
+        keyword = KeywordRetriever(store, store.count())
+        # the scratch content's bm25 matrix, read once: FTS5 ranking each query took 30 ms of SciFact's
+        matrix = Bm25Matrix.read(store, scratch=True)
+        if matrix is None:  # over MAX_POSTINGS: FTS5 ranks
+            scored = keyword.top(queries, FUSION_DEPTH, None)
+        else:  # every query's words stemmed in one pass of the stemmer, not one each (a fifth of this side)
+            STEMMER.terms_of([word for text in queries for word in query_words(text)])
+            scored = [matrix.top(keyword.terms(text), FUSION_DEPTH, None) for text in queries]
+    return dense_found, [[Match(pk, score) for pk, score in result] for result in scored]
