@@ -130,7 +130,16 @@ def test_semsearch_mcp_over_stdio(sample_encoded, reference, tmp_path):
             str(sample_encoded),
             "--allow-writes",
         ],
-        env={"PYTHONPATH": os.environ.get("PYTHONPATH", ""), "OMP_NUM_THREADS": "1"},
+        # the SDK passes the server only this env beside a few of its own (HOME, PATH, ...): the run's caches
+        # too, else the server exports the model again into the user's cache
+        env={
+            **{
+                name: os.environ[name]
+                for name in ("PYTHONPATH", "SEMSEARCH_CACHE", "SEMSEARCH_ENCODING_CACHE")
+                if name in os.environ
+            },
+            "OMP_NUM_THREADS": "1",
+        },
     )
 
     async def drive():
