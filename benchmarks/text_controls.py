@@ -406,6 +406,13 @@ def report(results: dict) -> str:
             "",
             *markdown_table(snip["agreement"]),
             *markdown_table(snip["cost"]),
+            "",
+            "The issue's target, \"a snippet costs at most 20% of the query's p50 at k=10\", is the column `a "
+            "snippet / query p50`: one hit's snippet against the p50 of the query at k=10 (met in every row). "
+            "A page's ten snippets cost more than the query where the dense side finds hits that share no word "
+            "with the query (`a page's 10 snippets / query p50`): each such hit's sentences are encoded at query "
+            "time so that the marked sentence is the one of highest cosine (the brute force above); `--crop 0` "
+            "(HTTP `crop=0`) leaves snippets out.",
         ]
     return "\n".join(lines)
 
