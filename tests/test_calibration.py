@@ -433,7 +433,7 @@ def test_a_renewal_encodes_only_the_pseudo_queries_of_changed_documents(index, t
     """The calibration keeps its draw and the vectors it encoded (storage/calibrationcache.py): after a fifth of
     the draw's documents are deleted, a renewal asks the documents still stored the same queries and encodes only
     the texts of the queries drawn anew; its record equals a calibration of the same draw encoding every text."""
-    from semsearch.retrieval.calibration import calibrate
+    from semsearch.operations.writes import calibration
     from semsearch.storage.calibrationcache import CalibrationCache, encoder_name
 
     source = Index.open(copy_index(index.path, tmp_path / "source"))
@@ -458,15 +458,7 @@ def test_a_renewal_encodes_only_the_pseudo_queries_of_changed_documents(index, t
     assert len(again) > len(still) / 2 and all(asked_now[row] == asked[row] for row in again)  # as paragraphs
 
     everything = CalibrationCache(source.path, "another", panel=after.panel)  # the same draw, nothing cached
-    fresh = calibrate(
-        store=source.store,
-        dense=DenseRetriever(source.transform, source.vectors, source.raw),
-        encode=source.encoder.encode,
-        cut=partial(split, chunker=make_chunker(source.settings, lambda: source.encoder)),
-        rerank=source.settings.rerank,
-        precision=source.settings.raw_precision,
-        cache=everything,
-    )
+    fresh = calibration(source.directory, cache=everything)
     assert everything.reused == 0 and everything.encoded > renewed["reused"] > 0
     assert fresh.ranks == renewed["ranks"] and (fresh.mode, fresh.alpha) == (
         renewed["mode"],

@@ -13,24 +13,13 @@ def calibrated(index, config, rerank: int) -> list[tuple[dict[str, Any], dict[st
     """The search the corpus's own calibration (calibration.py) chooses for these settings, and what its row
     records beside the metrics (`calibrated`, the weight, the pseudo-queries' sweep); none unless hybrid is
     among the modes and the corpus can be calibrated."""
-    from functools import partial
-
-    from ..ingest.creation import make_chunker
-    from ..ingest.pipeline import split
-    from ..retrieval.calibration import Calibration, calibrate
+    from ..operations.writes import calibration
+    from ..retrieval.calibration import Calibration
     from ..retrieval.perquery import PerQueryWeights
-    from ..retrieval.search import DenseRetriever
 
     if not config.calibrate or "hybrid" not in config.modes:
         return []
-    chosen = calibrate(
-        store=index.store,
-        dense=DenseRetriever(index.transform, index.vectors, index.raw),
-        encode=index.encoder.encode,
-        cut=partial(split, chunker=make_chunker(index.settings, lambda: index.encoder)),
-        rerank=rerank,
-        precision=index.settings.raw_precision,
-    )
+    chosen = calibration(index.directory, rerank=rerank)
     if not isinstance(chosen, Calibration):
         config.progress(f"not calibrated: {chosen.skipped}")
         return []

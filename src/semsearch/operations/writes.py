@@ -29,7 +29,7 @@ from ..ingest.pipeline import (
     fidelity_sample,
     split,
 )
-from ..retrieval.calibration import Calibration, calibrate
+from ..retrieval.calibration import Calibration, Skipped, calibrate
 from ..retrieval.calibration_age import aged
 from ..retrieval.search import DenseRetriever
 from ..retrieval.vectorindex import VectorIndex, resolve_index_type
@@ -315,7 +315,29 @@ def recalibrate(directory: IndexDirectory) -> tuple[float, Published]:
     return time.perf_counter() - started, published
 
 
-def _calibrated(
+def _calibrated(directory: IndexDirectory, settings: IndexSettings, *parts: Any) -> dict[str, Any] | None:
+    """The fusion weight this generation's documents choose (calibration.py), as the manifest keeps it; `parts`
+    as `_calibrate` takes them (transform, vectors, raw, chunker, encode)."""
+    cache = CalibrationCache.load(directory.path, encoder_name(settings))
+    return _calibrate(directory, settings, *parts, cache=cache).to_json()  # or why there is none
+
+
+def calibration(directory: IndexDirectory, **options: Any) -> Calibration | Skipped:
+    """calibrate() on the index as it is (its documents, encoder, passages, transform and vector index),
+    nothing kept: `options` go to calibrate() (a cache, another rerank, lengths)."""
+    settings = directory.settings
+    chunker = make_chunker(settings, lambda: directory.encoder)
+    parts = (
+        directory.transform,
+        directory.loaded_vectors(),
+        directory.raw,
+        chunker,
+        directory.encoder.encode,
+    )
+    return _calibrate(directory, settings, *parts, **options)
+
+
+def _calibrate(
     directory: IndexDirectory,
     settings: IndexSettings,
     transform: Transform,
@@ -323,18 +345,15 @@ def _calibrated(
     raw: RawVectors,
     chunker: Chunker | None,
     encode: Encode,
-) -> dict[str, Any] | None:
-    """The fusion weight this generation's documents choose (calibration.py), as the manifest keeps it."""
-    chosen = calibrate(
+    **options: Any,
+) -> Calibration | Skipped:
+    return calibrate(
         store=directory.store,
         dense=DenseRetriever(transform, vectors, raw),
         encode=encode,
         cut=partial(split, chunker=chunker),
-        rerank=settings.rerank,
-        precision=settings.raw_precision,
-        cache=CalibrationCache.load(directory.path, encoder_name(settings)),
+        **{"rerank": settings.rerank, "precision": settings.raw_precision, **options},
     )
-    return chosen.to_json()  # a calibration, or why there is none
 
 
 def _publish(
