@@ -73,6 +73,15 @@ def shared_data(*parts: str) -> Path:
     return path
 
 
+def sts_dev_slice(target: Path, step: int) -> Path:
+    """Every `step`-th pair of STS-B dev (its genres and years are in blocks: a slice keeps their mix), written
+    at `target` in the file's own format; skips when the shared data is absent."""
+    lines = shared_data("stsb", "sts-dev.csv").read_text().splitlines()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text("\n".join(lines[::step]) + "\n")
+    return target
+
+
 def write_jsonl(path: Path, records) -> Path:
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
     return path
