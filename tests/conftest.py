@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -267,3 +268,45 @@ def as_kept(vectors, precision: str | None = None):
         step[step == 0] = 1
         return np.rint(rows / step) * step
     return rows
+
+
+# Several semsearch commands run in turn by ONE Python process through click's own runner (what `python -m
+# semsearch` calls): for checks of what commands answer, not of a process starting (every command keeps a
+# real-process test elsewhere). Each extra process costs ~1 CPU-s of imports and sessions. An exception a
+# command lets out is reported as its process would print it, a traceback on stderr.
+_COMMANDS_SCRIPT = """
+import json, sys, traceback
+from click.testing import CliRunner
+from semsearch.cli import main
+ran = []
+for arguments in json.loads(sys.argv[1]):
+    result = CliRunner().invoke(main, arguments, prog_name="semsearch")
+    stderr = result.stderr
+    if result.exc_info and not isinstance(result.exception, SystemExit):
+        stderr += "".join(traceback.format_exception(*result.exc_info))
+    ran.append({"returncode": result.exit_code, "stdout": result.stdout, "stderr": stderr})
+print(json.dumps(ran))
+"""
+
+
+def commands_in_one_process(
+    commands, prefix=(), env: dict | None = None, timeout: float = 600
+) -> list[subprocess.CompletedProcess]:
+    """Each of `commands` (a list of semsearch arguments) run in turn in one new process (after `prefix`, e.g.
+    a namespace to run in), as a CompletedProcess each, of that command alone."""
+    import os
+    import sys
+
+    arguments = [[str(a) for a in command] for command in commands]
+    process = subprocess.run(
+        [*prefix, sys.executable, "-c", _COMMANDS_SCRIPT, json.dumps(arguments)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
+    assert process.returncode == 0, process.stderr[-2000:]
+    return [
+        subprocess.CompletedProcess(command, ran["returncode"], ran["stdout"], ran["stderr"])
+        for command, ran in zip(arguments, json.loads(process.stdout.splitlines()[-1]))
+    ]

@@ -19,9 +19,11 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from conftest import SAMPLE, write_jsonl
+from click.testing import CliRunner
+from conftest import SAMPLE, commands_in_one_process, write_jsonl
 
 from semsearch import Index
+from semsearch.cli import main
 from semsearch.storage.faults import FAULT_ENV
 
 # its module fixtures are built once: the whole module runs on one worker (--dist loadgroup)
@@ -101,17 +103,24 @@ class ReadOnly:
         subprocess.run(["chmod", "-R", "a+rX,go-w", str(self._shared())], check=True)
         return target
 
+    def _env(self) -> dict:
+        return {"SEMSEARCH_CACHE": str(self._shared() / "cache")} if self.method == "user" else {}
+
     def run(self, index: Path, *args, module: bool = True) -> subprocess.CompletedProcess:
         """The CLI (or, not `module`, python with these arguments) on `index`, which it cannot write."""
-        env = {"SEMSEARCH_CACHE": str(self._shared() / "cache")} if self.method == "user" else {}
         semsearch = ["-m", "semsearch"] if module else []
         return subprocess.run(
             [*self._prefix(self.method, index), sys.executable, *semsearch, *map(str, args)],
             capture_output=True,
             text=True,
             timeout=600,
-            env={**os.environ, **env},
+            env={**os.environ, **self._env()},
         )
+
+    def run_all(self, index: Path, commands) -> list[subprocess.CompletedProcess]:
+        """CLI commands in turn by one process that cannot write `index` (each read in a process of its own
+        is what `run` and the crash tests' real processes show; here they would only add imports)."""
+        return commands_in_one_process(commands, self._prefix(self.method, index), self._env())
 
     def cleanup(self) -> None:
         if hasattr(self, "_shared_dir"):
@@ -127,14 +136,17 @@ def read_only(tmp_path_factory):
     runner.cleanup()
 
 
-def answers(run, index: Path) -> dict:
-    """What the readers say of an index: the hits of QUERIES, `info --json` and `check --json`."""
-    hits = []
-    for text in QUERIES:
-        lines = ok(run(index, "query", text, "--index", index, "-k", "5", "--json")).stdout.splitlines()
-        hits.append([(h["id"], h["score"]) for h in map(json.loads, lines)])
-    details = json.loads(ok(run(index, "info", "--index", index, "--json")).stdout)
-    report = json.loads(ok(run(index, "check", "--index", index, "--json")).stdout)
+def reading(index: Path) -> list[list]:
+    """The commands whose answers `answers` reads: QUERIES, `info --json` and `check --json`."""
+    queries = [["query", text, "--index", index, "-k", "5", "--json"] for text in QUERIES]
+    return [*queries, ["info", "--index", index, "--json"], ["check", "--index", index, "--json"]]
+
+
+def answers(results: list[subprocess.CompletedProcess]) -> dict:
+    """What the readers say of an index: the results of its `reading` commands."""
+    *queried, described, checked = (ok(result).stdout for result in results)
+    hits = [[(h["id"], h["score"]) for h in map(json.loads, lines.splitlines())] for lines in queried]
+    details, report = json.loads(described), json.loads(checked)
     for volatile in ("path", "read_only"):
         details.pop(volatile)
     # SQLite's log, folded into the main file by a writable close, and what a write leaves beside the files
@@ -145,8 +157,10 @@ def answers(run, index: Path) -> dict:
     return {"hits": hits, "info": details, "check": [(f["file"], f["status"]) for f in report["files"]]}
 
 
-def writable(index: Path, *args) -> subprocess.CompletedProcess:
-    return cli(*args)
+def writable(commands) -> list[subprocess.CompletedProcess]:
+    """The commands run here, in this process, on a writable index: what read-only runs must equal."""
+    ran = [CliRunner().invoke(main, [str(a) for a in command]) for command in commands]
+    return [subprocess.CompletedProcess(c, r.exit_code, r.stdout, r.stderr) for c, r in zip(commands, ran)]
 
 
 @pytest.fixture(scope="module")
@@ -157,7 +171,7 @@ def built(tmp_path_factory):
     corpus, more = write_jsonl(root / "first.jsonl", docs[:60]), write_jsonl(root / "more.jsonl", docs[60:])
     index = root / "index"
     ok(cli("ingest", corpus, "--index", index, "--quiet"))
-    return index, more, answers(writable, index)
+    return index, more, answers(writable(reading(index)))
 
 
 def copy(built, target: Path) -> Path:
@@ -168,16 +182,20 @@ def copy(built, target: Path) -> Path:
 def test_an_index_that_cannot_be_written_answers_and_refuses_writes(built, read_only, tmp_path):
     index = read_only.prepare(copy(built, tmp_path / "index"))
     before = sorted(p.name for p in index.iterdir())
-    seen = answers(read_only.run, index)
-    assert seen == built[2]
-    assert json.loads(ok(read_only.run(index, "info", "--index", index, "--json")).stdout)["read_only"]
-    for args in (
+    writes = [
         ("ingest", read_only.prepare(built[1])),
         ("delete", "--where", "kind=function"),
         ("refit",),
         ("check", "--repair"),
-    ):
-        result = read_only.run(index, *args, "--index", index)
+    ]
+    # the reads, then every write refused, then the reads again: a refusal changes nothing a reader sees
+    ran = read_only.run_all(
+        index, [*reading(index), *([*w, "--index", index] for w in writes), *reading(index)]
+    )
+    reads = len(reading(index))
+    assert answers(ran[:reads]) == answers(ran[-reads:]) == built[2]
+    assert json.loads(ran[reads - 2].stdout)["read_only"]
+    for result in ran[reads:-reads]:
         assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
         errors = [line for line in result.stderr.splitlines() if line.startswith("Error: ")]
         assert len(errors) == 1 and f"{index} is read-only" in errors[0], result.stderr
@@ -199,9 +217,9 @@ def test_a_write_ahead_log_left_beside_the_store_is_read(built, read_only, tmp_p
     finally:
         holder.close()
     unreadable = shutil.copytree(frozen, tmp_path / "no-shm", ignore=shutil.ignore_patterns("*-shm"))
-    expected = answers(writable, copy((frozen, None), tmp_path / "expected"))
+    expected = answers(writable(reading(copy((frozen, None), tmp_path / "expected"))))
     frozen = read_only.prepare(frozen)
-    assert answers(read_only.run, frozen) == expected
+    assert answers(read_only.run_all(frozen, reading(frozen))) == expected
     assert expected["info"]["documents"] == 80
     # Without its -shm file and a directory to make one in, SQLite cannot read the log: said, not missed.
     unreadable = read_only.prepare(unreadable)
@@ -218,10 +236,10 @@ def test_a_write_that_crashed_is_read_as_committed(built, read_only, tmp_path, s
     first = built[2]["hits"][0][0][0]
     crashed = cli("delete", first, "--index", index, env={FAULT_ENV: step})
     assert crashed.returncode != 0 and (index / "manifest.pending.json").exists(), crashed.stderr
-    expected = answers(writable, copy((index, None), tmp_path / "expected"))
+    expected = answers(writable(reading(copy((index, None), tmp_path / "expected"))))
     assert (first in {hit[0] for hit in expected["hits"][0]}) != deleted
     index = read_only.prepare(index)
-    assert answers(read_only.run, index) == expected
+    assert answers(read_only.run_all(index, reading(index))) == expected
     assert (index / "manifest.pending.json").exists()
 
 
