@@ -289,6 +289,22 @@ print(json.dumps(ran))
 """
 
 
+def command_here(*arguments) -> subprocess.CompletedProcess:
+    """A semsearch command run in this process by click's runner (as a CompletedProcess, a traceback on
+    stderr as a process would print it): where what is tested is the command's work, not a process."""
+    import traceback
+
+    from click.testing import CliRunner
+
+    from semsearch.cli import main
+
+    result = CliRunner().invoke(main, [str(a) for a in arguments], prog_name="semsearch")
+    stderr = result.stderr
+    if result.exc_info and not isinstance(result.exception, SystemExit):
+        stderr += "".join(traceback.format_exception(*result.exc_info))
+    return subprocess.CompletedProcess(arguments, result.exit_code, result.stdout, stderr)
+
+
 def commands_in_one_process(
     commands, prefix=(), env: dict | None = None, timeout: float = 600
 ) -> list[subprocess.CompletedProcess]:

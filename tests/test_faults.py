@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, write_jsonl
+from conftest import REPO, command_here, write_jsonl
 
 from semsearch import Index
 from semsearch.errors import IndexStateError
@@ -69,7 +69,7 @@ def corpora(tmp_path_factory):
 def base(corpora, tmp_path_factory):
     """An index of the first BASE sample documents (defaults), and what it answers."""
     path = tmp_path_factory.mktemp("fault-base") / "index"
-    ok(semsearch("ingest", corpora[0], "--index", path, "--quiet"))
+    ok(command_here("ingest", corpora[0], "--index", path, "--quiet"))
     return path, answers(path)
 
 
@@ -90,7 +90,7 @@ def uninterrupted(corpora, base, tmp_path_factory):
         path = tmp_path_factory.mktemp(f"ref-{name}") / "index"
         if from_base:
             shutil.copytree(base[0], path)
-        ok(semsearch(*arguments(corpora), "--index", path))
+        ok(command_here(*arguments(corpora), "--index", path))
         out[name] = answers(path)
     return out
 
@@ -134,7 +134,7 @@ def test_a_crash_at_each_step_leaves_the_old_or_the_new_state(
         assert answers(path) == base[1]
         assert not (path / PENDING).exists()
 
-    again = ok(semsearch(*arguments(corpora), "--index", path))
+    again = ok(command_here(*arguments(corpora), "--index", path))  # the crash was the real process's
     assert answers(path) == uninterrupted[operation]
     if step == "encoded":
         # The vectors encoded before the crash came from the resume cache, not from the encoder.
