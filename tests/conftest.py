@@ -282,8 +282,8 @@ ran = []
 for arguments in json.loads(sys.argv[1]):
     result = CliRunner().invoke(main, arguments, prog_name="semsearch")
     stderr = result.stderr
-    if result.exc_info and not isinstance(result.exception, SystemExit):
-        stderr += "".join(traceback.format_exception(*result.exc_info))
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        stderr += "".join(traceback.format_exception(result.exception))
     ran.append({"returncode": result.exit_code, "stdout": result.stdout, "stderr": stderr})
 print(json.dumps(ran))
 """
@@ -300,8 +300,8 @@ def command_here(*arguments) -> subprocess.CompletedProcess:
 
     result = CliRunner().invoke(main, [str(a) for a in arguments], prog_name="semsearch")
     stderr = result.stderr
-    if result.exc_info and not isinstance(result.exception, SystemExit):
-        stderr += "".join(traceback.format_exception(*result.exc_info))
+    if result.exception is not None and not isinstance(result.exception, SystemExit):  # what a process prints
+        stderr += "".join(traceback.format_exception(result.exception))
     return subprocess.CompletedProcess(arguments, result.exit_code, result.stdout, stderr)
 
 

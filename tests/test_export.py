@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import SAMPLE, refitted_copy
+from conftest import SAMPLE, command_here, refitted_copy
 
 SEMSEARCH = [sys.executable, "-m", "semsearch"]
 QUERIES = ["parse a date from a string", "read a csv file", "compress data with gzip", "random numbers"]
@@ -19,6 +19,13 @@ QUERIES = ["parse a date from a string", "read a csv file", "compress data with 
 
 def run(*args: str) -> subprocess.CompletedProcess:
     result = subprocess.run([*SEMSEARCH, *map(str, args)], capture_output=True, text=True, timeout=1800)
+    assert result.returncode == 0, result.stderr
+    return result
+
+
+def here(*args) -> subprocess.CompletedProcess:
+    """The command in this process (the first tests run export and ingest as processes of their own)."""
+    result = command_here(*args)
     assert result.returncode == 0, result.stderr
     return result
 
@@ -92,11 +99,11 @@ def test_scifact_round_trip_with_and_without_vectors(scifact_subset, scifact_enc
     queries = list(scifact_subset[1].values())
     with refitted_copy(scifact_encoded, tmp_path / "source", "whiten", 128, 0.5):
         source = contents(tmp_path / "source", queries)
-    run("export", "--index", tmp_path / "source", "-o", tmp_path / "vectors.jsonl", "--vectors", "-q")
-    run("ingest", tmp_path / "vectors.jsonl", "--index", tmp_path / "with-vectors", "-q")
+    here("export", "--index", tmp_path / "source", "-o", tmp_path / "vectors.jsonl", "--vectors", "-q")
+    here("ingest", tmp_path / "vectors.jsonl", "--index", tmp_path / "with-vectors", "-q")
     assert_same(source, contents(tmp_path / "with-vectors", queries))
-    run("export", "--index", tmp_path / "source", "-o", tmp_path / "plain.jsonl", "-q")
-    run("ingest", tmp_path / "plain.jsonl", "--index", tmp_path / "encoded-again", "-q")
+    here("export", "--index", tmp_path / "source", "-o", tmp_path / "plain.jsonl", "-q")
+    here("ingest", tmp_path / "plain.jsonl", "--index", tmp_path / "encoded-again", "-q")
     again = contents(tmp_path / "encoded-again", queries)
     assert_same(source, again, vectors=False)
     assert np.abs(source["raw"] - again["raw"]).max() < 1e-4  # the same model on the same texts
@@ -115,10 +122,10 @@ def test_an_index_without_a_model_exports_its_vectors_and_comes_back_the_same(tm
                 for i in range(50)
             ]
         )
-    run(
+    here(
         "export", "--index", tmp_path / "source", "-o", tmp_path / "export.jsonl", "-q"
     )  # vectors: all it has
-    run("ingest", tmp_path / "export.jsonl", "--index", tmp_path / "again", "-q")
+    here("ingest", tmp_path / "export.jsonl", "--index", tmp_path / "again", "-q")
     queries = rng.normal(size=(3, 16)).astype("f4")
     found = []
     for name in ("source", "again"):

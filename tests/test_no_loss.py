@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import SAMPLE, copy_index, write_jsonl
+from conftest import SAMPLE, command_here, copy_index, write_jsonl
 
 from semsearch.cli import main
 from semsearch.storage.faults import FAULT_ENV
@@ -169,7 +169,7 @@ def test_an_interrupted_first_ingest_leaves_no_index_and_resumes(corpus, tmp_pat
     checked = run("check", "--index", index)
     assert checked.exit_code != 0 and "Traceback" not in checked.output
     assert "a first ingest into it was interrupted; run it again to resume" in checked.output
-    again = cli("ingest", corpus, "--index", index)
+    again = command_here("ingest", corpus, "--index", index)  # the crash was a real process's
     assert again.returncode == 0, again.stderr
     assert summary(again.stderr)[0] == DOCUMENTS and count(index) == DOCUMENTS
     assert not (tmp_path / ".index.partial").exists()
@@ -259,7 +259,7 @@ def test_a_full_disk_is_one_line_and_the_index_answers_as_before(sample_copy, tm
     errors = [line for line in full.stderr.splitlines() if line.startswith("Error")]
     assert len(errors) == 1 and re.search(r"no space left|disk I/O error", errors[0]), full.stderr
     assert answers(sample_copy) == before
-    after = cli("ingest", more, "--index", sample_copy)
+    after = command_here("ingest", more, "--index", sample_copy)
     assert after.returncode == 0 and summary(after.stderr)[2] == 30, after.stderr
 
 
@@ -277,7 +277,7 @@ def test_the_server_reopens_a_replaced_index_and_answers_503_while_there_is_none
     small = write_jsonl(
         tmp_path / "small.jsonl", [{"id": f"s{n}", "text": f"small corpus {n}"} for n in range(5)]
     )
-    assert cli("ingest", small, "--index", other, "-q").returncode == 0
+    assert command_here("ingest", small, "--index", other, "-q").returncode == 0
     with running_server(served, api_key=ADMIN) as url, httpx.Client(base_url=url, timeout=60) as client:
         assert client.get("/search", params={"q": "parse a date"}).json()["hits"][0]["id"] != "s0"
         served.rename(tmp_path / "old")
@@ -329,7 +329,7 @@ def test_the_beir_style_cranfield_corpus_ingests_with_its_two_empty_documents_sk
     assert len(records) == 1400 and len(empty) == 2
     records = [r for n, r in enumerate(records) if n % 70 == 0 or r["_id"] in empty]
     corpus = write_jsonl(tmp_path / "cranfield.jsonl", records)
-    refused = cli("ingest", corpus, "--index", tmp_path / "index", "-q")
+    refused = command_here("ingest", corpus, "--index", tmp_path / "index", "-q")
     assert refused.returncode == 1 and "field 'text': empty text" in refused.stderr
     result = cli("ingest", corpus, "--index", tmp_path / "index", "--skip-invalid")
     assert result.returncode == 0, result.stderr
