@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import DATA, REPO, SAMPLE, sts_dev_slice, write_jsonl
+from conftest import DATA, REPO, SAMPLE, commands_in_one_process, sts_dev_slice, write_jsonl
 
 from semsearch import Index
 from semsearch.settings import YOUNG_FACTOR
@@ -148,6 +148,9 @@ def test_an_index_stops_being_young_with_enough_documents(tiny_bert, tmp_path):
         assert (index.transform.matrix == kept).all()
 
 
+REENCODING = (("--quantize", "none"), ("--backend", "torch"))  # settings only a new encoding changes
+
+
 def test_advice_about_an_existing_index_can_be_followed(tmp_path):
     """A setting a refit changes says so, and the refit it names does change it; one that needs the documents
     encoded again says that instead."""
@@ -155,20 +158,24 @@ def test_advice_about_an_existing_index_can_be_followed(tmp_path):
         tmp_path / "c.jsonl", [json.loads(line) for line in SAMPLE.read_text().splitlines()[:40]]
     )
     index = tmp_path / "index"
-
-    def run(*args):
-        return shell(" ".join(map(str, ("semsearch", *args))), tmp_path)
-
-    assert run("ingest", corpus, "--index", index, "-q").returncode == 0
-    asked = run("ingest", corpus, "--index", index, "--rerank", "5")
+    # the advice is what the commands say, one after another (a process each adds only its start)
+    made, asked, refitted, info, again, *refused = commands_in_one_process(
+        [
+            ["ingest", corpus, "--index", index, "-q"],
+            ["ingest", corpus, "--index", index, "--rerank", "5"],
+            ["refit", "--index", index, "--rerank", "5"],
+            ["info", "--index", index, "--json"],
+            ["ingest", corpus, "--index", index, "--rerank", "5", "-q"],
+            *(["ingest", corpus, "--index", index, option, value] for option, value in REENCODING),
+        ]
+    )
+    assert made.returncode == 0, made.stderr
     assert asked.returncode == 1 and "rerank 100 (asked 5): change it with `semsearch refit`" in asked.stderr
-    assert run("refit", "--index", index, "--rerank", "5").returncode == 0
-    assert json.loads(run("info", "--index", index, "--json").stdout)["rerank"] == 5
-    assert run("ingest", corpus, "--index", index, "--rerank", "5", "-q").returncode == 0
-    for option, value in (("--quantize", "none"), ("--backend", "torch")):
-        refused = run("ingest", corpus, "--index", index, option, value)
-        assert refused.returncode == 1 and "refit" not in refused.stderr, refused.stderr
-        assert "ingest the corpus into another index directory" in refused.stderr
+    assert refitted.returncode == 0 and json.loads(info.stdout)["rerank"] == 5
+    assert again.returncode == 0, again.stderr
+    for result in refused:
+        assert result.returncode == 1 and "refit" not in result.stderr, result.stderr
+        assert "ingest the corpus into another index directory" in result.stderr
 
 
 def test_standard_input_and_gzip_corpora(tmp_path):

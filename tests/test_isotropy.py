@@ -12,7 +12,7 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import REPO, SAMPLE, copy_index, write_jsonl
+from conftest import REPO, SAMPLE, command_here, copy_index, write_jsonl
 
 from semsearch import Index
 from semsearch.encoding import Encoder
@@ -51,9 +51,7 @@ def sentences(tmp_path_factory):
 
 
 def info_json(path) -> dict:
-    result = subprocess.run(
-        [*SEMSEARCH, "info", "--index", str(path), "--json"], capture_output=True, text=True
-    )
+    result = command_here("info", "--index", path, "--json")  # `inspect` below runs as a process
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
 
@@ -81,11 +79,7 @@ def test_info_against_brute_force_and_full_whitening(sentences, tmp_path):
     assert abs(isotropy["raw"]["mean_cosine"] - independent) < 0.02
     assert independent > 0.05  # the bundled model's vectors are not isotropic: the test can fail
 
-    result = subprocess.run(
-        [*SEMSEARCH, "refit", "--index", str(path), "--transform", "whiten", "--power", "1"],
-        capture_output=True,
-        text=True,
-    )
+    result = command_here("refit", "--index", path, "--transform", "whiten", "--power", "1")
     assert result.returncode == 0, result.stderr
     whitened = info_json(path)["isotropy"]
     assert whitened["raw"]["mean_cosine"] == isotropy["raw"]["mean_cosine"]  # the same raw vectors
