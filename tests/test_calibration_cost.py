@@ -7,15 +7,17 @@ from __future__ import annotations
 
 import random
 
-from semsearch.retrieval.search import Match, fuse
-from semsearch.retrieval.sweep import CUTOFF, WEIGHTS, fused_ranks, rank_in
+from semsearch.retrieval.search import Documents, Match, fuse
+from semsearch.retrieval.sweep import CUTOFF, WEIGHTS, fused_ranks, rank_in, target_ranks
 from semsearch.settings import Fusion
 
 
 def test_sweep_ranks_are_the_ranks_of_fused_lists():
-    """Random lists with shared and tied scores (few decimals): every weight's rank as `fuse` orders them."""
+    """Random lists with shared and tied scores (few decimals): every weight's rank as `fuse` orders them, a
+    query at a time and all at once (lists of every length side by side, as Documents)."""
     draw = random.Random(0)
     found = 0
+    cases, expected = [], []
     for _ in range(600):
         pool = range(40)
         dense_pks, keyword_pks = (
@@ -47,7 +49,12 @@ def test_sweep_ranks_are_the_ranks_of_fused_lists():
             )
             assert rank == rank_in(target, fused), (weight, target, dense, keyword)
             found += rank > 0
+        cases.append((target, dense, keyword))
+        expected.append(ranks)
     assert found > 1000  # the targets were found, at many ranks
+    targets, dense, keyword = zip(*cases)
+    together = target_ranks(targets, [Documents.of(d) for d in dense], [Documents.of(k) for k in keyword])
+    assert together.tolist() == expected
 
 
 def test_the_cache_answers_only_the_texts_it_holds_and_ignores_what_is_not_its_own(tmp_path):
@@ -101,9 +108,9 @@ def test_the_scratch_copy_read_shallow_ranks_as_brute_force_over_the_changed_row
     depths: list[tuple[int, int]] = []
 
     class Recorded(DenseRetriever):  # the real retriever, the depths it is asked for recorded
-        def candidates(self, queries, n, allowed):
+        def ranked_rows(self, queries, n, allowed):
             depths.append((len(queries), n))
-            return super().candidates(queries, n, allowed)
+            return super().ranked_rows(queries, n, allowed)
 
     n = 20
     with Index.open(sample_encoded) as index:
@@ -144,7 +151,7 @@ def test_a_rerank_reading_every_query_at_once_scores_each_by_its_cosine(sample_e
     import numpy as np
 
     from semsearch import Index
-    from semsearch.retrieval.search import rerank
+    from semsearch.retrieval.search import listed, rerank, rows_of
 
     with Index.open(sample_encoded) as index:
         rows = index.store.vector_pks()
@@ -154,7 +161,7 @@ def test_a_rerank_reading_every_query_at_once_scores_each_by_its_cosine(sample_e
         ranked[1] += ranked[0][:10]  # rows shared between queries are read once
         ranked[1] = list(dict.fromkeys(ranked[1]))
         for k in (len(rows), 7):
-            out = rerank(index.raw, queries, ranked, k)
+            out = [listed(found) for found in rerank(index.raw, queries, [rows_of(r) for r in ranked], k)]
             assert out[-1] == [] and len(out) == len(ranked)
             for query, candidates, result in zip(queries, ranked, out):
                 if not candidates:

@@ -100,7 +100,14 @@ class Bm25Matrix:
         self, stems: Sequence[str] | Mapping[str, float], n: int, allowed: np.ndarray | None
     ) -> list[tuple[int, float]]:
         """The n best documents for the terms (repeats count again; or each term's weight), among the `allowed`
-        pks if given."""
+        pks if given: (pk, score) pairs, best first."""
+        pks, scores = self.top_arrays(stems, n, allowed)
+        return list(zip(pks.tolist(), scores.tolist()))
+
+    def top_arrays(
+        self, stems: Sequence[str] | Mapping[str, float], n: int, allowed: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """`top` as arrays of pks and scores (a calibration's hundreds of queries take them so)."""
         weighted = stems if isinstance(stems, Mapping) else {}
         if not isinstance(stems, Mapping):
             for stem in stems:
@@ -111,7 +118,7 @@ class Bm25Matrix:
             if column is not None:
                 wanted[column] = weight
         if not wanted:
-            return []
+            return np.zeros(0, np.int64), np.zeros(0)
         scores = np.zeros(self.size)
         touched = np.zeros(self.size, dtype=bool)
         for column, times in wanted.items():
@@ -127,5 +134,5 @@ class Bm25Matrix:
         if len(candidates) > n:  # those above the n-th score and all tied with it, so ties go by pk at any n
             values = scores[candidates]
             candidates = candidates[values >= -np.partition(-values, n - 1)[n - 1]]
-        order = np.lexsort((candidates, -scores[candidates]))[:n]  # ties: lower pk first
-        return [(int(pk), float(scores[pk])) for pk in candidates[order]]
+        best = candidates[np.lexsort((candidates, -scores[candidates]))[:n]]  # ties: lower pk first
+        return best.astype(np.int64), scores[best]

@@ -88,7 +88,21 @@ class Exact:
 def unfiltered(exact: Exact, queries: np.ndarray, k: int) -> Ranked:
     """The approximate search with its tuned parameters at this depth; pq asks for k_factor x k and re-scores
     them."""
+    found = unfiltered_arrays(exact.vectors, queries, k)
+    if found is not None:
+        return listed(*found)
     return approximate(exact, queries, k, None, exact.vectors.at_depth(exact.vectors.search_params, k))
+
+
+def unfiltered_arrays(
+    vectors: VectorIndex, queries: np.ndarray, k: int
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """`unfiltered` as FAISS's (scores, ids) arrays (-1 padding), where the index's own scores rank its
+    candidates; None for pq, whose candidates `unfiltered` re-scores."""
+    if vectors.exact_source is None:
+        return None
+    params = vectors.at_depth(vectors.search_params, k)
+    return vectors.search_arrays(queries, k * int(params.get("k_factor", 1)), None, params)
 
 
 def approximate(
