@@ -179,7 +179,8 @@ def test_a_rerank_reading_every_query_at_once_scores_each_by_its_cosine(sample_e
 def test_the_scratch_keyword_matrix_ranks_as_fts5_inside_the_scratch(sample_encoded, tmp_path):
     """Inside a scratch copy (store.scratch: documents' texts changed in a savepoint), the bm25 matrix read of
     the scratch content ranks every query as FTS5 itself does there: the same documents in the same order,
-    the same scores; a word taken out of a document no longer finds it; the committed store is untouched."""
+    the same scores, asked one at a time or all at once; a word taken out of a document no longer finds it; the
+    committed store is untouched."""
     from conftest import copy_index
 
     from semsearch import Index
@@ -202,6 +203,12 @@ def test_the_scratch_keyword_matrix_ranks_as_fts5_inside_the_scratch(sample_enco
                 ours = matrix.top(keyword.terms(text), 100, None)
                 fts5 = store.keyword_ranking(match_expression(text), 100, TITLE_WEIGHT)
                 assert_same_ranking(ours, fts5, 1e-9)
+            # every query at once, as a calibration asks them: each exactly as asked alone
+            together = matrix.top_many([keyword.terms(text) for text in queries], 100, None)
+            for text, (found, scores) in zip(queries, together):
+                assert list(zip(found.tolist(), scores.tolist())) == matrix.top(
+                    keyword.terms(text), 100, None
+                )
             rows = store.get(pks)
             left = {  # each word's terms alone (a text's leave its stopwords out)
                 pk: {
