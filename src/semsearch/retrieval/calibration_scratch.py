@@ -132,6 +132,6 @@ def rankings(
             keyword_found = [Documents.scored(found) for found in keyword.top(queries, FUSION_DEPTH, None)]
         else:  # every query's words stemmed in one pass of the stemmer, not one each (a fifth of this side)
             STEMMER.terms_of([word for text in queries for word in query_words(text)])
-            asked = [keyword.terms(text) for text in queries]
-            keyword_found = [Documents(*found) for found in matrix.top_many(asked, FUSION_DEPTH, None)]
+            terms = [keyword.terms(text) for text in queries]
+            keyword_found = [Documents(*found) for found in matrix.top_many(terms, FUSION_DEPTH, None)]
     return dense_found, keyword_found
