@@ -85,7 +85,9 @@ class LinearTransform(Transform):
             say = log.info if stats.count <= spec.dims else log.warning
             say("the corpus spans only %d directions; keeping %d dims, not %d", rank, rank, spec.dims)
         power = spec.effective_power
-        matrix = vectors_[:, :keep] * values[:keep] ** (-power / 2)
+        # rounded to float32's values (a relative 6e-8; the arithmetic stays float64): `arrays` then keeps the
+        # matrix in float32 with nothing lost, half its bytes (0.2 MB of 0.4 at 384 x 128)
+        matrix = (vectors_[:, :keep] * values[:keep] ** (-power / 2)).astype(np.float32).astype(np.float64)
         return cls(replace(spec, dims=keep), stats.dim, stats.mean, matrix, values[:keep])
 
     @classmethod
@@ -120,8 +122,14 @@ class LinearTransform(Transform):
         return float(np.linalg.norm(moved - np.diag(self.eigenvalues)) / np.linalg.norm(self.eigenvalues))
 
     def arrays(self, prefix: str = "") -> dict[str, np.ndarray]:
-        """The fitted arrays by name (`prefix` for a file holding other arrays too)."""
-        return {f"{prefix}{name}": getattr(self, name) for name in ("mean", "matrix", "eigenvalues")}
+        """The fitted arrays by name (`prefix` for a file holding other arrays too); the matrix in float32 where
+        that holds its values exactly (fitted by this release: see `fit`), else as it is (an older fit's float64:
+        its index's vectors were projected with those values). The mean stays float64 (see `__init__`)."""
+        arrays = {name: getattr(self, name) for name in ("mean", "matrix", "eigenvalues")}
+        narrow = self.matrix.astype(np.float32)
+        if np.array_equal(narrow, self.matrix):
+            arrays["matrix"] = narrow
+        return {f"{prefix}{name}": array for name, array in arrays.items()}
 
     @classmethod
     def from_arrays(
