@@ -27,7 +27,7 @@ EXHAUSTIVE = ("flat", "flat-sq8")  # every search scores every row it may return
 # HNSW's 0.6): wider vectors switch sooner (16,666 at 384 dims), narrower ones later. Within it, from
 # AUTO_CODED_ROWS rows, the exact scan is over 8-bit codes (flat-sq8: 136 bytes a passage with its id at 128
 # dims against flat's 520, the nDCG@10 of the long-document sets, Cranfield and SciFact unchanged within
-# 0.002, benchmarks/results/flat-codes.md); below it, flat (the 0.4 MB it would save is under the 0.8 MB of
+# 0.002, benchmarks/results/flat-codes-*.md); below it, flat (the 0.4 MB it would save is under the 0.8 MB of
 # statistics and transform every index keeps, and a range trained on a few hundred rows clips the rows added
 # next: recall@10 0.959 against float32 exact on cranfield-mixed's 7,698 rows trained on 256 of them, 0.987 on
 # 1,000, 0.991 on all). IVF-PQ (`--index-type pq`)
