@@ -13,7 +13,7 @@ change what it measures). `--note` adds a line under the command (what the copie
 first ingests a retrieval set (raw_precision.py's: cranfield-mixed, scifact-mixed, cranfield, ...; built under
 `--sets`) with every default into INDEX, unless it is there, to be measured as an argument names it:
 
-    .venv/bin/python benchmarks/bytes.py --ingest cranfield-mixed=/tmp/b/cm cranfield-mixed:defaults=/tmp/b/cm"""
+    .venv/bin/python benchmarks/bytes.py --ingest cranfield-mixed=/tmp/cm cranfield-mixed:defaults=/tmp/cm"""
 
 from __future__ import annotations
 

@@ -146,7 +146,7 @@ def checkpoint(
     kind: str,
     queries: np.ndarray | None = None,
 ) -> BuildCheckpoint | None:
-    """The checkpoint of this build in the index directory (ivf and pq; None for the other kinds: flat fills in
+    """The checkpoint of this build in the index directory (ivf and pq; None for the other kinds: flat(-sq8) fills in
     seconds, and hnsw draws each row's levels from a generator FAISS does not save, so a graph taken up again
     would not be the one built at once). Keyed by the kind, the live rows, their first rows projected and the
     given tuning queries (the checkpoint keeps their exact answers)."""
