@@ -18,6 +18,7 @@ from semsearch.storage.faults import FAULT_EXIT
 from semsearch.storage.rawvectors import BLOCK_ROWS
 
 ROWS, DIM = 9_000, 16  # two raw blocks: a checkpoint after the first
+STORED = 5_000  # three partitions of a first ingest (2048 documents each), with a resume point after each
 OPTIONS = dict(model="none", index_type="ivf")
 
 
@@ -62,3 +63,94 @@ def test_a_killed_build_resumes_at_its_checkpoint_and_ends_at_the_same_index(tmp
     whole, resumed = built(tmp_path / "whole", rows[::500]), built(target, rows[::500])
     assert resumed[0] == whole[0]  # the FAISS index, byte for byte
     assert resumed[1] == whole[1] and all(len(hits) == 10 for hits in resumed[1])
+
+
+def resume_counts(target) -> dict:
+    import sqlite3
+
+    with sqlite3.connect(partial_of(target) / "documents.db") as db:
+        rows = db.execute("SELECT key, value FROM state WHERE key LIKE 'resume%'").fetchall()
+    return dict(rows)
+
+
+def stored(path) -> list:
+    import sqlite3
+
+    with sqlite3.connect(path / "documents.db") as db:
+        return [
+            db.execute(f"SELECT * FROM {table} ORDER BY 1").fetchall()
+            for table in ("documents", "fields", "meta")
+        ]
+
+
+def test_a_killed_first_ingest_resumes_after_its_last_resume_point_and_ends_at_the_same_index(tmp_path):
+    """ingest/resume.py: the documents stored so far are committed at resume points (under a fault test, after
+    every partition of 2048). Killed after its second point, run again: it stores from document 4096 on (the
+    last 904 and its segment), trains and is killed; run again: it stores nothing, keeps that segment, and ends
+    at the same store, statistics, raw segment and FAISS index as an ingest never interrupted. A corpus
+    changed since a kill starts afresh."""
+    rng = np.random.default_rng(11)
+    rows = rng.standard_normal((STORED, DIM)).astype(np.float32)
+    vectors = tmp_path / "vectors.npy"
+    np.save(vectors, rows)
+    docs = [{"id": f"d{i}", "text": f"row {i} of {STORED}", "group": i % 50} for i in range(STORED)]
+    corpus = write_jsonl(tmp_path / "corpus.jsonl", docs)
+    target = tmp_path / "resumed"
+
+    assert ingest(corpus, vectors, target, fault="resume-point@2").returncode == FAULT_EXIT
+    assert resume_counts(target)["resume_documents"] == 4096
+    spool = partial_of(target) / "raw" / ".spool-000000000000-resumable"
+    assert spool.stat().st_size == 4096 * DIM * 4
+    # its first point is after all 5000 documents: one at 2048 would say it stored the first ones again
+    assert ingest(corpus, vectors, target, fault="trained").returncode == FAULT_EXIT
+    assert resume_counts(target)["resume_documents"] == STORED and not spool.exists()
+    finished = ingest(corpus, vectors, target, fault="resume-point")  # it would exit if it stored any
+    assert finished.returncode == 0, finished.stderr
+    assert not partial_of(target).exists() and not (target / ".resume").exists()
+
+    whole = tmp_path / "whole"
+    threads = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(1)
+    try:
+        with Index.create(whole, dim=DIM, **OPTIONS) as index:
+            index.ingest(corpus, vectors=vectors)
+    finally:
+        faiss.omp_set_num_threads(threads)
+    assert stored(target) == stored(whole)
+    for name in ("stats.safetensors", "vectors.faiss"):
+        assert (target / "gen-000001" / name).read_bytes() == (whole / "gen-000001" / name).read_bytes()
+    for segment in (whole / "raw").glob("seg-*"):
+        assert (target / "raw" / segment.name).read_bytes() == segment.read_bytes()
+
+    again = tmp_path / "again"
+    assert ingest(corpus, vectors, again, fault="resume-point@2").returncode == FAULT_EXIT
+    write_jsonl(corpus, docs[:-1] + [{**docs[-1], "text": "changed"}])  # a corpus changed since
+    assert ingest(corpus, vectors, again, fault="resume-point@1").returncode == FAULT_EXIT
+    assert resume_counts(again)["resume_documents"] == 2048  # started afresh
+
+
+def test_a_first_ingest_of_given_vectors_checks_its_lines_as_it_stores_them(tmp_path):
+    """Corpus.checked_as_stored: no read of its own, yet a repeated id (in a later partition, or the same one)
+    and a line refused near the end are one-line errors naming the line, and leave no index behind."""
+    from click.testing import CliRunner
+
+    from semsearch.cli import main
+
+    rows = np.random.default_rng(3).standard_normal((2100, DIM)).astype(np.float32)
+    vectors = tmp_path / "vectors.npy"
+    np.save(vectors, rows)
+    docs = [{"id": f"d{i}", "text": f"row {i}"} for i in range(2100)]
+    cases = {
+        "far": ({2060: {"id": "d7", "text": "again"}}, "line 2061, field 'id': id 'd7' appears twice (first at line 8)"),
+        "near": ({2061: {"id": "d2060", "text": "again"}}, "line 2062, field 'id': id 'd2060' appears twice (first at line 2061)"),
+        "bad": ({2090: {"id": "x", "text": 5}}, "line 2091, field 'text': the text must be a string, got int"),
+    }  # fmt: skip
+    for name, (changes, message) in cases.items():
+        corpus = write_jsonl(tmp_path / f"{name}.jsonl", [changes.get(i, doc) for i, doc in enumerate(docs)])
+        target = tmp_path / name
+        arguments = ["ingest", str(corpus), "--vectors", str(vectors), "--index", str(target), "--quiet"]
+        refused = CliRunner().invoke(main, arguments)
+        assert refused.exit_code == 1 and refused.output.strip().splitlines() == [
+            f"Error: {corpus}, {message}"
+        ]
+        assert not target.exists() and not partial_of(target).exists()

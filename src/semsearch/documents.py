@@ -10,6 +10,7 @@ import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -76,7 +77,7 @@ class Document:
     def embedding_text(self) -> str:
         return f"{self.title} {self.text}" if self.title else self.text
 
-    @property
+    @cached_property  # a frozen dataclass's fields never change: asked twice as it is stored
     def content_hash(self) -> str:
         payload = json.dumps([self.title, self.text, self.metadata], sort_keys=True, ensure_ascii=False)
         digest = hashlib.sha256(payload.encode())

@@ -190,14 +190,16 @@ class Index:
         vectors: str | Path | None = None,
         cluster: Executor | str | int | None = None,
         recalibrate: bool = False,
+        resumable: bool = False,
     ) -> AddReport:
         """Add the documents of a corpus, validated whole before anything is written: a path (a JSONL file, a
         directory, a document file, a CSV/TSV/Parquet table), several paths, a pandas DataFrame or pyarrow
-        Table (a row a document, columns named by `fields`), or a checked Corpus. `refit` after adding: "never", "always" or "auto" (drift above DRIFT_LIMIT; the report's `drift`
-        says if one is advised). `vectors`: an .npy of vectors made elsewhere, row i for the i-th document (as a
-        vector field in `fields`). `cluster`: where to encode (distributed.py): a Dask scheduler's address, a
-        number of local worker processes or an Executor; the result is the same. An export (export.py) ingested
-        into a new index keeps its calibration unless `recalibrate`, and its transform (`restored`: exported.py)."""
+        Table (a row a document, columns named by `fields`), or a checked Corpus. `refit` after adding: "never",
+        "always" or "auto" (drift above DRIFT_LIMIT: the report's `drift`). `vectors`: an .npy of vectors made
+        elsewhere, row i for the i-th document (as a vector field in `fields`). `cluster`: where to encode
+        (distributed.py): a Dask scheduler's address, a number of local worker processes or an Executor; the
+        result is the same. An export ingested into a new index keeps its calibration unless `recalibrate`, and
+        its transform (exported.py); `resumable`: a first ingest no reader sees (first.py) keeps resume points."""
         if not isinstance(corpus, Corpus):
             corpus = Corpus(corpus, fields or FieldNames(), vectors)
         width, dim = corpus.check().vector_width, self.settings.encoder_dim
@@ -205,8 +207,9 @@ class Index:
             where = dict(path=corpus.vectors) if corpus.vectors else dict(path=corpus.path, line=1)
             raise DataError(f"vectors of width {width}, expected {dim}", field=corpus.fields.vector, **where)
         restored = exported.restored(corpus, self.state.count, self.settings, recalibrate, refit)
+        how = dict(restored=restored, streamed=corpus.streamed, resume_from=corpus if resumable else None)
         with executor_for(cluster, self.wait) as executor:  # a scheduler that does not answer: after `wait`
-            return self._add(corpus.documents, progress, refit, executor, restored, corpus.streamed)
+            return self._add(corpus.documents, progress, refit, executor, **how)
 
     def add(
         self,
@@ -225,21 +228,19 @@ class Index:
         validate_documents(docs, dim=self.settings.encoder_dim)
         return self._add(lambda: iter(docs), progress, refit)
 
-    def _add(self, documents, progress, refit, executor=None, restored=None, streamed=False) -> AddReport:
+    def _add(self, documents, progress, refit, executor=None, **how) -> AddReport:
         with self.directory.writing():
-            return self._add_locked(documents, progress, refit, executor, restored, streamed)
+            return self._add_locked(documents, progress, refit, executor, **how)
 
-    def _add_locked(self, documents, progress, refit, executor, restored=None, streamed=False) -> AddReport:
-        """The add, then a refit if `refit` says (which calibrates again), else under "auto" a calibration
-        again where the recorded one is stale (calibration_age.py). `streamed`: files parsed as they are read."""
-        refit = RefitPolicy.parse(refit, "refit")
-        done, published = writes.add(self.directory, documents(), progress, executor, restored, streamed)
+    def _add_locked(self, documents, progress, refit, executor, **how) -> AddReport:
+        """The add (`how`: writes.add's restored, streamed, resume_from), then a refit if `refit` says (which
+        calibrates again), else under "auto" a calibration again where the recorded one is stale."""
+        refit, restored = RefitPolicy.parse(refit, "refit"), how.get("restored")
+        done, published = writes.add(self.directory, documents(), progress, executor, **how)
         if published is not None:
             self.directory.take_up(published)
-        report, drift = (
-            done.report(restored=restored.parts if restored and published else ()),
-            self.state.drift,
-        )
+        kept = restored.parts if restored and published else ()
+        report, drift = done.report(restored=kept), self.state.drift
         if report.added and refit.due(drift) and not report.young:
             self._refit_locked(build.refit_spec(self.settings, None, None, None, None, None), None)
             return replace(report, refitted=True, drift=drift, restored=())  # both made again
@@ -311,8 +312,7 @@ class Index:
             return self._refit_locked(spec, index_type, rerank, recall_target, calibrate)
 
     def recalibrate(self) -> float:
-        """Calibrate the fusion weight again from the documents as they are now, keeping the transform and the
-        vector index (nothing re-encoded but the calibration's own pseudo-queries). Returns seconds."""
+        """Calibrate the fusion weight again from the documents as they are now (no other part). Returns seconds."""
         with self.directory.writing():
             return self._recalibrate_locked()
 

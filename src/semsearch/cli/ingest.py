@@ -268,7 +268,7 @@ def ingest(
     from ..ingest import exported
     from ..ingest.distributed import executor_for
     from ..ingest.documents import Corpus, FieldNames
-    from ..ingest.first import building
+    from ..ingest.first import building, is_index, is_partial, target_of
     from ..ingest.sources import open_source
     from ..ingest.vectorfiles import keep_tuning_queries
     from .folders import folder_sync
@@ -304,14 +304,16 @@ def ingest(
     corpus = Corpus(paths, fields, vectors, skip_invalid=skip_invalid, **walk)
     if corpus.export and not (index_path / "manifest.json").exists():  # a new index: the export's settings
         options = exported.options_for(corpus.export, options)
-    total = corpus.check().count  # the whole file, before an index is created or touched
+    first = not is_index(target_of(index_path)) and not (cluster or workers)
+    # the whole file, before an index is created or touched (a first ingest of given vectors: as it is stored)
+    total = ((first and corpus.checked_as_stored()) or corpus.check()).count
     for refused in corpus.refused:
         click.echo(f"skipped: {refused}", err=True)
     known = len(corpus.refused)
     if cluster and workers:
         raise click.UsageError("give --cluster or --workers, not both")
     with (
-        building(index_path) as build_path,
+        building(index_path, corpus.identity()) as build_path,
         executor_for(cluster or workers, wait) as executor,  # reached before anything is written
     ):
         if not quiet and (cluster or workers):
@@ -326,7 +328,12 @@ def ingest(
             if tuning_queries is not None:  # kept before the build that tunes on them
                 keep_tuning_queries(index.path, tuning_queries, index.settings.encoder_dim)
             report = index.ingest(
-                corpus, progress=bar.update, refit=refit, cluster=executor, recalibrate=recalibrate
+                corpus,
+                progress=bar.update,
+                refit=refit,
+                cluster=executor,
+                recalibrate=recalibrate,
+                resumable=is_partial(build_path),
             )
             advice = _script_advice(index) if report.added else None
     for refused in corpus.refused[known:]:  # files found unreadable as they were parsed, during the ingest

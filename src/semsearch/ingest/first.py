@@ -16,9 +16,15 @@ from ..errors import IndexStateError, SemsearchError
 from ..storage.files import fsync_directory
 from ..storage.manifest import FILE, PENDING
 from .creation import check_new_directory
+from .resume import start_afresh
 
 # Errors after which the partial directory is not worth keeping to resume (a disk full: free its space).
 DISCARDING = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)
+
+
+def is_partial(path: Path) -> bool:
+    """A directory `building` gives a first ingest (no reader sees it)."""
+    return path.name.startswith(".") and path.name.endswith(".partial")
 
 
 def is_index(path: Path) -> bool:
@@ -37,15 +43,18 @@ def target_of(path: Path) -> Path:
 
 
 @contextlib.contextmanager
-def building(path: Path) -> Iterator[Path]:
+def building(path: Path, identity: list | None = None) -> Iterator[Path]:
     """Where to write an ingest into `path`: the index itself when it exists, else the partial directory
-    beside it, published to `path` when the block completes."""
+    beside it, published to `path` when the block completes. `identity`: the corpus's (resume.py); a partial
+    directory that kept resume points of another corpus starts afresh."""
     target = target_of(path)
     if is_index(target):
         yield target
         return
     check_new_directory(target)
     partial = partial_of(target)
+    if partial.is_dir():
+        start_afresh(partial, identity)
     target.parent.mkdir(parents=True, exist_ok=True)
     try:
         yield partial

@@ -74,9 +74,10 @@ def opened(path: Path) -> BinaryIO:
         raise DataError(f"cannot read: {error.strerror}", path=path) from None
 
 
-def records(path: Path, name: str | Path | None = None) -> Iterator[tuple[int, Any]]:
+def records(path: Path, name: str | Path | None = None, skip: int = 0) -> Iterator[tuple[int, Any]]:
     """(line number, JSON value or the DataError that line is) for each non-blank line; an error of the file
-    itself (unreadable, cut short) is raised. `name`: the file as messages name it."""
+    itself (unreadable, cut short) is raised. `name`: the file as messages name it. `skip`: the first so many
+    non-blank lines are counted but not parsed (what a resumed ingest stored before: ingest/resume.py)."""
     name = path if name is None else name
     with opened(path) as handle:
         for number, raw in _lines(handle, name):
@@ -96,6 +97,9 @@ def records(path: Path, name: str | Path | None = None) -> Iterator[tuple[int, A
                 )
                 continue
             if line.strip():
+                if skip:
+                    skip -= 1
+                    continue
                 yield number, _parsed(line.rstrip("\r\n"), name, number)
 
 

@@ -283,21 +283,29 @@ def add_documents(
     progress: Progress | None = None,
     partition_docs: int = CHUNK_DOCS,
     first_partition: int | None = None,
+    done: Added | None = None,
+    stored: Callable[[Added], None] | None = None,
+    repeated: Callable[[str], Exception] | None = None,
 ) -> Added:
     """Store the documents not already here unchanged, inside the caller's SQLite transaction, a partition of
     `partition_docs` at a time: `run` encodes each partition's new documents (a vector per passage), and in
     partition order their raw vectors go to the segment `writer` and into `stats`; an id already here with
     other content is replaced (upsert): its old vectors leave `stats`, and their rows are listed for the vector
     index to drop. Partitions are looked up in the store as `run` pulls them (ids are unique in a corpus).
-    `first_partition`: the first partition's size, each next one twice the last up to `partition_docs`."""
-    done = Added(next_pk=first_pk)
+    `first_partition`: the first partition's size, each next one twice the last up to `partition_docs`.
+    `done`: what an interrupted run of this write stored before (ingest/resume.py); `stored(done)`: called
+    after each partition is stored. `repeated(id)`: an id already stored, or twice in a partition, is this
+    error, not a replacement (a first ingest's corpus checked as it is stored)."""
+    done = done or Added(next_pk=first_pk)
     planned: deque[tuple[list[Document], list[int]]] = deque()  # pulled by `run`, not yet stored
     moved: dict[int, Document] = {}  # pk -> the document: only its metadata or places changed
 
     def partitions() -> Iterator[list[Document]]:
         for chunk in _chunks(documents, partition_docs, first_partition or partition_docs):
             known = store.existing_ids([doc.id for doc in chunk])
-            fresh = [doc for doc in chunk if known.get(doc.id, (None, None))[1] != doc.content_hash]
+            if repeated is not None and (known or len({doc.id for doc in chunk}) < len(chunk)):
+                raise repeated(next(iter(known), chunk[0].id))
+            fresh = [doc for doc in chunk if doc.id not in known or known[doc.id][1] != doc.content_hash]
             placed = same_passages(store, fresh, known)
             moved.update({known[doc.id][0]: doc for doc in fresh if doc.id in placed})
             fresh = [doc for doc in fresh if doc.id not in placed]
@@ -325,6 +333,8 @@ def add_documents(
         done.next_pk += len(part.vectors)
         done.added += len(fresh)
         done.passages += len(part.vectors)
+        if stored is not None:
+            stored(done)
     if moved:
         store.replace_places(list(moved.values()), list(moved))
         done.moved = len(moved)

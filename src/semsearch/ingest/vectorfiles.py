@@ -56,16 +56,16 @@ def read_query_vector(path: str | Path) -> np.ndarray:
     return parse_vector(value, path=path)
 
 
-def _rows(path: Path, array: np.ndarray, block: int = 4096) -> Iterator[np.ndarray]:
-    """The rows of an .npy file in order, read a block at a time: a memory map read to the end would hold
-    the whole file in this process's RSS (1.5 GB for a million 384-dim vectors)."""
+def _rows(path: Path, array: np.ndarray, block: int = 4096, start: int = 0) -> Iterator[np.ndarray]:
+    """The rows of an .npy file in order from row `start`, read a block at a time: a memory map read to the
+    end would hold the whole file in this process's RSS (1.5 GB for a million 384-dim vectors)."""
     if not array.flags.c_contiguous or not isinstance(array, np.memmap):
-        yield from array  # Fortran order: rows are not contiguous on disk; read through the map
+        yield from array[start:]  # Fortran order: rows are not contiguous on disk; read through the map
         return
     width = array.shape[1]
     with open(path, "rb") as handle:
-        handle.seek(array.offset)
-        for begin in range(0, len(array), block):
+        handle.seek(array.offset + start * width * array.dtype.itemsize)
+        for begin in range(start, len(array), block):
             count = min(block, len(array) - begin)
             yield from np.fromfile(handle, dtype=array.dtype, count=count * width).reshape(count, width)
 

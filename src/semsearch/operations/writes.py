@@ -19,6 +19,7 @@ from ..ingest.ahead import read_ahead
 from ..ingest.chunking import Chunker
 from ..ingest.creation import make_chunker
 from ..ingest.distributed import Executor, InProcess, Job
+from ..ingest.documents import Corpus
 from ..ingest.exported import Restored
 from ..ingest.pipeline import (
     STREAMED_FIRST_PARTITION,
@@ -29,6 +30,7 @@ from ..ingest.pipeline import (
     fidelity_sample,
     split,
 )
+from ..ingest.resume import resume_points
 from ..retrieval.calibration import Calibration, Skipped, calibrate
 from ..retrieval.calibration_age import aged
 from ..retrieval.search import DenseRetriever
@@ -56,6 +58,7 @@ def add(
     executor: Executor | None = None,
     restored: Restored | None = None,
     streamed: bool = False,
+    resume_from: Corpus | None = None,
 ) -> tuple[Added, Published | None]:
     """Encode, count and store the documents not already here unchanged (ingest.add_documents; the `executor`
     encodes, and fills an ivf or pq index built anew: this process by default, or a cluster), then publish a
@@ -66,9 +69,14 @@ def add(
     Vectors also go to a resume cache as they are encoded: if the process dies, the same ingest run again takes
     them from there instead of encoding them again. `streamed`: the documents are files parsed as they are
     read: a thread reads them a partition ahead of the encoder (ahead.py), and the partitions start smaller
-    (pipeline.STREAMED_FIRST_PARTITION), so that the encoder starts before every file is parsed."""
+    (pipeline.STREAMED_FIRST_PARTITION), so that the encoder starts before every file is parsed.
+    `resume_from`: the corpus of a first ingest into a directory no reader sees, which then keeps resume
+    points as it stores (ingest/resume.py), and takes up after the last one (`documents` then unread)."""
     settings, state = directory.settings, directory.state
-    stats = directory.stats()
+    stats, start = directory.stats(), Added(next_pk=state.next_pk)
+    points = resume_points(directory.path, resume_from, state.count, directory.store)
+    if points is not None:
+        documents, stats, start = points.taken_up(documents, stats, start, progress)
     cache = ResumeCache(directory.path, settings.encoder_dim)
     executor = executor or InProcess()
     job = Job(
@@ -79,7 +87,10 @@ def add(
         progress=progress,
         path=directory.path,
     )
-    writer = SegmentWriter(directory.path, state.next_pk, settings.encoder_dim, settings.raw_precision)
+    kept_rows = None if points is None else start.passages  # a resumable spool: its rows kept
+    writer = SegmentWriter(
+        directory.path, state.next_pk, settings.encoder_dim, settings.raw_precision, kept_rows
+    )
     if streamed:  # the next partition's files parsed while this one is encoded
         documents = read_ahead(documents, executor.partition_docs)
     fidelity: list[Callable[[], dict[str, Any]]] = []
@@ -111,6 +122,9 @@ def add(
                 progress=progress,
                 partition_docs=executor.partition_docs,
                 first_partition=STREAMED_FIRST_PARTITION if streamed else None,
+                done=start,
+                stored=None if points is None else partial(points.reached, writer, stats),
+                repeated=None if points is None else resume_from.repeat_refused,
             )
             if done.added == 0:
                 writer.discard()
@@ -173,12 +187,19 @@ def add(
             else:
                 changes["calibration"] = aged(state.calibration, done.added)
             log.info("calibrated")
+            if points is not None:
+                points.finish()
             published = _publish(directory, building, stats, transform, vectors, settings, **changes)
     except BaseException:
-        writer.discard()
+        if points is None:
+            writer.discard()
+        else:  # the spool stays for the resume points (a refused first ingest's directory is removed)
+            writer.spool.close()
         raise
     cache.clear()
     clear_checkpoint(directory.path)
+    if points is not None:
+        points.clear()
     return done, published
 
 

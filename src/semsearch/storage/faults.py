@@ -3,7 +3,8 @@
 `SEMSEARCH_FAULT=STEP` (or `STEP@N`, its N-th passing) makes the process exit at once at that step, as a kill
 would: no cleanup, no flush. Never set in normal use; reading one environment variable is all it costs.
 The steps, in the order a write passes them: `creating` (a new index's store is made, its manifest not yet
-written), `encoded` (a partition's vectors are in the resume cache), `trained` (an ivf or pq index trained and
+written), `encoded` (a partition's vectors are in the resume cache), `resume-point` (a first ingest committed
+the documents stored so far: ingest/resume.py; under a fault test there is one after every partition), `trained` (an ivf or pq index trained and
 checkpointed, buildcheckpoint.py), `filled` (a checkpoint of the rows filled so far written),
 `generation-written` (the next generation's files and pending manifest are on disk, SQLite not committed),
 `committed` (SQLite committed, the manifest not yet replaced), `published` (the new manifest is current, the
@@ -20,8 +21,22 @@ import time
 FAULT_ENV = "SEMSEARCH_FAULT"
 PAUSE_ENV = "SEMSEARCH_PAUSE"
 FAULT_EXIT = 86
-STEPS = ("creating", "encoded", "trained", "filled", "generation-written", "committed", "published")
+STEPS = (
+    "creating",
+    "encoded",
+    "resume-point",
+    "trained",
+    "filled",
+    "generation-written",
+    "committed",
+    "published",
+)
 _passed: dict[str, int] = {}
+
+
+def fault_testing() -> bool:
+    """A fault test is running (writes then pass their fault points at every chance they have)."""
+    return bool(os.environ.get(FAULT_ENV))
 
 
 def fault_point(step: str) -> None:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import IndexStateError, WriterBusy
+from . import resumestate
 from .damage import derived, json_problem, safetensors_problem, size_problem
 from .faults import fault_point
 from .files import atomic_write_text, fsync_directory
@@ -225,6 +226,8 @@ class Generations:
         state, stored, committed = manifest.state, self.store.count(), self.store.generation()
         if committed == state.generation and stored == state.count:
             return None
+        if committed == state.generation == 0 and stored == resumestate.stored_before(self.store):
+            return None  # a first ingest's documents so far, committed at its resume points
         return (
             f"{FILE} says generation {state.generation} with {state.count} documents, {DocumentStore.FILE} "
             f"generation {committed} with {stored}"

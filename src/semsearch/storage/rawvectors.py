@@ -120,14 +120,29 @@ class SegmentWriter:
     """Spools vectors to disk as they are encoded (float32); `finish` turns them into an .npy segment at
     `precision` (int8: a first pass over the spool finds each dimension's range)."""
 
-    def __init__(self, directory: Path, start: int, dim: int, precision: str = FLOAT32):
+    def __init__(
+        self, directory: Path, start: int, dim: int, precision: str = FLOAT32, kept_rows: int | None = None
+    ):
+        """`kept_rows`: the spool outlives this process (a first ingest's resume points, ingest/resume.py): it
+        has a name of its own, and its first `kept_rows` rows, written by an interrupted run, are kept; where
+        that run had turned them into their segment already, the segment is kept instead."""
         self.directory = Path(directory) / DIRECTORY
         self.directory.mkdir(parents=True, exist_ok=True)
         self.start, self.dim, self.count = start, dim, 0
         self.precision = precision
         Segment("", 0, 0, precision=precision).dtype  # noqa: B018 (refuses an unknown precision now)
-        self.spool_path = self.directory / f".spool-{start:012d}-{os.getpid()}"
-        self.spool = open(self.spool_path, "wb")  # noqa: SIM115 (closed in finish/discard)
+        owner = os.getpid() if kept_rows is None else "resumable"
+        self.spool_path = self.directory / f".spool-{start:012d}-{owner}"
+        self.finished: Segment | None = None
+        if kept_rows and not self.spool_path.exists() and self._whole_segment(kept_rows):
+            self.spool, self.count = open(os.devnull, "wb"), kept_rows  # noqa: SIM115
+        elif kept_rows:
+            self.spool = open(self.spool_path, "r+b")  # noqa: SIM115 (closed in finish/discard)
+            self.spool.truncate(kept_rows * dim * 4)  # rows past the last resume point: written again
+            self.spool.seek(0, os.SEEK_END)
+            self.count = kept_rows
+        else:
+            self.spool = open(self.spool_path, "wb")  # noqa: SIM115 (closed in finish/discard)
 
     def append(self, vectors: np.ndarray) -> None:
         vectors = np.ascontiguousarray(vectors, dtype="<f4")
@@ -136,9 +151,29 @@ class SegmentWriter:
         self.spool.write(vectors.tobytes())
         self.count += len(vectors)
 
+    def sync(self) -> int:
+        """The rows spooled so far, on disk (flushed and fsynced): how many."""
+        self.spool.flush()
+        os.fsync(self.spool.fileno())
+        return self.count
+
+    def _whole_segment(self, rows: int) -> bool:
+        """The segment of `rows` rows this spool became before (finish), whole: kept as `finished`."""
+        segment = Segment(f"seg-{self.start:012d}.npy", self.start, rows, None, self.precision)
+        try:
+            for name in filter(None, [segment.name, segment.scale]):
+                if len(np.load(self.directory / name, mmap_mode="r", allow_pickle=False)) != rows:
+                    return False
+        except (OSError, ValueError):
+            return False
+        self.finished = segment
+        return True
+
     def finish(self, name: str | None = None, pks: np.ndarray | None = None) -> Segment | None:
         """The spooled rows as a segment file (`pks`: the rows' pks, for a compacted segment)."""
         self.spool.close()
+        if self.finished is not None:
+            return self.finished
         if self.count == 0:
             self.discard()
             return None

@@ -14,6 +14,12 @@ from ...documents import Document
 from ...errors import DataError
 
 
+def file_identity(path: Path) -> list:
+    """A file as a resumed ingest checks it is the same: its absolute path, size and modification time."""
+    status = path.stat()
+    return [str(path.resolve()), status.st_size, status.st_mtime_ns]
+
+
 @dataclass(frozen=True)
 class Place:
     """Where an entry came from, as an error names it: a file and a line (JSONL) or row (a table, 1-based)."""
@@ -49,6 +55,12 @@ class Source(ABC):
 
     @abstractmethod
     def entries(self) -> Iterator[Entry]: ...
+
+    def identity(self) -> list | None:
+        """What a resumed ingest knows the source again by (its files' paths, sizes and modification times:
+        ingest/resume.py), or None. A source that has one reads `entries(skip)`: the first `skip` entries
+        passed over unparsed; one without is read whole again by a resume."""
+        return None
 
     def planned(self) -> Iterator[Entry]:
         """The entries as far as they are known without the costly reading: a source that parses files gives

@@ -15,7 +15,7 @@ from ..exported import EXPORT_KEY, export_header
 from ..given import SECTIONS, first_bad
 from ..jsonl import STDIN, needs_spooling, records, spooled
 from ..vectorfiles import _rows, read_vector_file
-from .base import Entry, Place, Source
+from .base import Entry, Place, Source, file_identity
 from .fields import FieldNames, parse_document
 
 
@@ -24,7 +24,8 @@ class JsonlSource(Source):
         self, path: str | Path, fields: FieldNames = FieldNames(), vectors: str | Path | None = None
     ):
         super().__init__("<stdin>" if str(path) == STDIN else Path(path))
-        self.path = spooled(path) if needs_spooling(path) else Path(path)
+        self.spooled = needs_spooling(path)  # a pipe or standard input, read into a temporary file
+        self.path = spooled(path) if self.spooled else Path(path)
         if str(path) == STDIN:
             self.name = self.path  # `<stdin>.jsonl`, as before
         # An export's header: the settings of the index it came from, and whether its lines hold vectors.
@@ -38,14 +39,19 @@ class JsonlSource(Source):
         self.fields = fields
         self.vectors = None if vectors is None else Path(vectors)
 
-    def entries(self) -> Iterator[Entry]:
-        lines = self._lines()
+    def identity(self) -> list | None:
+        if self.spooled:
+            return None
+        return [file_identity(path) for path in [self.path, *([self.vectors] if self.vectors else [])]]
+
+    def entries(self, skip: int = 0) -> Iterator[Entry]:
+        lines = self._lines(skip)
         if self.vectors is None:
             yield from lines
             return
         array = read_vector_file(self.vectors)
-        rows, row = _rows(self.vectors, array), 0
-        for row, (place, doc) in enumerate(lines):
+        rows, row = _rows(self.vectors, array, start=skip), skip
+        for row, (place, doc) in enumerate(lines, start=skip):
             if row >= len(array):
                 raise DataError(
                     f"{len(array)} rows, but {self.name} has more documents (row i is the i-th document)",
@@ -65,8 +71,9 @@ class JsonlSource(Source):
                 path=self.vectors,
             )
 
-    def _lines(self) -> Iterator[Entry]:
-        for number, record in records(self.path, self.name):
+    def _lines(self, skip: int = 0) -> Iterator[Entry]:
+        header = 1 if skip and self.export else 0  # an export's header is no entry, but a line
+        for number, record in records(self.path, self.name, skip + header):
             place = Place(self.name, number)
             if isinstance(record, DataError):
                 yield place, record
