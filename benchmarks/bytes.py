@@ -9,12 +9,17 @@ index, the typed metadata and its indexes). Written to benchmarks/results/bytes.
 
 Each argument is SET:NAME=INDEX; the first index of a set is its baseline, unless `--baseline SET=BYTES` gives
 it (a passage's bytes measured before, in an index this release would migrate on open: opening it here would
-change what it measures). `--note` adds a line under the command (what the copies are)."""
+change what it measures). `--note` adds a line under the command (what the copies are). `--ingest SET=INDEX`
+first ingests a retrieval set (raw_precision.py's: cranfield-mixed, scifact-mixed, cranfield, ...; built under
+`--sets`) with every default into INDEX, unless it is there, to be measured as an argument names it:
+
+    .venv/bin/python benchmarks/bytes.py --ingest cranfield-mixed=/tmp/cm cranfield-mixed:defaults=/tmp/cm"""
 
 from __future__ import annotations
 
 import argparse
 import sqlite3
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -47,6 +52,22 @@ def store_parts(database: Path, passages: int) -> dict[str, float]:
     return {part: round(size / passages, 1) for part, size in out.items()}
 
 
+def ingested(name: str, path: Path, sets: Path) -> None:
+    """The set ingested with every default into `path`, unless there (a directory is published whole)."""
+    from raw_precision import beir_directory
+
+    from semsearch import Index
+    from semsearch.evaluation.datasets import load_beir
+
+    if path.exists():
+        return
+    corpus = load_beir(beir_directory(name, sets)).corpus_path
+    started = time.perf_counter()
+    with Index.create(path) as index:
+        index.ingest(corpus)
+    print(f"{name} ingested into {path} in {time.perf_counter() - started:.0f} s", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -57,8 +78,16 @@ def main() -> None:
     parser.add_argument(
         "--baseline", action="append", default=[], help="SET=BYTES: the set's baseline, a passage's bytes"
     )
+    parser.add_argument(
+        "--ingest", action="append", default=[], help="SET=INDEX: the set ingested with every default first"
+    )
+    parser.add_argument("--sets", type=Path, default=Path("/tmp/raw-precision/sets"), help="--ingest's sets")
     args = parser.parse_args()
     from semsearch.index import Index
+
+    for given in args.ingest:
+        name, path = given.split("=", 1)
+        ingested(name, Path(path), args.sets)
 
     rows, stores = [], []
     baselines = {data_set: float(total) for data_set, total in (given.split("=") for given in args.baseline)}

@@ -1,6 +1,7 @@
 """A calibration's age, renewal and export (issue 38); written to benchmarks/results/calibration.md and .json.
 
     .venv/bin/python benchmarks/calibration_age.py [--set cranfield,stsb-dev] [--share 0.2] [--work DIR]
+        [--repeat N] [--against SRC]
 
 Sets named together are measured one after the other in one run (the same load, side by side). Each set's corpus is ingested with every default by `semsearch ingest` (a whole process, timed), then a share of
 its documents is rewritten (their words' halves swapped: the same words, other passages) and ingested again as
@@ -8,8 +9,9 @@ upserts. Then: what `info` says of the calibration; `export --vectors` of the in
 (keeping the export's calibration and transform) and again with `--recalibrate` and with `--refit always` (which
 fits a transform on today's documents, as every import did before), each answering every query of the set in the
 default mode beside the source (top-10 ids and scores compared); `semsearch refit --calibrate` (calibration alone) and
-`semsearch refit` (transform, vector index and calibration), each a whole process, timed against the ingest.
-The 1-minute load average is recorded: the machine is shared. The processes run with Python's bytecode cache
+`semsearch refit` (transform, vector index and calibration), each a whole process, timed against the ingest,
+in wall and CPU seconds (`refit --calibrate` `--repeat` times on copies of the stale index, alternated with
+`--against`'s, the medians kept). The 1-minute load average is recorded: the machine is shared. The processes run with Python's bytecode cache
 allowed (PYTHONDONTWRITEBYTECODE unset), as an installed package runs: otherwise every process compiles
 semsearch's modules again (0.3 s), which weighs on a short renewal more than on an ingest.
 """
@@ -19,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -26,6 +29,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
+import numpy as np
 from scale import command_line
 
 from semsearch.settings import FUSION_DEPTH
@@ -59,7 +63,17 @@ NOTES = [  # what the run recorded here does not say by itself
     "the source; one calibrated again on the rewritten sentences takes hybrid 0.9 and answers otherwise on most",
     "queries (the issue's 40 of 40).",
     "",
-    "This round's renewal (bands asked of every target, the scratch copy's searches made cheaper:",
+    "Round s7 (the stsb-dev section above and a run before it; `--repeat 3` against main as merged before,",
+    "commit 8c4467a's src, alternated): the calibration's searches, keyword ranking and sweep made on arrays",
+    "(bands-cost.md), the same record. 16:36 UTC (load 5.6-6.9, every change): a renewal takes 5.5 s (4.6,",
+    "5.5, 5.6) and 2.8 CPU-s (2.8, 2.5, 2.8) against 6.5 s and 3.5 CPU-s (4.1, 3.5, 3.1) before: 12.1% of the",
+    "45.6 s ingest by wall, **11.5%** of its 24.4 CPU-s (14.3% and 14.3% before). 16:12 UTC (load 8.0-8.9,",
+    "before the keyword side's batch): 8.5 s and 3.3 CPU-s against 9.4 s and 3.4, 11.7% of 72.6 s and 11.8% of",
+    "28.1 CPU-s (12.9% and 12.3%). Still over 10%: about a third of a renewal's CPU seconds is the process's",
+    "floor (Python's start and imports 0.7-0.85, finalization 0.25-0.3), the ONNX session 0.33-0.4, encoding",
+    "the changed fifth's 124 texts 0.8-1.0; the calibration's own reads, searches, sweep and publish about 0.5.",
+    "",
+    "The round before (bands asked of every target, the scratch copy's searches made cheaper:",
     "benchmarks/results/calibration/bands-cost.md), with `--against` the calibration as merged before (commit",
     "9ebca9b's src) renewing a copy of the same index first, in the same run. Cranfield (the run of 13:23 UTC,",
     "`--set stsb-dev,cranfield`, load 7.6-8.9): 9.9 s, **2.8%** of its 352 s ingest (before: 21.0 s, 5.9%).",
@@ -95,13 +109,46 @@ NOTES = [  # what the run recorded here does not say by itself
 def semsearch(*args: str, source: Path = REPO / "src") -> tuple[float, str]:
     """Seconds a `semsearch` command takes as a whole process, and what it wrote (both streams); `source`: the
     semsearch it runs (a `src` directory)."""
+    seconds, _, said = timed(*args, source=source)
+    return seconds, said
+
+
+def timed(*args: str, source: Path = REPO / "src") -> tuple[float, float, str]:
+    """`semsearch`, with the CPU seconds the process used beside its wall seconds (user and system, all its
+    threads): on a shared machine the wall seconds follow the load, the CPU seconds much less."""
     env = {**os.environ, "PYTHONPATH": str(source)}
     env.pop("PYTHONDONTWRITEBYTECODE", None)
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-m", "semsearch", *args], check=True, env=env, capture_output=True
     )
-    return time.perf_counter() - started, (done.stdout + done.stderr).decode()
+    seconds = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - used.ru_utime - used.ru_stime
+    return seconds, cpu, (done.stdout + done.stderr).decode()
+
+
+def renewals(
+    source: Path, work: Path, repeat: int, against: Path | None
+) -> dict[str, list[tuple[float, float]]]:
+    """`refit --calibrate` of the index `source` (its calibration stale) `repeat` times, each on a copy of it as
+    it is, and with `against` the other version's just before each: (wall, CPU) seconds per run and version,
+    alternated so that both see the same load; the last of ours renews `source` itself."""
+    runs: dict[str, list[tuple[float, float]]] = {"ours": [], "before": []}
+    for attempt in range(repeat):
+        if against is not None:
+            other = work / "against"
+            shutil.rmtree(other, ignore_errors=True)
+            shutil.copytree(source, other)
+            runs["before"].append(timed("refit", "--index", str(other), "--calibrate", source=against)[:2])
+        mine = source
+        if attempt < repeat - 1:
+            mine = work / "renewed"
+            shutil.rmtree(mine, ignore_errors=True)
+            shutil.copytree(source, mine)
+        runs["ours"].append(timed("refit", "--index", str(mine), "--calibrate")[:2])
+    return runs
 
 
 def rotated(text: str) -> str:
@@ -179,6 +226,9 @@ def main() -> None:
         help="another version's src directory: its `refit --calibrate` timed beside, on a copy of the same index",
     )
     parser.add_argument(
+        "--repeat", type=int, default=1, help="renewals timed (each version's, alternated): the median kept"
+    )
+    parser.add_argument(
         "--render", action="store_true", help="only write calibration.md from calibration.json"
     )
     args = parser.parse_args()
@@ -190,11 +240,18 @@ def main() -> None:
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     for name in names:
         work = args.work if len(names) == 1 else args.work / name
-        measure(name, args.share, work, args.reuse, f"`{command_line()}` ({stamp}", args.against)
+        command = f"`{command_line()}` ({stamp}"
+        measure(name, args.share, work, args.reuse, command, args.against, args.repeat)
 
 
 def measure(
-    name: str, share: float, work: Path, reuse: bool, command: str, against: Path | None = None
+    name: str,
+    share: float,
+    work: Path,
+    reuse: bool,
+    command: str,
+    against: Path | None = None,
+    repeat: int = 1,
 ) -> None:
     """One set's run (the module's docstring), its row saved in calibration.json and rendered."""
     from semsearch.evaluation.datasets import load_beir
@@ -214,13 +271,14 @@ def measure(
 
     if not (reuse and ingested.is_file()):
         shutil.rmtree(source, ignore_errors=True)
-        seconds, _ = semsearch("ingest", str(beir / "corpus.jsonl"), "--index", str(source), "-q")
-        ingested.write_text(json.dumps({"seconds": seconds, "load": os.getloadavg()[0]}))
+        seconds, cpu, _ = timed("ingest", str(beir / "corpus.jsonl"), "--index", str(source), "-q")
+        ingested.write_text(json.dumps({"seconds": seconds, "cpu": cpu, "load": os.getloadavg()[0]}))
         shutil.copytree(source, work / "first")
     else:  # the index as the first ingest left it
         shutil.rmtree(source, ignore_errors=True)
         shutil.copytree(work / "first", source)
     row["ingest s"] = json.loads(ingested.read_text())["seconds"]
+    row["ingest CPU s"] = json.loads(ingested.read_text()).get("cpu")
     first = calibration_of(source)
     changed = corpus[:: round(1 / share)][: round(share * len(corpus))]
     upserts = work / "changed.jsonl"
@@ -267,15 +325,17 @@ def measure(
     row["refit --calibrate without its cache s"], _ = semsearch(
         "refit", "--index", str(uncached), "--calibrate"
     )
-    if against is not None:  # the other version renews a copy of the same index, cache and all, first
-        other = work / "against"
-        shutil.rmtree(other, ignore_errors=True)
-        shutil.copytree(source, other)
-        row["refit --calibrate, before s"], _ = semsearch(
-            "refit", "--index", str(other), "--calibrate", source=against.resolve()
-        )
-        row["its calibration, before s"] = calibration_of(other)["seconds"]
-    row["refit --calibrate s"], _ = semsearch("refit", "--index", str(source), "--calibrate")
+    # the other version renews a copy of the same index, cache and all, just before each of ours
+    runs = renewals(source, work, repeat, None if against is None else against.resolve())
+    for version, label in (("ours", ""), ("before", ", before")):
+        if runs[version]:
+            row[f"refit --calibrate{label} s"] = float(np.median([wall for wall, _ in runs[version]]))
+            row[f"refit --calibrate{label} CPU s"] = float(np.median([cpu for _, cpu in runs[version]]))
+            row[f"refit --calibrate{label} runs (wall / CPU s)"] = ", ".join(
+                f"{wall:.1f} / {cpu:.1f}" for wall, cpu in runs[version]
+            )
+    if against is not None:
+        row["its calibration, before s"] = calibration_of(work / "against")["seconds"]
     renewed = calibration_of(source)
     row["its calibration s"] = renewed["seconds"]
     row["texts it took from the last calibration's cache"] = renewed.get("reused")
@@ -284,6 +344,11 @@ def measure(
     row["refit --calibrate / ingest"] = f"{row['refit --calibrate s'] / row['ingest s']:.1%}"
     if against is not None:
         row["before / ingest"] = f"{row['refit --calibrate, before s'] / row['ingest s']:.1%}"
+    if row["ingest CPU s"]:
+        for label in ("", ", before"):
+            if f"refit --calibrate{label} CPU s" in row:
+                share = row[f"refit --calibrate{label} CPU s"] / row["ingest CPU s"]
+                row[f"refit --calibrate{label} CPU / ingest CPU"] = f"{share:.1%}"
     row["without its cache / ingest"] = (
         f"{row['refit --calibrate without its cache s'] / row['ingest s']:.1%}"
     )

@@ -44,7 +44,9 @@ def figures(index, data, vectors: np.ndarray) -> dict:
         m: index.search_vectors(vectors, k=FUSION_DEPTH, texts=texts, mode=m, crop=0)
         for m in ("dense", "keyword")
     }
-    for weight in WEIGHTS:
+    # the calibrated default's own weight too (its nDCG@10 the `default nDCG@10` column)
+    alpha = {"dense": 1.0, "keyword": 0.0}.get(calibration.get("mode"), calibration.get("alpha"))
+    for weight in dict.fromkeys((*WEIGHTS, *(() if alpha is None else (float(alpha),)))):
         run = {}
         for q, dense, keyword in zip(ids, sides["dense"], sides["keyword"]):
             d, k = [Match(h.id, h.score) for h in dense], [Match(h.id, h.score) for h in keyword]
@@ -53,6 +55,8 @@ def figures(index, data, vectors: np.ndarray) -> dict:
             )
             run[q] = {m.pk: float(len(found) - r) for r, m in enumerate(found)}
         out[f"{weight:g}"] = round(evaluate_run(data.qrels, run, ("ndcg@10",))["ndcg@10"], 4)
+    if alpha is not None:
+        out["default nDCG@10"] = out[f"{float(alpha):g}"]
     return out
 
 

@@ -177,7 +177,8 @@ def test_the_scratch_copy_ranks_as_a_real_index_of_the_changed_documents(index, 
     assert (np.diff(targets.dropped) > 0).all() and len(targets.dropped) > len(targets.queries)  # passages
     dense = DenseRetriever(index.transform, index.vectors, index.raw)
     before = {pk: row["text"] for pk, row in store.get([q.pk for q in targets.queries]).items()}
-    dense_found, keyword_found = rankings(targets, store, dense, index.encoder.encode, rerank=0)
+    found = rankings(targets, store, dense, index.encoder.encode, rerank=0)
+    dense_found, keyword_found = ([documents.found() for documents in side] for side in found)
 
     # the store is as it was: texts, keyword index (FTS5's own check), and a removed sentence is found again
     after = store.get(list(before))
@@ -313,7 +314,8 @@ def test_cropped_targets_rank_as_the_index_without_the_passages_holding_the_quer
     cropped = [q for q in targets.queries if counts[q.pk] > 1]
     assert len(cropped) >= 30 and len(targets.rows) < len(targets.queries)  # most cropped, few re-encoded
     dense = DenseRetriever(index.transform, index.vectors, index.raw)
-    dense_found, keyword_found = rankings(targets, store, dense, index.encoder.encode, rerank=0)
+    found = rankings(targets, store, dense, index.encoder.encode, rerank=0)
+    dense_found, keyword_found = ([documents.found() for documents in side] for side in found)
 
     rows = store.vector_pks()
     vectors = index.raw.get(rows)

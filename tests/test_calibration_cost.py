@@ -7,15 +7,17 @@ from __future__ import annotations
 
 import random
 
-from semsearch.retrieval.search import Match, fuse
-from semsearch.retrieval.sweep import CUTOFF, WEIGHTS, fused_ranks, rank_in
+from semsearch.retrieval.search import Documents, Match, fuse
+from semsearch.retrieval.sweep import CUTOFF, WEIGHTS, fused_ranks, rank_in, target_ranks
 from semsearch.settings import Fusion
 
 
 def test_sweep_ranks_are_the_ranks_of_fused_lists():
-    """Random lists with shared and tied scores (few decimals): every weight's rank as `fuse` orders them."""
+    """Random lists with shared and tied scores (few decimals): every weight's rank as `fuse` orders them, a
+    query at a time and all at once (lists of every length side by side, as Documents)."""
     draw = random.Random(0)
     found = 0
+    cases, expected = [], []
     for _ in range(600):
         pool = range(40)
         dense_pks, keyword_pks = (
@@ -47,7 +49,12 @@ def test_sweep_ranks_are_the_ranks_of_fused_lists():
             )
             assert rank == rank_in(target, fused), (weight, target, dense, keyword)
             found += rank > 0
+        cases.append((target, dense, keyword))
+        expected.append(ranks)
     assert found > 1000  # the targets were found, at many ranks
+    targets, dense, keyword = zip(*cases)
+    together = target_ranks(targets, [Documents.of(d) for d in dense], [Documents.of(k) for k in keyword])
+    assert together.tolist() == expected
 
 
 def test_the_cache_answers_only_the_texts_it_holds_and_ignores_what_is_not_its_own(tmp_path):
@@ -101,9 +108,9 @@ def test_the_scratch_copy_read_shallow_ranks_as_brute_force_over_the_changed_row
     depths: list[tuple[int, int]] = []
 
     class Recorded(DenseRetriever):  # the real retriever, the depths it is asked for recorded
-        def candidates(self, queries, n, allowed):
+        def ranked_rows(self, queries, n, allowed):
             depths.append((len(queries), n))
-            return super().candidates(queries, n, allowed)
+            return super().ranked_rows(queries, n, allowed)
 
     n = 20
     with Index.open(sample_encoded) as index:
@@ -144,7 +151,7 @@ def test_a_rerank_reading_every_query_at_once_scores_each_by_its_cosine(sample_e
     import numpy as np
 
     from semsearch import Index
-    from semsearch.retrieval.search import rerank
+    from semsearch.retrieval.search import listed, rerank, rows_of
 
     with Index.open(sample_encoded) as index:
         rows = index.store.vector_pks()
@@ -154,7 +161,7 @@ def test_a_rerank_reading_every_query_at_once_scores_each_by_its_cosine(sample_e
         ranked[1] += ranked[0][:10]  # rows shared between queries are read once
         ranked[1] = list(dict.fromkeys(ranked[1]))
         for k in (len(rows), 7):
-            out = rerank(index.raw, queries, ranked, k)
+            out = [listed(found) for found in rerank(index.raw, queries, [rows_of(r) for r in ranked], k)]
             assert out[-1] == [] and len(out) == len(ranked)
             for query, candidates, result in zip(queries, ranked, out):
                 if not candidates:
@@ -172,7 +179,8 @@ def test_a_rerank_reading_every_query_at_once_scores_each_by_its_cosine(sample_e
 def test_the_scratch_keyword_matrix_ranks_as_fts5_inside_the_scratch(sample_encoded, tmp_path):
     """Inside a scratch copy (store.scratch: documents' texts changed in a savepoint), the bm25 matrix read of
     the scratch content ranks every query as FTS5 itself does there: the same documents in the same order,
-    the same scores; a word taken out of a document no longer finds it; the committed store is untouched."""
+    the same scores, asked one at a time or all at once; a word taken out of a document no longer finds it; the
+    committed store is untouched."""
     from conftest import copy_index
 
     from semsearch import Index
@@ -195,6 +203,12 @@ def test_the_scratch_keyword_matrix_ranks_as_fts5_inside_the_scratch(sample_enco
                 ours = matrix.top(keyword.terms(text), 100, None)
                 fts5 = store.keyword_ranking(match_expression(text), 100, TITLE_WEIGHT)
                 assert_same_ranking(ours, fts5, 1e-9)
+            # every query at once, as a calibration asks them: each exactly as asked alone
+            together = matrix.top_many([keyword.terms(text) for text in queries], 100, None)
+            for text, (found, scores) in zip(queries, together):
+                assert list(zip(found.tolist(), scores.tolist())) == matrix.top(
+                    keyword.terms(text), 100, None
+                )
             rows = store.get(pks)
             left = {  # each word's terms alone (a text's leave its stopwords out)
                 pk: {

@@ -107,16 +107,22 @@ def test_ivf_filter_that_misses_the_probed_lists_still_returns_k(tmp_path):
 
 @pytest.mark.slow
 def test_auto_picks_by_corpus_size_and_unknown_types_are_refused(flat, tmp_path, monkeypatch):
-    assert resolve_index_type("auto", AUTO_FLAT_LIMIT) == "flat"
+    assert (
+        resolve_index_type("auto", AUTO_FLAT_LIMIT) == "flat-sq8"
+    )  # flat below 1,024 rows (test_flat_codes)
     assert resolve_index_type("auto", AUTO_FLAT_LIMIT + 1) == "hnsw-sq8"
     # by dims too: the same documents switch sooner when the vectors are wider
     assert resolve_index_type("auto", 20_000, dim=384) == "hnsw-sq8"
-    assert resolve_index_type("auto", 20_000, dim=64) == resolve_index_type("auto", 100_000, dim=64) == "flat"
+    assert (
+        resolve_index_type("auto", 20_000, dim=64)
+        == resolve_index_type("auto", 100_000, dim=64)
+        == "flat-sq8"
+    )
     with pytest.raises(SettingsError, match="unknown index type 'annoy'"):
         resolve_index_type("annoy", 10)
     with Index.open(copy_index(flat.path, tmp_path / "auto")) as index:
         index.refit(index_type="auto")
-        assert (index.info()["index_type"], index.vectors.kind) == ("auto", "flat")
+        assert (index.info()["index_type"], index.vectors.kind) == ("auto", "flat")  # fewer than 1,024 rows
         with pytest.raises(SettingsError, match="unknown index type"):
             index.refit(index_type="annoy")
     # above its budget auto picks HNSW over 8-bit codes, tuned for the recall target

@@ -61,6 +61,7 @@ class Backend(Choice):
 
 class IndexType(Choice):
     FLAT = "flat"
+    FLAT_SQ8 = "flat-sq8"
     HNSW = "hnsw"
     HNSW_SQ8 = "hnsw-sq8"
     IVF = "ivf"

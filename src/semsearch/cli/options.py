@@ -86,9 +86,10 @@ def index_type_option(func):
     return choice_option(
         "--index-type",
         IndexType,
-        help="The FAISS index: flat (exact), hnsw (graph), hnsw-sq8 (a graph over 8-bit codes: a third of the "
-        "bytes), ivf (inverted lists), pq (compressed codes, candidates re-scored from the raw vectors), auto "
-        "(flat up to 50,000 documents at 128 dims, fewer when wider, hnsw-sq8 above). "
+        help="The FAISS index: flat (exact), flat-sq8 (exact over 8-bit codes: a quarter of the bytes), hnsw "
+        "(graph), hnsw-sq8 (a graph over 8-bit codes: a third of the bytes), ivf (inverted lists), pq (compressed "
+        "codes, candidates re-scored from the raw vectors), auto (flat-sq8 from 1,024 up to 50,000 documents at "
+        "128 dims, fewer when wider, hnsw-sq8 above, flat below). "
         "Default: auto for a new index; refit: as now.",
     )(func)
 

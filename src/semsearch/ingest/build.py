@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from ..retrieval import strategy, tuning
-from ..retrieval.vectorindex import VectorIndex, resolve_index_type
+from ..retrieval.vectorindex import VectorIndex, outgrown, resolve_index_type
 from ..settings import DEFAULT_RECALL_TARGET, YOUNG_FACTOR, TransformKind, TransformSpec
 from ..storage.buildcheckpoint import CHECKPOINTS, BuildCheckpoint, build_key
 from ..storage.faults import fault_point
@@ -105,12 +105,13 @@ def build_vectors(
         if kept is not None:
             kept.save("trained", vectors.save)
         fault_point("trained")
-    approximate = vectors.kind != "flat"
+    # recall against exact float32 search measured on sample queries (tuned for, but for flat-sq8's exact scan)
+    measured = vectors.kind != "flat"
     exact = strategy.Exact(vectors, lambda pks: transform.project_float32(raw.read(pks)))  # read: no map
-    if approximate:
+    if measured:
         if queries is None:
             queries = tuning.sample_queries(live, exact.project_rows)
-        truth = tuning.Truth(queries, tuning.levels_for(count))
+        truth = tuning.Truth(queries, 0 if vectors.exhaustive else tuning.levels_for(count))
         if kept is not None and kept.stage == "filled":
             truth.restore(kept.arrays())
     skip = kept.rows if kept is not None and kept.stage == "filled" else 0
@@ -122,17 +123,17 @@ def build_vectors(
             projected = transform.project(block)
             yield pks, projected
             seen += len(pks)
-            if approximate:  # once the block is added, or sent to a worker, which adds it meanwhile
+            if measured:  # once the block is added, or sent to a worker, which adds it meanwhile
                 truth.add(pks, projected)
             # filled here (no adder): the rows yielded so far are in the index, and it can be saved
             if kept is not None and adder is None and seen - saved >= every and seen < count:
-                kept.save("filled", vectors.save, seen, truth.arrays() if approximate else None)
+                kept.save("filled", vectors.save, seen, truth.arrays() if measured else None)
                 saved = seen
                 fault_point("filled")
 
     (adder or add_here)(vectors, projected_blocks())
     log.info("%d rows added", vectors.count)
-    tuned = tuning.tune(vectors, truth, exact, recall_target) if approximate else tuning.Tuning({}, 1.0)
+    tuned = tuning.tune(vectors, truth, exact, recall_target) if measured else tuning.Tuning({}, 1.0)
     vectors.params, vectors.recall = tuned.params, tuned.recall
     return vectors
 
@@ -145,7 +146,7 @@ def checkpoint(
     kind: str,
     queries: np.ndarray | None = None,
 ) -> BuildCheckpoint | None:
-    """The checkpoint of this build in the index directory (ivf and pq; None for the other kinds: flat fills in
+    """The checkpoint of this build in the index directory (ivf and pq; None for the other kinds: flat(-sq8) fills in
     seconds, and hnsw draws each row's levels from a generator FAISS does not save, so a graph taken up again
     would not be the one built at once). Keyed by the kind, the live rows, their first rows projected and the
     given tuning queries (the checkpoint keeps their exact answers)."""
@@ -206,13 +207,16 @@ def after_add(
     tuning_queries: np.ndarray | None = None,
 ) -> VectorIndex:
     """The vector index after an add that keeps the transform (so the stored vectors stay valid): the replaced
-    rows out, the new ones in; rebuilt when `auto` outgrows its type or the type cannot remove."""
+    rows out, the new ones in; rebuilt when `auto` outgrows its type, the type cannot remove, or flat-sq8's codes
+    would span a range trained on too few of the rows (vectorindex.outgrown)."""
 
     def rebuild() -> VectorIndex:
         return build_vectors(transform, raw, live, index_type, recall_target, tuning_queries=tuning_queries)
 
     vectors = without(vectors, replaced, rebuild)
     if vectors.kind != resolve_index_type(index_type, len(live), vectors.dim):
+        return rebuild()
+    if outgrown(vectors.kind, vectors.count, len(live)):
         return rebuild()
     if vectors.count < len(live):  # not rebuilt: add the new documents
         for pks, block in new_rows.blocks():

@@ -18,7 +18,7 @@ from ..storage.rawvectors import RawVectors
 from ..storage.store import DocumentStore
 from .bm25matrix import Bm25Matrix
 from .keywords import KeywordRetriever, query_words
-from .search import DenseRetriever, Found, Match, dense_documents
+from .search import DenseRetriever, Documents, RankedRows, dense_documents, listed
 from .strategy import Ranked
 from .vectorindex import VectorIndex
 
@@ -79,32 +79,34 @@ class ScratchDense:
         return self.base.vectors
 
     def candidates(self, queries: np.ndarray, n: int, allowed: np.ndarray | None) -> Ranked:
+        """The n best rows of each query as (row, score) pairs, best first."""
+        return [listed(ranked) for ranked in self.ranked_rows(queries, n, allowed)]
+
+    def ranked_rows(self, queries: np.ndarray, n: int, allowed: np.ndarray | None) -> list[RankedRows]:
         projected = self.base.transform.project(queries)
         new_scores = (
             projected @ self.base.transform.project(self.raw.vectors).T
             if len(self.raw.rows)
             else np.zeros((len(projected), 0), np.float32)
         )
-        out: Ranked = [[] for _ in queries]
+        out: list[RankedRows] = [(np.zeros(0, np.int64), np.zeros(0)) for _ in queries]
         dropped = np.zeros(int(self.dropped.max()) + 1 if len(self.dropped) else 0, dtype=bool)
         dropped[self.dropped] = True  # a flag per row: faster than np.isin per query
         todo, extra = np.arange(len(queries)), min(len(self.dropped), SHALLOW)
         while len(todo):
             again = []
-            for query, result in zip(todo, self.base.candidates(queries[todo], n + extra, allowed)):
-                rows = np.fromiter((row for row, _ in result), np.int64, len(result))
+            for query, (rows, found) in zip(todo, self.base.ranked_rows(queries[todo], n + extra, allowed)):
                 gone = np.zeros(len(rows), dtype=bool)
                 gone[rows < len(dropped)] = dropped[rows[rows < len(dropped)]]
                 kept = np.flatnonzero(~gone)
-                if len(kept) < n and len(result) == n + extra and extra < len(self.dropped):
+                if len(kept) < n and len(rows) == n + extra and extra < len(self.dropped):
                     again.append(query)  # rows left unread may belong: read as deep as the targets had rows
                     continue
-                found = np.fromiter((score for _, score in result), np.float64, len(result))
                 scores = np.concatenate([found, new_scores[query]])
                 every = np.concatenate([rows, self.raw.rows])
-                keep = np.concatenate([kept, np.arange(len(result), len(every))])
+                keep = np.concatenate([kept, np.arange(len(rows), len(every))])
                 best = keep[np.argsort(-scores[keep], kind="stable")[:n]]
-                out[query] = list(zip(every[best].tolist(), scores[best].tolist()))
+                out[query] = (every[best], scores[best])
             todo, extra = np.array(again, dtype=np.int64), len(self.dropped)
         return out
 
@@ -116,7 +118,7 @@ def rankings(
     encode: Encode,
     rerank: int,
     asked: Sequence[str] | None = None,
-) -> tuple[list[Found], list[Found]]:
+) -> tuple[list[Documents], list[Documents]]:
     """Each pseudo-query's dense and keyword documents (FUSION_DEPTH of each) in the scratch copy; `asked`: the
     texts searched (None: the pseudo-queries themselves)."""
     queries = [q.query for q in targets.queries] if asked is None else list(asked)
@@ -127,8 +129,9 @@ def rankings(
         # the scratch content's bm25 matrix, read once: FTS5 ranking each query took 30 ms of SciFact's
         matrix = Bm25Matrix.read(store, scratch=True)
         if matrix is None:  # over MAX_POSTINGS: FTS5 ranks
-            scored = keyword.top(queries, FUSION_DEPTH, None)
+            keyword_found = [Documents.scored(found) for found in keyword.top(queries, FUSION_DEPTH, None)]
         else:  # every query's words stemmed in one pass of the stemmer, not one each (a fifth of this side)
             STEMMER.terms_of([word for text in queries for word in query_words(text)])
-            scored = [matrix.top(keyword.terms(text), FUSION_DEPTH, None) for text in queries]
-    return dense_found, [[Match(pk, score) for pk, score in result] for result in scored]
+            terms = [keyword.terms(text) for text in queries]
+            keyword_found = [Documents(*found) for found in matrix.top_many(terms, FUSION_DEPTH, None)]
+    return dense_found, keyword_found

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..settings import Fusion
-from .search import Found, fuse
+from .search import Documents, Found, fuse
 
 BINS = 3
 TIE = 0.005
@@ -25,16 +25,19 @@ CUTOFF = 10
 WEIGHTS = tuple(round(0.1 * step, 1) for step in range(11))
 
 
-def margin(found: Found) -> float:
+def margin(found: Found | Documents) -> float:
     """(first - second) / (first - tenth) of a side's scores; 0 with fewer than two, 1 when all tie at the top."""
     if len(found) < 2:
-        return 1.0 if found else 0.0
-    scores = [match.score for match in found[:CUTOFF]]
+        return 1.0 if len(found) else 0.0
+    if isinstance(found, Documents):
+        scores = found.scores[:CUTOFF].tolist()
+    else:
+        scores = [match.score for match in found[:CUTOFF]]
     spread = scores[0] - scores[-1]
     return 0.0 if spread <= 0 else (scores[0] - scores[1]) / spread
 
 
-def feature(dense: Found, keyword: Found) -> float:
+def feature(dense: Found | Documents, keyword: Found | Documents) -> float:
     """How much surer the dense side is of its first hit than the keyword side, -1 to 1."""
     return margin(dense) - margin(keyword)
 
@@ -78,7 +81,7 @@ def fit(
     return fitted(features(dense, keyword), gains, fixed)
 
 
-def features(dense: Sequence[Found], keyword: Sequence[Found]) -> np.ndarray:
+def features(dense: Sequence[Found | Documents], keyword: Sequence[Found | Documents]) -> np.ndarray:
     return np.array([feature(d, k) for d, k in zip(dense, keyword)])
 
 

@@ -105,6 +105,42 @@ class Match:
 
 
 Found = list[Match]  # of one query, best first
+# One query's vector rows and their scores (float64), best first: how candidates pass between the dense side's
+# steps (a Python pair per candidate cost a calibration's hundreds of searches more than the searches did)
+RankedRows = tuple[np.ndarray, np.ndarray]
+
+
+@dataclass(frozen=True)
+class Documents:
+    """One query's documents as arrays, best first: pks, scores (float64) and the vector row of each one's best
+    passage (None: not known, a keyword side's); `found()` is the same as a Found."""
+
+    pks: np.ndarray
+    scores: np.ndarray
+    rows: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self.pks)
+
+    def first(self, n: int) -> Documents:
+        return Documents(self.pks[:n], self.scores[:n], None if self.rows is None else self.rows[:n])
+
+    def found(self) -> Found:
+        rows = [None] * len(self.pks) if self.rows is None else self.rows.tolist()
+        return [
+            Match(pk, score, row) for pk, score, row in zip(self.pks.tolist(), self.scores.tolist(), rows)
+        ]
+
+    @classmethod
+    def scored(cls, pairs: Sequence[tuple[int, float]]) -> Documents:
+        """(pk, score) pairs, best first, as Documents without rows."""
+        pks = np.fromiter((pk for pk, _ in pairs), np.int64, len(pairs))
+        return cls(pks, np.fromiter((score for _, score in pairs), np.float64, len(pairs)))
+
+    @classmethod
+    def of(cls, found: Found | Documents) -> Documents:
+        """A Found (its pks and scores) as Documents; Documents as they are."""
+        return found if isinstance(found, Documents) else cls.scored([(m.pk, m.score) for m in found])
 
 
 @dataclass(frozen=True)
@@ -153,7 +189,10 @@ class Request:
 
 
 class Retriever(Protocol):
-    def candidates(self, queries: np.ndarray, n: int, allowed: np.ndarray | None) -> Ranked: ...
+    vectors: VectorIndex
+    raw: RawVectors
+
+    def ranked_rows(self, queries: np.ndarray, n: int, allowed: np.ndarray | None) -> list[RankedRows]: ...
 
 
 def conditions(where: Where) -> list[Condition]:
@@ -182,63 +221,86 @@ class DenseRetriever:
     raw: RawVectors
 
     def candidates(self, queries: np.ndarray, n: int, allowed: np.ndarray | None) -> Ranked:
+        """The n best vector rows of each query as (row, score) pairs, best first, ties by row."""
+        return [listed(ranked) for ranked in self.ranked_rows(queries, n, allowed)]
+
+    def ranked_rows(self, queries: np.ndarray, n: int, allowed: np.ndarray | None) -> list[RankedRows]:
+        """`candidates` as arrays: unfiltered where the index's own scores rank, straight from FAISS's."""
         projected = self.transform.project(queries)
+        found = strategy.unfiltered_arrays(self.vectors, projected, n) if allowed is None else None
+        if found is not None:
+            scores, ids = found[0].astype(np.float64), found[1]
+            order = np.lexsort((ids, -scores))  # each query's: ties by row, as at any other depth
+            ids, scores = np.take_along_axis(ids, order, 1), np.take_along_axis(scores, order, 1)
+            return [(row[row != -1], score[row != -1]) for row, score in zip(ids, scores)]  # no padding
         exact = strategy.Exact(self.vectors, lambda pks: self.transform.project_float32(self.raw.get(pks)))
-        if allowed is None:
-            found = strategy.unfiltered(exact, projected, n)
+        if allowed is None:  # pq: its candidates re-scored
+            pairs = strategy.unfiltered(exact, projected, n)
         else:
-            found = strategy.filtered(exact, projected, n, allowed)
-        return [sorted(rows, key=by_score) for rows in found]  # ties by pk, as at any other depth
+            pairs = strategy.filtered(exact, projected, n, allowed)
+        return [rows_of(sorted(rows, key=by_score)) for rows in pairs]  # ties by pk, as at any other depth
+
+
+def rows_of(pairs: Sequence[tuple[int, float]]) -> RankedRows:
+    """(row, score) pairs as RankedRows."""
+    documents = Documents.scored(pairs)
+    return documents.pks, documents.scores
+
+
+def listed(ranked: RankedRows) -> list[tuple[int, float]]:
+    """RankedRows as (row, score) pairs."""
+    return list(zip(ranked[0].tolist(), ranked[1].tolist()))
 
 
 def by_score(pair: tuple[int, float]) -> tuple[float, int]:
     return -pair[1], pair[0]
 
 
-def rerank(raw: RawVectors, queries: np.ndarray, ranked: Ranked, k: int) -> Ranked:
+def rerank(raw: RawVectors, queries: np.ndarray, ranked: list[RankedRows], k: int) -> list[RankedRows]:
     """Re-score candidates by cosine of the raw encoder vectors (the full model's own similarity)."""
     queries = normalize_rows(np.asarray(queries, dtype=np.float32))
-    counts = [len(result) for result in ranked]
-    every = np.fromiter((pk for result in ranked for pk, _ in result), np.int64, sum(counts))
+    counts = [len(rows) for rows, _ in ranked]
+    every = np.concatenate([rows for rows, _ in ranked] or [np.zeros(0, np.int64)]).astype(np.int64)
     # every query's rows read at once (a read per query was most of a calibration's hundreds of reranks)
     held, at = np.unique(every, return_inverse=True)
     vectors = normalize_rows(raw.get(held)) if len(held) else np.zeros((0, queries.shape[1]), np.float32)
-    out: Ranked = []
+    out: list[RankedRows] = []
     for query, end, count in zip(queries, np.cumsum(counts).tolist(), counts):
         pks = every[end - count : end]
         scores = vectors[at[end - count : end]] @ query
         order = np.argsort(-scores, kind="stable")[:k]
-        out.append(list(zip(pks[order].tolist(), scores[order].tolist())))
+        out.append((pks[order], scores[order].astype(np.float64)))
     return out
 
 
-def best_passages(ranked: Ranked, passages: PassageMap) -> list[Found]:
+def best_passages(ranked: list[RankedRows], passages: PassageMap) -> list[Documents]:
     """Each query's documents in the order of their best passage among its ranked rows (MaxP), every query's
     rows looked up at once (a lookup per query was a tenth of a calibration's hundreds of searches)."""
     if not len(passages.long):  # every document one row: its own pk
-        return [[Match(pk, score, pk) for pk, score in result] for result in ranked]
-    counts = [len(result) for result in ranked]
-    rows = np.fromiter((row for result in ranked for row, _ in result), np.int64, sum(counts))
-    scores = [score for result in ranked for _, score in result]
+        return [Documents(rows, scores, rows) for rows, scores in ranked]
+    counts = [len(rows) for rows, _ in ranked]
+    rows = np.concatenate([rows for rows, _ in ranked] or [np.zeros(0, np.int64)]).astype(np.int64)
+    scores = np.concatenate([scores for _, scores in ranked] or [np.zeros(0)])
     owners = passages.owners(rows)
     query = np.repeat(np.arange(len(ranked)), counts)
     # each (query, document)'s first row: sorted, they are every query's in turn, in the order of its rows
     _, first = np.unique(query * (int(owners.max(initial=0)) + 1) + owners, return_index=True)
     first = np.sort(first)
     ends = np.searchsorted(query[first], np.arange(len(ranked)), side="right").tolist()
-    owners, rows, first = owners.tolist(), rows.tolist(), first.tolist()
-    found = [Match(owners[i], scores[i], rows[i]) for i in first]
-    return [found[start:end] for start, end in zip([0, *ends[:-1]], ends)]
+    return [
+        Documents(owners[first[start:end]], scores[first[start:end]], rows[first[start:end]])
+        for start, end in zip([0, *ends[:-1]], ends)
+    ]
 
 
 def dense_documents(
-    retriever: DenseRetriever,
+    retriever: Retriever,
     store: DocumentStore,
     queries: np.ndarray,
     n: int,
     allowed: np.ndarray | None,
     rerank_depth: int,
-) -> list[Found]:
+) -> list[Documents]:
     """The n best documents of each query by their best passage. `rerank_depth` documents' passages are taken
     from the index and re-scored by the raw vectors first (0: not re-scored). Passages are read deeper, 4x at a
     time, for a query whose candidates hold fewer documents than wanted while more rows remain."""
@@ -247,17 +309,17 @@ def dense_documents(
     total = retriever.vectors.count if rows is None else len(rows)
     wanted = max(n, rerank_depth)
     depth = min(total, wanted * (2 if len(passages.long) else 1))
-    out: list[Found] = [[] for _ in queries]
+    out = [Documents(np.zeros(0, np.int64), np.zeros(0), np.zeros(0, np.int64)) for _ in queries]
     todo = np.arange(len(queries))
     while len(todo) and depth > 0:
-        ranked = retriever.candidates(queries[todo], depth, rows)
+        ranked = retriever.ranked_rows(queries[todo], depth, rows)
         if rerank_depth:
             ranked = rerank(retriever.raw, queries[todo], ranked, depth)
         again = []
-        for query, result, found in zip(todo, ranked, best_passages(ranked, passages)):
+        for query, (result, _), found in zip(todo, ranked, best_passages(ranked, passages)):
             if len(found) < wanted and len(result) >= depth and depth < total:
                 again.append(query)
-            out[query] = found[:n]
+            out[query] = found.first(n)
         todo, depth = np.array(again, dtype=np.int64), min(total, depth * 4)
     return out
 
@@ -454,7 +516,8 @@ def window(
     dense_found: list[Found] = [[] for _ in queries]
     keyword_found: list[Found] = [[] for _ in queries]
     if mode is not SearchMode.KEYWORD:
-        dense_found = dense_documents(dense, store, request.vectors[queries], depth, allowed, options.rerank)
+        found = dense_documents(dense, store, request.vectors[queries], depth, allowed, options.rerank)
+        dense_found = [documents.found() for documents in found]
     if mode is not SearchMode.DENSE:
         texts = [request.texts[query] for query in queries]
         keyword_found = [

@@ -13,7 +13,8 @@ The rule, with m rows allowed of the n indexed (measurements: benchmarks/results
   exactly.
 - exact_rows is the crossover, measured at build (tuning.py): going down the selectivities 1/2, 1/4, ..., the
   first at which scoring the allowed rows exactly takes no longer than the approximate search tuned there
-  (timed one query at a time), or at which that search cannot reach its recall. Flat is always exact.
+  (timed one query at a time), or at which that search cannot reach its recall. flat and flat-sq8 are always
+  exact (over their float32 rows, over their codes).
 An index built before tuning (no `filtered` levels) scales its fixed efSearch / nprobe by (n / m) ** 0.6 (pq
 re-scoring 8 candidates per result), above LEGACY_EXACT_FLOATS / dims rows."""
 
@@ -88,7 +89,21 @@ class Exact:
 def unfiltered(exact: Exact, queries: np.ndarray, k: int) -> Ranked:
     """The approximate search with its tuned parameters at this depth; pq asks for k_factor x k and re-scores
     them."""
+    found = unfiltered_arrays(exact.vectors, queries, k)
+    if found is not None:
+        return listed(*found)
     return approximate(exact, queries, k, None, exact.vectors.at_depth(exact.vectors.search_params, k))
+
+
+def unfiltered_arrays(
+    vectors: VectorIndex, queries: np.ndarray, k: int
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """`unfiltered` as FAISS's (scores, ids) arrays (-1 padding), where the index's own scores rank its
+    candidates; None for pq, whose candidates `unfiltered` re-scores."""
+    if vectors.exact_source is None:
+        return None
+    params = vectors.at_depth(vectors.search_params, k)
+    return vectors.search_arrays(queries, k * int(params.get("k_factor", 1)), None, params)
 
 
 def approximate(
@@ -102,7 +117,7 @@ def approximate(
 def plan(vectors: VectorIndex, allowed: int) -> dict[str, Any] | None:
     """The approximate search's parameters for `allowed` rows, or None: score them exactly (the rule above)."""
     count, params = vectors.count, vectors.params or {}
-    if vectors.kind == "flat" or count == 0:
+    if vectors.exhaustive or count == 0:
         return None
     if allowed <= params.get("exact_rows", LEGACY_EXACT_FLOATS // vectors.dim):
         return None
@@ -129,7 +144,7 @@ def nested_rows(vectors: VectorIndex, allowed: int | None, long: bool) -> float:
     passage each (a long document's passages are read deeper, 4x at a time). ivf and pq (nprobe grows with
     depth, pq re-scores more candidates) and a filter's approximate search (verified against its k-th
     result): 0."""
-    if vectors.kind == "flat":
+    if vectors.exhaustive:
         return np.inf
     if allowed is not None:
         return np.inf if not long and plan(vectors, allowed) is None else 0

@@ -174,6 +174,8 @@ def tune(vectors: VectorIndex, truth: Truth, exact: Exact, target: float) -> Tun
     """The cheapest parameters reaching `target` unfiltered and FILTERED_TARGET at each level (see above)."""
     if vectors.kind == "flat":
         return Tuning({}, 1.0)
+    if vectors.exhaustive:  # flat-sq8: exact over its codes, nothing to tune; its recall against float32's
+        return Tuning({}, round(truth.recall(0, _search(exact, truth.queries, {}, None)), 4))
     runs = _runs(vectors)
     found, recall, starts = _cheapest(exact, truth, 0, target, runs, [0] * len(runs))
     params: dict[str, Any] = {**found, "exact_rows": MIN_LEVEL_ROWS, "filtered": []}

@@ -1,7 +1,7 @@
 """The vector index: FAISS inner product over L2-normalised vectors (so scores are cosines), keyed by the
 document store's integer row ids.
 
-Size: one class over the four FAISS kinds, with the exact scoring filtered search needs (strategy.py) and the
+Size: one class over the six FAISS kinds, with the exact scoring filtered search needs (strategy.py) and the
 bytes an index filled on a cluster travels as (distributed.py)."""
 
 from __future__ import annotations
@@ -18,11 +18,19 @@ from ..errors import SettingsError
 from ..storage.damage import brief, derived, size_problem
 from ..storage.files import atomic_path
 
-INDEX_TYPES = ("flat", "hnsw", "hnsw-sq8", "ivf", "pq", "auto")
+INDEX_TYPES = ("flat", "flat-sq8", "hnsw", "hnsw-sq8", "ivf", "pq", "auto")
 GRAPHS = ("hnsw", "hnsw-sq8")  # HNSW over float32 vectors, over 8-bit codes
+CODED = ("flat-sq8", "hnsw-sq8")  # over 8-bit codes (trained: each dimension's range)
+EXHAUSTIVE = ("flat", "flat-sq8")  # every search scores every row it may return: exact over what they keep
 # `auto`: exact search while documents x dims stay within a budget, HNSW over 8-bit codes above (hnsw-sq8). The
 # budget is 50,000 documents at the default 128 dims (an exact scan of 6.4M numbers, about 1.5 ms here; 117k x 128 took 3.4 ms against
-# HNSW's 0.6): wider vectors switch sooner (16,666 at 384 dims), narrower ones later. IVF-PQ (`--index-type pq`)
+# HNSW's 0.6): wider vectors switch sooner (16,666 at 384 dims), narrower ones later. Within it, from
+# AUTO_CODED_ROWS rows, the exact scan is over 8-bit codes (flat-sq8: 136 bytes a passage with its id at 128
+# dims against flat's 520, the nDCG@10 of the long-document sets, Cranfield and SciFact unchanged within
+# 0.002, benchmarks/results/flat-codes-*.md); below it, flat (the 0.4 MB it would save is under the 0.8 MB of
+# statistics and transform every index keeps, and a range trained on a few hundred rows clips the rows added
+# next: recall@10 0.959 against float32 exact on cranfield-mixed's 7,698 rows trained on 256 of them, 0.987 on
+# 1,000, 0.991 on all). IVF-PQ (`--index-type pq`)
 # keeps 47 bytes a passage against HNSW's 792 but stays opt-in: tuned at a default query's depth too, it still
 # loses full SciFact's default nDCG@10 0.7303 against HNSW's 0.7356 and answers 2.4x slower, its re-scoring
 # of raw rows the cost (benchmarks/results/index-type-quality.md, docs/performance.md "Bytes").
@@ -33,6 +41,7 @@ GRAPHS = ("hnsw", "hnsw-sq8")  # HNSW over float32 vectors, over 8-bit codes
 # AVX2 in FAISS; the sparser graph tuned to a higher efSearch) with the default's nDCG@10 unchanged: full
 # SciFact 0.7357 against hnsw's 0.7356, HNSW32,SQ8 0.7356 (benchmarks/results/bytes.md).
 AUTO_FLAT_LIMIT, AUTO_REFERENCE_DIMS = 50_000, 128
+AUTO_CODED_ROWS = 1024
 SQ8_TRAINING_ROWS = 65_536  # rows whose per-dimension range the 8-bit codes span (a value outside is clipped)
 HNSW_NEIGHBOURS, HNSW_EF_CONSTRUCTION, HNSW_EF_SEARCH = 32, 80, 128  # efSearch: of indexes built untuned
 SQ8_NEIGHBOURS = 16
@@ -53,8 +62,18 @@ def resolve_index_type(index_type: str, count: int, dim: int = AUTO_REFERENCE_DI
     if index_type not in INDEX_TYPES:
         raise SettingsError(f"unknown index type {index_type!r} (known: {', '.join(INDEX_TYPES)})")
     if index_type == "auto":
-        return "flat" if count * dim <= AUTO_FLAT_LIMIT * AUTO_REFERENCE_DIMS else "hnsw-sq8"
+        if count * dim > AUTO_FLAT_LIMIT * AUTO_REFERENCE_DIMS:
+            return "hnsw-sq8"
+        return "flat" if count < AUTO_CODED_ROWS else "flat-sq8"
     return index_type
+
+
+def outgrown(kind: str, before: int, after: int) -> bool:
+    """Whether a flat-sq8 index growing from `before` to `after` rows is rebuilt, its codes trained again: when
+    the count passes a power of two, so the range its codes span is always trained on more than half the rows
+    (a rebuild is a scan of the rows, amortised: the rows encoded again at most double those added). Graphs are
+    trained on a sample of SQ8_TRAINING_ROWS once."""
+    return kind == "flat-sq8" and max(before, 1).bit_length() < max(after, 1).bit_length()
 
 
 def inverted_lists(count: int) -> int:
@@ -113,8 +132,9 @@ def ranked(scores: np.ndarray, ids: np.ndarray) -> list[list[tuple[int, float]]]
 
 
 class VectorIndex:
-    """flat: exact (IndexFlatIP). hnsw: a graph (HNSW32), no training, removal by rebuilding; hnsw-sq8: the same
-    graph (HNSW16) over 8-bit codes (trained: each dimension's range). ivf: inverted
+    """flat: exact (IndexFlatIP); flat-sq8: exact over 8-bit codes (IndexScalarQuantizer, trained: each
+    dimension's range). hnsw: a graph (HNSW32), no training, removal by rebuilding; hnsw-sq8: the same
+    graph (HNSW16) over 8-bit codes. ivf: inverted
     lists over k-means cells, trained on a sample, `nprobe` lists searched. pq: ivf with product-quantised
     codes (about 4 dims per byte), the smallest. All keep our ids and filter by id inside the search.
 
@@ -140,6 +160,12 @@ class VectorIndex:
         if index_type == "flat":
             # IDMap2 keeps our ids and can reconstruct vectors by id.
             return cls(faiss.IndexIDMap2(faiss.IndexFlatIP(dim)))
+        if (
+            index_type == "flat-sq8"
+        ):  # IDMap: its codes are read by row (`positions`), never reconstructed by id
+            return cls(
+                faiss.IndexIDMap(faiss.IndexScalarQuantizer(dim, faiss.ScalarQuantizer.QT_8bit, metric))
+            )
         if index_type == "hnsw":
             return cls(faiss.IndexIDMap(faiss.IndexHNSWFlat(dim, HNSW_NEIGHBOURS, metric)))
         if index_type == "hnsw-sq8":
@@ -182,6 +208,8 @@ class VectorIndex:
             inner = faiss.downcast_index(index.index)
             if isinstance(inner, faiss.IndexHNSWSQ):
                 return "hnsw-sq8"
+            if isinstance(inner, faiss.IndexScalarQuantizer):
+                return "flat-sq8"
             return "hnsw" if isinstance(inner, faiss.IndexHNSW) else "flat"
         return "pq" if isinstance(index, faiss.IndexIVFPQ) else "ivf"
 
@@ -201,7 +229,7 @@ class VectorIndex:
         if self.kind in GRAPHS:  # efSearch: `info`'s search_params
             neighbours = faiss.downcast_index(self.index.index).hnsw.nb_neighbors(1)  # M, as built
             return f"HNSW{neighbours},{'SQ8' if self.kind == 'hnsw-sq8' else 'Flat'}"
-        return "Flat"
+        return "SQ8" if self.kind == "flat-sq8" else "Flat"  # FAISS's factory names
 
     def with_tuning(self, params: dict[str, Any] | None, recall: float | None) -> VectorIndex:
         """This index searching with the parameters its manifest records (None: untuned)."""
@@ -245,7 +273,7 @@ class VectorIndex:
         index = self.concrete
         if isinstance(index, faiss.IndexIVF) and not index.is_trained:
             return max(index.nlist * 64, 256 * 64 if isinstance(index, faiss.IndexIVFPQ) else 0)
-        return SQ8_TRAINING_ROWS if self.kind == "hnsw-sq8" and not self.index.is_trained else 0
+        return SQ8_TRAINING_ROWS if self.kind in CODED and not self.index.is_trained else 0
 
     def train(self, sample: np.ndarray) -> None:
         self.index.train(np.ascontiguousarray(sample, dtype=np.float32))
@@ -253,6 +281,11 @@ class VectorIndex:
     @property
     def supports_remove(self) -> bool:
         return self.kind not in GRAPHS
+
+    @property
+    def exhaustive(self) -> bool:
+        """Exact over the vectors it keeps (flat, flat-sq8): nothing to tune, every filter scored exactly."""
+        return self.kind in EXHAUSTIVE
 
     @property
     def dim(self) -> int:
@@ -344,17 +377,24 @@ class VectorIndex:
     @property
     def exact_source(self) -> str | None:
         """Where this index's exact vectors are: "stored" (flat and hnsw keep them contiguous), "lists" (ivf
-        keeps them in its inverted lists), "codes" (hnsw-sq8: its 8-bit codes, decoded, are the vectors it
-        keeps, as int8 raw rows are the raw vectors kept), or None (pq's codes only find candidates, which the
-        raw vectors re-score)."""
-        return {"flat": "stored", "hnsw": "stored", "ivf": "lists", "hnsw-sq8": "codes"}.get(self.kind)
+        keeps them in its inverted lists), "codes" (flat-sq8, hnsw-sq8: their 8-bit codes, decoded, are the
+        vectors they keep, as int8 raw rows are the raw vectors kept), or None (pq's codes only find candidates,
+        which the raw vectors re-score)."""
+        sources = {
+            "flat": "stored",
+            "hnsw": "stored",
+            "ivf": "lists",
+            "flat-sq8": "codes",
+            "hnsw-sq8": "codes",
+        }
+        return sources.get(self.kind)
 
     def _storage(self) -> faiss.Index:
         inner = faiss.downcast_index(self.index.index)
         return faiss.downcast_index(inner.storage) if isinstance(inner, faiss.IndexHNSW) else inner
 
     def positions(self, ids: np.ndarray) -> np.ndarray:
-        """Rows of the stored vectors (flat, hnsw, hnsw-sq8) holding these ids, -1 for an id not held (a document a
+        """Rows of the stored vectors (flat, hnsw and their -sq8 kinds) holding these ids, -1 for an id not held (a document a
         writer added since this generation); the id -> row table is made once per loaded index (an O(n) pass,
         8 bytes per id) and dropped when the index changes."""
         if self._positions is None:
@@ -366,7 +406,7 @@ class VectorIndex:
         return self._positions[np.clip(ids, -1, len(self._positions) - 1)]
 
     def vectors_of(self, ids: np.ndarray) -> np.ndarray | None:
-        """The stored vectors of these ids, exactly as indexed (hnsw-sq8: its codes decoded; None for pq)."""
+        """The stored vectors of these ids, exactly as indexed (-sq8 kinds: their codes decoded; None for pq)."""
         ids = np.ascontiguousarray(ids, dtype=np.int64)
         if self.exact_source == "codes":  # decoded by FAISS as its search decodes them (a row in 1 ns a dim)
             storage = self._storage()
@@ -399,7 +439,7 @@ class VectorIndex:
     def exact(self, queries: np.ndarray, k: int, ids: np.ndarray) -> list[list[tuple[int, float]]] | None:
         """The exact k best of these ids (sorted unique) by inner product with the index's own vectors: for
         flat and hnsw scored in place from the stored rows (no copy), for ivf by every inverted list with the
-        ids as a selector, for hnsw-sq8 by its codes with their rows as a selector (FAISS's SQ8 scan, about a
+        ids as a selector, for flat-sq8 and hnsw-sq8 by their codes with their rows as a selector (FAISS's SQ8 scan, about a
         nanosecond a dimension); None for pq (the caller scores the raw vectors, projected)."""
         queries = np.ascontiguousarray(queries, dtype=np.float32)
         held = self.exact_source in ("stored", "codes")

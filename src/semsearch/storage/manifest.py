@@ -43,7 +43,9 @@ class IndexSettings:
     # per batch (indexes made before per-row, which lack the field; their queries keep it).
     int8_method: str = "dynamic"
     backend: str = "torch"  # what runs the encoder: onnx (new indexes' default) or torch (and older indexes)
-    index_type: str = "flat"  # as asked: flat, hnsw, ivf, pq or auto (new indexes: auto; older: flat)
+    index_type: str = (
+        "flat"  # as asked: flat, flat-sq8, hnsw, hnsw-sq8, ivf, pq or auto (new: auto; older: flat)
+    )
     flow_epochs: int = 1
     seed: int = 0
     rerank: int = 0  # candidates a query re-scores with the raw vectors unless it says otherwise
