@@ -31,6 +31,7 @@ from ..ingest.pipeline import (
     split,
 )
 from ..ingest.resume import resume_points
+from ..memory import return_freed_heap
 from ..retrieval.calibration import Calibration, Skipped, calibrate
 from ..retrieval.calibration_age import aged
 from ..retrieval.search import DenseRetriever
@@ -136,6 +137,7 @@ def add(
                 transform, vectors = directory.transform, directory.loaded_vectors()
                 return done, _publish(directory, building, stats, transform, vectors, settings, **keep)
             log.info("stored %d documents, %d passages", done.added, done.passages)
+            return_freed_heap()  # what reading and storing freed, before the vector index is built
             done.refitted = state.count > 0 and build.young(settings, state.rows)
             segments = Segment.all_of(state.segments) + [writer.finish()]
             log.info("raw segment written")

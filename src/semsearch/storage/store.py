@@ -31,9 +31,6 @@ from .synced import SyncedFiles
 TABLES = ("documents", "fields", "state")
 # A writable open failing so (the file or its directory cannot be written) opens read-only instead.
 UNWRITABLE = (sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN)
-WRITE_CACHE_KIB = (
-    262_144  # SQLite's page cache of a writable connection, at most (filled only as pages are read)
-)
 
 # The stores open in this process, by file. A file SQLite has open is never opened by other code here: POSIX
 # locks belong to the process, and closing any descriptor of the file drops SQLite's, after which another
@@ -76,9 +73,6 @@ class DocumentStore(StoreReads, SyncedFiles, PlaceUpdates):
                 try:
                     self.db = sqlite_utils.Database(register_analysis(sqlite3.connect(self.path)))
                     self.db.execute("PRAGMA busy_timeout = 30000")
-                    # a write's index pages (ids, keywords, metadata) stay in memory: at millions of rows the
-                    # default 2 MB rereads them page by page from the file
-                    self.db.execute(f"PRAGMA cache_size = -{WRITE_CACHE_KIB}")
                     if self.db.journal_mode != "wal":
                         self.db.enable_wal()
                     self._migrate()
