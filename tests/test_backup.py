@@ -276,11 +276,11 @@ print(searches)
 """
 
 
-@pytest.mark.slow
 def lines(path: Path) -> int:
     return len(path.read_text().splitlines()) if path.exists() else 0
 
 
+@pytest.mark.slow
 def test_a_backup_while_a_writer_upserts_and_readers_search_holds_one_published_state(index_copy, tmp_path):
     from semsearch import Index
 
