@@ -124,6 +124,15 @@ def test_a_killed_first_ingest_resumes_after_its_last_resume_point_and_ends_at_t
 
     again = tmp_path / "again"
     assert ingest(corpus, vectors, again, fault="resume-point@2").returncode == FAULT_EXIT
+    cut = partial_of(again) / "raw" / ".spool-000000000000-resumable"
+    with open(cut, "r+b") as spool:  # a spool shorter than its point: the rows it lost cannot be made up
+        spool.truncate(4095 * DIM * 4)
+    refused = ingest(corpus, vectors, again, fault="")
+    assert refused.returncode == 1 and refused.stderr.strip().splitlines() == [
+        f"Error: {cut}: the raw vectors of the last resume point are {4095 * DIM * 4:,} bytes, "
+        f"{4096 * DIM * 4:,} needed; the partial ingest is removed, run the ingest again to start afresh"
+    ]
+    assert not partial_of(again).exists() and not again.exists()
     write_jsonl(corpus, docs[:-1] + [{**docs[-1], "text": "changed"}])  # a corpus changed since
     assert ingest(corpus, vectors, again, fault="resume-point@1").returncode == FAULT_EXIT
     assert resume_counts(again)["resume_documents"] == 2048  # started afresh

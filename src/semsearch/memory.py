@@ -20,14 +20,3 @@ def release_large_blocks() -> bool:
     except (OSError, AttributeError):  # not glibc (macOS, musl): its own policy stays
         return False
     return bool(mallopt(M_MMAP_THRESHOLD, LARGE_BLOCK))
-
-
-def return_freed_heap() -> bool:
-    """Hand the heap's free pages back to the system (glibc's malloc_trim): a stage that freed many small and
-    middling blocks (a table's rows arrive as messages of about 400 KB) leaves them scattered through the heap,
-    where the next stage's larger blocks cannot reuse them. True where done (glibc)."""
-    try:
-        malloc_trim = ctypes.CDLL(None).malloc_trim
-    except (OSError, AttributeError):
-        return False
-    return bool(malloc_trim(0))

@@ -31,7 +31,6 @@ from ..ingest.pipeline import (
     split,
 )
 from ..ingest.resume import resume_points
-from ..memory import return_freed_heap
 from ..retrieval.calibration import Calibration, Skipped, calibrate
 from ..retrieval.calibration_age import aged
 from ..retrieval.search import DenseRetriever
@@ -137,7 +136,6 @@ def add(
                 transform, vectors = directory.transform, directory.loaded_vectors()
                 return done, _publish(directory, building, stats, transform, vectors, settings, **keep)
             log.info("stored %d documents, %d passages", done.added, done.passages)
-            return_freed_heap()  # what reading and storing freed, before the vector index is built
             done.refitted = state.count > 0 and build.young(settings, state.rows)
             segments = Segment.all_of(state.segments) + [writer.finish()]
             log.info("raw segment written")
@@ -196,7 +194,7 @@ def add(
         if points is None:
             writer.discard()
         else:  # the spool stays for the resume points (a refused first ingest's directory is removed)
-            writer.spool.close()
+            writer.close()
         raise
     cache.clear()
     clear_checkpoint(directory.path)

@@ -137,12 +137,26 @@ class SegmentWriter:
         if kept_rows and not self.spool_path.exists() and self._whole_segment(kept_rows):
             self.spool, self.count = open(os.devnull, "wb"), kept_rows  # noqa: SIM115
         elif kept_rows:
-            self.spool = open(self.spool_path, "r+b")  # noqa: SIM115 (closed in finish/discard)
-            self.spool.truncate(kept_rows * dim * 4)  # rows past the last resume point: written again
-            self.spool.seek(0, os.SEEK_END)
+            self.spool = self._kept_spool(kept_rows * dim * 4)
             self.count = kept_rows
         else:
             self.spool = open(self.spool_path, "wb")  # noqa: SIM115 (closed in finish/discard)
+
+    def _kept_spool(self, kept_bytes: int):
+        """The interrupted run's spool cut back to its last resume point (the rows after it are written
+        again); a spool missing or shorter than the point cannot resume: an error (the ingest's partial
+        directory is then removed, ingest/first.building)."""
+        size = self.spool_path.stat().st_size if self.spool_path.exists() else None
+        if size is None or size < kept_bytes:
+            found = "missing" if size is None else f"{size:,} bytes, {kept_bytes:,} needed"
+            raise IndexStateError(
+                f"{self.spool_path}: the raw vectors of the last resume point are {found}; "
+                "the partial ingest is removed, run the ingest again to start afresh"
+            )
+        spool = open(self.spool_path, "r+b")  # noqa: SIM115 (closed in finish/discard/close)
+        spool.truncate(kept_bytes)
+        spool.seek(0, os.SEEK_END)
+        return spool
 
     def append(self, vectors: np.ndarray) -> None:
         vectors = np.ascontiguousarray(vectors, dtype="<f4")
@@ -213,6 +227,10 @@ class SegmentWriter:
         with open(self.spool_path, "rb") as spool:
             while len(block := np.fromfile(spool, dtype="<f4", count=BLOCK_ROWS * self.dim)):
                 yield block.reshape(-1, self.dim)
+
+    def close(self) -> None:
+        """Stop writing, keeping the spool (a first ingest's resume points read it again)."""
+        self.spool.close()
 
     def discard(self) -> None:
         self.spool.close()
