@@ -4,6 +4,7 @@ takes the trained and partly filled index up (it trains nothing: the `trained` f
 ends at the same index, byte for byte, with the same answers as an ingest never interrupted."""
 
 import json
+import shutil
 import subprocess
 
 import faiss
@@ -101,12 +102,25 @@ def test_a_killed_first_ingest_resumes_after_its_last_resume_point_and_ends_at_t
     assert resume_counts(target)["resume_documents"] == 4096
     spool = partial_of(target) / "raw" / ".spool-000000000000-resumable"
     assert spool.stat().st_size == 4096 * DIM * 4
+    at_second_point = shutil.copytree(partial_of(target), tmp_path / "at-second-point")
     # its first point is after all 5000 documents: one at 2048 would say it stored the first ones again
     assert ingest(corpus, vectors, target, fault="trained").returncode == FAULT_EXIT
     assert resume_counts(target)["resume_documents"] == STORED and not spool.exists()
+    # a run of the release before took no point after its last documents: its spool became the segment of
+    # all 5000 rows while its last point counted 4096
+    legacy = tmp_path / "legacy"
+    shutil.copytree(partial_of(target), partial_of(legacy))
+    shutil.rmtree(partial_of(legacy) / ".resume")
+    shutil.copytree(at_second_point / ".resume", partial_of(legacy) / ".resume")
+    for store in partial_of(legacy).glob("documents.db*"):
+        store.unlink()
+    for store in at_second_point.glob("documents.db*"):
+        shutil.copy2(store, partial_of(legacy) / store.name)
     finished = ingest(corpus, vectors, target, fault="resume-point")  # it would exit if it stored any
     assert finished.returncode == 0, finished.stderr
     assert not partial_of(target).exists() and not (target / ".resume").exists()
+    resumed = ingest(corpus, vectors, legacy, fault="")  # the last 904 again, the segment's head kept
+    assert resumed.returncode == 0, resumed.stderr
 
     whole = tmp_path / "whole"
     threads = faiss.omp_get_max_threads()
@@ -116,11 +130,12 @@ def test_a_killed_first_ingest_resumes_after_its_last_resume_point_and_ends_at_t
             index.ingest(corpus, vectors=vectors)
     finally:
         faiss.omp_set_num_threads(threads)
-    assert stored(target) == stored(whole)
-    for name in ("stats.safetensors", "vectors.faiss"):
-        assert (target / "gen-000001" / name).read_bytes() == (whole / "gen-000001" / name).read_bytes()
-    for segment in (whole / "raw").glob("seg-*"):
-        assert (target / "raw" / segment.name).read_bytes() == segment.read_bytes()
+    for index in (target, legacy):
+        assert stored(index) == stored(whole)
+        for name in ("stats.safetensors", "vectors.faiss"):
+            assert (index / "gen-000001" / name).read_bytes() == (whole / "gen-000001" / name).read_bytes()
+        for segment in (whole / "raw").glob("seg-*"):
+            assert (index / "raw" / segment.name).read_bytes() == segment.read_bytes()
 
     again = tmp_path / "again"
     assert ingest(corpus, vectors, again, fault="resume-point@2").returncode == FAULT_EXIT

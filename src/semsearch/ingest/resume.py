@@ -53,7 +53,7 @@ class ResumePoints:
     def __init__(self, path: Path, corpus: Corpus, identity: list, store: DocumentStore):
         self.directory = Path(path) / DIRECTORY
         self.corpus, self.identity, self.store = corpus, identity, store
-        self.number = 0
+        self.number = self.documents = 0
         self.last = time.monotonic()
 
     def taken_up(
@@ -67,30 +67,36 @@ class ResumePoints:
             atomic_write_text(self.directory / SOURCE, json.dumps(self.identity))
             return documents, stats, start
         self.number, stored = counts["point"], counts["documents"]
+        self.documents = stored
         log.info("resumed after %d documents stored before", stored)
         if progress:
             progress(stored)
         start = Added(stored, counts["passages"], resumed=counts["resumed"], next_pk=counts["next_pk"])
         return self.corpus.documents(skip=stored), RunningStats.load(self._stats(self.number)), start
 
-    def reached(self, writer: SegmentWriter, stats: RunningStats, done: Added) -> None:
+    def reached(self, writer: SegmentWriter, stats: RunningStats, done: Added, last: bool = False) -> None:
         """After a partition is stored (`done` counts it): a point, if POINT_SECONDS have passed since the
-        last (under a fault test, after every partition: faults.py ends the process at `resume-point`)."""
-        if time.monotonic() - self.last < POINT_SECONDS and not fault_testing():
+        last (under a fault test, after every partition: faults.py ends the process at `resume-point`).
+        `last`: every document is stored, and the spool is about to become its segment: a point now, unless
+        the one before counts them all (a run resumed past this point finds that segment whole)."""
+        documents = done.added + done.unchanged
+        if last and documents == self.documents:
+            return
+        if not last and time.monotonic() - self.last < POINT_SECONDS and not fault_testing():
             return
         passages = writer.sync()
         number = self.number + 1
         stats.save(self._stats(number))
         counts = dict(
             point=number,
-            documents=done.added + done.unchanged,
+            documents=documents,
             passages=passages,
             next_pk=done.next_pk,
             resumed=done.resumed,
         )
         resumestate.commit_point(self.store, counts)
         self._stats(self.number).unlink(missing_ok=True)
-        self.number, self.last = number, time.monotonic()
+        self.number, self.last, self.documents = number, time.monotonic(), documents
         fault_point("resume-point")
 
     def _stats(self, number: int) -> Path:

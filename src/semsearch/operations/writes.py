@@ -136,6 +136,8 @@ def add(
                 transform, vectors = directory.transform, directory.loaded_vectors()
                 return done, _publish(directory, building, stats, transform, vectors, settings, **keep)
             log.info("stored %d documents, %d passages", done.added, done.passages)
+            if points is not None:
+                points.reached(writer, stats, done, last=True)
             done.refitted = state.count > 0 and build.young(settings, state.rows)
             segments = Segment.all_of(state.segments) + [writer.finish()]
             log.info("raw segment written")

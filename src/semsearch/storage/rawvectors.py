@@ -125,7 +125,8 @@ class SegmentWriter:
     ):
         """`kept_rows`: the spool outlives this process (a first ingest's resume points, ingest/resume.py): it
         has a name of its own, and its first `kept_rows` rows, written by an interrupted run, are kept; where
-        that run had turned them into their segment already, the segment is kept instead."""
+        that run had turned its spool into the segment already, the segment's first `kept_rows` rows are (a
+        row's codes depend on the row alone: they are the ones its spool would give again)."""
         self.directory = Path(directory) / DIRECTORY
         self.directory.mkdir(parents=True, exist_ok=True)
         self.start, self.dim, self.count = start, dim, 0
@@ -133,9 +134,11 @@ class SegmentWriter:
         Segment("", 0, 0, precision=precision).dtype  # noqa: B018 (refuses an unknown precision now)
         owner = os.getpid() if kept_rows is None else "resumable"
         self.spool_path = self.directory / f".spool-{start:012d}-{owner}"
-        self.finished: Segment | None = None
-        if kept_rows and not self.spool_path.exists() and self._whole_segment(kept_rows):
-            self.spool, self.count = open(os.devnull, "wb"), kept_rows  # noqa: SIM115
+        self.finished: Segment | None = None  # the segment an interrupted run finished, its head kept
+        self.kept = 0  # of its rows
+        if kept_rows and not self.spool_path.exists():
+            self.finished, self.kept = self._finished_segment(kept_rows), kept_rows
+            self.spool, self.count = open(self.spool_path, "wb"), kept_rows  # noqa: SIM115
         elif kept_rows:
             self.spool = self._kept_spool(kept_rows * dim * 4)
             self.count = kept_rows
@@ -146,13 +149,9 @@ class SegmentWriter:
         """The interrupted run's spool cut back to its last resume point (the rows after it are written
         again); a spool missing or shorter than the point cannot resume: an error (the ingest's partial
         directory is then removed, ingest/first.building)."""
-        size = self.spool_path.stat().st_size if self.spool_path.exists() else None
-        if size is None or size < kept_bytes:
-            found = "missing" if size is None else f"{size:,} bytes, {kept_bytes:,} needed"
-            raise IndexStateError(
-                f"{self.spool_path}: the raw vectors of the last resume point are {found}; "
-                "the partial ingest is removed, run the ingest again to start afresh"
-            )
+        size = self.spool_path.stat().st_size
+        if size < kept_bytes:
+            self._cannot_resume(f"{size:,} bytes, {kept_bytes:,} needed")
         spool = open(self.spool_path, "r+b")  # noqa: SIM115 (closed in finish/discard/close)
         spool.truncate(kept_bytes)
         spool.seek(0, os.SEEK_END)
@@ -171,22 +170,39 @@ class SegmentWriter:
         os.fsync(self.spool.fileno())
         return self.count
 
-    def _whole_segment(self, rows: int) -> bool:
-        """The segment of `rows` rows this spool became before (finish), whole: kept as `finished`."""
-        segment = Segment(f"seg-{self.start:012d}.npy", self.start, rows, None, self.precision)
+    def _cannot_resume(self, found: str) -> None:
+        raise IndexStateError(
+            f"{self.spool_path}: the raw vectors of the last resume point are {found}; "
+            "the partial ingest is removed, run the ingest again to start afresh"
+        )
+
+    def _finished_segment(self, rows: int) -> Segment:
+        """The segment this spool became in an interrupted run (finish), of `rows` rows or more, whole."""
+        segment = Segment(f"seg-{self.start:012d}.npy", self.start, 0, None, self.precision)
         try:
-            for name in filter(None, [segment.name, segment.scale]):
-                if len(np.load(self.directory / name, mmap_mode="r", allow_pickle=False)) != rows:
-                    return False
+            counts = {len(np.load(self.directory / name, mmap_mode="r")) for name in segment.files}
         except (OSError, ValueError):
+            counts = set()
+        if len(counts) != 1 or (count := counts.pop()) < rows:
+            self._cannot_resume(f"missing (no spool, no segment of {rows:,} rows)")
+        return Segment(segment.name, self.start, count, None, self.precision)
+
+    def _same_as_finished(self) -> bool:
+        """The rows spooled again after the kept head are the ones the finished segment holds after it."""
+        if self.finished is None or self.count != self.finished.count:
             return False
-        self.finished = segment
-        return True
+        kept = RawVectors(self.directory.parent, [self.finished], self.dim, mapped=True)
+        pks = np.arange(self.start + self.kept, self.start + self.count)
+        return all(
+            np.array_equal(kept.read(pks[at : at + len(block)]), as_kept(block, self.precision))
+            for at, block in zip(range(0, len(pks), BLOCK_ROWS), self._spooled())
+        )
 
     def finish(self, name: str | None = None, pks: np.ndarray | None = None) -> Segment | None:
         """The spooled rows as a segment file (`pks`: the rows' pks, for a compacted segment)."""
         self.spool.close()
-        if self.finished is not None:
+        if self._same_as_finished():
+            self.discard()
             return self.finished
         if self.count == 0:
             self.discard()
@@ -203,6 +219,7 @@ class SegmentWriter:
             with atomic_path(self.directory / segment.scale) as tmp, open(tmp, "wb") as out:
                 header = {"descr": "<f4", "fortran_order": False, "shape": (self.count,)}
                 np.lib.format.write_array_header_1_0(out, header)
+                self._copy_head(segment.scale, 4, out)
                 for block in self._spooled():
                     out.write(row_scales(block, bits).tobytes())
             encode = lambda block: scaled_codes(block, bits)  # noqa: E731
@@ -214,6 +231,7 @@ class SegmentWriter:
             shape = (self.count, segment.width(self.dim))
             header = {"descr": segment.dtype.str, "fortran_order": False, "shape": shape}
             np.lib.format.write_array_header_1_0(out, header)
+            self._copy_head(segment.name, segment.width(self.dim) * segment.dtype.itemsize, out)
             if encode is None:
                 with open(self.spool_path, "rb") as spool:
                     shutil.copyfileobj(spool, out, COPY_BUFFER)
@@ -222,6 +240,17 @@ class SegmentWriter:
                     out.write(np.ascontiguousarray(encode(block)).tobytes())
         self.discard()
         return segment
+
+    def _copy_head(self, name: str, row_bytes: int, out) -> None:
+        """The kept head of the finished segment's file `name` (same name in a new segment), copied to `out`."""
+        if not self.kept:
+            return
+        path = self.directory / name
+        with open(path, "rb") as finished:
+            finished.seek(np.load(path, mmap_mode="r").offset)  # past the .npy header, to the rows
+            left = self.kept * row_bytes
+            while left:
+                left -= out.write(finished.read(min(left, COPY_BUFFER)))
 
     def _spooled(self) -> Iterator[np.ndarray]:
         with open(self.spool_path, "rb") as spool:
