@@ -63,17 +63,18 @@ def messages(table: Any, kind: str | None, fields: FieldNames) -> Iterator[Messa
 
 
 def write_message(out: IO[bytes], message: Message) -> None:
-    vectors = None
+    vectors, rows = None, []
     if message[0] == "rows":
         _, names, columns, vectors = message
-        head = {"names": names, "columns": columns, "shape": None if vectors is None else vectors.shape}
+        rows = list(zip(*columns))
+        head = {"names": names, "rows": len(rows), "shape": None if vectors is None else vectors.shape}
     elif message[0] == "error":
         head = dict(zip(("error", "field", "at_row"), message[1:]))
     else:
         head = {"end": True}
-    data = json.dumps(head, ensure_ascii=False).encode()
-    out.write(len(data).to_bytes(LENGTH_BYTES, "little"))
-    out.write(data)
+    _write_frame(out, head)
+    for row in rows:  # a row a frame: the ingest reads small strings, never a batch's 400 KB at once
+        _write_frame(out, row)
     if vectors is not None:
         out.write(np.ascontiguousarray(vectors, dtype=np.float32).tobytes())
     out.flush()
@@ -81,23 +82,39 @@ def write_message(out: IO[bytes], message: Message) -> None:
 
 def read_message(stream: IO[bytes]) -> Message | None:
     """The next message on the pipe, or None where it ends before a whole one."""
-    length = stream.read(LENGTH_BYTES)
-    data = stream.read(int.from_bytes(length, "little")) if len(length) == LENGTH_BYTES else b""
-    if not data:
+    head = _read_frame(stream)
+    if head is None:
         return None
-    head = json.loads(data)
     if "end" in head:
         return ("end",)
     if "error" in head:
         return "error", head["error"], head["field"], head["at_row"]
+    rows = []
+    for _ in range(head["rows"]):
+        if (row := _read_frame(stream)) is None:
+            return None
+        rows.append(row)
     vectors = None
     if head["shape"] is not None:
-        rows, width = head["shape"]
-        size = rows * width * 4
+        count, width = head["shape"]
+        size = count * width * 4
         if len(raw := stream.read(size)) < size:
             return None
-        vectors = np.frombuffer(raw, np.float32).reshape(rows, width)
-    return "rows", head["names"], head["columns"], vectors
+        vectors = np.frombuffer(raw, np.float32).reshape(count, width)
+    columns = [list(column) for column in zip(*rows)] or [[] for _ in head["names"]]
+    return "rows", head["names"], columns, vectors
+
+
+def _write_frame(out: IO[bytes], value: Any) -> None:
+    data = json.dumps(value, ensure_ascii=False).encode()
+    out.write(len(data).to_bytes(LENGTH_BYTES, "little"))
+    out.write(data)
+
+
+def _read_frame(stream: IO[bytes]) -> Any:
+    length = stream.read(LENGTH_BYTES)
+    data = stream.read(int.from_bytes(length, "little")) if len(length) == LENGTH_BYTES else b""
+    return json.loads(data) if data else None
 
 
 def serve(descriptor: int) -> None:
