@@ -484,6 +484,26 @@ def test_an_index_page_of_links_smaller_than_its_sidebar_is_read_not_refused():
     assert "Examples" in parsed.text and "Relationship kind 2" in parsed.text and "Browse" not in parsed.text
 
 
+def test_a_table_of_contents_that_is_most_of_the_content_stays_and_the_header_of_links_goes():
+    """An index page (like Django's ref/contrib/postgres/index.html): a heading, an introduction and a table of
+    contents of the pages below it that is most of the section holding the page's prose but, beside the
+    site's header, sidebar and footer of links, less than half of the whole page: the list is content."""
+    from semsearch.ingest.sources.formats import html
+
+    menu = " | ".join(f'<a href="/m{i}.html">Menu item {i}</a>' for i in range(8))
+    toc = "".join(f'<li><a href="t{i}.html">Specific topic number {i}</a></li>' for i in range(6))
+    page = f"""<html><head><title>Topics</title></head><body><div id="hd">{menu}</div>
+    <div id="s-topics" class="section"><h1>Topics</h1><p>Features found in one database only.</p>
+    <p>Code that uses them runs on that database alone, which suits projects that will never move.</p>
+    <div class="toctree-wrapper"><ul>{toc}</ul></div></div>
+    <div class="sphinxsidebar"><ul><li>{menu}</li></ul></div><div id="ft">{menu}</div></body></html>"""
+    parsed = html.parse(page.encode())
+    assert "Specific topic number 5" in parsed.text and "Features found" in parsed.text
+    assert "Menu item" not in parsed.text
+    tiny = html.parse(page.replace(toc, "").encode())  # the header alone is no longer most of the page
+    assert "Features found" in tiny.text and "Menu item" not in tiny.text
+
+
 def test_a_dataframe_is_a_table_with_its_types():
     import pandas as pd
 

@@ -6,6 +6,7 @@ headings) is a section of its own."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from ....documents import Location, Section
@@ -69,6 +70,8 @@ FURNITURE_PARTS = ("sidebar", "navbar", "breadcrumb", "global-nav", "footer")
 # A block that is mostly links (a menu, a table of contents, "previous | up | next") is furniture too.
 LINK_SHARE, LINKS = 0.6, 3
 LINK_BLOCKS = ("div", "ul", "ol", "table", "dl", "p")
+CONTENT_SHARE = 0.8  # of the page's prose: the element holding it is the page's content
+NOT_WORD = re.compile(r"\W+")
 
 
 def _chars(text: str | None) -> int:
@@ -77,43 +80,72 @@ def _chars(text: str | None) -> int:
 
 def furniture(body, by_links: bool = True) -> list:
     """The elements under `body` that are the site's furniture: named so (class or id), or (`by_links`) mostly
-    links and not most of the page (a page that is a list of links, a table of contents, keeps its list). One
-    pass from the leaves up counts each element's characters and linked characters."""
+    links and not most of the page (a page that is a list of links keeps its list), nor most of the element
+    that holds the page's prose (an index page's table of contents, below its heading and introduction). One
+    pass from the leaves up counts each element's characters, linked characters and prose (word characters
+    outside links and named furniture)."""
     elements = list(body.iter())
-    chars: dict = {}
-    linked: dict = {}
-    links: dict = {}
-    for element in reversed(elements):  # children before their parents
-        text, link, count = _chars(element.text), 0, 0
-        for child in element:
-            text += chars.get(child, 0) + _chars(child.tail)
-            link += linked.get(child, 0)
-            count += links.get(child, 0)
-        if element.tag == "a":
-            link, count = text, count + 1
-        chars[element], linked[element], links[element] = text, link, count
-    page = chars.get(body, 0)
     found, inside = [], set()
     for element in elements:
         if not isinstance(element.tag, str) or element.getparent() in inside:
             inside.add(element)
+        elif element is not body and _named(element):
+            found.append(element)
+            inside.add(element)
+    chars: dict = {}
+    linked: dict = {}
+    links: dict = {}
+    prose: dict = {}
+    for element in reversed(elements):  # children before their parents
+        text, link, count = _chars(element.text), 0, 0
+        words = 0 if element in inside else _words(element.text)
+        for child in element:
+            text += chars.get(child, 0) + _chars(child.tail)
+            link += linked.get(child, 0)
+            count += links.get(child, 0)
+            words += 0 if element in inside else prose.get(child, 0) + _words(child.tail)
+        if element.tag == "a":
+            link, count, words = text, count + 1, 0
+        chars[element], linked[element], links[element], prose[element] = text, link, count, words
+    page, content = chars.get(body, 0), _content(body, prose)
+    within = set(content.iter())
+    for element in elements:
+        if element in inside or element.getparent() in inside:
+            inside.add(element)
             continue
-        names = f"{element.get('class', '')} {element.get('id', '')}".lower().split()
-        named = any(
-            name in FURNITURE_NAMES or any(part in name for part in FURNITURE_PARTS) for name in names
-        )
         text = chars[element]
+        most = page / 2 if element not in within or element is content else chars[content] / 2
         linky = (
             by_links
             and element.tag in LINK_BLOCKS
             and links[element] >= LINKS
-            and 0 < text < page / 2
+            and 0 < text < most
             and linked[element] / text >= LINK_SHARE
         )
-        if element is not body and (named or linky):
+        if element is not body and linky:
             found.append(element)
             inside.add(element)
     return found
+
+
+def _named(element) -> bool:
+    names = f"{element.get('class', '')} {element.get('id', '')}".lower().split()
+    return any(name in FURNITURE_NAMES or any(part in name for part in FURNITURE_PARTS) for name in names)
+
+
+def _words(text: str | None) -> int:
+    return len(NOT_WORD.sub("", text)) if text else 0
+
+
+def _content(body, prose: dict):
+    """The deepest element holding CONTENT_SHARE of the page's prose: where its content is (body if none)."""
+    total, element = prose.get(body, 0), body
+    while total:
+        holder = next((child for child in element if prose.get(child, 0) >= CONTENT_SHARE * total), None)
+        if holder is None:
+            return element
+        element = holder
+    return element
 
 
 def parse(data: bytes, kind: str = "html") -> Parsed:
