@@ -260,6 +260,35 @@ def test_parquet_is_read_a_row_group_at_a_time_with_its_vectors(tmp_path):
     assert [len(columns[0]) for _, _, columns, _ in batches] == [3, 3, 3, 1]  # never the whole table at once
 
 
+def test_a_batch_crosses_the_pipe_a_row_a_frame_and_reads_back_the_same():
+    """The reader's message for a batch: its head, then each row's values as a frame of its own (the ingest
+    never reads and decodes a whole batch's JSON at once: 400 KB blocks that fragmented its heap), then the
+    vectors' bytes; read back, the same names, values and vectors."""
+    import io
+    import json
+
+    import numpy as np
+
+    names = ["id", "text", "year", "tags"]
+    columns = [[f"d{i}" for i in range(50)], [f"words of row {i} " * 8 for i in range(50)], list(range(50))]
+    columns.append([["a", i] if i % 2 else None for i in range(50)])
+    vectors = np.random.default_rng(3).standard_normal((50, 4)).astype(np.float32)
+    pipe = io.BytesIO()
+    tablerows.write_message(pipe, ("rows", names, columns, vectors))
+    tablerows.write_message(pipe, ("end",))
+    pipe.seek(0)
+    _, read_names, read_columns, read_vectors = tablerows.read_message(pipe)
+    assert (read_names, read_columns) == (names, columns) and np.array_equal(read_vectors, vectors)
+    assert tablerows.read_message(pipe) == ("end",) and tablerows.read_message(pipe) is None
+    pipe.seek(0)
+    frames = []
+    for _ in range(51):
+        length = int.from_bytes(pipe.read(tablerows.LENGTH_BYTES), "little")
+        frames.append(json.loads(pipe.read(length)))
+    assert frames[1:] == [list(row) for row in zip(*columns)]  # a frame a row
+    assert pipe.read(vectors.nbytes) == vectors.tobytes()
+
+
 def test_parquet_vectors_of_every_list_type_and_the_ones_refused(tmp_path):
     import subprocess
     import sys
