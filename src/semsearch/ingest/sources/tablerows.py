@@ -14,8 +14,8 @@ On the pipe a message is frames of JSON, each its length first (8 bytes): its he
 row (its values in the names' order), then the vectors' float32 bytes. No pickles; the pipe's buffer bounds
 what the child reads ahead of the ingest; and the ingest reads and decodes a row's few hundred bytes at a time,
 as it reads JSONL lines: a batch's values as one JSON (about 400 KB at 4,096 rows, a block of the heap and its
-decoded text another) left the heap fragmented, 2 MiB (0.3%) above JSONL's at the peak of a 1,000,000-row
-ingest (benchmarks/results/files.md)."""
+decoded text another) left 1 MiB more of the heap free but held after storing 50,000 rows than JSONL's
+(benchmarks/results/files.md)."""
 
 from __future__ import annotations
 
