@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import SAMPLE
+from conftest import SAMPLE, command_here
 
 from semsearch import Index
 from semsearch.encoding import sessions
@@ -274,7 +274,7 @@ def test_without_dask_the_options_say_how_to_install_it(tmp_path):
 
 
 def test_both_cluster_options_are_refused(tmp_path):
-    result = semsearch(
+    result = command_here(
         "ingest", SAMPLE, "--index", tmp_path / "i", "--workers", "1", "--cluster", "tcp://x:1"
     )
     assert result.returncode == 2 and "--cluster or --workers, not both" in result.stderr
@@ -300,9 +300,9 @@ def scheduler(local_cluster):
 
 @pytest.fixture(scope="module")
 def cli_reference(corpus, tmp_path_factory):
-    """`semsearch ingest` of the corpus without a cluster."""
+    """`semsearch ingest` of the corpus without a cluster (in this process: the index is the reference)."""
     path = tmp_path_factory.mktemp("cli-reference") / "index"
-    ok(semsearch("ingest", corpus, "--index", path, "--quiet"))
+    ok(command_here("ingest", corpus, "--index", path, "--quiet"))
     return path
 
 
