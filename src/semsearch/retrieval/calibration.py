@@ -265,7 +265,8 @@ def calibrate(
     """The fusion weight and default mode this index's own documents choose (see the module's docstring), from
     `queries` pseudo-queries (None: one per QUERY_SHARE passages, at most QUERIES), or why it cannot judge
     (Skipped): fewer than MIN_PASSAGES passages, or fewer than MIN_QUERIES pseudo-queries to be drawn.
-    `precision`: the raw vectors' (rawvectors.py); re-encoded targets are kept so, as an ingest would keep them.
+    `precision`: the raw vectors' (rawvectors.py); every text encoded is taken so (rawvectors.as_kept): the
+    re-encoded targets, as an ingest would keep them, and the queries, as the cache keeps them.
     `cache`: the last calibration's pseudo-queries and vectors (storage/calibrationcache.py): its documents still
     stored give their queries again and their texts are not encoded again; it is saved with this one's.
     `lengths` False: the sentences alone, one weight for every query length (no bands: what it costs them);
@@ -290,8 +291,10 @@ def calibrate(
             f"only {len(drawn)} pseudo-queries among the documents read, fewer than {MIN_QUERIES}: too few "
             f"have {MIN_SENTENCES} sentences or {2 * CROP_WORDS[0]} words"
         )
-    encode = encode if cache is None else cache.encoder(encode)
-    targets = Targets.drawn(drawn, store, lambda texts: as_kept(encode(texts), precision), cut)
+    # every text at the raw vectors' precision, the targets' (kept so, as an ingest would) and the queries': so
+    # the cache keeps each vector as encoding would give it here, at that precision's bytes
+    encode = at_precision(encode, precision) if cache is None else cache.encoder(encode, precision)
+    targets = Targets.drawn(drawn, store, encode, cut)
     if len(targets.queries) < MIN_QUERIES:
         return skipped(
             f"only {len(targets.queries)} pseudo-queries keep a target, fewer than {MIN_QUERIES} (their "
@@ -305,7 +308,10 @@ def calibrate(
     paragraphs = paragraph_queries(sampled, rng)
     if cache is not None:  # a query kept from the last draw asked as the paragraph it was: its vector cached
         before = cache.kept_paragraphs()
-        paragraphs = [before.get(row_of(q), text) for q, text in zip(sampled, paragraphs)]
+        paragraphs = [
+            q.query + before[row_of(q)] if row_of(q) in before else text
+            for q, text in zip(sampled, paragraphs)
+        ]
     asked += paragraphs
     every_dense, every_keyword = rankings(targets, store, dense, encode, rerank, asked)
     every_rank = sweep_ranks(kept + sampled + sampled, every_dense, every_keyword)
@@ -349,6 +355,11 @@ def calibrate(
         known=known,
         seconds=round(time.perf_counter() - started, 3),
     )
+
+
+def at_precision(encode: Encode, precision: str) -> Encode:
+    """`encode`, its vectors as raw vectors at `precision` are kept (rawvectors.as_kept)."""
+    return lambda texts: as_kept(encode(texts), precision)
 
 
 @dataclass(frozen=True)

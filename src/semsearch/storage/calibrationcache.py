@@ -1,19 +1,27 @@
 """What the last calibration drew and encoded (retrieval/calibration.py), kept beside the index so that renewing
 it re-encodes only what changed: its pseudo-queries (each a document's pk, the query's character span in its
 text and how it was cut), the paragraph each was asked as (retrieval/bands.py: a renewal asks a query kept the
-same one, so its vector is found here too) and the encoder's vector of every text it encoded, found by a hash of
-the exact text.
+same one, so its vector is found here too; kept as the words after the query, which the span gives back) and the
+encoder's vector of every text it encoded, found by a hash of the exact text.
+
+The vectors are kept as the index keeps its raw vectors (storage/rawvectors.py: int4 codes and a scale a row by
+default, 196 bytes at 384 dims, not float32's 1,536), and the calibration takes every vector it encodes at that
+precision, fresh or cached (they are the index's passages' precision too): so a cached vector is exactly the one
+encoding would give the calibration, and a renewal chooses as a calibration from scratch of the same draw. A
+cache kept at another precision is read at this one where it can be (float32, as releases before kept it) and
+else ignored.
 
 A cache, not part of the index: no generation refers to it, a backup leaves it out, and one that is absent,
 damaged or made by another encoder is ignored (the calibration draws and encodes afresh, as the first one did).
 A vector is used only for the very text it was made of, and the encoder gives a text the same vector whatever
-it is batched with (encoding/onnx_backend.py), so a cached vector is the one encoding would give."""
+it is batched with (encoding/onnx_backend.py)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import logging
+import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,8 +31,11 @@ import numpy as np
 from .damage import safetensors_problem
 from .files import atomic_path
 from .manifest import IndexSettings
+from .rawvectors import DTYPES, FLOAT32, read_rows, row_width, stored_rows
 
 FILE = "calibration-cache.safetensors"
+# The paragraphs' JSON, compressed, read back at most this long (a few hundred bytes each of QUERIES at most)
+PARAGRAPH_BYTES = 1 << 24
 log = logging.getLogger(__name__)
 
 
@@ -42,55 +53,93 @@ def text_key(text: str) -> int:
 @dataclass
 class CalibrationCache:
     """The pseudo-queries drawn last (`panel`: rows of pk, start, end, cut), the paragraph each was asked as
-    ("": none) and the vectors of the texts encoded for them; `encoder` fills it anew with what the calibration
-    under way uses (`reused` of them found)."""
+    (the words after its query; None: not asked so) and the vectors of the texts encoded for them, as a raw
+    segment at `precision` stores them (`codes`, `scales`: rawvectors.stored_rows); `encoder` fills it anew with
+    what the calibration under way uses (`reused` of them found)."""
 
     directory: Path  # the index's
     encoder_name: str  # the model and its settings: vectors of another encoder are never used
     panel: np.ndarray = field(default_factory=lambda: np.zeros((0, 4), np.int64))
     keys: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    vectors: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.float32))
-    paragraphs: list[str] = field(default_factory=list)  # a panel row's paragraph query, "" for none
+    codes: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.float32))
+    scales: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))
+    paragraphs: list[str | None] = field(default_factory=list)  # by panel row: the words after its query
+    precision: str = FLOAT32  # of `codes`
+    dim: int = 0  # the vectors' (packed codes do not say it)
     reused: int = 0
     encoded: int = 0
-    _used: dict[int, np.ndarray] = field(default_factory=dict)
+    _used: dict[int, tuple[np.ndarray, np.float32]] = field(default_factory=dict)
 
-    def encoder(self, encode: Callable[[Sequence[str]], np.ndarray]) -> Callable[[Sequence[str]], np.ndarray]:
-        """`encode`, answering the texts this cache holds from it and encoding only the others."""
-        known = {int(key): row for row, key in enumerate(self.keys)}
+    def encoder(
+        self, encode: Callable[[Sequence[str]], np.ndarray], precision: str = FLOAT32
+    ) -> Callable[[Sequence[str]], np.ndarray]:
+        """`encode` at `precision` (rawvectors.as_kept's vectors), answering the texts this cache holds from it
+        and encoding only the others."""
+        known = {int(key): row for row, key in enumerate(self.keys)} if self._readable_at(precision) else {}
+        self.precision = precision
 
         def cached(texts: Sequence[str]) -> np.ndarray:
             keys = [text_key(text) for text in texts]
             missing = sorted({i for i, key in enumerate(keys) if key not in known and key not in self._used})
-            fresh = encode([texts[i] for i in missing]) if missing else None
-            for at, i in enumerate(missing):
-                self._used[keys[i]] = np.asarray(fresh[at], dtype=np.float32)
+            if missing:
+                fresh = np.asarray(encode([texts[i] for i in missing]), dtype=np.float32)
+                self.dim = fresh.shape[1]
+                codes, scales = stored_rows(fresh, precision)
+                for at, i in enumerate(missing):
+                    self._used[keys[i]] = (codes[at], scales[at])
             self.encoded += len(missing)
-            out = []
             for key in keys:
                 if key not in self._used:
-                    self._used[key] = self.vectors[known[key]]
+                    self._used[key] = (self.codes[known[key]], self.scales[known[key]])
                     self.reused += 1
-                out.append(self._used[key])
-            return np.stack(out) if out else np.zeros((0, self.vectors.shape[1]), np.float32)
+            if not keys:
+                return np.zeros((0, self.dim), np.float32)
+            codes = np.stack([self._used[key][0] for key in keys])
+            scales = np.array([self._used[key][1] for key in keys], dtype=np.float32)
+            return read_rows(codes, scales, self.dim, precision)
 
         return cached
 
+    def _readable_at(self, precision: str) -> bool:
+        """Whether the kept vectors can be given at `precision`: kept so, or kept as float32 (converted here,
+        as the index would have kept them)."""
+        if self.precision == precision or not len(self.keys):
+            return True
+        if self.precision != FLOAT32:
+            return False
+        self.codes, self.scales = stored_rows(self.codes.astype(np.float32), precision)
+        return True
+
     def kept_paragraphs(self) -> dict[tuple[int, ...], str]:
-        """The paragraph the last calibration asked for each of its pseudo-queries asked so, by panel row."""
-        return {tuple(row): text for row, text in zip(self.panel.tolist(), self.paragraphs) if text}
+        """The words the last calibration asked after each of its pseudo-queries asked as a paragraph (the
+        paragraph: the query, then these), by panel row."""
+        return {
+            tuple(row): words for row, words in zip(self.panel.tolist(), self.paragraphs) if words is not None
+        }
 
     def save(self, panel: np.ndarray, paragraphs: Sequence[str] = ()) -> None:
-        """Keep `panel`, its rows' `paragraphs` and the vectors used since `encoder` was made (atomically; a
-        failure only logged)."""
+        """Keep `panel`, the paragraph each of its rows was asked as ("": none; each begins with its row's
+        query) and the vectors used since `encoder` was made (atomically; a failure only logged)."""
         from safetensors.numpy import save_file
 
+        panel = np.ascontiguousarray(panel, np.int64).reshape(-1, 4)
+        after = [
+            text[end - start :] if text else None
+            for (_, start, end, _), text in zip(panel.tolist(), paragraphs)
+        ]
         keys = np.fromiter(self._used, dtype=np.int64, count=len(self._used))
-        vectors = np.stack(list(self._used.values())) if self._used else np.zeros((0, 0), np.float32)
-        tensors = {"panel": np.ascontiguousarray(panel, np.int64), "keys": keys, "vectors": vectors}
+        if self._used:
+            codes = np.stack([code for code, _ in self._used.values()])
+            scales = np.array([scale for _, scale in self._used.values()], dtype=np.float32)
+        else:
+            codes, scales = np.zeros((0, 0), DTYPES[self.precision]), np.zeros(0, np.float32)
+        words = np.frombuffer(
+            zlib.compress(json.dumps(after, ensure_ascii=False).encode("utf-8"), 9), np.uint8
+        )
+        tensors = {"panel": panel, "keys": keys, "codes": codes, "scales": scales, "paragraphs": words}
+        metadata = {"encoder": self.encoder_name, "precision": self.precision, "dim": str(self.dim)}
         try:
             with atomic_path(self.directory / FILE) as tmp:
-                metadata = {"encoder": self.encoder_name, "paragraphs": json.dumps(list(paragraphs))}
                 save_file(tensors, str(tmp), metadata=metadata)
         except OSError as error:  # a cache: the calibration it follows stands without it
             log.warning("%s: calibration cache not written (%s)", self.directory / FILE, error)
@@ -108,14 +157,51 @@ class CalibrationCache:
                 metadata = opened.metadata() or {}
                 if metadata.get("encoder") != encoder_name:
                     return cls(path, encoder_name)
-                parts = {name: opened.get_tensor(name) for name in ("panel", "keys", "vectors")}
-            paragraphs = json.loads(metadata.get("paragraphs", "[]"))  # a cache from before them: none
-        except (OSError, ValueError, KeyError) as error:
+                names = opened.keys()  # a release before kept float32 `vectors`, not `codes` and `scales`
+                parts = {name: opened.get_tensor(name) for name in names}
+            return cls._of(path, encoder_name, parts, metadata)
+        except (OSError, ValueError, KeyError, TypeError, zlib.error) as error:
             log.warning("%s: calibration cache ignored (%s)", file, error)
             return cls(path, encoder_name)
-        if parts["panel"].ndim != 2 or len(parts["keys"]) != len(parts["vectors"]):
+
+    @classmethod
+    def _of(cls, path: Path, encoder_name: str, parts: dict, metadata: dict) -> CalibrationCache:
+        """The cache the file's tensors and metadata hold (a file of releases before: float32 `vectors`, the
+        paragraphs whole in the metadata); an empty one where they do not agree."""
+        panel, keys = parts["panel"], parts["keys"]
+        if "vectors" in parts:  # as releases before kept it
+            codes, precision, dim = parts["vectors"], FLOAT32, parts["vectors"].shape[-1]
+            scales = np.ones(len(codes), np.float32)
+            whole = json.loads(metadata.get("paragraphs", "[]"))
+            whole = whole if isinstance(whole, list) and len(whole) == len(panel) else []
+            rows = panel.tolist()
+            paragraphs = [
+                text[end - start :] if text else None for (_, start, end, _), text in zip(rows, whole)
+            ]
+        else:
+            codes, scales, precision, dim = (
+                parts["codes"],
+                parts["scales"],
+                metadata["precision"],
+                metadata["dim"],
+            )
+            inflated = zlib.decompressobj()
+            paragraphs = json.loads(inflated.decompress(parts["paragraphs"].tobytes(), PARAGRAPH_BYTES))
+            if inflated.unconsumed_tail:
+                raise ValueError(f"paragraphs beyond {PARAGRAPH_BYTES} bytes")
+        if (
+            panel.ndim != 2
+            or panel.shape[1] != 4
+            or not (len(keys) == len(codes) == len(scales))
+            or precision not in DTYPES
+            or codes.dtype != DTYPES[precision]
+            or (len(codes) and codes.shape != (len(keys), row_width(int(dim), precision)))
+        ):
             return cls(path, encoder_name)
-        if not (isinstance(paragraphs, list) and all(isinstance(text, str) for text in paragraphs)):
+        if not (
+            isinstance(paragraphs, list)
+            and all(words is None or isinstance(words, str) for words in paragraphs)
+        ):
             paragraphs = []
-        paragraphs = paragraphs if len(paragraphs) == len(parts["panel"]) else []
-        return cls(path, encoder_name, parts["panel"], parts["keys"], parts["vectors"], paragraphs)
+        paragraphs = paragraphs if len(paragraphs) == len(panel) else [None] * len(panel)
+        return cls(path, encoder_name, panel, keys, codes, scales, paragraphs, precision, int(dim))
