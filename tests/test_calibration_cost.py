@@ -89,7 +89,7 @@ def test_the_cache_answers_only_the_texts_it_holds_and_ignores_what_is_not_its_o
     asked.clear()
 
     again = CalibrationCache.load(tmp_path, "model-a")
-    assert again.panel.tolist() == [[3, 0, 5, 0], [4, 2, 9, 1]] and again.codes.shape == (2, 192)
+    assert again.panel.tolist() == [[3, 0, 5, 0], [4, 2, 9, 1]] and again.kept["int4"].codes.shape == (2, 192)
     assert again.kept_paragraphs() == {(3, 0, 5, 0): " and more words"}  # after the query (its span: "alpha")
     vectors = again.encoder(encode, "int4")(["beta", "gamma", "beta"])
     np.testing.assert_array_equal(vectors, kept(["beta", "gamma", "beta"]))
