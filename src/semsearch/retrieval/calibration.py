@@ -85,7 +85,7 @@ Encode = Callable[[Sequence[str]], np.ndarray]
 # The pseudo-queries' vectors at int8 at least, as the calibration cache keeps them (388 bytes at 384 dims, not
 # float32's 1,536): real queries are float32, and at the default raw vectors' int4 the pseudo-queries' ranks moved
 # enough to move two sets' weights (SciFact-mixed's paragraph band to 0.9 from 0.6: -0.146 nDCG@10 on its real
-# paragraph queries; benchmarks/results/calibration/cache-precision.md); at int8 every key set chooses as at float32
+# paragraph queries), at int6 one; at int8 the five key sets choose as at float32 (calibration/cache-precision.md)
 QUERY_PRECISION = "int8"
 PRECISION_ORDER = tuple(precision.value for precision in RawPrecision)  # finest first
 # The index's own cut of documents into passages (ingest's, handed in by the caller: a query stage does not
