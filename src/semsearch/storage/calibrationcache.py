@@ -37,6 +37,9 @@ from .rawvectors import DTYPES, FLOAT32, read_rows, row_width, stored_rows
 FILE = "calibration-cache.safetensors"
 # The paragraphs' JSON, compressed, read back at most this long (a few hundred bytes each of QUERIES at most)
 PARAGRAPH_BYTES = 1 << 24
+# What a release before reads from the file: no vectors (it re-encodes the kept draw's texts, not failing on a
+# file without its tensors)
+RELEASES_BEFORE = {"keys": np.zeros(0, np.int64), "vectors": np.zeros((0, 0), np.float32)}
 log = logging.getLogger(__name__)
 
 
@@ -137,7 +140,7 @@ class CalibrationCache:
         rows = panel.tolist()
         after = [text[end - start :] if text else None for (_, start, end, _), text in zip(rows, paragraphs)]
         words = zlib.compress(json.dumps(after, ensure_ascii=False).encode("utf-8"), 9)
-        tensors = {"panel": panel, "paragraphs": np.frombuffer(words, np.uint8)}
+        tensors = {"panel": panel, "paragraphs": np.frombuffer(words, np.uint8), **RELEASES_BEFORE}
         for precision, used in self._used.items():
             if used:
                 tensors[f"{precision}.keys"] = np.fromiter(used, dtype=np.int64, count=len(used))
@@ -176,7 +179,7 @@ class CalibrationCache:
         panel = parts["panel"]
         if panel.ndim != 2 or panel.shape[1] != 4:
             return cls(path, encoder_name)
-        if "vectors" in parts:  # as releases before kept it
+        if "paragraphs" not in parts:  # as releases before kept it
             vectors = parts["vectors"]
             kept = {FLOAT32: Kept(parts["keys"], vectors, np.ones(len(vectors), np.float32))}
             dim = vectors.shape[-1]
