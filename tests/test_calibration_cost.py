@@ -87,7 +87,8 @@ def test_the_cache_answers_only_the_texts_it_holds_and_ignores_what_is_not_its_o
     np.testing.assert_array_equal(first.encoder(encode, "int4")(["alpha", "beta"]), kept(["alpha", "beta"]))
     first.save(np.array([[3, 0, 5, 0], [4, 2, 9, 1]]), ["alpha and more words", ""])
     assert (tmp_path / FILE).stat().st_size < 2 * 384 * 4  # two vectors' int4 codes, less than one in float32
-    with safe_open(str(tmp_path / FILE), "numpy") as opened:  # what a release before reads: no vectors, no error
+    # what a release before reads: no vectors, no error
+    with safe_open(str(tmp_path / FILE), "numpy") as opened:
         assert opened.get_tensor("keys").size == opened.get_tensor("vectors").size == 0
     asked.clear()
 
