@@ -6,7 +6,7 @@ ingest's first calibration does); the bands each chooses and whether both versio
 target alike (the sentences' and every band's ranks at every weight); written to
 benchmarks/results/calibration/bands-cost.md.
 
-    .venv/bin/python benchmarks/calibration_bands.py INDEX [INDEX ...] [--rounds 2] [--against SRC]
+    .venv/bin/python benchmarks/calibration_bands.py INDEX [INDEX ...] [--rounds 2] [--against SRC] [--out FILE]
 
 Each calibration runs in a process of its own (the version's code on its path), timed inside it from the call
 to its return, the encoder loaded and warmed first. The indexes are read as they are (a calibration writes
@@ -85,6 +85,8 @@ def main() -> None:
     parser.add_argument("indexes", nargs="+", type=Path)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--against", type=Path, help="another version's src directory, measured beside")
+    parser.add_argument("--out", type=Path, default=OUT, help="the results file (bands-cost.md)")
+    parser.add_argument("--note", default="", help="a line under the command: what is compared")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--lengths", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -130,9 +132,10 @@ def main() -> None:
         "",
         __doc__.split("\n\n")[0].replace("\n", " "),
         "",
+        *([args.note, ""] if args.note else []),
         *markdown_table(rows),
     ]
-    OUT.write_text("\n".join(lines) + "\n")
+    args.out.write_text("\n".join(lines) + "\n")
 
 
 def differing(before: dict, now: dict) -> str:

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import copy_index
+from conftest import command_here, copy_index
 
 SEMSEARCH = [sys.executable, "-m", "semsearch"]
 QUERIES = ["parse a date from a string", "read a csv file", "compress data with gzip", "random numbers"]
@@ -26,6 +26,15 @@ def run(*args: str, check: bool = True, **kwargs) -> subprocess.CompletedProcess
     result = subprocess.run(
         [*SEMSEARCH, *map(str, args)], capture_output=True, text=True, timeout=300, **kwargs
     )
+    if check:
+        assert result.returncode == 0, result.stderr
+    return result
+
+
+def here(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    """A command in this process (conftest.command_here): where its message or its work is the test, not a
+    process (every command here keeps real-process runs, and every kill and file-size limit is one)."""
+    result = command_here(*args)
     if check:
         assert result.returncode == 0, result.stderr
     return result
@@ -63,13 +72,13 @@ def test_a_backup_is_an_index_that_check_verifies_by_its_checksums(index_copy, t
     assert (dest / segment).stat().st_ino == (index_copy / segment).stat().st_ino
     assert (dest / "documents.db").stat().st_ino != (index_copy / "documents.db").stat().st_ino
     assert top10(dest) == before
-    report = run("check", "--index", dest).stdout
+    report = here("check", "--index", dest).stdout
     assert "checksum" in report and "damaged" not in report
     # a byte of the backup's own store changed: check names it by its checksum
     data = bytearray((dest / "documents.db").read_bytes())
     data[-100] ^= 0xFF
     (dest / "documents.db").write_bytes(bytes(data))
-    damaged = run("check", "--index", dest, check=False)
+    damaged = here("check", "--index", dest, check=False)
     assert damaged.returncode == 1 and "documents.db" in damaged.stderr and "sha256" in damaged.stderr
     assert healthy(index_copy) and top10(index_copy) == before
 
@@ -92,11 +101,11 @@ def test_a_backup_does_not_wait_for_a_write_in_progress(index_copy, tmp_path):
 
 def test_backup_refuses_an_existing_dest_and_a_path_that_is_no_index(index_copy, tmp_path):
     (tmp_path / "taken").mkdir()
-    result = run("backup", tmp_path / "taken", "--index", index_copy, check=False)
+    result = here("backup", tmp_path / "taken", "--index", index_copy, check=False)
     assert result.returncode == 1 and "already exists" in result.stderr and "Traceback" not in result.stderr
-    result = run("backup", tmp_path / "new", "--index", tmp_path / "taken", check=False)
+    result = here("backup", tmp_path / "new", "--index", tmp_path / "taken", check=False)
     assert result.returncode == 1 and "not a semsearch index" in result.stderr
-    result = run("backup", index_copy / "inside", "--index", index_copy, check=False)
+    result = here("backup", index_copy / "inside", "--index", index_copy, check=False)
     assert result.returncode == 1 and "inside the index" in result.stderr
 
 
@@ -108,7 +117,7 @@ def test_an_archive_restores_to_a_new_path_and_over_a_damaged_index(index_copy, 
     run("restore", archive, "--index", tmp_path / "fresh")
     assert healthy(tmp_path / "fresh") and top10(tmp_path / "fresh") == before
     # a healthy index is replaced only with --force
-    refused = run("restore", archive, "--index", index_copy, check=False)
+    refused = here("restore", archive, "--index", index_copy, check=False)
     assert refused.returncode == 1 and "--force" in refused.stderr
     # damage: the store cut short and a raw segment removed
     store = index_copy / "documents.db"
@@ -124,21 +133,21 @@ def test_an_archive_restores_to_a_new_path_and_over_a_damaged_index(index_copy, 
 
 def test_restore_refuses_a_backup_that_fails_its_checksums(index_copy, tmp_path):
     dest = tmp_path / "backup"
-    run("backup", dest, "--index", index_copy)
+    here("backup", dest, "--index", index_copy)
     with open(dest / "documents.db", "r+b") as handle:  # the store is the backup's own copy
         handle.seek(4096)
         handle.write(b"\x00" * 64)
-    result = run("restore", dest, "--index", tmp_path / "restored", check=False)
+    result = here("restore", dest, "--index", tmp_path / "restored", check=False)
     assert result.returncode == 1 and "fails its checksum" in result.stderr
     assert not (tmp_path / "restored").exists()
-    not_a_backup = run("restore", index_copy, "--index", tmp_path / "restored", check=False)
+    not_a_backup = here("restore", index_copy, "--index", tmp_path / "restored", check=False)
     assert not_a_backup.returncode == 1 and "not a semsearch backup" in not_a_backup.stderr
     # a backup written to as an index (a delete: a new generation) is no longer one that can be verified
     moved_on = tmp_path / "moved-on"
-    run("backup", moved_on, "--index", index_copy)
-    run("delete", "argparse", "--index", moved_on)
-    assert "damaged" not in run("check", "--index", moved_on).stdout  # as an index it is whole
-    result = run("restore", moved_on, "--index", tmp_path / "restored", check=False)
+    here("backup", moved_on, "--index", index_copy)
+    here("delete", "argparse", "--index", moved_on)
+    assert "damaged" not in here("check", "--index", moved_on).stdout  # as an index it is whole
+    result = here("restore", moved_on, "--index", tmp_path / "restored", check=False)
     assert result.returncode == 1 and "written to after the backup" in result.stderr
     assert healthy(index_copy)
 
@@ -243,7 +252,7 @@ def test_a_killed_backup_never_leaves_a_dest_that_checks_whole(index_copy, tmp_p
     assert (index_copy / "manifest.json").read_bytes() == manifest and healthy(index_copy)
     assert top10(index_copy) == before
     # the next backup to the same place clears a dead process's staging directory
-    run("backup", tmp_path / "dest-0", "--index", index_copy)
+    here("backup", tmp_path / "dest-0", "--index", index_copy)
     assert not list(tmp_path.glob(".dest-0.backup-*"))
 
 
@@ -264,7 +273,7 @@ with Index.open(path, wait=60) as index, open(log, "a") as out:
 """
 
 READER = """
-import json, sys, pathlib
+import json, sys, pathlib, time
 from semsearch import Index
 path, stop, queries = sys.argv[1], pathlib.Path(sys.argv[2]), json.loads(sys.argv[3])
 searches = 0
@@ -272,6 +281,7 @@ with Index.open(path) as index:
     while not stop.exists():
         assert all(len(hits) == 10 for hits in index.search_many(queries, k=10))
         searches += 1
+        time.sleep(0.02)  # searching all along, not holding a core the writer and the backups need
 print(searches)
 """
 
@@ -300,7 +310,8 @@ def test_a_backup_while_a_writer_upserts_and_readers_search_holds_one_published_
         while writer.poll() is None and len(backups) < 6:
             published_before = lines(log)
             dest = tmp_path / f"backup-{len(backups)}"
-            run("backup", dest, "--index", index_copy, "-q")
+            # in this process, beside the writer's and the reader's
+            here("backup", dest, "--index", index_copy, "-q")
             backups.append(dest)
             # the next backup once the writer has published again, so that they catch different generations
             while writer.poll() is None and lines(log) == published_before:

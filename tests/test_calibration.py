@@ -434,9 +434,11 @@ def test_a_calibration_counts_its_age_and_an_export_keeps_it(index, cranfield, c
 def test_a_renewal_encodes_only_the_pseudo_queries_of_changed_documents(index, tmp_path):
     """The calibration keeps its draw and the vectors it encoded (storage/calibrationcache.py): after a fifth of
     the draw's documents are deleted, a renewal asks the documents still stored the same queries and encodes only
-    the texts of the queries drawn anew; its record equals a calibration of the same draw encoding every text."""
+    the texts of the queries drawn anew; its record equals a calibration of the same draw encoding every text.
+    The cache keeps the vectors as the index keeps raw vectors (int4 codes), the encoder's vectors at that
+    precision (encoded here again)."""
     from semsearch.operations.writes import calibration
-    from semsearch.storage.calibrationcache import CalibrationCache, encoder_name
+    from semsearch.storage.calibrationcache import FILE, CalibrationCache, encoder_name, text_key
 
     source = Index.open(copy_index(index.path, tmp_path / "source"))
     before = CalibrationCache.load(source.path, encoder_name(source.settings))
@@ -448,6 +450,18 @@ def test_a_renewal_encodes_only_the_pseudo_queries_of_changed_documents(index, t
         source.state.calibration,
         CalibrationCache.load(source.path, encoder_name(source.settings)),
     )
+    # its vectors: the encoder's as raw vectors keep them, the targets at the index's int4, the queries at int8
+    assert source.settings.raw_precision == "int4" and set(after.kept) == {"int4", "int8"}
+    assert (after.directory / FILE).stat().st_size < len(after.keys) * 512  # a third of float32's 1,536
+    queries = set(after.kept["int8"].keys.tolist())
+    texts = source.store.get(after.panel[:8, 0].tolist())
+    asked = [texts[pk]["text"][start:end] for pk, start, end, _ in after.panel[:8].tolist()]
+    asked = [text for text in asked if text_key(text) in queries]
+    assert len(asked) >= 4
+    np.testing.assert_array_equal(
+        after.encoder(lambda texts: pytest.fail(f"{texts} encoded"), "int8")(asked),
+        as_kept(source.encoder.encode(asked), "int8"),
+    )
     live = set(source.store.all_pks().tolist())
     still = [row for row in before.panel.tolist() if row[0] in live][
         : len(after.panel)
@@ -455,7 +469,10 @@ def test_a_renewal_encodes_only_the_pseudo_queries_of_changed_documents(index, t
     assert after.panel[: len(still)].tolist() == still  # the same queries of the documents kept, first
     assert len(after.panel) > len(still) > len(after.panel) / 2  # ... and new ones for those deleted
     assert renewed["reused"] >= len(still)  # ... their texts not encoded again
-    asked, asked_now = before.kept_paragraphs(), after.kept_paragraphs()
+    asked, asked_now = (
+        before.kept_paragraphs(),
+        CalibrationCache.load(source.path, after.encoder_name).kept_paragraphs(),
+    )
     again = [tuple(row) for row in still if tuple(row) in asked]
     assert len(again) > len(still) / 2 and all(asked_now[row] == asked[row] for row in again)  # as paragraphs
 

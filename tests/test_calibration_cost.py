@@ -59,36 +59,66 @@ def test_sweep_ranks_are_the_ranks_of_fused_lists():
 
 def test_the_cache_answers_only_the_texts_it_holds_and_ignores_what_is_not_its_own(tmp_path):
     """storage/calibrationcache.py with a deterministic stand-in encoder (the cache is storage, not the model):
-    a text it holds is answered with its vector, any other encoded; another encoder's or a damaged file is
-    ignored; what it keeps is the draw and the vectors the last calibration used."""
-    import numpy as np
+    a text it holds is answered with its vector at the precision asked (rawvectors.as_kept of the encoder's,
+    kept in the file as int4 codes, not float32), any other encoded; another encoder's, another precision's or
+    a damaged file is ignored, a float32 file of releases before read at the precision asked; what it keeps is
+    the draw, the words of its paragraphs after their queries and the vectors the last calibration used."""
+    import json
 
-    from semsearch.storage.calibrationcache import FILE, CalibrationCache
+    import numpy as np
+    from safetensors import safe_open
+    from safetensors.numpy import save_file
+
+    from semsearch.storage.calibrationcache import FILE, CalibrationCache, text_key
+    from semsearch.storage.rawvectors import as_kept
 
     asked: list[str] = []
 
     def encode(texts):
         asked.extend(texts)
-        return np.array([[len(t), sum(map(ord, t))] for t in texts], dtype=np.float32)
+        return np.stack([np.random.default_rng(list(t.encode())).standard_normal(384) for t in texts]).astype(
+            np.float32
+        )
+
+    def kept(texts):  # what the calibration takes: the encoder's vectors as int4 raw vectors are kept
+        return as_kept(encode(texts), "int4")
 
     first = CalibrationCache.load(tmp_path, "model-a")
-    cached = first.encoder(encode)
-    np.testing.assert_array_equal(cached(["alpha", "beta"]), encode(["alpha", "beta"]))
+    np.testing.assert_array_equal(first.encoder(encode, "int4")(["alpha", "beta"]), kept(["alpha", "beta"]))
     first.save(np.array([[3, 0, 5, 0], [4, 2, 9, 1]]), ["alpha and more words", ""])
+    assert (tmp_path / FILE).stat().st_size < 2 * 384 * 4  # two vectors' int4 codes, less than one in float32
+    # what a release before reads: no vectors, no error
+    with safe_open(str(tmp_path / FILE), "numpy") as opened:
+        assert opened.get_tensor("keys").size == opened.get_tensor("vectors").size == 0
     asked.clear()
 
     again = CalibrationCache.load(tmp_path, "model-a")
-    assert again.panel.tolist() == [[3, 0, 5, 0], [4, 2, 9, 1]]
-    assert again.kept_paragraphs() == {(3, 0, 5, 0): "alpha and more words"}  # the rows asked as paragraphs
-    vectors = again.encoder(encode)(["beta", "gamma", "beta"])
-    np.testing.assert_array_equal(vectors, encode(["beta", "gamma", "beta"])[[0, 1, 0]])
+    assert again.panel.tolist() == [[3, 0, 5, 0], [4, 2, 9, 1]] and again.kept["int4"].codes.shape == (2, 192)
+    assert again.kept_paragraphs() == {(3, 0, 5, 0): " and more words"}  # after the query (its span: "alpha")
+    vectors = again.encoder(encode, "int4")(["beta", "gamma", "beta"])
+    np.testing.assert_array_equal(vectors, kept(["beta", "gamma", "beta"]))
     assert asked[:1] == ["gamma"] and (again.reused, again.encoded) == (1, 1)  # "beta" from the file, once
     again.save(np.zeros((0, 4), np.int64))
     assert CalibrationCache.load(tmp_path, "model-a").keys.size == 2  # the texts this calibration used
+    at_int8 = CalibrationCache.load(tmp_path, "model-a")
+    at_int8.encoder(encode, "int8")(["beta"])
+    assert (at_int8.reused, at_int8.encoded) == (0, 1)  # int4 codes are not the int8 vectors
 
     assert CalibrationCache.load(tmp_path, "model-b").keys.size == 0  # another encoder's vectors: never
     (tmp_path / FILE).write_bytes((tmp_path / FILE).read_bytes()[:-7])  # cut short
     assert CalibrationCache.load(tmp_path, "model-a").keys.size == 0
+
+    metadata = {"encoder": "model-a", "paragraphs": json.dumps(["alpha and more words", ""])}
+    before = {"panel": np.array([[3, 0, 5, 0], [4, 2, 9, 1]]), "keys": np.array([text_key("alpha")])}
+    save_file(
+        {**before, "vectors": encode(["alpha"])}, str(tmp_path / FILE), metadata=metadata
+    )  # as kept before
+    older = CalibrationCache.load(tmp_path, "model-a")
+    assert older.kept_paragraphs() == {(3, 0, 5, 0): " and more words"}
+    asked.clear()
+    converted = older.encoder(encode, "int4")(["alpha"])
+    assert not asked and older.reused == 1  # read from the file, at int4 as the encoder's would be kept
+    np.testing.assert_array_equal(converted, kept(["alpha"]))
 
 
 def test_the_scratch_copy_read_shallow_ranks_as_brute_force_over_the_changed_rows(

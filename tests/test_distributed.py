@@ -1,7 +1,7 @@
 """Ingest on a Dask cluster (distributed.py) against ingest in this process: the same documents, pks, raw vectors
 bit for bit, statistics and search results, and an ivf or pq index filled on the workers byte for byte the one
-filled here. Real worker processes: a LocalCluster of two, and a scheduler with two `dask worker` processes
-reached by address on loopback; a worker killed mid-task, a driver killed after a partition arrived, an address
+filled here. Real worker processes: a LocalCluster of two, its scheduler also reached by address on loopback
+from CLI processes and other clients; a worker killed mid-task, a driver killed after a partition arrived, an address
 where no scheduler answers, and Dask missing."""
 
 import json
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import SAMPLE
+from conftest import SAMPLE, command_here
 
 from semsearch import Index
 from semsearch.encoding import sessions
@@ -274,13 +274,13 @@ def test_without_dask_the_options_say_how_to_install_it(tmp_path):
 
 
 def test_both_cluster_options_are_refused(tmp_path):
-    result = semsearch(
+    result = command_here(
         "ingest", SAMPLE, "--index", tmp_path / "i", "--workers", "1", "--cluster", "tcp://x:1"
     )
     assert result.returncode == 2 and "--cluster or --workers, not both" in result.stderr
 
 
-# ---- a scheduler and two workers reached by address ----------------------------------------------------------
+# ---- the cluster reached by address ------------------------------------------------------------------------
 
 
 def free_port() -> int:
@@ -290,46 +290,19 @@ def free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def scheduler():
-    """`dask scheduler` and two `dask worker` processes (one thread each) on loopback; stopped after."""
-    port = free_port()
-    address = f"tcp://127.0.0.1:{port}"
-    dask = [sys.executable, "-m", "dask"]
-    common = ["--no-dashboard"]
-    processes = [
-        subprocess.Popen(
-            [*dask, "scheduler", "--host", "127.0.0.1", "--port", str(port), *common],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-    ]
-    try:
-        for _ in range(2):
-            processes.append(
-                subprocess.Popen(
-                    [*dask, "worker", address, "--host", "127.0.0.1", "--nthreads", "1", *common],
-                    stdout=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL,
-                )
-            )
-        with distributed.Client(address, timeout="60s") as client:
-            client.wait_for_workers(2, timeout=120)
-        yield address
-    finally:
-        for process in reversed(processes):
-            process.terminate()
-        for process in processes:
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
+def scheduler(local_cluster):
+    """The address of the LocalCluster's scheduler (its two worker processes, one thread each, on loopback),
+    reached from other processes and clients by that address alone: one cluster for the module, whose idle
+    scheduler and workers cost CPU for as long as they run."""
+    local_cluster.client.wait_for_workers(2, timeout=60)  # a worker killed by an earlier test is back
+    return local_cluster.client.scheduler.address
 
 
 @pytest.fixture(scope="module")
 def cli_reference(corpus, tmp_path_factory):
-    """`semsearch ingest` of the corpus without a cluster."""
+    """`semsearch ingest` of the corpus without a cluster (in this process: the index is the reference)."""
     path = tmp_path_factory.mktemp("cli-reference") / "index"
-    ok(semsearch("ingest", corpus, "--index", path, "--quiet"))
+    ok(command_here("ingest", corpus, "--index", path, "--quiet"))
     return path
 
 

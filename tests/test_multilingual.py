@@ -10,7 +10,7 @@ from importlib import util
 
 import numpy as np
 import pytest
-from conftest import EIGHT, shared_data, write_jsonl
+from conftest import EIGHT, command_here, commands_in_one_process, shared_data, write_jsonl
 
 from semsearch.encoding import Encoder
 from semsearch.encoding.external import ExternalModel, external_model
@@ -60,29 +60,38 @@ def test_multilingual_ingests_and_queries_a_chinese_corpus(tmp_path):
     with Index.create(tmp_path / "index", model="multilingual") as index:
         assert index.ingest(corpus).added == 8
         assert index.settings.model == "multilingual"  # recorded by name: queries load the same model
-    result = semsearch("ingest", corpus, "--index", tmp_path / "cli", "--model", "multilingual", "-q")
+    # the CLI's ingest and query in one process: their answers are the test, not two processes starting
+    result, found = commands_in_one_process(
+        [
+            ["ingest", corpus, "--index", tmp_path / "cli", "--model", "multilingual", "-q"],
+            ["query", "首都", "--index", tmp_path / "cli", "--mode", "dense", "-k", "1"],
+        ]
+    )
     assert result.returncode == 0, result.stderr
     assert "warning" not in result.stderr  # the model reads Chinese: no advice
     with Index.open(tmp_path / "index") as index:
         for mode in ("dense", "hybrid"):
             hits = index.search("苹果", k=2, mode=mode, rerank=8)
             assert {hit.id for hit in hits} == {"0", "5"}, mode
-    found = semsearch("query", "首都", "--index", tmp_path / "cli", "--mode", "dense", "-k", "1")
     assert found.returncode == 0 and "北京是中国的首都" in found.stdout, found.stderr
 
 
 @pytest.mark.slow
 def test_ingest_warns_once_of_a_script_the_model_was_not_trained_on(tmp_path):
-    chinese = semsearch("ingest", write_jsonl(tmp_path / "zh.jsonl", docs(EIGHT)), "--index", tmp_path / "zh")
+    english = ["An apple a day.", "Paris is the capital of France.", "Machine learning is a field of AI."]
+    chinese, plain, *infos = commands_in_one_process(  # what the commands say is the test: one process
+        [
+            ["ingest", write_jsonl(tmp_path / "zh.jsonl", docs(EIGHT)), "--index", tmp_path / "zh"],
+            ["ingest", write_jsonl(tmp_path / "en.jsonl", docs(english)), "--index", tmp_path / "en"],
+            *(["info", "--index", tmp_path / name, "--json"] for name in ("zh", "en")),
+        ]
+    )
     assert chinese.returncode == 0, chinese.stderr
     warnings = [line for line in chinese.stderr.splitlines() if line.startswith("warning:")]
     assert len(warnings) == 1 and "--model multilingual" in warnings[0], chinese.stderr
-    english = ["An apple a day.", "Paris is the capital of France.", "Machine learning is a field of AI."]
-    plain = semsearch("ingest", write_jsonl(tmp_path / "en.jsonl", docs(english)), "--index", tmp_path / "en")
     assert plain.returncode == 0 and "warning:" not in plain.stderr
     shares = {}
-    for name in ("zh", "en"):
-        info = semsearch("info", "--index", tmp_path / name, "--json")
+    for name, info in zip(("zh", "en"), infos):
         assert info.returncode == 0, info.stderr
         shares[name] = json.loads(info.stdout)["cjk_share"]
     assert shares["zh"] > 0.9 and shares["en"] == 0
@@ -101,5 +110,5 @@ def test_bench_pairs_on_a_slice_of_chinese_sts_b(tmp_path):
     cells = [cell.strip() for cell in row.strip("|").split("|")]
     raw, whitened, whitened_256 = map(float, cells[3:6])
     assert 10 < raw < 90 and 0 < whitened < 90 and 0 < whitened_256 < 90
-    bad = semsearch("bench", "--pairs", tmp_path / "missing.data")
+    bad = command_here("bench", "--pairs", tmp_path / "missing.data")
     assert bad.returncode != 0 and "missing.data" in bad.stderr and "Traceback" not in bad.stderr

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, copy_index, write_jsonl
+from conftest import REPO, command_here, copy_index, write_jsonl
 
 httpx = pytest.importorskip("httpx")
 pytest.importorskip("starlette", reason="the serve extra is not installed: pip install -e '.[serve]'")
@@ -459,11 +459,7 @@ def test_the_serve_command(index_copy, workers):
         process.terminate()
         assert process.wait(30) is not None
 
-    missing = subprocess.run(
-        [*SEMSEARCH, "serve", "--index", str(index_copy.parent / "nothing")],
-        capture_output=True,
-        text=True,
-    )
+    missing = command_here("serve", "--index", index_copy.parent / "nothing")  # refused before it serves
     assert missing.returncode != 0 and "Traceback" not in missing.stderr and "nothing" in missing.stderr
 
 

@@ -155,7 +155,8 @@ def test_watch_follows_edits_deletions_and_changes_during_a_write(tmp_path):
     folder, index = tmp_path / "notes", tmp_path / "index"
     paths = write_folder(folder, CORPUS, files=3)
     ingest(folder, "--index", index)
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "SEMSEARCH_PAUSE": "generation-written:1"}  # each write 1 s
+    hold = tmp_path / "hold"  # while it exists, a write waits before it commits (storage/faults.py)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "SEMSEARCH_PAUSE": f"generation-written:{hold}"}
     command = [
         sys.executable,
         "-m",
@@ -177,11 +178,13 @@ def test_watch_follows_edits_deletions_and_changes_during_a_write(tmp_path):
         paths[1].unlink()
         until(lambda: "part-1/note-0001.md" not in ids(index), "the deletion", lines)
 
+        hold.touch()
         (folder / "new.md").write_text(note(CORPUS[10:11]))
         lock = WriterLock(index)
         until(lock.held_elsewhere, "the write to start", lines, step=0.01)
         edit(paths[2], "Axolotls regrow their limbs.")  # while the write is held open
         assert lock.held_elsewhere(), "the write ended before the change"
+        hold.unlink()
         until(
             lambda: "new.md" in ids(index) and "Axolotls" in text_of(index, "part-0/note-0002.md"),
             "both",

@@ -70,8 +70,11 @@ def main() -> None:
                 search = table.search(vector).distance_type("cosine")
                 if mode == "exact":
                     search = search.bypass_vector_index()
-                elif request.get("refine"):
-                    search = search.refine_factor(request["refine"])
+                else:  # at its defaults unless asked for more lists or a re-ranked pool (equal recall)
+                    if request.get("nprobes"):
+                        search = search.nprobes(request["nprobes"])
+                    if request.get("refine"):
+                        search = search.refine_factor(request["refine"])
             if where:
                 search = search.where(where, prefilter=True)
             # the fields a semsearch hit holds: its id, title, text and metadata, and the score (asked for, or

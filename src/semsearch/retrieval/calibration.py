@@ -42,7 +42,7 @@ import numpy as np
 
 from ..cjk import CJK_SENTENCE_ENDS, word_count
 from ..documents import Document
-from ..settings import FUSION_DEPTH, SearchMode
+from ..settings import FUSION_DEPTH, RawPrecision, SearchMode
 from ..storage.calibrationcache import CalibrationCache
 from ..storage.rawvectors import as_kept
 from ..storage.store import DocumentStore
@@ -82,6 +82,12 @@ LENGTH_TARGETS = QUERIES
 SENTENCE_END = re.compile(r"[.!?]+[\"')\]]*\s+|[。！？；…｡]+[”’」』）)\]]*\s*")
 ABBREVIATION = 3  # a word this short before a full stop ("al.", "Fig.", "e.g.") does not end a sentence
 Encode = Callable[[Sequence[str]], np.ndarray]
+# The pseudo-queries' vectors at int8 at least, as the calibration cache keeps them (388 bytes at 384 dims, not
+# float32's 1,536): real queries are float32, and at the default raw vectors' int4 the pseudo-queries' ranks moved
+# enough to move two sets' weights (SciFact-mixed's paragraph band to 0.9 from 0.6: -0.146 nDCG@10 on its real
+# paragraph queries), at int6 one; at int8 the five key sets choose as at float32 (calibration/cache-precision.md)
+QUERY_PRECISION = "int8"
+PRECISION_ORDER = tuple(precision.value for precision in RawPrecision)  # finest first
 # The index's own cut of documents into passages (ingest's, handed in by the caller: a query stage does not
 # reach up into ingest): each document's passages, each with its `embedding_text`.
 Cut = Callable[[Sequence[Document]], Sequence[Sequence[Any]]]
@@ -265,7 +271,8 @@ def calibrate(
     """The fusion weight and default mode this index's own documents choose (see the module's docstring), from
     `queries` pseudo-queries (None: one per QUERY_SHARE passages, at most QUERIES), or why it cannot judge
     (Skipped): fewer than MIN_PASSAGES passages, or fewer than MIN_QUERIES pseudo-queries to be drawn.
-    `precision`: the raw vectors' (rawvectors.py); re-encoded targets are kept so, as an ingest would keep them.
+    `precision`: the raw vectors' (rawvectors.py); the re-encoded targets are taken so (rawvectors.as_kept), as an
+    ingest would keep them, and the queries at query_precision(precision), as the cache keeps them.
     `cache`: the last calibration's pseudo-queries and vectors (storage/calibrationcache.py): its documents still
     stored give their queries again and their texts are not encoded again; it is saved with this one's.
     `lengths` False: the sentences alone, one weight for every query length (no bands: what it costs them);
@@ -290,8 +297,15 @@ def calibrate(
             f"only {len(drawn)} pseudo-queries among the documents read, fewer than {MIN_QUERIES}: too few "
             f"have {MIN_SENTENCES} sentences or {2 * CROP_WORDS[0]} words"
         )
-    encode = encode if cache is None else cache.encoder(encode)
-    targets = Targets.drawn(drawn, store, lambda texts: as_kept(encode(texts), precision), cut)
+    # every vector at a precision of raw vectors, so the cache keeps each as encoding would give it here, at
+    # that precision's bytes: the targets at the index's own, as an ingest keeps them; the queries at int8 or finer
+    asked_at = query_precision(precision)
+    encode_target, encode = (
+        (at_precision(encode, precision), at_precision(encode, asked_at))
+        if cache is None
+        else (cache.encoder(encode, precision), cache.encoder(encode, asked_at))
+    )
+    targets = Targets.drawn(drawn, store, encode_target, cut)
     if len(targets.queries) < MIN_QUERIES:
         return skipped(
             f"only {len(targets.queries)} pseudo-queries keep a target, fewer than {MIN_QUERIES} (their "
@@ -305,7 +319,10 @@ def calibrate(
     paragraphs = paragraph_queries(sampled, rng)
     if cache is not None:  # a query kept from the last draw asked as the paragraph it was: its vector cached
         before = cache.kept_paragraphs()
-        paragraphs = [before.get(row_of(q), text) for q, text in zip(sampled, paragraphs)]
+        paragraphs = [
+            q.query + before[row_of(q)] if row_of(q) in before else text
+            for q, text in zip(sampled, paragraphs)
+        ]
     asked += paragraphs
     every_dense, every_keyword = rankings(targets, store, dense, encode, rerank, asked)
     every_rank = sweep_ranks(kept + sampled + sampled, every_dense, every_keyword)
@@ -349,6 +366,17 @@ def calibrate(
         known=known,
         seconds=round(time.perf_counter() - started, 3),
     )
+
+
+def query_precision(raw: str) -> str:
+    """The precision the calibration takes its queries' vectors at: the raw vectors' where it is QUERY_PRECISION
+    or finer, else QUERY_PRECISION (a query at int4 moves the choice: calibration/cache-precision.md)."""
+    return raw if PRECISION_ORDER.index(raw) <= PRECISION_ORDER.index(QUERY_PRECISION) else QUERY_PRECISION
+
+
+def at_precision(encode: Encode, precision: str) -> Encode:
+    """`encode`, its vectors as raw vectors at `precision` are kept (rawvectors.as_kept)."""
+    return lambda texts: as_kept(encode(texts), precision)
 
 
 @dataclass(frozen=True)

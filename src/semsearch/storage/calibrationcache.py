@@ -1,19 +1,28 @@
 """What the last calibration drew and encoded (retrieval/calibration.py), kept beside the index so that renewing
 it re-encodes only what changed: its pseudo-queries (each a document's pk, the query's character span in its
 text and how it was cut), the paragraph each was asked as (retrieval/bands.py: a renewal asks a query kept the
-same one, so its vector is found here too) and the encoder's vector of every text it encoded, found by a hash of
-the exact text.
+same one, so its vector is found here too; kept as the words after the query, which the span gives back) and the
+encoder's vector of every text it encoded, found by a hash of the exact text.
+
+The calibration takes every vector it encodes at a precision of raw vectors (storage/rawvectors.py), fresh or
+cached: its targets at the index's own (int4 by default), as an ingest keeps them; its queries at int8 or finer
+(calibration.QUERY_PRECISION). The cache keeps each group as a raw segment at that precision stores it (codes and
+a scale a row: 196 and 388 bytes at 384 dims, not float32's 1,536): so a cached vector is exactly the one
+encoding would give the calibration, and a renewal chooses as a calibration from scratch of the same draw. A
+group kept at another precision is read at the one asked where it can be (float32, as releases before kept
+every vector) and else ignored.
 
 A cache, not part of the index: no generation refers to it, a backup leaves it out, and one that is absent,
 damaged or made by another encoder is ignored (the calibration draws and encodes afresh, as the first one did).
 A vector is used only for the very text it was made of, and the encoder gives a text the same vector whatever
-it is batched with (encoding/onnx_backend.py), so a cached vector is the one encoding would give."""
+it is batched with (encoding/onnx_backend.py)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import logging
+import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,8 +32,14 @@ import numpy as np
 from .damage import safetensors_problem
 from .files import atomic_path
 from .manifest import IndexSettings
+from .rawvectors import DTYPES, FLOAT32, read_rows, row_width, stored_rows
 
 FILE = "calibration-cache.safetensors"
+# The paragraphs' JSON, compressed, read back at most this long (a few hundred bytes each of QUERIES at most)
+PARAGRAPH_BYTES = 1 << 24
+# What a release before reads from the file: no vectors (it re-encodes the kept draw's texts, not failing on a
+# file without its tensors)
+RELEASES_BEFORE = {"keys": np.zeros(0, np.int64), "vectors": np.zeros((0, 0), np.float32)}
 log = logging.getLogger(__name__)
 
 
@@ -40,58 +55,100 @@ def text_key(text: str) -> int:
 
 
 @dataclass
+class Kept:
+    """Vectors at one precision: each text's key, its row as a raw segment stores it and the row's scale."""
+
+    keys: np.ndarray
+    codes: np.ndarray
+    scales: np.ndarray
+
+
+@dataclass
 class CalibrationCache:
     """The pseudo-queries drawn last (`panel`: rows of pk, start, end, cut), the paragraph each was asked as
-    ("": none) and the vectors of the texts encoded for them; `encoder` fills it anew with what the calibration
-    under way uses (`reused` of them found)."""
+    (the words after its query; None: not asked so) and the vectors of the texts encoded for them, by precision
+    (`kept`); `encoder` fills it anew with what the calibration under way uses (`reused` of them found)."""
 
     directory: Path  # the index's
     encoder_name: str  # the model and its settings: vectors of another encoder are never used
     panel: np.ndarray = field(default_factory=lambda: np.zeros((0, 4), np.int64))
-    keys: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    vectors: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.float32))
-    paragraphs: list[str] = field(default_factory=list)  # a panel row's paragraph query, "" for none
+    kept: dict[str, Kept] = field(default_factory=dict)
+    paragraphs: list[str | None] = field(default_factory=list)  # by panel row: the words after its query
+    dim: int = 0  # the vectors' (packed codes do not say it)
     reused: int = 0
     encoded: int = 0
-    _used: dict[int, np.ndarray] = field(default_factory=dict)
+    _used: dict[str, dict[int, tuple[np.ndarray, np.float32]]] = field(default_factory=dict)
 
-    def encoder(self, encode: Callable[[Sequence[str]], np.ndarray]) -> Callable[[Sequence[str]], np.ndarray]:
-        """`encode`, answering the texts this cache holds from it and encoding only the others."""
-        known = {int(key): row for row, key in enumerate(self.keys)}
+    @property
+    def keys(self) -> np.ndarray:
+        """The keys of every text whose vector is kept, at any precision."""
+        return np.concatenate([np.zeros(0, np.int64), *(group.keys for group in self.kept.values())])
+
+    def encoder(
+        self, encode: Callable[[Sequence[str]], np.ndarray], precision: str = FLOAT32
+    ) -> Callable[[Sequence[str]], np.ndarray]:
+        """`encode` at `precision` (rawvectors.as_kept's vectors), answering the texts this cache holds at it
+        from it and encoding only the others."""
+        group = self._at(precision)
+        known = {int(key): row for row, key in enumerate(group.keys)} if group else {}
+        used = self._used.setdefault(precision, {})
 
         def cached(texts: Sequence[str]) -> np.ndarray:
             keys = [text_key(text) for text in texts]
-            missing = sorted({i for i, key in enumerate(keys) if key not in known and key not in self._used})
-            fresh = encode([texts[i] for i in missing]) if missing else None
-            for at, i in enumerate(missing):
-                self._used[keys[i]] = np.asarray(fresh[at], dtype=np.float32)
+            missing = sorted({i for i, key in enumerate(keys) if key not in known and key not in used})
+            if missing:
+                fresh = np.asarray(encode([texts[i] for i in missing]), dtype=np.float32)
+                self.dim = fresh.shape[1]
+                codes, scales = stored_rows(fresh, precision)
+                for at, i in enumerate(missing):
+                    used[keys[i]] = (codes[at], scales[at])
             self.encoded += len(missing)
-            out = []
             for key in keys:
-                if key not in self._used:
-                    self._used[key] = self.vectors[known[key]]
+                if key not in used:
+                    used[key] = (group.codes[known[key]], group.scales[known[key]])
                     self.reused += 1
-                out.append(self._used[key])
-            return np.stack(out) if out else np.zeros((0, self.vectors.shape[1]), np.float32)
+            if not keys:
+                return np.zeros((0, self.dim), np.float32)
+            codes = np.stack([used[key][0] for key in keys])
+            scales = np.array([used[key][1] for key in keys], dtype=np.float32)
+            return read_rows(codes, scales, self.dim, precision)
 
         return cached
 
+    def _at(self, precision: str) -> Kept | None:
+        """The vectors kept at `precision`, or kept as float32 and given so (as the index would keep them)."""
+        if precision in self.kept:
+            return self.kept[precision]
+        if FLOAT32 not in self.kept:
+            return None
+        group = self.kept[FLOAT32]
+        return Kept(group.keys, *stored_rows(group.codes.astype(np.float32), precision))
+
     def kept_paragraphs(self) -> dict[tuple[int, ...], str]:
-        """The paragraph the last calibration asked for each of its pseudo-queries asked so, by panel row."""
-        return {tuple(row): text for row, text in zip(self.panel.tolist(), self.paragraphs) if text}
+        """The words the last calibration asked after each of its pseudo-queries asked as a paragraph (the
+        paragraph: the query, then these), by panel row."""
+        return {
+            tuple(row): words for row, words in zip(self.panel.tolist(), self.paragraphs) if words is not None
+        }
 
     def save(self, panel: np.ndarray, paragraphs: Sequence[str] = ()) -> None:
-        """Keep `panel`, its rows' `paragraphs` and the vectors used since `encoder` was made (atomically; a
-        failure only logged)."""
+        """Keep `panel`, the paragraph each of its rows was asked as ("": none; each begins with its row's
+        query) and the vectors used since `encoder` was made (atomically; a failure only logged)."""
         from safetensors.numpy import save_file
 
-        keys = np.fromiter(self._used, dtype=np.int64, count=len(self._used))
-        vectors = np.stack(list(self._used.values())) if self._used else np.zeros((0, 0), np.float32)
-        tensors = {"panel": np.ascontiguousarray(panel, np.int64), "keys": keys, "vectors": vectors}
+        panel = np.ascontiguousarray(panel, np.int64).reshape(-1, 4)
+        rows = panel.tolist()
+        after = [text[end - start :] if text else None for (_, start, end, _), text in zip(rows, paragraphs)]
+        words = zlib.compress(json.dumps(after, ensure_ascii=False).encode("utf-8"), 9)
+        tensors = {"panel": panel, "paragraphs": np.frombuffer(words, np.uint8), **RELEASES_BEFORE}
+        for precision, used in self._used.items():
+            if used:
+                tensors[f"{precision}.keys"] = np.fromiter(used, dtype=np.int64, count=len(used))
+                tensors[f"{precision}.codes"] = np.stack([code for code, _ in used.values()])
+                tensors[f"{precision}.scales"] = np.array([scale for _, scale in used.values()], np.float32)
         try:
             with atomic_path(self.directory / FILE) as tmp:
-                metadata = {"encoder": self.encoder_name, "paragraphs": json.dumps(list(paragraphs))}
-                save_file(tensors, str(tmp), metadata=metadata)
+                save_file(tensors, str(tmp), metadata={"encoder": self.encoder_name, "dim": str(self.dim)})
         except OSError as error:  # a cache: the calibration it follows stands without it
             log.warning("%s: calibration cache not written (%s)", self.directory / FILE, error)
 
@@ -108,14 +165,55 @@ class CalibrationCache:
                 metadata = opened.metadata() or {}
                 if metadata.get("encoder") != encoder_name:
                     return cls(path, encoder_name)
-                parts = {name: opened.get_tensor(name) for name in ("panel", "keys", "vectors")}
-            paragraphs = json.loads(metadata.get("paragraphs", "[]"))  # a cache from before them: none
-        except (OSError, ValueError, KeyError) as error:
+                names = opened.keys()
+                parts = {name: opened.get_tensor(name) for name in names}
+            return cls._of(path, encoder_name, parts, metadata)
+        except (OSError, ValueError, KeyError, TypeError, zlib.error) as error:
             log.warning("%s: calibration cache ignored (%s)", file, error)
             return cls(path, encoder_name)
-        if parts["panel"].ndim != 2 or len(parts["keys"]) != len(parts["vectors"]):
+
+    @classmethod
+    def _of(cls, path: Path, encoder_name: str, parts: dict, metadata: dict) -> CalibrationCache:
+        """The cache the file's tensors and metadata hold (a file of releases before: float32 `vectors`, the
+        paragraphs whole in the metadata); an empty one where they do not agree."""
+        panel = parts["panel"]
+        if panel.ndim != 2 or panel.shape[1] != 4:
             return cls(path, encoder_name)
-        if not (isinstance(paragraphs, list) and all(isinstance(text, str) for text in paragraphs)):
+        if "paragraphs" not in parts:  # as releases before kept it
+            vectors = parts["vectors"]
+            kept = {FLOAT32: Kept(parts["keys"], vectors, np.ones(len(vectors), np.float32))}
+            dim = vectors.shape[-1]
+            whole = json.loads(metadata.get("paragraphs", "[]"))
+            whole = whole if isinstance(whole, list) and len(whole) == len(panel) else []
+            rows = panel.tolist()
+            paragraphs = [
+                text[end - start :] if text else None for (_, start, end, _), text in zip(rows, whole)
+            ]
+        else:
+            dim = int(metadata["dim"])
+            kept = {
+                name[: -len(".codes")]: Kept(
+                    parts[name[:-6] + ".keys"], parts[name], parts[name[:-6] + ".scales"]
+                )
+                for name in parts
+                if name.endswith(".codes")
+            }
+            inflated = zlib.decompressobj()
+            paragraphs = json.loads(inflated.decompress(parts["paragraphs"].tobytes(), PARAGRAPH_BYTES))
+            if inflated.unconsumed_tail:
+                raise ValueError(f"paragraphs beyond {PARAGRAPH_BYTES} bytes")
+        for precision, group in kept.items():
+            width = row_width(dim, precision) if precision in DTYPES else -1
+            if (
+                not (len(group.keys) == len(group.codes) == len(group.scales))
+                or group.codes.dtype != DTYPES.get(precision)
+                or (len(group.codes) and group.codes.shape[1:] != (width,))
+            ):
+                return cls(path, encoder_name)
+        if not (
+            isinstance(paragraphs, list)
+            and all(words is None or isinstance(words, str) for words in paragraphs)
+        ):
             paragraphs = []
-        paragraphs = paragraphs if len(paragraphs) == len(parts["panel"]) else []
-        return cls(path, encoder_name, parts["panel"], parts["keys"], parts["vectors"], paragraphs)
+        paragraphs = paragraphs if len(paragraphs) == len(panel) else [None] * len(panel)
+        return cls(path, encoder_name, panel, kept, paragraphs, dim)

@@ -11,7 +11,7 @@ checkpointed, buildcheckpoint.py), `filled` (a checkpoint of the rows filled so 
 old generations not yet removed).
 
 `SEMSEARCH_PAUSE=STEP:SECONDS` makes every passing of STEP wait that long instead: a write held open, so a test
-can act while it runs (a file changed during a watch's write)."""
+can act while it runs (a file changed during a watch's write); `STEP:PATH` waits while the file PATH exists."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ import time
 FAULT_ENV = "SEMSEARCH_FAULT"
 PAUSE_ENV = "SEMSEARCH_PAUSE"
 FAULT_EXIT = 86
+PAUSE_LIMIT = 60.0
 STEPS = (
     "creating",
     "encoded",
@@ -41,9 +42,9 @@ def fault_testing() -> bool:
 
 def fault_point(step: str) -> None:
     if pause := os.environ.get(PAUSE_ENV):
-        name, _, seconds = pause.partition(":")
+        name, _, how_long = pause.partition(":")
         if name == step:
-            time.sleep(float(seconds))
+            _pause(how_long)
     wanted = os.environ.get(FAULT_ENV)
     if not wanted:
         return
@@ -53,3 +54,16 @@ def fault_point(step: str) -> None:
     _passed[step] = _passed.get(step, 0) + 1
     if _passed[step] >= int(nth or 1):
         os._exit(FAULT_EXIT)
+
+
+def _pause(how_long: str) -> None:
+    """SECONDS, or a file's path: held while that file exists (a test releases the write when it has acted,
+    whatever the machine's load; at most PAUSE_LIMIT seconds)."""
+    try:
+        time.sleep(float(how_long))
+        return
+    except ValueError:
+        pass
+    deadline = time.monotonic() + PAUSE_LIMIT
+    while os.path.exists(how_long) and time.monotonic() < deadline:
+        time.sleep(0.01)

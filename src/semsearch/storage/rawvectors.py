@@ -76,7 +76,7 @@ class Segment:
 
     def width(self, dim: int) -> int:
         """Items (of `dtype`) a row of `dim` components takes in the segment's file."""
-        return packed_width(dim, SCALED_BITS[self.precision]) if self.packed else dim
+        return row_width(dim, self.precision)
 
     @property
     def packed(self) -> bool:
@@ -273,6 +273,12 @@ def row_scales(rows: np.ndarray, bits: int = 8) -> np.ndarray:
     return np.where(largest > 0, largest, 1.0).astype("<f4")
 
 
+def row_width(dim: int, precision: str) -> int:
+    """Items (of its dtype) a row of `dim` components takes at `precision` (packed codes: fewer than `dim`)."""
+    bits = SCALED_BITS.get(precision, 8)
+    return packed_width(dim, bits) if bits < 8 else dim
+
+
 def packed_width(dim: int, bits: int) -> int:
     return -(-dim * bits // 8)
 
@@ -306,6 +312,24 @@ def as_kept(rows: np.ndarray, precision: str) -> np.ndarray:
         scales = row_scales(rows, SCALED_BITS[precision])[:, None]
         return np.rint(rows / scales).astype(np.int8).astype(np.float32) * scales
     return rows.astype(DTYPES[precision]).astype(np.float32)
+
+
+def stored_rows(rows: np.ndarray, precision: str) -> tuple[np.ndarray, np.ndarray]:
+    """float32 rows as a segment at `precision` stores them: its file's rows, and each row's scale (1 for the
+    float precisions, which have none). read_rows gives back as_kept(rows), bit for bit."""
+    if precision in SCALED_BITS:
+        bits = SCALED_BITS[precision]
+        return scaled_codes(rows, bits), row_scales(rows, bits)
+    return rows.astype(DTYPES[precision]), np.ones(len(rows), "<f4")
+
+
+def read_rows(stored: np.ndarray, scales: np.ndarray, dim: int, precision: str) -> np.ndarray:
+    """stored_rows' rows as float32, as a reader of a segment gets them."""
+    if precision not in SCALED_BITS:
+        return stored.astype(np.float32)
+    bits = SCALED_BITS[precision]
+    codes = unpacked_codes(stored, dim, bits) if bits < 8 else stored
+    return codes.astype(np.float32) * scales.astype(np.float32)[:, None]
 
 
 class RawVectors:
