@@ -30,9 +30,8 @@ class Group(click.Group):
             raise click.ClickException(message) from None
         except KeyboardInterrupt:
             raise click.ClickException("interrupted; the index is as it was before this command") from None
-        except (
-            BrokenPipeError
-        ):  # the output's reader left (`| head`): stop without a word, as SIGPIPE ends a tool
+        except BrokenPipeError:
+            # the output's reader left (`| head`): stop without a word, as SIGPIPE ends a tool
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the exit's flush writes nowhere
             raise SystemExit(128 + signal.SIGPIPE) from None
         except OSError as error:  # a full disk, a file-size limit, a device error: one line, no traceback

@@ -137,8 +137,7 @@ class CalibrationCache:
         from safetensors.numpy import save_file
 
         panel = np.ascontiguousarray(panel, np.int64).reshape(-1, 4)
-        rows = panel.tolist()
-        after = [text[end - start :] if text else None for (_, start, end, _), text in zip(rows, paragraphs)]
+        after = words_after_queries(panel, paragraphs)
         words = zlib.compress(json.dumps(after, ensure_ascii=False).encode("utf-8"), 9)
         tensors = {"panel": panel, "paragraphs": np.frombuffer(words, np.uint8), **RELEASES_BEFORE}
         for precision, used in self._used.items():
@@ -185,18 +184,13 @@ class CalibrationCache:
             dim = vectors.shape[-1]
             whole = json.loads(metadata.get("paragraphs", "[]"))
             whole = whole if isinstance(whole, list) and len(whole) == len(panel) else []
-            rows = panel.tolist()
-            paragraphs = [
-                text[end - start :] if text else None for (_, start, end, _), text in zip(rows, whole)
-            ]
+            paragraphs = words_after_queries(panel, whole)
         else:
             dim = int(metadata["dim"])
+            groups = [name[: -len(".codes")] for name in parts if name.endswith(".codes")]
             kept = {
-                name[: -len(".codes")]: Kept(
-                    parts[name[:-6] + ".keys"], parts[name], parts[name[:-6] + ".scales"]
-                )
-                for name in parts
-                if name.endswith(".codes")
+                group: Kept(parts[f"{group}.keys"], parts[f"{group}.codes"], parts[f"{group}.scales"])
+                for group in groups
             }
             inflated = zlib.decompressobj()
             paragraphs = json.loads(inflated.decompress(parts["paragraphs"].tobytes(), PARAGRAPH_BYTES))
@@ -217,3 +211,10 @@ class CalibrationCache:
             paragraphs = []
         paragraphs = paragraphs if len(paragraphs) == len(panel) else [None] * len(panel)
         return cls(path, encoder_name, panel, kept, paragraphs, dim)
+
+
+def words_after_queries(panel: np.ndarray, paragraphs: Sequence[str]) -> list[str | None]:
+    """Each paragraph without the query it begins with (a panel row's span: its length), None where the row
+    was not asked as a paragraph ("")."""
+    rows = panel.tolist()
+    return [text[end - start :] if text else None for (_, start, end, _), text in zip(rows, paragraphs)]

@@ -326,10 +326,10 @@ def stored_rows(rows: np.ndarray, precision: str) -> tuple[np.ndarray, np.ndarra
 def read_rows(stored: np.ndarray, scales: np.ndarray, dim: int, precision: str) -> np.ndarray:
     """stored_rows' rows as float32, as a reader of a segment gets them."""
     if precision not in SCALED_BITS:
-        return stored.astype(np.float32)
+        return stored.astype(np.float32, copy=False)
     bits = SCALED_BITS[precision]
     codes = unpacked_codes(stored, dim, bits) if bits < 8 else stored
-    return codes.astype(np.float32) * scales.astype(np.float32)[:, None]
+    return codes.astype(np.float32, copy=False) * scales.astype(np.float32, copy=False)[:, None]
 
 
 class RawVectors:
@@ -362,7 +362,7 @@ class RawVectors:
     def _decoded(self, segment: Segment, stored: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """A segment's stored rows (at positions `rows` of it) as float32."""
         if segment.scale is None:
-            return stored.astype(np.float32, copy=False)
+            return read_rows(stored, np.empty(0, "<f4"), self.dim, segment.precision)
         if segment.name not in self._scales:
             path = self.directory / segment.scale
             try:
@@ -372,9 +372,7 @@ class RawVectors:
             if scales.shape != (segment.count,) or scales.dtype != np.dtype("<f4"):
                 raise lost(path, f"holds {scales.dtype} {scales.shape}, expected float32 {(segment.count,)}")
             self._scales[segment.name] = scales
-        if segment.packed:
-            stored = unpacked_codes(stored, self.dim, SCALED_BITS[segment.precision])
-        return stored.astype(np.float32) * self._scales[segment.name][rows][:, None]
+        return read_rows(stored, self._scales[segment.name][rows], self.dim, segment.precision)
 
     def problem(self, segment: Segment) -> str | None:
         """What is wrong with a segment's file, from its header and size (the rows are not read), or None."""
