@@ -277,22 +277,14 @@ class DocumentStore(StoreReads, SyncedFiles, PlaceUpdates):
         metadata = [json.dumps(doc.metadata, ensure_ascii=False) for doc in documents]
         # rows made as SQLite takes them, not held as lists: a partition's rows at once raised the high-water
         # mark of Python's arenas, which a few long-lived objects then keep (benchmarks/results/files.md)
+        values = (
+            (pk, doc.id, doc.title, doc.text, fields, doc.content_hash, len(parts) or 1, sections_json(doc))
+            for doc, pk, parts, fields in zip(documents, pks, spans, metadata)
+        )
         self.db.conn.executemany(
             "INSERT INTO documents (pk, id, title, text, metadata, hash, passages, sections) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                (
-                    pk,
-                    doc.id,
-                    doc.title,
-                    doc.text,
-                    fields,
-                    doc.content_hash,
-                    max(1, len(parts)),
-                    sections_json(doc),
-                )
-                for doc, pk, parts, fields in zip(documents, pks, spans, metadata)
-            ),
+            values,
         )
         self.db.conn.executemany(
             "INSERT INTO locations (pk, location) VALUES (?, ?)", location_rows(documents, pks, spans)
