@@ -211,9 +211,7 @@ def test_the_scratch_copy_ranks_as_a_real_index_of_the_changed_documents(index, 
                 [m.score for m in ours], [hit.score for hit in theirs], rtol=1e-5, atol=1e-6
             )
 
-    sweep = {
-        w: gains.mean() for w, gains in sweep_weights(targets.queries, dense_found, keyword_found).items()
-    }
+    sweep = sweep_weights(targets.queries, dense_found, keyword_found)
     targets_ids = [ids_of[q.pk] for q in targets.queries]
     for weight in WEIGHTS:
         how = (
@@ -223,12 +221,19 @@ def test_the_scratch_copy_ranks_as_a_real_index_of_the_changed_documents(index, 
             if weight == 0
             else {"mode": "hybrid", "alpha": weight}
         )
-        results = real.search_vectors(vectors, k=10, rerank=0, texts=texts, typos=0, crop=0, **how)
-        gains = [
-            next((1 / math.log2(1 + r) for r, hit in enumerate(hits, 1) if hit.id == target), 0.0)
-            for target, hits in zip(targets_ids, results)
-        ]
-        assert sweep[f"{weight:.1f}"] == pytest.approx(np.mean(gains), abs=1e-4), weight
+        # deeper than the cut-off: the score of a target just below it, for the near ties below
+        results = real.search_vectors(vectors, k=20, rerank=0, texts=texts, typos=0, crop=0, **how)
+        for target, hits, gain in zip(targets_ids, results, sweep[f"{weight:.1f}"]):
+            ranked = [hit.id for hit in hits]
+            real_rank = ranked.index(target) + 1 if target in ranked else len(ranked) + 1
+            real_gain = 1 / math.log2(1 + real_rank) if real_rank <= 10 else 0.0
+            if gain == pytest.approx(real_gain, abs=1e-9):
+                continue
+            # otherwise only across a near tie: the two indexes' scores agree to ~1e-5 (above), so two
+            # documents fused within that of each other may swap (0.56309428 against 0.56309424, seen)
+            our_rank = round(2 ** (1 / gain) - 1) if gain else 11
+            window = [hit.score for hit in hits[min(our_rank, real_rank) - 1 : max(our_rank, real_rank)]]
+            assert real_rank <= len(ranked) and max(window) - min(window) < 1e-5, (weight, target)
     real.close()
 
 
