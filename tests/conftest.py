@@ -128,6 +128,12 @@ def beir_directory(subset, root: Path) -> Path:
     return root
 
 
+# The modules that read the SciFact chain (scifact_encoded, scifact_bench_work) are one xdist group, on one
+# worker (--dist loadgroup, module fixtures built once each): its 32 tests are queued third, so the chain is built
+# at the run's start and no worker waits on the other's build (session 9's run: test_keyword_engine's setup
+# waited ~15 s, at load 6-9, for the encoding test_index's group was doing on the other worker).
+SCIFACT_GROUP = pytest.mark.xdist_group("scifact")
+
 SCIFACT_CHUNK_TOKENS = 256
 # `bench` options that encode the SciFact subset as `scifact_encoded` holds it (the default quantization, int8)
 BENCH_ENCODING = ("--chunk-tokens", str(SCIFACT_CHUNK_TOKENS), "--quantize", "int8")

@@ -4,14 +4,14 @@ import json
 
 import pytest
 from click.testing import CliRunner
-from conftest import BENCH_ENCODING, beir_directory, sts_dev_slice
+from conftest import BENCH_ENCODING, SCIFACT_GROUP, beir_directory, sts_dev_slice
 
 from semsearch.cli import main
 from semsearch.errors import SettingsError
 from semsearch.evaluation.bench import BenchConfig, parse_dims, run_sts, settings_grid
 
-# its module fixtures are built once: the whole module runs on one worker (--dist loadgroup)
-pytestmark = pytest.mark.xdist_group("bench")
+# with the other modules of the SciFact chain, on one worker (conftest.SCIFACT_GROUP)
+pytestmark = SCIFACT_GROUP
 
 
 @pytest.fixture(scope="module")

@@ -7,14 +7,14 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import refitted_copy, write_jsonl
+from conftest import SCIFACT_GROUP, refitted_copy, write_jsonl
 
 from semsearch import Index
 from semsearch.errors import IndexStateError, SettingsError
 from semsearch.evaluation.metrics import evaluate_run
 
-# its module fixtures are built once: the whole module runs on one worker (--dist loadgroup)
-pytestmark = pytest.mark.xdist_group("index")
+# with the other modules of the SciFact chain, on one worker (conftest.SCIFACT_GROUP)
+pytestmark = SCIFACT_GROUP
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ import json
 import faiss
 import numpy as np
 import pytest
-from conftest import as_kept, copy_index, refitted_copy
+from conftest import SCIFACT_GROUP, as_kept, copy_index, refitted_copy
 
 from semsearch import Index
 from semsearch.errors import SettingsError
@@ -14,8 +14,8 @@ from semsearch.retrieval import vectorindex
 from semsearch.retrieval.search import DenseRetriever
 from semsearch.retrieval.vectorindex import AUTO_FLAT_LIMIT, resolve_index_type
 
-# its module fixtures are built once: the whole module runs on one worker (--dist loadgroup)
-pytestmark = pytest.mark.xdist_group("index_types")
+# with the other modules of the SciFact chain, on one worker (conftest.SCIFACT_GROUP)
+pytestmark = SCIFACT_GROUP
 
 QUERIES = [
     "stem cells differentiate into neurons",

@@ -9,6 +9,7 @@ import sqlite3
 
 import numpy as np
 import pytest
+from conftest import SCIFACT_GROUP
 
 from semsearch.evaluation.keyword_reference import plain_top
 from semsearch.evaluation.query_styles import STYLES, query_styles
@@ -19,8 +20,8 @@ from semsearch.retrieval.keywords import KeywordRetriever, query_words
 from semsearch.storage.schema import KEYWORD_TOKENIZER
 from semsearch.storage.store import DocumentStore
 
-# its module fixtures are built once: the whole module runs on one worker (--dist loadgroup)
-pytestmark = pytest.mark.xdist_group("keyword_engine")
+# with the other modules of the SciFact chain, on one worker (conftest.SCIFACT_GROUP)
+pytestmark = SCIFACT_GROUP
 
 
 def stored(path, docs: list[tuple[str, str | None, str]]) -> DocumentStore:

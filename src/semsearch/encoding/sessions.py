@@ -13,6 +13,7 @@ from typing import Any
 
 from ..errors import ModelError
 from ..storage.files import atomic_path
+from ..threads import threads_allowed
 
 _SESSIONS: dict[tuple[str, int], Any] = {}  # one per graph and thread count, for the process's life
 
@@ -20,7 +21,8 @@ _SESSIONS: dict[tuple[str, int], Any] = {}  # one per graph and thread count, fo
 def session(path: str, threads: int):
     """An ONNX Runtime session on `threads` threads (0: one per core), made once per process. Its threads
     sleep between runs instead of spinning: the ingest's own work between batches needs the cores
-    (measured: faster)."""
+    (measured: faster). Not told (0): as many as OMP_NUM_THREADS allows (threads.threads_allowed)."""
+    threads = threads or threads_allowed()
     if (path, threads) not in _SESSIONS:
         _SESSIONS[path, threads] = _new_session(path, threads, keep_optimized=True)
     return _SESSIONS[path, threads]
