@@ -128,6 +128,14 @@ def test_token_budget_batches_give_the_same_vectors(monkeypatch):
     np.testing.assert_allclose(encoder.encode(texts), Encoder(batch_size=1).encode(texts), atol=2e-5)
 
 
+def test_a_call_on_one_thread_gives_the_very_same_vectors():
+    """A renewal of the calibration encodes on one thread (writes.RENEWAL_THREADS) and takes the other vectors
+    from its cache, encoded on the encoder's threads: the two must be the same, bit for bit."""
+    texts = [f"sentence number {i} " + "about the river bank " * (i % 7) for i in range(40)]
+    for encoder in (Encoder(), Encoder(quantize="int8")):
+        assert np.array_equal(encoder.encode(texts, threads=1), encoder.encode(texts))
+
+
 def test_pooling_changes_the_vectors():
     mean = Encoder(pooling="mean").encode(TEXTS)
     cls = Encoder(pooling="cls").encode(TEXTS)

@@ -108,8 +108,15 @@ class Encoder:
             return UnitTokenizer(self.max_length)
         return load_tokenizer(str(self.path), self.max_length)
 
-    def encode(self, texts: Sequence[str], progress: Callable[[int], None] | None = None) -> np.ndarray:
-        """Vectors of shape (len(texts), dim), float32, in input order; `progress(n)` after each batch of n."""
+    def encode(
+        self,
+        texts: Sequence[str],
+        progress: Callable[[int], None] | None = None,
+        *,
+        threads: int | None = None,
+    ) -> np.ndarray:
+        """Vectors of shape (len(texts), dim), float32, in input order; `progress(n)` after each batch of n;
+        `threads`: the backend's for this call (None: the encoder's `threads`). The same vectors either way."""
         if len(texts) == 0:
             return np.zeros((0, self.dim), dtype=np.float32)
         for text in texts:  # a lone surrogate (a query from a JSON "\ud800" escape) no tokenizer takes
@@ -117,19 +124,19 @@ class Encoder:
                 raise DataError("the text holds a lone surrogate: not valid Unicode")
         if self._external is not None:
             self.load()
-            threads = 1 if len(texts) <= FEW_TEXTS else self.threads
+            threads = 1 if len(texts) <= FEW_TEXTS else threads if threads is not None else self.threads
             return self._encode_external(texts, threads, progress)
         token_ids = self.tokenize(texts)
         cache = self._cache()
         if cache is None:
-            return self._run(token_ids, progress)
+            return self._run(token_ids, progress, threads)
         # kept by the model's very input, so a passage and a document truncated to the same tokens are one
         keys = [np.asarray(ids, dtype=np.int32).tobytes() for ids in token_ids]
         out, missing = cache.get(keys)
         if progress and len(missing) < len(texts):
             progress(len(texts) - len(missing))
         if missing:
-            fresh = self._run([token_ids[row] for row in missing], progress)
+            fresh = self._run([token_ids[row] for row in missing], progress, threads)
             out[missing] = fresh
             cache.put([keys[row] for row in missing], fresh)
         return out
@@ -152,13 +159,18 @@ class Encoder:
             )
         return EncodingCache(directory, self._cache_identity, self.dim)
 
-    def _run(self, token_ids: list[list[int]], progress: Callable[[int], None] | None) -> np.ndarray:
+    def _run(
+        self,
+        token_ids: list[list[int]],
+        progress: Callable[[int], None] | None,
+        threads: int | None = None,
+    ) -> np.ndarray:
         """The model's vectors of these token ids, batched by length, in input order."""
         self.load()
         # A query's few tokens give the threads nothing to share; they only wait on each other, and far
         # longer when other work has the cores (measured on a busy 2-core machine: 18-23 ms a query on one
         # thread, 62 ms on two).
-        threads = 1 if len(token_ids) <= FEW_TEXTS else self.threads
+        threads = 1 if len(token_ids) <= FEW_TEXTS else threads if threads is not None else self.threads
         order = np.argsort([len(ids) for ids in token_ids], kind="stable")
         out = np.empty((len(token_ids), self.dim), dtype=np.float32)
         for rows in self.batches(order, [len(token_ids[i]) for i in order]):
