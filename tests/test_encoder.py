@@ -128,6 +128,18 @@ def test_token_budget_batches_give_the_same_vectors(monkeypatch):
     np.testing.assert_allclose(encoder.encode(texts), Encoder(batch_size=1).encode(texts), atol=2e-5)
 
 
+def test_tight_batches_end_where_padding_would_cost_more_than_a_call():
+    """A renewal's few texts (writes.recalibrate) go in tight batches: ten short texts are not padded to the
+    length of three long ones, which the token budget alone would batch with them; the vectors are the same to
+    fp32's jitter."""
+    encoder = Encoder()
+    lengths = [5] * 10 + [40] * 3
+    assert [len(batch) for batch in encoder.batches(np.arange(13), lengths)] == [13]
+    assert [len(batch) for batch in encoder.batches(np.arange(13), lengths, tight=True)] == [10, 3]
+    texts = [f"short one {i}" for i in range(10)] + ["a much longer sentence " * 6 + str(i) for i in range(3)]
+    np.testing.assert_allclose(encoder.encode(texts, tight=True), encoder.encode(texts), rtol=0, atol=1e-6)
+
+
 def test_a_call_on_one_thread_gives_the_very_same_vectors():
     """A renewal of the calibration encodes on one thread (writes.RENEWAL_THREADS) and takes the other vectors
     from its cache, encoded on the encoder's threads: the two must be the same, bit for bit."""

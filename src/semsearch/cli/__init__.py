@@ -51,15 +51,18 @@ class Group(click.Group):
 @click.version_option(package_name="semsearch")
 def main() -> None:
     """semsearch: semantic search over your documents, with whitening fitted on your own corpus."""
-    # The application's choices, made before transformers or tokenizers load: never reach a model hub (models
-    # are local directories), no tokenizer threads that a later fork would warn about, and Arrow's buffers (a
+    # The application's choices, made before transformers, tokenizers or NumPy load: never reach a model hub
+    # (models are local directories), no tokenizer threads that a later fork would warn about, Arrow's buffers (a
     # table's row groups) from the C allocator, which gives them back: Arrow's own (mimalloc) keeps 20-30 MiB of
-    # a Parquet file's reading resident for the rest of the ingest.
+    # a Parquet file's reading resident for the rest of the ingest; and NumPy's OpenBLAS workers asleep as soon
+    # as they have nothing to do (the least it takes, 2^4 cycles), not spinning 2^28 cycles on a free core after
+    # each product and once NumPy loads: 0.03 CPU-s of every process, 0.9 of 20 small products apart (threads.py).
     for name, value in (
         ("HF_HUB_OFFLINE", "1"),
         ("TRANSFORMERS_OFFLINE", "1"),
         ("TOKENIZERS_PARALLELISM", "false"),
         ("ARROW_DEFAULT_MEMORY_POOL", "system"),
+        ("OPENBLAS_THREAD_TIMEOUT", "4"),
     ):
         os.environ.setdefault(name, value)
     release_large_blocks()  # freed blocks of vectors leave the RSS: an ingest's memory follows its index

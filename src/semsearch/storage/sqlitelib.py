@@ -16,6 +16,7 @@ if "dateutil.parser" not in sys.modules and (found := importlib.util.find_spec("
     found.loader = importlib.util.LazyLoader(found.loader)
     sys.modules["dateutil.parser"] = later = importlib.util.module_from_spec(found)
     found.loader.exec_module(later)  # its code runs at the first use of one of its names
+    sys.modules["dateutil"].parser = later  # `from dateutil import parser` takes it as it is
 try:
     import sqlite_utils
 finally:
