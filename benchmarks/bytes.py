@@ -11,7 +11,9 @@ Each argument is SET:NAME=INDEX; the first index of a set is its baseline, unles
 it (a passage's bytes measured before, in an index this release would migrate on open: opening it here would
 change what it measures). `--note` adds a line under the command (what the copies are). `--ingest SET=INDEX`
 first ingests a retrieval set (raw_precision.py's: cranfield-mixed, scifact-mixed, cranfield, ...; built under
-`--sets`) with every default into INDEX, unless it is there, to be measured as an argument names it:
+`--sets`) with every default into INDEX, unless it is there, to be measured as an argument names it; `--ndcg`
+adds each index's nDCG@10 on its set's queries (a retrieval set's, as --ingest builds it) in its default mode
+and dense alone:
 
     .venv/bin/python benchmarks/bytes.py --ingest cranfield-mixed=/tmp/cm cranfield-mixed:defaults=/tmp/cm"""
 
@@ -24,6 +26,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from lancedb import parts
+from raw_precision import beir_directory, ndcg
 from scale import command_line, markdown_table
 
 OUT = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
@@ -54,8 +57,6 @@ def store_parts(database: Path, passages: int) -> dict[str, float]:
 
 def ingested(name: str, path: Path, sets: Path) -> None:
     """The set ingested with every default into `path`, unless there (a directory is published whole)."""
-    from raw_precision import beir_directory
-
     from semsearch import Index
     from semsearch.evaluation.datasets import load_beir
 
@@ -82,6 +83,7 @@ def main() -> None:
         "--ingest", action="append", default=[], help="SET=INDEX: the set ingested with every default first"
     )
     parser.add_argument("--sets", type=Path, default=Path("/tmp/raw-precision/sets"), help="--ingest's sets")
+    parser.add_argument("--ndcg", action="store_true", help="each index's nDCG@10 on its set's queries too")
     args = parser.parse_args()
     from semsearch.index import Index
 
@@ -112,6 +114,10 @@ def main() -> None:
                 "of the baseline": f"1/{baseline / per['total']:.2f}",
             }
         )
+        if args.ndcg:
+            score, mode = ndcg(Path(path), data_set, args.sets)
+            dense = ndcg(Path(path), data_set, args.sets, "dense")[0]
+            rows[-1].update({"mode": mode, "ndcg@10": round(score, 4), "dense ndcg@10": round(dense, 4)})
         stores.append({"set": data_set, "index": name, **store_parts(Path(path) / "documents.db", passages)})
         print(rows[-1], flush=True)
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")

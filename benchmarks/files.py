@@ -714,7 +714,8 @@ def parquet(args) -> list[str]:
             PYTHON,
             "-c",
             "import runpy; from semsearch.ingest.sources import tablerows, tables; "
-            "tables.TableSource.messages = lambda self: tablerows.messages(self.table, self.kind, self.fields); "
+            "tables.TableSource.messages = lambda self: map(tablerows.row_by_row, "
+            "tablerows.messages(self.table, self.kind, self.fields)); "
             "runpy.run_module('semsearch', run_name='__main__')",
         ]
         runs = [("corpus.parquet", "corpus.parquet", SEMSEARCH), ("corpus.jsonl", "corpus.jsonl", SEMSEARCH)]

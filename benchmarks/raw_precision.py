@@ -69,12 +69,14 @@ def ingested(name: str, work: Path) -> tuple[Path, float]:
     return path, float(timing.read_text())
 
 
-def ndcg(path: Path, name: str, work: Path, mode: str | None = None) -> tuple[float, str]:
+def ndcg(path: Path, name: str, sets: Path, mode: str | None = None) -> tuple[float, str]:
+    """nDCG@10 of the index on the set's queries (the set built under `sets`), in `mode` (its default: None),
+    and the mode it ran in."""
     from semsearch import Index
     from semsearch.evaluation.datasets import load_beir
     from semsearch.evaluation.metrics import evaluate_run
 
-    data = load_beir(beir_directory(name, work / "sets"))
+    data = load_beir(beir_directory(name, sets))
     ids = sorted(data.queries)
     with Index.open(path) as index:
         hits = index.search_many([data.queries[q] for q in ids], k=10, mode=mode)
@@ -169,13 +171,13 @@ def main() -> None:
         print(name, "ingested", seconds, flush=True)
         if args.build_only:
             continue
-        today, mode = ndcg(source, name, args.work)
-        dense_today, _ = ndcg(source, name, args.work, "dense")
+        today, mode = ndcg(source, name, args.work / "sets")
+        dense_today, _ = ndcg(source, name, args.work / "sets", "dense")
         for precision in args.precisions.split(","):
             target = args.work / "indexes" / f"{name}-{precision}"
             refit_s = reduced_copy(source, precision, target)
-            score, _ = ndcg(target, name, args.work)
-            dense, _ = ndcg(target, name, args.work, "dense")
+            score, _ = ndcg(target, name, args.work / "sets")
+            dense, _ = ndcg(target, name, args.work / "sets", "dense")
             moved = transform_difference(source, target)
             raw_bytes = sum(f.stat().st_size for f in (target / "raw").iterdir())
             rows.append({  # noqa

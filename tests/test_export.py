@@ -161,13 +161,13 @@ def test_an_export_keeps_the_transform_its_source_fitted_before_upserts(sample_e
     from dataclasses import replace
 
     from click.testing import CliRunner
-    from safetensors.numpy import load_file
 
     from semsearch import Index
     from semsearch.cli import main
     from semsearch.errors import DataError
     from semsearch.ingest.documents import Corpus, FieldNames
     from semsearch.ingest.exported import restored
+    from semsearch.storage.packedarrays import read_arrays
 
     queries = QUERIES + [json.loads(line)["title"] for line in SAMPLE.read_text().splitlines()[::20]]
     with refitted_copy(sample_encoded, tmp_path / "source", "whiten", 16, 0.5, calibrate=False) as source:
@@ -181,7 +181,7 @@ def test_an_export_keeps_the_transform_its_source_fitted_before_upserts(sample_e
         assert source.state.drift > 0.05  # the transform is still the one fitted before the upserts
         source.export(tmp_path / "export.jsonl", vectors=True)
         expected = [[(h.id, h.score) for h in hits] for hits in source.search_many(queries, k=10, crop=0)]
-        fitted = load_file(str(_generation(source.path) / "transform.safetensors"))
+        fitted = read_arrays(_generation(source.path) / "transform.safetensors")[0]
 
     runner = CliRunner()
     result = runner.invoke(
@@ -191,7 +191,7 @@ def test_an_export_keeps_the_transform_its_source_fitted_before_upserts(sample_e
     assert "its transform: whiten P=0.5 to 16 dims as its source fitted it" in result.output
     with Index.open(tmp_path / "kept") as kept:
         assert kept.state.drift == pytest.approx(source.state.drift, abs=1e-9)
-        for name, array in load_file(str(_generation(kept.path) / "transform.safetensors")).items():
+        for name, array in read_arrays(_generation(kept.path) / "transform.safetensors")[0].items():
             assert np.array_equal(array, fitted[name])
         for hits, wanted in zip(kept.search_many(queries, k=10, crop=0), expected):
             assert [h.id for h in hits] == [i for i, _ in wanted]

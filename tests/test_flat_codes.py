@@ -8,14 +8,14 @@ import json
 import faiss
 import numpy as np
 import pytest
-from safetensors.numpy import load_file
 
 from semsearch import Index
 from semsearch.retrieval import vectorindex
 from semsearch.retrieval.search import DenseRetriever
 from semsearch.retrieval.vectorindex import AUTO_CODED_ROWS, AUTO_FLAT_LIMIT, outgrown, resolve_index_type
 from semsearch.settings import TransformKind, TransformSpec
-from semsearch.transforms.linear import LinearTransform
+from semsearch.storage.packedarrays import read_arrays
+from semsearch.transforms.linear import LinearTransform, rounded
 
 pytestmark = pytest.mark.xdist_group("flat_codes")
 
@@ -156,20 +156,32 @@ def test_an_index_made_flat_by_an_older_auto_answers_as_before_and_turns_coded_w
         assert (index.vectors.kind, index.vectors.count) == ("flat-sq8", 1510)
 
 
-def test_the_transform_matrix_is_kept_in_float32_only_where_exact(coded, tmp_path):
-    saved = load_file(str(next(coded.path.glob("gen-*")) / LinearTransform.FILE))
+def test_the_transform_matrix_is_kept_in_float16_only_where_exact(coded, tmp_path):
+    saved = read_arrays(next(coded.path.glob("gen-*")) / LinearTransform.FILE)[0]  # as stored, unpacked
     assert (
-        saved["matrix"].dtype == np.float32
+        saved["matrix"].dtype == np.float16
         and saved["mean"].dtype == saved["eigenvalues"].dtype == np.float64
     )
     assert np.array_equal(saved["matrix"].astype(np.float64), coded.transform.matrix)
-    stats = load_file(str(next(coded.path.glob("gen-*")) / "stats.safetensors"))
+    assert 0 < coded.transform.rounding < 1e-3 and coded.state.drift == 0  # the rounding's share left out
+    stats = read_arrays(next(coded.path.glob("gen-*")) / "stats.safetensors")[0]
     assert stats["mean"].dtype == stats["comoment_upper"].dtype == np.float64  # running statistics: float64
-    # a matrix float32 cannot hold (an older release's fit) is written as it is, read back unchanged
+    # a matrix of an older release's fit (float32's values, float64's) is written as it is, read back unchanged
     rng = np.random.default_rng(7)
     spec = TransformSpec(TransformKind.WHITEN, 4, 0.5)
-    older = LinearTransform(spec, 6, rng.normal(size=6), rng.normal(size=(6, 4)), np.arange(4, 0, -1.0))
-    older.save(tmp_path)
-    assert load_file(str(tmp_path / LinearTransform.FILE))["matrix"].dtype == np.float64
-    again = LinearTransform.load(tmp_path, spec, 6)
-    assert np.array_equal(again.matrix, older.matrix) and np.array_equal(again.mean, older.mean)
+    for matrix, kept in (
+        (rng.normal(size=(6, 4)), np.float64),
+        (np.float32(rng.normal(size=(6, 4))), np.float32),
+    ):
+        older = LinearTransform(spec, 6, rng.normal(size=6), matrix, np.arange(4, 0, -1.0))
+        older.save(tmp_path)
+        assert read_arrays(tmp_path / LinearTransform.FILE)[0]["matrix"].dtype == kept
+        again = LinearTransform.load(tmp_path, spec, 6)
+        assert np.array_equal(again.matrix, older.matrix) and np.array_equal(again.mean, older.mean)
+    # beyond float16's range, or a spread of variances that float16's rounding would mix: float32's values
+    assert rounded(np.array([[0.1 + 1e-9]]), 1e4).tolist() == [[float(np.float32(0.1))]]
+    wide = rounded(np.array([[1e5, 1.0 + 1e-9]]), 1.0)
+    assert (
+        wide.tolist() == [[1e5, 1.0]]
+        and LinearTransform(spec, 1, np.zeros(1), wide, np.ones(2)).arrays()["matrix"].dtype == np.float32
+    )

@@ -261,9 +261,10 @@ def test_parquet_is_read_a_row_group_at_a_time_with_its_vectors(tmp_path):
 
 
 def test_a_batch_crosses_the_pipe_a_row_a_frame_and_reads_back_the_same():
-    """The reader's message for a batch: its head, then each row's values as a frame of its own (the ingest
-    never reads and decodes a whole batch's JSON at once: 400 KB blocks that fragmented its heap), then the
-    vectors' bytes; read back, the same names, values and vectors."""
+    """The reader's message for a batch: its head, then each row's values as a frame of its own followed by its
+    vector's bytes (the ingest holds a row at a time, never a batch's values: they raised Python's arenas'
+    high-water mark above JSONL's); read back, the same names, values and vectors, and where the pipe ends
+    inside a batch, its rows stop there and the next read says so."""
     import io
     import json
 
@@ -277,16 +278,21 @@ def test_a_batch_crosses_the_pipe_a_row_a_frame_and_reads_back_the_same():
     tablerows.write_message(pipe, ("rows", names, columns, vectors))
     tablerows.write_message(pipe, ("end",))
     pipe.seek(0)
-    _, read_names, read_columns, read_vectors = tablerows.read_message(pipe)
-    assert (read_names, read_columns) == (names, columns) and np.array_equal(read_vectors, vectors)
+    _, read_names, rows = tablerows.read_message(pipe)
+    rows = list(rows)
+    assert read_names == names and [values for values, _ in rows] == [list(row) for row in zip(*columns)]
+    assert np.array_equal(np.stack([vector for _, vector in rows]), vectors)
     assert tablerows.read_message(pipe) == ("end",) and tablerows.read_message(pipe) is None
     pipe.seek(0)
-    frames = []
-    for _ in range(51):
+    length = int.from_bytes(pipe.read(tablerows.LENGTH_BYTES), "little")
+    assert json.loads(pipe.read(length))["rows"] == 50
+    for i, row in enumerate(zip(*columns)):  # a frame a row, its vector after it
         length = int.from_bytes(pipe.read(tablerows.LENGTH_BYTES), "little")
-        frames.append(json.loads(pipe.read(length)))
-    assert frames[1:] == [list(row) for row in zip(*columns)]  # a frame a row
-    assert pipe.read(vectors.nbytes) == vectors.tobytes()
+        assert json.loads(pipe.read(length)) == list(row)
+        assert pipe.read(vectors[i].nbytes) == vectors[i].tobytes()
+    cut = io.BytesIO(pipe.getvalue()[: pipe.tell() // 2])
+    _, _, rows = tablerows.read_message(cut)
+    assert 0 < len(list(rows)) < 50 and tablerows.read_message(cut) is None
 
 
 def test_parquet_vectors_of_every_list_type_and_the_ones_refused(tmp_path):

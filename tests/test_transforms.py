@@ -44,7 +44,7 @@ def test_corpus_smaller_than_the_dimension():
     transform, mean, cov = whitened_covariance(TransformSpec(TransformKind.WHITEN, dims=16), x)
     assert transform.out_dim == 9
     np.testing.assert_allclose(mean, 0, atol=1e-6)
-    np.testing.assert_allclose(cov, np.eye(9), atol=1e-5)
+    np.testing.assert_allclose(cov, np.eye(9), atol=1e-3)  # the matrix at float16's values (linear.rounded)
     assert np.all(np.isfinite(transform.project(x)))
 
 
@@ -57,8 +57,9 @@ def test_first_k_columns_and_power():
     variances = [np.var(t.apply(x).astype(np.float64), axis=0, ddof=1) for t in (pca, half, full)]
     # pca keeps the eigenvalues (descending), full whitening flattens them to 1, P=0.5 takes their square root.
     assert np.all(np.diff(variances[0]) < 0)
-    np.testing.assert_allclose(variances[1], np.sqrt(variances[0]), rtol=1e-4)
-    np.testing.assert_allclose(variances[2], 1, rtol=1e-4)
+    # to float16's rounding of the matrix (a relative 2.4e-4, linear.rounded) where pca's is float32's
+    np.testing.assert_allclose(variances[1], np.sqrt(variances[0]), rtol=1e-3)
+    np.testing.assert_allclose(variances[2], 1, rtol=1e-3)
 
 
 def test_pca_with_all_dims_is_a_rotation_of_the_centred_vectors():

@@ -18,7 +18,7 @@ import numpy as np
 Span = tuple[int, int]  # character offsets [start, end) in a document's text
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Location:
     """Where a stretch of text sits in its file; each field only where the file's kind knows it."""
 
@@ -51,7 +51,7 @@ class Location:
         )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Section:
     """A stretch [start, end) of a document's text that no passage crosses (a heading's section, a
     paragraph, a page), with its location in the file."""

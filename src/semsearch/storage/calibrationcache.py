@@ -30,8 +30,8 @@ from pathlib import Path
 import numpy as np
 
 from .damage import safetensors_problem
-from .files import atomic_path
 from .manifest import IndexSettings
+from .packedarrays import read_arrays, write_arrays
 from .rawvectors import DTYPES, FLOAT32, read_rows, row_width, stored_rows
 
 FILE = "calibration-cache.safetensors"
@@ -134,8 +134,6 @@ class CalibrationCache:
     def save(self, panel: np.ndarray, paragraphs: Sequence[str] = ()) -> None:
         """Keep `panel`, the paragraph each of its rows was asked as ("": none; each begins with its row's
         query) and the vectors used since `encoder` was made (atomically; a failure only logged)."""
-        from safetensors.numpy import save_file
-
         panel = np.ascontiguousarray(panel, np.int64).reshape(-1, 4)
         after = words_after_queries(panel, paragraphs)
         words = zlib.compress(json.dumps(after, ensure_ascii=False).encode("utf-8"), 9)
@@ -145,9 +143,9 @@ class CalibrationCache:
                 tensors[f"{precision}.keys"] = np.fromiter(used, dtype=np.int64, count=len(used))
                 tensors[f"{precision}.codes"] = np.stack([code for code, _ in used.values()])
                 tensors[f"{precision}.scales"] = np.array([scale for _, scale in used.values()], np.float32)
-        try:
-            with atomic_path(self.directory / FILE) as tmp:
-                save_file(tensors, str(tmp), metadata={"encoder": self.encoder_name, "dim": str(self.dim)})
+        metadata = {"encoder": self.encoder_name, "dim": str(self.dim)}
+        try:  # packed (storage/packedarrays.py), but what a release before reads and the paragraphs (deflated)
+            write_arrays(self.directory / FILE, tensors, metadata, plain=(*RELEASES_BEFORE, "paragraphs"))
         except OSError as error:  # a cache: the calibration it follows stands without it
             log.warning("%s: calibration cache not written (%s)", self.directory / FILE, error)
 
@@ -157,15 +155,10 @@ class CalibrationCache:
         file = path / FILE
         if not file.is_file() or safetensors_problem(file):
             return cls(path, encoder_name)
-        from safetensors import safe_open
-
         try:
-            with safe_open(str(file), "numpy") as opened:
-                metadata = opened.metadata() or {}
-                if metadata.get("encoder") != encoder_name:
-                    return cls(path, encoder_name)
-                names = opened.keys()
-                parts = {name: opened.get_tensor(name) for name in names}
+            parts, metadata = read_arrays(file)
+            if metadata.get("encoder") != encoder_name:
+                return cls(path, encoder_name)
             return cls._of(path, encoder_name, parts, metadata)
         except (OSError, ValueError, KeyError, TypeError, zlib.error) as error:
             log.warning("%s: calibration cache ignored (%s)", file, error)

@@ -14,6 +14,7 @@ from typing import ClassVar
 import numpy as np
 
 from ..settings import TransformKind, TransformSpec
+from ..storage.packedarrays import read_arrays, write_arrays
 from .stats import RunningStats
 
 # A fresh pass over the raw vectors each call: a transform that trains streams the corpus more than once.
@@ -86,17 +87,10 @@ def normalize_rows(vectors: np.ndarray) -> np.ndarray:
 
 
 def save_arrays(path: Path, arrays: Mapping[str, np.ndarray]) -> None:
-    """Write named arrays to a safetensors file atomically."""
-    from safetensors.numpy import save_file
-
-    from ..storage.files import atomic_path
-
-    with atomic_path(path) as tmp:
-        # safetensors writes the raw buffer: a Fortran-ordered array (eigh returns those) would transpose.
-        save_file({name: np.ascontiguousarray(a) for name, a in arrays.items()}, str(tmp))
+    """Write named arrays to a safetensors file atomically, each packed (storage/packedarrays.py: lossless)."""
+    write_arrays(path, arrays)
 
 
 def load_arrays(path: Path) -> dict[str, np.ndarray]:
-    from safetensors.numpy import load_file
-
-    return load_file(str(path))
+    """The arrays `save_arrays` wrote (or a release before: as they were written)."""
+    return read_arrays(path)[0]

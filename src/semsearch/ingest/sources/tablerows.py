@@ -5,16 +5,19 @@ own process. The file is read a batch at a time (Parquet a row group at a
 time); each batch is a message:
 
 - `("rows", names, columns, vectors)`: the columns' values (JSON's kinds, `fields.json_value`) without the
-  vector column, which comes as one float32 array (rows x width) or None;
+  vector column, which comes as one float32 array (rows x width) or None; read back (`read_message`, or
+  `row_by_row` for an in-memory table) as `("rows", names, rows)`: each row's values and its vector (or None),
+  an iterator to read to its end before the next message;
 - `("error", reason, field, at_row)`: the file's reading ends here; `at_row`: the error is at the next row
   (unreadable from there, a vector column refused), else the whole file's (a column missing);
 - `("end",)`: every row was sent (the child's last message).
 
 On the pipe a message is frames of JSON, each its length first (8 bytes): its head, then for `rows` a frame a
-row (its values in the names' order), then the vectors' float32 bytes. No pickles; the pipe's buffer bounds
-what the child reads ahead of the ingest; and the ingest reads and decodes a row's few hundred bytes at a time,
-as it reads JSONL lines: a batch's values as one JSON (about 400 KB at 4,096 rows, a block of the heap and its
-decoded text another) left 1 MiB more of the heap free but held after storing 50,000 rows than JSONL's
+row (its values in the names' order), each followed by its vector's float32 bytes. No pickles; the pipe's buffer
+bounds what the child reads ahead of the ingest. The ingest reads a row at a time, as it reads JSONL lines
+(`read_message` gives a batch's rows as they are read): a batch's values held at once as Python objects (4,096
+rows) raised the high-water mark of Python's small-object arenas, which a few long-lived objects then kept
+(3 MiB more than JSONL's at 300,000 rows), and a batch's values as one JSON left 1 MiB of holes in the heap
 (benchmarks/results/files.md)."""
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterator
+from itertools import repeat
 from typing import IO, Any
 
 import numpy as np
@@ -67,25 +71,27 @@ def messages(table: Any, kind: str | None, fields: FieldNames) -> Iterator[Messa
 
 
 def write_message(out: IO[bytes], message: Message) -> None:
-    vectors, rows = None, []
     if message[0] == "rows":
         _, names, columns, vectors = message
-        rows = list(zip(*columns))
-        head = {"names": names, "rows": len(rows), "shape": None if vectors is None else vectors.shape}
+        rows = list(zip(*columns)) if columns else []
+        head = {"names": names, "rows": len(rows), "width": None if vectors is None else vectors.shape[1]}
     elif message[0] == "error":
-        head = dict(zip(("error", "field", "at_row"), message[1:]))
+        head, rows = dict(zip(("error", "field", "at_row"), message[1:])), []
     else:
-        head = {"end": True}
+        head, rows = {"end": True}, []
     _write_frame(out, head)
-    for row in rows:  # a row a frame: the ingest reads small strings, never a batch's 400 KB at once
+    for offset, row in enumerate(
+        rows
+    ):  # a row a frame, its vector after it: the ingest reads a row at a time
         _write_frame(out, row)
-    if vectors is not None:
-        out.write(np.ascontiguousarray(vectors, dtype=np.float32).tobytes())
+        if vectors is not None:
+            out.write(np.ascontiguousarray(vectors[offset], dtype=np.float32).tobytes())
     out.flush()
 
 
 def read_message(stream: IO[bytes]) -> Message | None:
-    """The next message on the pipe, or None where it ends before a whole one."""
+    """The next message on the pipe, or None where it ends before a whole head. A `rows` message's rows are
+    read from the pipe as they are taken; where the pipe ends within them they stop, and the next read is None."""
     head = _read_frame(stream)
     if head is None:
         return None
@@ -93,20 +99,30 @@ def read_message(stream: IO[bytes]) -> Message | None:
         return ("end",)
     if "error" in head:
         return "error", head["error"], head["field"], head["at_row"]
-    rows = []
-    for _ in range(head["rows"]):
+    return "rows", head["names"], _rows(stream, head["rows"], head["width"])
+
+
+def row_by_row(message: Message) -> Message:
+    """A `rows` message as `messages` makes it, as `read_message` gives it (other messages as they are)."""
+    if message[0] != "rows":
+        return message
+    _, names, columns, vectors = message
+    # a vector's own copy: a view would keep its whole batch alive
+    kept = repeat(None) if vectors is None else (vector.copy() for vector in vectors)
+    return "rows", names, zip(zip(*columns), kept)
+
+
+def _rows(stream: IO[bytes], count: int, width: int | None) -> Iterator[tuple[list, np.ndarray | None]]:
+    size = 0 if width is None else width * 4
+    for _ in range(count):
         if (row := _read_frame(stream)) is None:
-            return None
-        rows.append(row)
-    vectors = None
-    if head["shape"] is not None:
-        count, width = head["shape"]
-        size = count * width * 4
-        if len(raw := stream.read(size)) < size:
-            return None
-        vectors = np.frombuffer(raw, np.float32).reshape(count, width)
-    columns = [list(column) for column in zip(*rows)] or [[] for _ in head["names"]]
-    return "rows", head["names"], columns, vectors
+            return
+        vector = None
+        if width is not None:
+            if len(raw := stream.read(size)) < size:
+                return
+            vector = np.frombuffer(raw, np.float32).copy()
+        yield row, vector
 
 
 def _write_frame(out: IO[bytes], value: Any) -> None:
@@ -116,9 +132,13 @@ def _write_frame(out: IO[bytes], value: Any) -> None:
 
 
 def _read_frame(stream: IO[bytes]) -> Any:
+    """The next frame's value, or None where the pipe ends before its end (its writer stopped)."""
     length = stream.read(LENGTH_BYTES)
-    data = stream.read(int.from_bytes(length, "little")) if len(length) == LENGTH_BYTES else b""
-    return json.loads(data) if data else None
+    if len(length) < LENGTH_BYTES:
+        return None
+    size = int.from_bytes(length, "little")
+    data = stream.read(size)
+    return json.loads(data) if size and len(data) == size else None
 
 
 def serve(descriptor: int) -> None:

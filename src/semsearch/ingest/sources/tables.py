@@ -66,8 +66,8 @@ class TableSource(Source):
                 where = {"path": self.name, "row": row + 1 if at_row else None, "field": field}
                 yield Place(self.name, row=where["row"]), DataError(reason, **where)
                 return
-            _, names, columns, vectors = message
-            for offset, values in enumerate(zip(*columns)):
+            _, names, rows = message
+            for values, vector in rows:
                 row += 1
                 place = Place(self.name, row=row)
                 record = {name: value for name, value in zip(names, values) if value is not None}
@@ -78,8 +78,7 @@ class TableSource(Source):
                 except DataError as error:
                     yield place, DataError(error.reason, path=self.name, row=row, field=error.field)
                     continue
-                if vectors is not None:
-                    vector = vectors[offset].copy()  # its own: a view would keep its whole batch alive
+                if vector is not None:
                     if not np.isfinite(vector).all():
                         message = "a vector value that is not finite"
                         yield place, DataError(message, path=self.name, row=row, field=self.fields.vector)
@@ -91,7 +90,7 @@ class TableSource(Source):
     def messages(self) -> Iterator[tablerows.Message]:
         """The table's batches (tablerows): a file's from a child process, an in-memory table's from here."""
         if self.kind is None:
-            return tablerows.messages(self.table, None, self.fields)
+            return map(tablerows.row_by_row, tablerows.messages(self.table, None, self.fields))
         from .tablereader import read_in_child
 
         return read_in_child(self.path, self.kind, self.fields)
