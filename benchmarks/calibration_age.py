@@ -178,14 +178,14 @@ def diagnosis(source: Path, other: Path, queries: list[str]) -> dict:
     """Where an import that fitted its own transform (`other`) parts from its source: the transforms and the
     statistics (largest difference), and each side's candidates as hybrid search takes them (FUSION_DEPTH)."""
     import numpy as np
-    from safetensors.numpy import load_file
 
     from semsearch.index import Index
     from semsearch.settings import FUSION_DEPTH
+    from semsearch.storage.packedarrays import read_arrays
 
-    def files(path: Path, name: str) -> dict:
+    def files(path: Path, name: str) -> dict:  # packed or not (storage/packedarrays.py)
         generation = json.loads((path / "manifest.json").read_text())["generation"]
-        return load_file(str(path / f"gen-{generation:06d}" / name))
+        return read_arrays(path / f"gen-{generation:06d}" / name)[0]
 
     out = {}
     for name in ("transform.safetensors", "stats.safetensors"):

@@ -307,8 +307,16 @@ def test_a_new_session_starts_from_the_optimized_copy_and_encodes_the_same(tiny_
     first = Encoder(tiny_bert, quantize="int8").encode(TEXTS)
     optimized = sessions.optimized_path(graph, onnxruntime.__version__)
     assert optimized.is_file() and optimized.read_bytes() != graph.read_bytes()
+    # its weights in a file beside it, which a session maps
+    (weights,) = optimized.parent.glob(f"{optimized.name}.*.{sessions.WEIGHTS}")
+    assert weights.stat().st_size > optimized.stat().st_size
     sessions.release(str(graph))  # as a new process: no session held
     np.testing.assert_array_equal(Encoder(tiny_bert, quantize="int8").encode(TEXTS), first)
+    weights.write_bytes(b"cut short")  # the copy's weights damaged: passed over, and saved again
+    sessions.release(str(graph))
+    np.testing.assert_array_equal(Encoder(tiny_bert, quantize="int8").encode(TEXTS), first)
+    assert not weights.exists() and len(list(optimized.parent.glob(f"*.{sessions.WEIGHTS}"))) == 1
+    sessions.release(str(graph))
     optimized.write_bytes(b"not a graph")
     sessions.release(str(graph))
     np.testing.assert_array_equal(Encoder(tiny_bert, quantize="int8").encode(TEXTS), first)

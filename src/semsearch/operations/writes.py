@@ -333,7 +333,7 @@ def recalibrate(directory: IndexDirectory) -> tuple[float, Published]:
     ):  # the drift's products
         published = _publish(
             directory, building, directory.stats(), transform, vectors, settings, calibration=calibration,
-            isotropy=directory.state.isotropy,  # no vector changed
+            isotropy=directory.state.isotropy, unchanged_from=directory.generation_dir,  # no vector changed
         )  # fmt: skip
     return time.perf_counter() - started, published
 
