@@ -5,7 +5,7 @@ export carries) and a row per vector row of a document with sections, its passag
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from ..documents import Document, Span, passage_locations
 
@@ -19,12 +19,12 @@ def sections_json(doc: Document) -> str | None:
 
 def location_rows(
     documents: Sequence[Document], pks: Sequence[int], spans: Sequence[Sequence[Span]]
-) -> list[tuple[int, str]]:
+) -> Iterator[tuple[int, str]]:
     """(vector row, location JSON) of each passage of the documents with sections (a document of one passage:
-    its whole text)."""
-    return [
+    its whole text), made as they are taken."""
+    return (
         (pk + i, json.dumps(location.to_json(), ensure_ascii=False))
         for doc, pk, parts in zip(documents, pks, spans)
         if doc.sections
         for i, location in enumerate(passage_locations(doc, parts or [(0, len(doc.text))]))
-    ]
+    )

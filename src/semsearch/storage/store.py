@@ -274,33 +274,33 @@ class DocumentStore(StoreReads, SyncedFiles, PlaceUpdates):
         a document with sections are stored with their locations."""
         documents, pks = list(documents), list(pks)
         spans = spans or [[]] * len(documents)
-        rows = [
-            (pk, doc.id, doc.title, doc.text, json.dumps(doc.metadata, ensure_ascii=False), doc.content_hash)
-            for doc, pk in zip(documents, pks)
-        ]
+        metadata = [json.dumps(doc.metadata, ensure_ascii=False) for doc in documents]
+        # rows made as SQLite takes them, not held as lists: a partition's rows at once raised the high-water
+        # mark of Python's arenas, which a few long-lived objects then keep (benchmarks/results/files.md)
+        values = (
+            (pk, doc.id, doc.title, doc.text, fields, doc.content_hash, len(parts) or 1, sections_json(doc))
+            for doc, pk, parts, fields in zip(documents, pks, spans, metadata)
+        )
         self.db.conn.executemany(
             "INSERT INTO documents (pk, id, title, text, metadata, hash, passages, sections) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            [
-                (*row, max(1, len(parts)), sections_json(doc))
-                for row, parts, doc in zip(rows, spans, documents)
-            ],
+            values,
         )
         self.db.conn.executemany(
             "INSERT INTO locations (pk, location) VALUES (?, ?)", location_rows(documents, pks, spans)
         )
         self.db.conn.executemany(
             "INSERT INTO passages (pk, start, end) VALUES (?, ?, ?)",
-            [
+            (
                 (pk + i, start, end)
                 for pk, parts in zip(pks, spans)
                 if len(parts) > 1
                 for i, (start, end) in enumerate(parts)
-            ],
+            ),
         )
-        self.db.conn.execute(META_ROWS.format(rows=NEW_ROWS), [json.dumps([row[0] for row in rows])])
+        self.db.conn.execute(META_ROWS.format(rows=NEW_ROWS), [json.dumps(pks)])
         self._allowed().clear()
-        counts = field_counts(row[4] for row in rows)
+        counts = field_counts(metadata)
         self.db.conn.executemany(
             "INSERT INTO fields (name, documents) VALUES (?, ?) "
             "ON CONFLICT(name) DO UPDATE SET documents = documents + excluded.documents",
