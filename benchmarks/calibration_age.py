@@ -63,7 +63,55 @@ NOTES = [  # what the run recorded here does not say by itself
     "the source; one calibrated again on the rewritten sentences takes hybrid 0.9 and answers otherwise on most",
     "queries (the issue's 40 of 40).",
     "",
-    "Round s7 (the stsb-dev section above and a run before it; `--repeat 3` against main as merged before,",
+    "Round s9 (the two sections above: Cranfield's of 23:30-23:37 UTC, load 6.7 before and 8.4 after, with the",
+    "stsb-dev of the same run; stsb-dev's again at 23:41 with this branch's last commit, load 2.3 before and 4.1 after;",
+    "`--against` main at 2ede5d8, alternated; each version renewed copies of the same stale index, and the two renewed",
+    "copies' calibration records are the same in every field but their seconds, on both sets). STS-B dev: a renewal",
+    "takes 0.86 CPU-s against 1.31 before, **9.5% of the ingest's 9.0 CPU-s** (14.5% before), and 1.4 s against 2.1,",
+    "11.0% of the ingest's 13.0 s by wall (16.3%: the ingest's encoding has two cores where the machine is quieter,",
+    "the renewal's one); at 23:30 (load 6.7) 0.93 against 1.32 CPU-s, 9.3% of an ingest of 10.0 (13.2%), 9.5% by wall",
+    "(12.8%). Cranfield: 2.9 CPU-s against 4.0, 4.7% of its ingest (6.4%). The ingest took 10.0 and 9.0 CPU-s here",
+    "(main's 11.0 at 22:26, and 10.9 and 11.5 beside this branch's 12.5 and 9.8 alternated at 23:00: it may share",
+    "the gains that are the whole process's, within this machine's noise), so the share fell less than the",
+    "renewal's seconds (-30 to -35%).",
+    "Alternated on one stale STS-B index beside main (8-12 renewals each, load 5-9): 1.40 -> 1.03",
+    "CPU-s. What changed, found with perf, cProfile on process time and callgrind's instruction counts: NumPy's",
+    "OpenBLAS workers spun 2^28 cycles on a free core once NumPy loaded and after each product (20 small products",
+    "50 ms apart: 0.9 CPU-s; the import alone 0.03), now asleep at once in the CLI (OPENBLAS_THREAD_TIMEOUT=4), and a",
+    "calibration's products on one thread (threads.one_blas_thread); the ONNX graph's optimized copy keeps its weights",
+    "in a file the session maps (the session 0.05-0.07 CPU-s against 0.12-0.13, the vectors the same to the bit); a",
+    "renewal encodes its 124 texts on one thread (0.29-0.31 CPU-s against 0.38-0.42, the same vectors) in tight",
+    "batches (910 of their 2,883 tokens were padding: 0.27 against 0.34, to fp32's jitter); its generation links the",
+    "statistics, transform and vector index it keeps instead of packing and writing them again; the CLI collects",
+    "young objects every 10,000 allocations, not 700 (146 collections: 0.04-0.05 CPU-s); sqlite_utils starts without",
+    "its plugins' search of every package's metadata and its date parser loads when used. What is left (0.9-1.0",
+    "CPU-s): Python's start and imports 0.3 (of their 1.6 G instructions semsearch's own modules take 0.6, its 65",
+    "dataclasses about 0.26 of that; NumPy 0.35, sqlite_utils 0.25, FAISS 0.18, ONNX Runtime 0.15), the session",
+    "0.07, encoding 0.27, the calibration's reads, searches, sweep and publish about 0.3. CPU seconds here rise with",
+    "the load (main's renewal of the same index: 1.25 to 1.84 over the session), and the round before's machine took",
+    "twice these for both the renewal and the ingest: the share is the figure that carries.",
+    "",
+    "Not of this branch: Cranfield's import of its export now answers the same top-10 as its source on 220 of",
+    "225 queries (scores within 8.2e-03), 225 of 225 in the rounds before; main at 2ede5d8 alone, run apart with this",
+    "script (--repeat 1, 23:38 UTC), gives the same 220 (STS-B dev's stays 260 of 260). The changes merged just before",
+    "(s9c: the transform's matrix in float16, the statistics and transform packed) are where to look.",
+    "",
+    "Round s8 (its stsb-dev section, since replaced by s9's: 20:56 UTC, load 1.5 before and 3.2 after; `--against` commit 2a51e57's",
+    "src, this session's main before the calibration cache kept its vectors as codes): a renewal takes 3.0 s and",
+    "2.7 CPU-s (3.0 / 2.7, 3.0 / 2.7, 2.7 / 2.5), **12.8% of the ingest** by CPU, over the issue's 10%; the",
+    "ingest itself took 21.0 CPU-s here against 27.9 at 17:46, and the renewal 2.7 against 2.4, so the share moves",
+    "with the ingest's time as much as with the renewal's. The `before` column is not comparable this time: the",
+    "tree before reads the new cache format as a cache without vectors (by design, so that it does not fail) and",
+    "encodes every query again (5.8 CPU-s). Side by side on its own benchmark (benchmarks/calibration_cache_renewal.py,",
+    "five alternated runs each, load about 8) the new cache costs a renewal 2.62 CPU-s against 2.85 with the float32",
+    "cache: no slower.",
+    "",
+    "Round s7, last (its stsb-dev section, since replaced by s8's above: 17:46 UTC, load 0.5 before and 3.2 after; `--against` commit",
+    "8c4467a's src, alternated): with the calibration on arrays and the `semsearch` program ending without taking",
+    "the interpreter apart (`cli.run`), a renewal takes 2.5 s and 2.4 CPU-s against 3.8 and 3.6 before: **8.6%**",
+    "of the ingest by wall and by CPU (13.0% before), under the issue's 10%.",
+    "",
+    "Round s7, the helper's runs (a run before the one above; `--repeat 3` against main as merged before,",
     "commit 8c4467a's src, alternated): the calibration's searches, keyword ranking and sweep made on arrays",
     "(bands-cost.md), the same record. 16:36 UTC (load 5.6-6.9, every change): a renewal takes 5.5 s (4.6,",
     "5.5, 5.6) and 2.8 CPU-s (2.8, 2.5, 2.8) against 6.5 s and 3.5 CPU-s (4.1, 3.5, 3.1) before: 12.1% of the",
@@ -178,14 +226,14 @@ def diagnosis(source: Path, other: Path, queries: list[str]) -> dict:
     """Where an import that fitted its own transform (`other`) parts from its source: the transforms and the
     statistics (largest difference), and each side's candidates as hybrid search takes them (FUSION_DEPTH)."""
     import numpy as np
-    from safetensors.numpy import load_file
 
     from semsearch.index import Index
     from semsearch.settings import FUSION_DEPTH
+    from semsearch.storage.packedarrays import read_arrays
 
-    def files(path: Path, name: str) -> dict:
+    def files(path: Path, name: str) -> dict:  # packed or not (storage/packedarrays.py)
         generation = json.loads((path / "manifest.json").read_text())["generation"]
-        return load_file(str(path / f"gen-{generation:06d}" / name))
+        return read_arrays(path / f"gen-{generation:06d}" / name)[0]
 
     out = {}
     for name in ("transform.safetensors", "stats.safetensors"):

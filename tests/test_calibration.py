@@ -491,6 +491,26 @@ def test_a_renewal_encodes_only_the_pseudo_queries_of_changed_documents(index, t
     source.close()
 
 
+def test_a_renewal_links_the_files_it_keeps_and_the_index_stays_whole(index, tmp_path):
+    """A renewal changes only the calibration: its generation links the statistics, transform and vector index
+    of the one before (the same files, not written again), which `check` finds whole once the generation before
+    is gone; the index answers as before."""
+    from semsearch.operations.check import check_index
+
+    path = copy_index(index.path, tmp_path / "renewed")
+    with Index.open(path) as source:
+        before, asked = source.directory.generation_dir, source.search("flow over a flat plate", k=5)
+        files = {file.name: file.stat().st_ino for file in before.iterdir() if file.name != "manifest.json"}
+        assert {"stats.safetensors", "vectors.faiss"} <= set(files)  # and the transform's, where there is one
+        source.recalibrate()
+        after = source.directory.generation_dir
+        assert after != before and {name: (after / name).stat().st_ino for name in files} == files
+        assert [hit.id for hit in source.search("flow over a flat plate", k=5)] == [hit.id for hit in asked]
+    assert check_index(path).healthy
+    with Index.open(path) as reopened:
+        assert [hit.id for hit in reopened.search("flow over a flat plate", k=5)] == [hit.id for hit in asked]
+
+
 BANDED = {  # a record's bands, each leaning its own way (what a calibration by query length may choose)
     "short": {"most": 5, "queries": 60, "mode": "hybrid", "alpha": 0.2, "rule": "best"},
     "sentence": {"most": 23, "queries": 60, "mode": "hybrid", "alpha": 0.6, "rule": "best"},

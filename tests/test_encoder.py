@@ -128,6 +128,26 @@ def test_token_budget_batches_give_the_same_vectors(monkeypatch):
     np.testing.assert_allclose(encoder.encode(texts), Encoder(batch_size=1).encode(texts), atol=2e-5)
 
 
+def test_tight_batches_end_where_padding_would_cost_more_than_a_call():
+    """A renewal's few texts (writes.recalibrate) go in tight batches: ten short texts are not padded to the
+    length of three long ones, which the token budget alone would batch with them; the vectors are the same to
+    fp32's jitter."""
+    encoder = Encoder()
+    lengths = [5] * 10 + [40] * 3
+    assert [len(batch) for batch in encoder.batches(np.arange(13), lengths)] == [13]
+    assert [len(batch) for batch in encoder.batches(np.arange(13), lengths, tight=True)] == [10, 3]
+    texts = [f"short one {i}" for i in range(10)] + ["a much longer sentence " * 6 + str(i) for i in range(3)]
+    np.testing.assert_allclose(encoder.encode(texts, tight=True), encoder.encode(texts), rtol=0, atol=1e-6)
+
+
+def test_a_call_on_one_thread_gives_the_very_same_vectors():
+    """A renewal of the calibration encodes on one thread (writes.RENEWAL_THREADS) and takes the other vectors
+    from its cache, encoded on the encoder's threads: the two must be the same, bit for bit."""
+    texts = [f"sentence number {i} " + "about the river bank " * (i % 7) for i in range(40)]
+    for encoder in (Encoder(), Encoder(quantize="int8")):
+        assert np.array_equal(encoder.encode(texts, threads=1), encoder.encode(texts))
+
+
 def test_pooling_changes_the_vectors():
     mean = Encoder(pooling="mean").encode(TEXTS)
     cls = Encoder(pooling="cls").encode(TEXTS)
@@ -287,8 +307,16 @@ def test_a_new_session_starts_from_the_optimized_copy_and_encodes_the_same(tiny_
     first = Encoder(tiny_bert, quantize="int8").encode(TEXTS)
     optimized = sessions.optimized_path(graph, onnxruntime.__version__)
     assert optimized.is_file() and optimized.read_bytes() != graph.read_bytes()
+    # its weights in a file beside it, which a session maps
+    (weights,) = optimized.parent.glob(f"{optimized.name}.*.{sessions.WEIGHTS}")
+    assert weights.stat().st_size > optimized.stat().st_size
     sessions.release(str(graph))  # as a new process: no session held
     np.testing.assert_array_equal(Encoder(tiny_bert, quantize="int8").encode(TEXTS), first)
+    weights.write_bytes(b"cut short")  # the copy's weights damaged: passed over, and saved again
+    sessions.release(str(graph))
+    np.testing.assert_array_equal(Encoder(tiny_bert, quantize="int8").encode(TEXTS), first)
+    assert not weights.exists() and len(list(optimized.parent.glob(f"*.{sessions.WEIGHTS}"))) == 1
+    sessions.release(str(graph))
     optimized.write_bytes(b"not a graph")
     sessions.release(str(graph))
     np.testing.assert_array_equal(Encoder(tiny_bert, quantize="int8").encode(TEXTS), first)

@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
-from importlib import metadata, util
+from importlib import util
 from pathlib import Path
 
 import numpy as np
@@ -65,6 +65,8 @@ class ExternalModel:
 
     def fingerprint(self) -> str:
         """The package's name, version and files' sizes: a reinstall of the same version keeps its indexes."""
+        from importlib import metadata  # here: its import (email's parsers) cost every process 0.02 CPU-s
+
         digest = hashlib.sha256(f"{self.distribution}=={metadata.version(self.distribution)}".encode())
         for file in sorted(self.directory.rglob("*")):
             if file.is_file() and file.suffix in {".npz", ".model", ".bin"}:

@@ -25,7 +25,7 @@ from .passages import PassageMap
 from .places import PlaceUpdates, field_counts
 from .reads import StoreReads
 from .schema import META_ROWS, MIGRATIONS, NEW_ROWS, SCHEMA_VERSION
-from .sqlitelib import sqlite_utils
+from .sqlitelib import database
 from .synced import SyncedFiles
 
 TABLES = ("documents", "fields", "state")
@@ -71,7 +71,7 @@ class DocumentStore(StoreReads, SyncedFiles, PlaceUpdates):
         with self.guarded():
             if not self.read_only:
                 try:
-                    self.db = sqlite_utils.Database(register_analysis(sqlite3.connect(self.path)))
+                    self.db = database(register_analysis(sqlite3.connect(self.path)))
                     self.db.execute("PRAGMA busy_timeout = 30000")
                     if self.db.journal_mode != "wal":
                         self.db.enable_wal()
@@ -84,7 +84,7 @@ class DocumentStore(StoreReads, SyncedFiles, PlaceUpdates):
                     with contextlib.suppress(AttributeError):
                         self.db.close()
                     self.read_only = True
-            self.db = sqlite_utils.Database(self._read_only_connection())
+            self.db = database(self._read_only_connection())
             self.db.execute("PRAGMA busy_timeout = 30000")
             self._check_readable()
 
