@@ -14,7 +14,9 @@ known items: each module of the module index (py-modindex.html) with a synopsis,
 page it links as the one relevant page; nDCG@10 (one relevant page: 1 / log2(rank + 1) within the top 10) for
 dense, keyword and hybrid search with the defaults. Each row is an ingest with the defaults into its own index,
 the rows of one run side by side: a JSONL's from the JSONL file (converted before the clock starts), the
-folder's from the HTML files (reading and parsing included) to the published index.
+folder's from the HTML files (reading and parsing included) to the published index. Below the table, each
+folder row's difference from the whole page per known item (`paired`): its mean, standard error and how many
+queries rank their page higher or lower, so that a gap of a rank or two on a few queries is read as such.
 
 The anchors: sentences sampled from the pages' paragraphs (the first sentence of a paragraph of 8 to 60 words
 in the main content; lxml reads the page, independent of the reader measured), each searched by keyword in the
@@ -269,6 +271,30 @@ def without_outline():
     return undo
 
 
+GAINS: dict[tuple[str, str], list[float]] = {}  # (row, mode) -> each known item's nDCG@10, for `paired`
+
+
+def paired(rows: list[dict], against: str = "whole page JSONL") -> list[str]:
+    """Each folder row's difference from `against` per known item, by mode: the mean, its standard error
+    (the known items paired), and how many rank their page higher and lower: whether "at least as good" is
+    beyond the noise of so few queries."""
+    lines = []
+    for row in rows:
+        name = row["corpus"]
+        if not name.startswith("folder") or (against, "hybrid") not in GAINS:
+            continue
+        parts = []
+        for mode in MODES:
+            diff = np.subtract(GAINS[(name, mode)], GAINS[(against, mode)])
+            error = diff.std(ddof=1) / math.sqrt(len(diff)) if len(diff) > 1 else 0.0
+            parts.append(
+                f"{mode} {diff.mean():+.3f} (standard error {error:.3f}; {int((diff > 0).sum())} higher, "
+                f"{int((diff < 0).sum())} lower)"
+            )
+        lines.append(f"- {name} minus {against}, per known item: " + "; ".join(parts) + ".")
+    return lines + [""] if lines else []
+
+
 def run(name: str, work: Path, make, queries, sentences) -> dict:
     """An index built by `make(index_path)` (timed), searched by the known items (and the sentences)."""
     from semsearch import Index
@@ -286,6 +312,7 @@ def run(name: str, work: Path, make, queries, sentences) -> dict:
                 ndcg_at_10([h.id for h in index.search(q, k=10, mode=mode)], answer) for q, answer in queries
             ]
             row[f"nDCG@10 {mode}"] = round(float(np.mean(scores)), 3)
+            GAINS[(name, mode)] = scores
         if sentences:
             on_page = right = 0
             for s in sentences:
@@ -426,6 +453,7 @@ def main() -> None:
         ),
         "",
         *markdown_table(rows),
+        *paired(rows),
     ]
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / f"{args.out}.md").write_text("\n".join(lines) + "\n")
