@@ -221,3 +221,39 @@ def test_an_export_keeps_the_transform_its_source_fitted_before_upserts(sample_e
 
 def _generation(path: Path) -> Path:
     return path / f"gen-{json.loads((path / 'manifest.json').read_text())['generation']:06d}"
+
+
+def test_an_import_codes_its_vectors_with_the_flat_sq8_ranges_its_source_trained(tmp_path):
+    """flat-sq8's ranges are trained at an index's first build and upserts after it are coded with them; an
+    export carries them, so its import codes every vector as the source does and its scores from the codes are
+    the source's; an export without them (written before) trains ranges on today's rows, and its do not."""
+    from semsearch import Document, Index
+
+    rng = np.random.default_rng(1)
+
+    def documents(count: int, scale: float) -> list:
+        vectors = (rng.normal(size=(count, 16)) * scale).astype("f4")
+        return [Document(id=str(i), text=f"doc {i}", vector=vectors[i]) for i in range(count)]
+
+    options = dict(model="none", dim=16, transform="whiten", dims=8, index_type="flat-sq8")
+    queries = rng.normal(size=(20, 16)).astype("f4")
+    with Index.create(tmp_path / "source", **options) as source:
+        source.add(documents(400, 1.0))
+        source.add(documents(100, 3.0))  # a fifth upserted, wider than the ranges trained before
+        ranges = source.vectors.code_ranges()
+        source.export(tmp_path / "export.jsonl", vectors=True)
+        expected = [
+            [(h.id, h.score) for h in hits] for hits in source.search_vectors(queries, k=10, rerank=0)
+        ]
+    lines = (tmp_path / "export.jsonl").read_text().split("\n", 1)
+    header = json.loads(lines[0])
+    assert header["vector_codes"] == ranges and len(ranges) == 16
+    del header["vector_codes"]
+    (tmp_path / "before.jsonl").write_text(json.dumps(header) + "\n" + lines[1])
+    for name, same in (("export", True), ("before", False)):
+        here("ingest", tmp_path / f"{name}.jsonl", "--index", tmp_path / name, "-q")
+        with Index.open(tmp_path / name) as imported:
+            assert (imported.vectors.code_ranges() == ranges) is same
+            found = imported.search_vectors(queries, k=10, rerank=0)
+            scores = [[(h.id, h.score) for h in hits] for hits in found]
+            assert (scores == expected) is same

@@ -81,6 +81,7 @@ def build_vectors(
     adder: BlockAdder | None = None,
     checkpoint_in: Path | None = None,
     tuning_queries: np.ndarray | None = None,
+    trained: VectorIndex | None = None,
 ) -> VectorIndex:
     """A new vector index of every live row, of the type `index_type` resolves to for their number, its search
     parameters tuned for `recall_target` (tuning.py) on a sample of its own rows as queries. Trained here;
@@ -88,10 +89,14 @@ def build_vectors(
     `checkpoint_in`: an index directory where an ivf or pq build keeps its progress (buildcheckpoint.py) and
     takes it up again after a kill: the trained index, and where filled here, the rows filled so far.
     `tuning_queries`: raw sample queries given for tuning (storage/tuningqueries.py), instead of the rule's
-    queries made from the rows."""
+    queries made from the rows. `trained`: an empty index of this kind trained already (an export's source's:
+    exported.py), used instead of training one here."""
     count = len(live)
     kind = resolve_index_type(index_type, count, transform.out_dim)
-    vectors = VectorIndex.create(transform.out_dim, kind, count)
+    if trained is not None and (trained.kind, trained.dim, trained.count) == (kind, transform.out_dim, 0):
+        vectors = trained
+    else:
+        vectors = VectorIndex.create(transform.out_dim, kind, count)
     queries = None if tuning_queries is None else transform.project(tuning_queries)
     kept = (
         checkpoint(checkpoint_in, transform, raw, live, kind, queries) if checkpoint_in is not None else None

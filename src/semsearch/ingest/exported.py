@@ -135,6 +135,7 @@ class Restored:
 
     calibration: dict | None = None  # calibration.py's record (or why there is none)
     transform: Any = None  # the Transform its source fitted (before any upserts since)
+    codes: Any = None  # with it, an empty VectorIndex trained as its source's (flat-sq8's ranges), or None
 
     @property
     def parts(self) -> tuple[str, ...]:
@@ -158,7 +159,19 @@ def restored(
     ours = asdict(settings)
     if not isinstance(record, dict) or any(theirs.get(name) != ours[name] for name in FITTED_UNDER):
         return Restored(calibration)
-    return Restored(calibration, _loaded(record, settings, str(corpus.path)))
+    transform = _loaded(record, settings, str(corpus.path))
+    return Restored(calibration, transform, _codes(header.get("vector_codes"), transform.out_dim))
+
+
+def _codes(ranges: Any, dim: int) -> Any:
+    """The source's flat-sq8 ranges as an empty index trained with them (None where the header has none, or
+    none of these dims: the import trains its own)."""
+    from ..retrieval.vectorindex import VectorIndex
+
+    try:
+        return None if ranges is None else VectorIndex.with_code_ranges(dim, ranges)
+    except (ValueError, TypeError):
+        return None
 
 
 def _loaded(record: dict[str, Any], settings: IndexSettings, where: str) -> Any:

@@ -57,6 +57,8 @@ def header(index: IndexDirectory, vectors: bool) -> dict[str, Any]:
         "calibration": state.calibration,
         # the transform as fitted (maybe before upserts): what the vectors are indexed and candidates found by
         "transform": transform_record(index.transform, index.settings.transform),
+        # flat-sq8's ranges, trained on the rows of its first build: the import codes its vectors the same
+        "vector_codes": index.vectors.code_ranges() if index.state.count else None,
     }
 
 

@@ -162,6 +162,7 @@ def add(
                     None if isinstance(executor, InProcess) else executor.add_blocks,
                     checkpoint_in=directory.path,
                     tuning_queries=tuningqueries.given(directory.path),
+                    trained=restored_part(restored, "codes", state),
                 )
             else:  # keep the transform so the stored vectors stay valid
                 transform = directory.transform

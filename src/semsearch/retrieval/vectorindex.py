@@ -492,6 +492,26 @@ class VectorIndex:
         scores = np.take_along_axis(scores, top, 1)
         return ranked(scores, np.where(np.isnan(scores), -1, np.asarray(ids)[top]))
 
+    def code_ranges(self) -> list[float] | None:
+        """flat-sq8: its trained ranges (each dimension's least value, then each one's span), which an export
+        carries so that its import codes every vector as this index did (trained on other rows, the codes of
+        the same vectors differ, and so the candidates near a list's foot); else None."""
+        if self.kind != "flat-sq8":
+            return None
+        return faiss.vector_to_array(faiss.downcast_index(self.index.index).sq.trained).tolist()
+
+    @classmethod
+    def with_code_ranges(cls, dim: int, ranges: list[float]) -> VectorIndex:
+        """An empty flat-sq8 index trained with these ranges (`code_ranges`)."""
+        ranges_ = np.asarray(ranges, dtype=np.float32)
+        if ranges_.shape != (2 * dim,) or not np.isfinite(ranges_).all():
+            raise ValueError(f"flat-sq8 ranges of {ranges_.shape}, for {dim} dims")
+        vectors = cls.create(dim, "flat-sq8")
+        inner = faiss.downcast_index(vectors.index.index)
+        faiss.copy_array_to_vector(ranges_, inner.sq.trained)
+        inner.is_trained = vectors.index.is_trained = True
+        return vectors
+
     def save(self, directory: Path) -> None:
         with atomic_path(Path(directory) / self.FILE) as tmp:
             faiss.write_index(self.index, str(tmp))
