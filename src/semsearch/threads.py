@@ -4,11 +4,8 @@ is given for the rest."""
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
-from collections.abc import Callable, Iterator
-
-PTHREADS = 1  # openblas_get_parallel(): 0 sequential, 1 its own threads, 2 OpenMP's
+from collections.abc import Iterator
 
 
 def threads_allowed() -> int:
@@ -38,47 +35,10 @@ def one_torch_thread() -> Iterator[None]:
 
 @contextlib.contextmanager
 def one_blas_thread() -> Iterator[None]:
-    """NumPy's BLAS on one thread inside the block, where it is OpenBLAS on threads of its own (pthreads): after
-    each product its workers spin on the free cores for a while before they sleep, which a block of many small
-    products (a calibration's) pays in CPU seconds for nothing. Elsewhere (another BLAS, OpenBLAS on OpenMP,
-    no /proc to find it in) it does nothing."""
-    libraries = _threaded_openblas()
-    before = [get() for get, _ in libraries]
-    for _, set_threads in libraries:
-        set_threads(1)
-    try:
+    """NumPy's BLAS on one thread inside the block (threadpoolctl: 6 ms to import, 1 to limit): OpenBLAS's
+    workers spin on the free cores after each product before they sleep, which a block of many small products
+    (a calibration's) pays in CPU seconds for nothing. The process's own count comes back after."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"):
         yield
-    finally:
-        for (_, set_threads), threads in zip(libraries, before):
-            set_threads(threads)
-
-
-def _threaded_openblas() -> list[tuple[Callable[[], int], Callable[[int], None]]]:
-    """The get and set of the thread count of each OpenBLAS the process has loaded on threads of its own
-    (the names numpy's wheels give them: scipy-openblas's, its 64-bit integer builds', plain OpenBLAS's)."""
-    try:
-        with open("/proc/self/maps", encoding="utf-8") as maps:
-            paths = {line.split(None, 5)[-1].strip() for line in maps if "openblas" in line}
-    except OSError:
-        return []
-    found = []
-    for path in sorted(paths):
-        try:
-            library = ctypes.CDLL(path)
-        except OSError:
-            continue
-        for prefix, suffix in (
-            ("scipy_openblas", "64_"),
-            ("scipy_openblas", ""),
-            ("openblas", "64_"),
-            ("openblas", ""),
-        ):
-            get = getattr(library, f"{prefix}_get_num_threads{suffix}", None)
-            set_threads = getattr(library, f"{prefix}_set_num_threads{suffix}", None)
-            parallel = getattr(library, f"{prefix}_get_parallel{suffix}", None)
-            if get and set_threads and parallel:
-                if parallel() == PTHREADS:
-                    set_threads.argtypes = [ctypes.c_int]
-                    found.append((get, set_threads))
-                break
-    return found

@@ -129,10 +129,10 @@ class Encoder:
         for text in texts:  # a lone surrogate (a query from a JSON "\ud800" escape) no tokenizer takes
             if not text.isascii() and any(0xD800 <= ord(char) <= 0xDFFF for char in text):
                 raise DataError("the text holds a lone surrogate: not valid Unicode")
+        threads = self.threads if threads is None else threads
         if self._external is not None:
             self.load()
-            threads = 1 if len(texts) <= FEW_TEXTS else threads if threads is not None else self.threads
-            return self._encode_external(texts, threads, progress)
+            return self._encode_external(texts, 1 if len(texts) <= FEW_TEXTS else threads, progress)
         token_ids = self.tokenize(texts)
         cache = self._cache()
         if cache is None:
@@ -170,7 +170,7 @@ class Encoder:
         self,
         token_ids: list[list[int]],
         progress: Callable[[int], None] | None,
-        threads: int | None = None,
+        threads: int,
         tight: bool = False,
     ) -> np.ndarray:
         """The model's vectors of these token ids, batched by length, in input order."""
@@ -178,7 +178,7 @@ class Encoder:
         # A query's few tokens give the threads nothing to share; they only wait on each other, and far
         # longer when other work has the cores (measured on a busy 2-core machine: 18-23 ms a query on one
         # thread, 62 ms on two).
-        threads = 1 if len(token_ids) <= FEW_TEXTS else threads if threads is not None else self.threads
+        threads = 1 if len(token_ids) <= FEW_TEXTS else threads
         order = np.argsort([len(ids) for ids in token_ids], kind="stable")
         out = np.empty((len(token_ids), self.dim), dtype=np.float32)
         for rows in self.batches(order, [len(token_ids[i]) for i in order], tight):

@@ -57,8 +57,9 @@ def header(index: IndexDirectory, vectors: bool) -> dict[str, Any]:
         "calibration": state.calibration,
         # the transform as fitted (maybe before upserts): what the vectors are indexed and candidates found by
         "transform": transform_record(index.transform, index.settings.transform),
-        # flat-sq8's ranges, trained on the rows of its first build: the import codes its vectors the same
-        "vector_codes": index.vectors.code_ranges() if index.state.count else None,
+        # flat-sq8's ranges, trained on the rows of its first build: the import codes its vectors the same (the
+        # index read only where it is one, SQ8 its structure: another kind's can be gigabytes)
+        "vector_codes": index.vectors.code_ranges() if index.state.index_structure == "SQ8" else None,
     }
 
 

@@ -80,9 +80,8 @@ def write_message(out: IO[bytes], message: Message) -> None:
     else:
         head, rows = {"end": True}, []
     _write_frame(out, head)
-    for offset, row in enumerate(
-        rows
-    ):  # a row a frame, its vector after it: the ingest reads a row at a time
+    # a row a frame, its vector after it: the ingest reads a row at a time
+    for offset, row in enumerate(rows):
         _write_frame(out, row)
         if vectors is not None:
             out.write(np.ascontiguousarray(vectors[offset], dtype=np.float32).tobytes())
