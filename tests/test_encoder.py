@@ -141,11 +141,25 @@ def test_tight_batches_end_where_padding_would_cost_more_than_a_call():
 
 
 def test_a_call_on_one_thread_gives_the_very_same_vectors():
-    """A renewal of the calibration encodes on one thread (writes.RENEWAL_THREADS) and takes the other vectors
+    """A renewal of the calibration encodes on one thread (encoder.for_few_texts) and takes the other vectors
     from its cache, encoded on the encoder's threads: the two must be the same, bit for bit."""
     texts = [f"sentence number {i} " + "about the river bank " * (i % 7) for i in range(40)]
     for encoder in (Encoder(), Encoder(quantize="int8")):
         assert np.array_equal(encoder.encode(texts, threads=1), encoder.encode(texts))
+
+
+def test_batches_run_side_by_side_give_the_very_same_vectors():
+    """A renewal runs its batches side by side, each on one thread (encoder.for_few_texts): the vectors must be
+    those of the batches one after the other, bit for bit, in input order, and the session made once."""
+    from semsearch.encoding import sessions
+
+    texts = [f"sentence number {i} " + "about the river bank " * (i % 9) for i in range(60)]
+    encoder = Encoder(quantize="int8")
+    alone = encoder.encode(texts, threads=1, tight=True)
+    assert len(list(encoder.batches(np.arange(60), sorted(map(len, encoder.tokenize(texts))), True))) > 2
+    made = [key for key in sessions._SESSIONS if key[1] == 1]
+    assert np.array_equal(encoder.encode(texts, threads=1, tight=True, side_by_side=3), alone)
+    assert [key for key in sessions._SESSIONS if key[1] == 1] == made
 
 
 def test_pooling_changes_the_vectors():

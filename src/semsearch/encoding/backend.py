@@ -39,6 +39,7 @@ class EncoderBackend(ABC):
     """One way to run the model. `load` may be called before every encoding: it loads only the first time."""
 
     graph: Path | None = None  # the exported graph it runs, for a backend that runs one
+    concurrent = False  # whether runs may overlap on threads of their own (ONNX Runtime's may)
 
     def __init__(self, spec: EncodingSpec):
         self.spec = spec
@@ -51,6 +52,10 @@ class EncoderBackend(ABC):
     def run(self, ids: np.ndarray, mask: np.ndarray, threads: int = 0) -> np.ndarray:
         """Sentence vectors (float32, one row per row of `ids`) from int64 token ids and attention mask.
         `threads`: 0 for the backend's default (every core), 1 for work too small to share."""
+
+    def warm(self, threads: int) -> None:
+        """Start what a run on `threads` needs (here the model; a backend may start a session of that count)."""
+        self.load()
 
     @abstractmethod
     def release(self) -> None:

@@ -332,6 +332,8 @@ def _dropping_root_message(text: str) -> Iterator[None]:
 class OnnxBackend(EncoderBackend):
     """ONNX Runtime on the model exported once (faster; a query process never imports torch)."""
 
+    concurrent = True  # a session's runs are safe from several threads at once
+
     def load(self) -> None:
         if self.graph is None:
             spec = self.spec
@@ -339,6 +341,9 @@ class OnnxBackend(EncoderBackend):
             self.graph = ensure_graph(
                 spec.path, spec.pooling, spec.normalize, spec.quantize, tokenize, spec.int8_method
             )
+
+    def warm(self, threads: int) -> None:
+        session(str(self.graph), threads)
 
     def run(self, ids: np.ndarray, mask: np.ndarray, threads: int = 0) -> np.ndarray:
         return session(str(self.graph), threads).run(None, {"input_ids": ids, "attention_mask": mask})[0]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 import uuid
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from ..storage.files import atomic_path
 from ..threads import threads_allowed
 
 _SESSIONS: dict[tuple[str, int], Any] = {}  # one per graph and thread count, for the process's life
+_STARTING = threading.Lock()  # a session started on one thread while another asks for it is made once
 WEIGHTS = "weights"  # the optimized copy's weights' file: beside it, its name, a word of its own and this
 
 
@@ -29,9 +31,13 @@ def session(path: str, threads: int):
     sleep between runs instead of spinning: the ingest's own work between batches needs the cores
     (measured: faster). Not told (0): as many as OMP_NUM_THREADS allows (threads.threads_allowed)."""
     threads = threads or threads_allowed()
-    if (path, threads) not in _SESSIONS:
-        _SESSIONS[path, threads] = _new_session(path, threads, keep_optimized=True)
-    return _SESSIONS[path, threads]
+    made = _SESSIONS.get((path, threads))
+    if made is None:
+        with _STARTING:
+            if (path, threads) not in _SESSIONS:
+                _SESSIONS[path, threads] = _new_session(path, threads, keep_optimized=True)
+            made = _SESSIONS[path, threads]
+    return made
 
 
 def one_off_session(path: str):

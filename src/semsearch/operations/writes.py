@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..documents import Document
+from ..encoding.encoder import for_few_texts
 from ..errors import IndexStateError
 from ..ingest import build
 from ..ingest.ahead import read_ahead
@@ -50,9 +51,6 @@ from .publish import publish
 
 # the stages of a write and their seconds, at INFO (benchmarks/ten_million.py)
 log = logging.getLogger(__name__)
-# The encoder's threads in a renewal (`recalibrate`): what changed, a few hundred short texts at most, in tight
-# batches a second thread only waits on (STS-B dev's 124: 0.29-0.31 CPU-s against 0.38-0.42 on two; same vectors)
-RENEWAL_THREADS = 1
 
 
 def add(
@@ -324,9 +322,9 @@ def recalibrate(directory: IndexDirectory) -> tuple[float, Published]:
     settings = directory.settings
     if settings.model == NO_MODEL:
         raise IndexStateError(f"{directory.path} has no model: its queries are vectors, with nothing to fuse")
+    encode = for_few_texts(directory.encoder)  # its model starting while the index is read
     transform, vectors = directory.transform, directory.loaded_vectors()
     chunker = make_chunker(settings, lambda: directory.encoder)
-    encode = partial(directory.encoder.encode, threads=RENEWAL_THREADS, tight=True)
     calibration = _calibrated(directory, settings, transform, vectors, directory.raw, chunker, encode)
     with (
         directory.generations.next(directory.manifest) as building,

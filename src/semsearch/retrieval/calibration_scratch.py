@@ -7,6 +7,7 @@ that content read once (bm25matrix.py), not by an FTS5 query each (30 ms each on
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -123,7 +124,15 @@ def rankings(
     texts searched (None: the pseudo-queries themselves)."""
     queries = [q.query for q in targets.queries] if asked is None else list(asked)
     scratch = ScratchDense(dense, targets.dropped, OverlaidRaw(dense.raw, targets.rows, targets.vectors))
-    dense_found = dense_documents(scratch, store, encode(queries), FUSION_DEPTH, None, rerank)
+    with ThreadPoolExecutor(1) as encoding:  # the model runs (without the GIL) while the keyword side ranks
+        vectors = encoding.submit(encode, queries)
+        keyword_found = _keyword_documents(targets, store, queries)
+        dense_found = dense_documents(scratch, store, vectors.result(), FUSION_DEPTH, None, rerank)
+    return dense_found, keyword_found
+
+
+def _keyword_documents(targets: Targets, store: DocumentStore, queries: list[str]) -> list[Documents]:
+    """Each query's keyword documents (FUSION_DEPTH) with the targets' texts changed (store.scratch)."""
     with store.scratch({q.pk: q.rest for q in targets.queries}):
         keyword = KeywordRetriever(store, store.count())
         # the scratch content's bm25 matrix, read once: FTS5 ranking each query took 30 ms of SciFact's
@@ -134,4 +143,4 @@ def rankings(
             STEMMER.terms_of([word for text in queries for word in query_words(text)])
             terms = [keyword.terms(text) for text in queries]
             keyword_found = [Documents(*found) for found in matrix.top_many(terms, FUSION_DEPTH, None)]
-    return dense_found, keyword_found
+    return keyword_found
