@@ -1,10 +1,11 @@
 """Real documentation HTML (issue 34): a page scored from its passages beyond MaxP, measured on the indexes
-html_docs.py left in its --work folder (no ingest here). Every passage of every page is scored exactly against
-each known item as search does with the defaults: the vector index's 2 x FUSION_DEPTH best passages (the raw
-vectors through the index's transform, scored exactly) are the candidates, re-scored by the raw vectors' cosine
-(rerank 100); a candidate page's dense score is an aggregate of its passages' scores, and hybrid fuses that list's FUSION_DEPTH
-best pages with the index's keyword list at the index's calibrated weight (convex, min-max, as search.fuse).
-`maxp` is what search does today (checked against index.search per query); the others are the candidates:
+html_docs.py left in its --work folder (no ingest here). Each known item is searched as search does with the
+defaults: the vector index's 2 x FUSION_DEPTH best passages (deeper until FUSION_DEPTH pages; the raw vectors
+through the index's transform, scored exactly) are the candidates, re-scored by the raw vectors' cosine (rerank);
+a candidate page's dense score is an aggregate of its passages' re-scored cosines, and hybrid fuses that list's
+FUSION_DEPTH best pages with the index's keyword list at the index's calibrated weight (convex, min-max, as
+search.fuse). `maxp` is what search does today (its ranks checked against index.search's); the others read
+every passage of a candidate page, but the `cand` forms, which read only the candidate rows search has:
 
 - `top2 B`: (1 - B) * best + B * second best (a page of one passage: its best twice);
 - `top3mean B`: (1 - B) * best + B * the mean of the best three;
@@ -12,9 +13,11 @@ best pages with the index's keyword list at the index's calibrated weight (conve
 - `first B`: (1 - B) * best + B * the page's first passage (FirstP blended in);
 - `centroid B`: (1 - B) * best + B * the cosine of the page's mean passage vector (a page vector);
 - `last B`: (1 - B) * best + B * the page's last passage (the folder's: the page's outline, its title and
-  headings, where it has two headings or more).
+  headings, where it has two headings or more);
+- `cand topNmean B`: (1 - B) * best + B * the mean of the best N candidate rows.
 
-Per query the answer page's rank under each, and which passage won (its headings). Written to
+Per query the answer page's rank under each, maxp's at fixed hybrid weights, and which passage won (its
+headings), for the answer page and the page ranked first. Written to
 benchmarks/results/OUT.md and OUT.json.
 
     .venv/bin/python benchmarks/html_docs_scoring.py --work /tmp/w10h/sphinx --html /usr/share/doc/sphinx-doc/html
@@ -100,11 +103,32 @@ def fused(dense: list[tuple[str, float]], keyword: list[tuple[str, float]], alph
 
 
 def rank_of(ids: list[str], answer: str) -> int:
-    return next((n + 1 for n, doc in enumerate(ids[:10]) if doc == answer), 99)
+    return next((n + 1 for n, doc in enumerate(ids[:10]) if doc == answer), 99)  # 99: not in the top 10
 
 
 def ndcg(ranks: list[int]) -> float:
     return float(np.mean(gains(ranks)))
+
+
+def page_scores(name, aggregate, candidates, scores, cosines, owner, bounds) -> tuple[np.ndarray, np.ndarray]:
+    """The candidate pages (sorted) and their dense scores by variant `name`: maxp a page's best candidate row
+    (search today), `cand` forms from its candidate rows alone (a passage not among them at the lowest
+    candidate's score), the others from all the page's passages (`scores`: every passage's re-scored cosine)."""
+    pages = np.unique(owner[candidates])
+    if name == "maxp":
+        best = np.full(len(bounds) - 1, -np.inf)
+        np.maximum.at(best, owner[candidates], scores[candidates])
+        return pages, best[pages]
+    if name.startswith("cand"):
+        floor, (share, top) = scores[candidates].min(), CANDIDATE_FORMS[name]
+        by_page: dict[int, list[float]] = {}
+        for row in candidates[np.argsort(-scores[candidates], kind="stable")]:
+            by_page.setdefault(int(owner[row]), []).append(float(scores[row]))
+        mixed = [
+            (1 - share) * by_page[n][0] + share * np.mean((by_page[n] + [floor] * top)[:top]) for n in pages
+        ]
+        return pages, np.array(mixed)
+    return pages, np.array([aggregate(scores[bounds[n] : bounds[n + 1]], cosines[n]) for n in pages])
 
 
 def study(path: Path, queries: list[tuple[str, str]]) -> dict:
@@ -155,49 +179,31 @@ def study(path: Path, queries: list[tuple[str, str]]) -> dict:
             ranked, depth = np.argsort(-found[:, q], kind="stable"), 2 * FUSION_DEPTH  # search's rerank rows:
             while len(np.unique(owner[ranked[:depth]])) < FUSION_DEPTH and depth < len(ranked):
                 depth *= 4  # read deeper until FUSION_DEPTH pages (search.dense_documents)
-            candidates = ranked[:depth]
-            pages = np.unique(owner[candidates])
-            if name == "maxp":  # today: a page's best candidate row (re-scored)
-                best = np.full(len(docs), -np.inf)
-                np.maximum.at(best, owner[candidates], scores[candidates, q])
-                page = best[pages]
-            elif name.startswith("cand"):  # from its candidate rows alone, those not among them at the floor
-                floor, share, top = scores[candidates, q].min(), *CANDIDATE_FORMS[name]
-                by_page: dict[int, list[float]] = {}
-                for row in candidates[np.argsort(-scores[candidates, q], kind="stable")]:
-                    by_page.setdefault(int(owner[row]), []).append(float(scores[row, q]))
-                page = np.array(
-                    [
-                        (1 - share) * by_page[n][0] + share * np.mean((by_page[n] + [floor] * top)[:top])
-                        for n in pages.tolist()
-                    ]
-                )
-            else:  # a candidate page scored from all its passages
-                page = np.array(
-                    [aggregate(scores[bounds[n] : bounds[n + 1], q], cosines[n, q]) for n in pages]
-                )
+            pages, page = page_scores(
+                name, aggregate, ranked[:depth], scores[:, q], cosines[:, q], owner, bounds
+            )
             order = pages[np.lexsort((pages, -page))][:FUSION_DEPTH]
             dense = [(ids[n], float(page[np.searchsorted(pages, n)])) for n in order]
             dense_ranks.append(rank_of([doc for doc, _ in dense], answer))
             hybrid_ranks.append(rank_of(fused(dense, keyword[q], alphas[q]), answer))
-            if name == "maxp":  # today's at fixed weights: where the calibrated weight stands
+            if name == "maxp":  # today's at fixed weights (where the calibrated weight stands), who won
                 for alpha in FIXED:
-                    at = out["fixed"].setdefault(str(alpha), [])
-                    at.append(rank_of(fused(dense, keyword[q], alpha), answer))
-            if name == "maxp":
-                n = ids.index(answer)
-                best_row = int(rows[bounds[n] + int(np.argmax(scores[bounds[n] : bounds[n + 1], q]))])
-                top = order[0]
-                winner = int(rows[bounds[top] + int(np.argmax(scores[bounds[top] : bounds[top + 1], q]))])
+                    out["fixed"].setdefault(str(alpha), []).append(
+                        rank_of(fused(dense, keyword[q], alpha), answer)
+                    )
+                winners = [
+                    int(rows[bounds[n] + int(np.argmax(scores[bounds[n] : bounds[n + 1], q]))])
+                    for n in (ids.index(answer), order[0])
+                ]
                 out["best passage"].append(
                     {
                         "query": queries[q][0],
                         "answer": answer,
-                        "answer passage": (locations.get(best_row) or {}).get("headings"),
-                        "answer passage index": best_row - int(rows[bounds[n]]),
-                        "answer passages": int(bounds[n + 1] - bounds[n]),
-                        "top page": ids[top],
-                        "top passage": (locations.get(winner) or {}).get("headings"),
+                        "answer passage": (locations.get(winners[0]) or {}).get("headings"),
+                        "answer passage index": winners[0] - int(rows[bounds[ids.index(answer)]]),
+                        "answer passages": int(np.diff(bounds)[ids.index(answer)]),
+                        "top page": ids[order[0]],
+                        "top passage": (locations.get(winners[1]) or {}).get("headings"),
                     }
                 )
         out["ranks"][name] = {"dense": dense_ranks, "hybrid": hybrid_ranks}
@@ -321,7 +327,9 @@ def main() -> None:
     print(text)
     if args.out:
         (OUT / f"{args.out}.md").write_text(text)
-        (OUT / f"{args.out}.json").write_text(json.dumps({"queries": queries, **results}, indent=1) + "\n")
+        (OUT / f"{args.out}.json").write_text(
+            json.dumps({"queries": queries, **results}, separators=(",", ":")) + "\n"
+        )
 
 
 if __name__ == "__main__":
