@@ -8,6 +8,8 @@ written to benchmarks/results/html-docs.md and html-docs.json.
                                              [--merges nested,none] [--sentences 300] [--seed 34]
                                              [--text-kb N]
 
+--merges: chunking.MERGES' policies, and `siblings` (siblings_joinable: measured here, not in semsearch).
+
 The pages: every page but the release notes, the index pages and the highlighted sources (`_modules/`) (with
 --text-kb, the known items' pages, smallest first, up to half that much whole-page text, then others drawn at
 random up to all of it: a run on a shared machine in the time there was). The
