@@ -1,11 +1,14 @@
 """Real documentation HTML (issue 34): Django's documentation as Debian ships it (`apt-get install
-python-django-doc`), ingested as a folder with passages that follow its sections, against each page as one JSONL
+python-django-doc`; or another Sphinx package's with a module index of synopses, --html: sphinx-doc,
+python-scrapy-doc), ingested as a folder with passages that follow its sections, against each page as one JSONL
 line of its whole text or of its main content (Python's own html.parser, as a conversion script would),
 written to benchmarks/results/html-docs.md and html-docs.json.
 
     .venv/bin/python benchmarks/html_docs.py [--html /usr/share/doc/python-django-doc/html] [--work DIR]
                                              [--merges nested,none] [--sentences 300] [--seed 34]
                                              [--text-kb N]
+
+--merges: chunking.MERGES' policies, and `siblings` (siblings_joinable: measured here, not in semsearch).
 
 The pages: every page but the release notes, the index pages and the highlighted sources (`_modules/`) (with
 --text-kb, the known items' pages, smallest first, up to half that much whole-page text, then others drawn at
@@ -49,7 +52,12 @@ from scale import command_line, markdown_table
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "benchmarks" / "results"
 DEFAULT_HTML = Path("/usr/share/doc/python-django-doc/html")
-SKIPPED = ("releases/", "_modules/", "_static/", "_images/", "genindex", "search.html", "py-modindex")
+# not documentation pages: release notes (Django's releases/, Sphinx's changes.html, Scrapy's news.html), the
+# indexes, highlighted sources, a 404 page
+SKIPPED = (
+    "releases/", "changes.html", "news.html", "404.html", "_modules/", "_static/", "_images/", "genindex",
+    "search.html", "py-modindex",
+)  # fmt: skip
 MAIN_IDS = ("yui-main", "main", "content")  # where a theme puts the main content (Django's theme: yui-main)
 BLOCKS = {
     "p", "div", "section", "pre", "li", "ul", "ol", "dl", "dt", "dd", "table", "tr", "h1", "h2", "h3", "h4",
@@ -57,6 +65,11 @@ BLOCKS = {
 }  # fmt: skip
 HIDDEN = {"script", "style", "noscript", "template"}
 MODES = ("dense", "keyword", "hybrid")
+
+
+def package(root: Path) -> str:
+    """The documentation package a folder of /usr/share/doc belongs to (its folder's name), for the report."""
+    return root.parent.name if root.name == "html" else root.name
 
 
 def pages(root: Path) -> list[Path]:
@@ -116,6 +129,13 @@ def page_record(path: Path, root: Path, main_only: bool) -> dict:
 # ---- STAND-IN folder reader (until issue 34's HTML reader lands): lxml, sections with anchors ---------------
 
 
+def main_element(tree):
+    """The element a theme puts the main content in (Django's: id yui-main; Sphinx's, Read the Docs':
+    role=main), or None."""
+    found = next((tree.getroot().get_element_by_id(i, None) for i in MAIN_IDS), None)
+    return found if found is not None else next(iter(tree.xpath("//*[@role='main']")), None)
+
+
 def is_section(element) -> bool:
     return element.tag == "section" or "section" in (element.get("class") or "").split()
 
@@ -135,7 +155,7 @@ def standin_document(path: Path, root: Path):
 
     tree = lxml.html.parse(str(path))
     title = (tree.findtext(".//title") or "").strip()
-    main = next((tree.getroot().get_element_by_id(i, None) for i in MAIN_IDS), None)
+    main = main_element(tree)
     main = main if main is not None else tree.getroot()
     parts: list[str] = []
     sections: list[Section] = []
@@ -212,8 +232,7 @@ def sample_sentences(root: Path, files: list[Path], n: int, seed: int) -> list[d
     rng = np.random.default_rng(seed)
     found = []
     for path in files:
-        tree = lxml.html.parse(str(path))
-        main = next((tree.getroot().get_element_by_id(i, None) for i in MAIN_IDS), None)
+        main = main_element(lxml.html.parse(str(path)))
         if main is None:
             continue
         for p in main.iter("p"):
@@ -243,8 +262,11 @@ def ndcg_at_10(hits: list[str], answer: str) -> float:
 
 
 def with_merge(policy: str):
-    """Index ingests whose chunker joins sections by `policy` (chunking.MERGES)."""
+    """Index ingests whose chunker joins sections by `policy` (chunking.MERGES, or siblings_joinable)."""
+    from semsearch.ingest import chunking
     from semsearch.operations import writes
+
+    chunking.MERGES.setdefault("siblings", siblings_joinable)
 
     original = writes.make_chunker
 
@@ -254,6 +276,13 @@ def with_merge(policy: str):
 
     writes.make_chunker = patched
     return original
+
+
+def siblings_joinable(first, then) -> bool:
+    """Measured, not in chunking.MERGES: a section joins the passage its previous sibling (or the same place)
+    begun, so a hub page's short sections (a paragraph per linked page under one heading) share passages as a
+    whole page's windows do."""
+    return first.page == then.page and then.headings[:-1] == first.headings[:-1]
 
 
 def without_outline():
@@ -442,7 +471,7 @@ def main() -> None:
         "",
         f"`{command_line()}`, {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC.",
         "",
-        f"Django {root} ({len(files)} pages, {text_mb:.1f} MB of whole-page text), {len(queries)} known items "
+        f"{package(root)} {root} ({len(files)} pages, {text_mb:.1f} MB of whole-page text), {len(queries)} known items "
         f"(module synopsis -> its page), {len(sentences)} sentences for the anchors. Every ingest with the "
         "defaults, one after another in one run (timings: ratios only; the machine is shared). "
         + (
@@ -454,6 +483,7 @@ def main() -> None:
         "",
         *markdown_table(rows),
         *paired(rows),
+        *paired(rows, "main content JSONL"),
     ]
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / f"{args.out}.md").write_text("\n".join(lines) + "\n")
