@@ -27,21 +27,3 @@ def test_one_blas_thread_runs_numpys_blas_on_one_thread_and_gives_its_threads_ba
     with pytest.raises(KeyError), one_blas_thread():
         raise KeyError("out")
     assert blas_threads() == before
-
-
-def test_a_head_start_runs_beside_the_caller_and_leaves_its_errors_to_the_callers_own_call(capsys):
-    """A renewal starts the model's session on a thread of its own while it reads the index (encoder.for_few_texts):
-    the work is done by the join; an error there is neither raised nor printed, since the caller's own call of
-    the same work meets it again and reports it where it is handled."""
-    from semsearch.threads import head_start
-
-    done = []
-    head_start(done.append, "session").join()
-    assert done == ["session"]
-
-    def failing() -> None:
-        raise OSError("model directory gone")
-
-    started = head_start(failing)
-    started.join()
-    assert not started.is_alive() and capsys.readouterr().err == ""

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-import threading
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Iterator
 
 
 def threads_allowed() -> int:
@@ -44,16 +42,3 @@ def one_blas_thread() -> Iterator[None]:
 
     with threadpool_limits(limits=1, user_api="blas"):
         yield
-
-
-def head_start(work: Callable[..., Any], *args: Any) -> threading.Thread:
-    """`work(*args)` begun on a thread of its own, to join before its result is used. Its errors are left for
-    the caller's own call of the same work to meet and report (a model that cannot load says so there)."""
-
-    def quietly() -> None:
-        with contextlib.suppress(Exception):
-            work(*args)
-
-    started = threading.Thread(target=quietly, daemon=True)
-    started.start()
-    return started

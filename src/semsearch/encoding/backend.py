@@ -53,10 +53,6 @@ class EncoderBackend(ABC):
         """Sentence vectors (float32, one row per row of `ids`) from int64 token ids and attention mask.
         `threads`: 0 for the backend's default (every core), 1 for work too small to share."""
 
-    def warm(self, threads: int) -> None:
-        """Start what a run on `threads` needs (here the model; a backend may start a session of that count)."""
-        self.load()
-
     @abstractmethod
     def release(self) -> None:
         """Free what this backend holds beyond the process-wide caches (loaded again on the next use)."""

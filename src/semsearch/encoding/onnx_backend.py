@@ -342,9 +342,6 @@ class OnnxBackend(EncoderBackend):
                 spec.path, spec.pooling, spec.normalize, spec.quantize, tokenize, spec.int8_method
             )
 
-    def warm(self, threads: int) -> None:
-        session(str(self.graph), threads)
-
     def run(self, ids: np.ndarray, mask: np.ndarray, threads: int = 0) -> np.ndarray:
         return session(str(self.graph), threads).run(None, {"input_ids": ids, "attention_mask": mask})[0]
 

@@ -322,7 +322,7 @@ def recalibrate(directory: IndexDirectory) -> tuple[float, Published]:
     settings = directory.settings
     if settings.model == NO_MODEL:
         raise IndexStateError(f"{directory.path} has no model: its queries are vectors, with nothing to fuse")
-    encode = for_few_texts(directory.encoder)  # its model starting while the index is read
+    encode = for_few_texts(directory.encoder)
     transform, vectors = directory.transform, directory.loaded_vectors()
     chunker = make_chunker(settings, lambda: directory.encoder)
     calibration = _calibrated(directory, settings, transform, vectors, directory.raw, chunker, encode)
