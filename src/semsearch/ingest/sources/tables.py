@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ...documents import Location, Section
+from ...documents import RowSections
 from ...errors import DataError
 from . import tablerows
 from .base import Entry, Place, Source
@@ -84,8 +84,7 @@ class TableSource(Source):
                         yield place, DataError(message, path=self.name, row=row, field=self.fields.vector)
                         continue
                     doc = replace(doc, vector=vector)
-                location = Location(line_start=first, line_end=last, row=row)
-                yield place, replace(doc, sections=(Section(0, len(doc.text), location),))
+                yield place, replace(doc, sections=RowSections(len(doc.text), row, first, last))
 
     def messages(self) -> Iterator[tablerows.Message]:
         """The table's batches (tablerows): a file's from a child process, an in-memory table's from here."""
