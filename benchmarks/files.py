@@ -11,9 +11,11 @@
   on copies of the mixed folder of tests/mixedfolder.py (Markdown, HTML, PDF, DOCX, text, code, CSV, Parquet);
 - parquet: one corpus with a vector column as Parquet and as JSONL, each ingested with --vector-field by a
   whole `semsearch ingest` process: seconds and peak RSS, the ingest process's own and its table reader's
-  (the child process that reads a table file).
+  (the child process that reads a table file);
+- held: the same two corpora's documents as the ingest holds them from reading to storing (a partition):
+  bytes and allocations a document (tracemalloc), Parquet's also with its rows' place as before.
 
-    .venv/bin/python benchmarks/files.py [--sections parsers,docx,split,parquet] [--pages 120] [--copies 20]
+    .venv/bin/python benchmarks/files.py [--sections parsers,docx,split,parquet,held] [--pages 120] [--copies 20]
                                          [--rows 100000] [--dim 384] [--work DIR] [--library-row] [--before-row]
                                          [--index-type flat] [--together]
 """
@@ -771,6 +773,72 @@ def parquet(args) -> list[str]:
             shutil.rmtree(work, ignore_errors=True)
 
 
+def held(args) -> list[str]:
+    """Bytes a document holds from its reading to its storing (a partition's worth, pipeline.CHUNK_DOCS, held
+    at once): Python's allocations traced by tracemalloc over that many documents read from each corpus after
+    the first 5,000, each content hash taken as the store takes it; and Parquet's rows again with their place
+    as a tuple of a Section and its Location, as before documents.RowSections (the same documents, their
+    sections made that tuple). What a Parquet row holds beyond a JSONL line raised Python's arenas."""
+    import gc
+    import itertools
+    import tracemalloc
+    from dataclasses import replace
+
+    from semsearch.ingest.pipeline import CHUNK_DOCS
+    from semsearch.ingest.sources import FieldNames, open_source
+
+    def as_tuple(doc):
+        return replace(doc, sections=tuple(doc.sections))
+
+    runs = [
+        ("corpus.parquet", "corpus.parquet", None),
+        (
+            "corpus.parquet, a row's place as a tuple of a Section and a Location (before)",
+            "corpus.parquet",
+            as_tuple,
+        ),
+        ("corpus.jsonl", "corpus.jsonl", None),
+    ]
+    work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="files-held-"))
+    rows = []
+    try:
+        write_tables(work, args.rows, args.dim)
+        for label, name, change in runs:
+            read = open_source(work / name, FieldNames(vector="emb")).documents()
+            documents = map(change, read) if change else read
+            list(itertools.islice(documents, 5000))  # the reading's modules and caches settled first
+            gc.collect()
+            tracemalloc.start()
+            before = tracemalloc.take_snapshot()
+            kept = list(itertools.islice(documents, CHUNK_DOCS))
+            for doc in kept:
+                doc.content_hash  # noqa: B018 (cached on the document, as the store asks for it)
+            gc.collect()
+            grown = tracemalloc.take_snapshot().compare_to(before, "filename")
+            tracemalloc.stop()
+            read.close()  # the table reader stopped
+            size, blocks = sum(stat.size_diff for stat in grown), sum(stat.count_diff for stat in grown)
+            size -= sys.getsizeof(kept)  # the list that holds them here
+            rows.append(
+                {
+                    "corpus": label,
+                    "documents held": f"{len(kept):,}",
+                    "bytes a document": f"{size / len(kept):,.0f}",
+                    "blocks a document": f"{blocks / len(kept):.2f}",
+                }
+            )
+            print(rows[-1], flush=True)
+            del kept
+    finally:
+        if not args.work:
+            shutil.rmtree(work, ignore_errors=True)
+    return [
+        f"## Bytes a document holds until it is stored: {args.rows:,} rows, {args.dim}-dimension vectors",
+        "",
+        *markdown_table(rows),
+    ]
+
+
 def merged(blocks: dict[str, list[str]]) -> str:
     """The results file with these sections replaced (each section keeps the command that made it)."""
     kept: dict[str, list[str]] = {}
@@ -823,7 +891,14 @@ def main() -> None:
     args = parser.parse_args()
     blocks = {}
     for section in args.sections.split(","):
-        sections = {"parsers": parsers, "types": by_type, "split": split, "parquet": parquet, "docx": docx}
+        sections = {
+            "parsers": parsers,
+            "types": by_type,
+            "split": split,
+            "parquet": parquet,
+            "docx": docx,
+            "held": held,
+        }
         lines = sections[section](args)
         lines[1:1] = ["", f"`{command_line()}`"]
         print("\n".join(lines), flush=True)

@@ -62,22 +62,23 @@ class Section:
 
 
 class RowSections(Sequence[Section]):
-    """A table row's sections: one, its whole text, at its row (and in a CSV or TSV file its lines), its Section
-    and Location made when asked. A row's document is held from its reading to its storing (a partition of
-    them): as a tuple of a Section and its Location a row's place took 216 bytes, which kept a Parquet ingest
-    one arena of Python's memory above the same corpus's as JSONL; now 96 (benchmarks/results/files.md)."""
+    """A table row's sections: one, over its whole `text` (the document's own string, not a copy), at its row
+    (and in a CSV or TSV file its lines), its Section and Location made when asked. A row's document is held
+    from its reading to its storing (a partition of them): as a tuple of a Section and its Location a row's
+    place took 216 bytes, which kept a Parquet ingest one arena of Python's memory above the same corpus's as
+    JSONL; now 96, its row number's int included (benchmarks/results/files.md)."""
 
-    __slots__ = ("length", "row", "line_start", "line_end")
+    __slots__ = ("text", "row", "line_start", "line_end")
 
-    def __init__(self, length: int, row: int, line_start: int | None = None, line_end: int | None = None):
-        self.length, self.row, self.line_start, self.line_end = length, row, line_start, line_end
+    def __init__(self, text: str, row: int, line_start: int | None = None, line_end: int | None = None):
+        self.text, self.row, self.line_start, self.line_end = text, row, line_start, line_end
 
     def __len__(self) -> int:
         return 1
 
     def __getitem__(self, index):  # an int or a slice, as a tuple's
         location = Location(line_start=self.line_start, line_end=self.line_end, row=self.row)
-        return (Section(0, self.length, location),)[index]
+        return (Section(0, len(self.text), location),)[index]
 
     def __iter__(self) -> Iterator[Section]:
         yield self[0]

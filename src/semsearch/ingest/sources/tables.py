@@ -84,7 +84,7 @@ class TableSource(Source):
                         yield place, DataError(message, path=self.name, row=row, field=self.fields.vector)
                         continue
                     doc = replace(doc, vector=vector)
-                yield place, replace(doc, sections=RowSections(len(doc.text), row, first, last))
+                yield place, replace(doc, sections=RowSections(doc.text, row, first, last))
 
     def messages(self) -> Iterator[tablerows.Message]:
         """The table's batches (tablerows): a file's from a child process, an in-memory table's from here."""
