@@ -13,9 +13,11 @@
   whole `semsearch ingest` process: seconds and peak RSS, the ingest process's own and its table reader's
   (the child process that reads a table file);
 - held: the same two corpora's documents as the ingest holds them from reading to storing (a partition):
-  bytes and allocations a document (tracemalloc), Parquet's also with its rows' place as before.
+  bytes and allocations a document (tracemalloc), Parquet's also with its rows' place as before;
+- arenas: the same two corpora each ingested alone by benchmarks/ingest_memory.py: Python's arenas, glibc's
+  heap and anonymous memory once every document is stored, and the peak.
 
-    .venv/bin/python benchmarks/files.py [--sections parsers,docx,split,parquet,held] [--pages 120] [--copies 20]
+    .venv/bin/python benchmarks/files.py [--sections parsers,docx,split,parquet,held,arenas] [--pages 120] [--copies 20]
                                          [--rows 100000] [--dim 384] [--work DIR] [--library-row] [--before-row]
                                          [--index-type flat] [--together]
 """
@@ -701,6 +703,23 @@ def measure_sampled(command: list[str]) -> dict:
     }
 
 
+@contextlib.contextmanager
+def table_corpora(args, prefix: str):
+    """The folder of the two corpora (write_tables): --work, kept, else a temporary one removed after."""
+    work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        write_tables(work, args.rows, args.dim)
+        yield work
+    finally:
+        if not args.work:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def ingest_options(args, index: Path) -> list[str]:
+    """How the two corpora are ingested: their vector column given, into `index`."""
+    return ["--vector-field", "emb", "--index-type", args.index_type, "--index", str(index), "--quiet"]
+
+
 def parquet(args) -> list[str]:
     work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="files-parquet-"))
     try:
@@ -732,16 +751,7 @@ def parquet(args) -> list[str]:
             label, name, command = run
             path, index = work / name, work / f"index-{number}"
             shutil.rmtree(index, ignore_errors=True)
-            options = [
-                "--vector-field",
-                "emb",
-                "--index-type",
-                args.index_type,
-                "--index",
-                str(index),
-                "--quiet",
-            ]
-            result = measure_sampled([*command, "ingest", str(path), *options])
+            result = measure_sampled([*command, "ingest", str(path), *ingest_options(args, index)])
             shutil.rmtree(index, ignore_errors=True)
             row = {
                 "corpus": label,
@@ -799,10 +809,8 @@ def held(args) -> list[str]:
         ),
         ("corpus.jsonl", "corpus.jsonl", None),
     ]
-    work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="files-held-"))
     rows = []
-    try:
-        write_tables(work, args.rows, args.dim)
+    with table_corpora(args, "files-held-") as work:
         for label, name, change in runs:
             read = open_source(work / name, FieldNames(vector="emb")).documents()
             documents = map(change, read) if change else read
@@ -829,14 +837,55 @@ def held(args) -> list[str]:
             )
             print(rows[-1], flush=True)
             del kept
-    finally:
-        if not args.work:
-            shutil.rmtree(work, ignore_errors=True)
     return [
         f"## Bytes a document holds until it is stored: {args.rows:,} rows, {args.dim}-dimension vectors",
         "",
         *markdown_table(rows),
     ]
+
+
+def arenas(args) -> list[str]:
+    """Each corpus ingested alone, one after the other, by benchmarks/ingest_memory.py (the CLI in a process
+    that reads its own memory): Python's arenas, anonymous memory and glibc's heap in use once every document
+    is stored (before the transform's fit), and the process's high-water mark at its end."""
+    import os
+    import subprocess
+
+    rows = []
+    with table_corpora(args, "files-arenas-") as work:
+        for name in ("corpus.parquet", "corpus.jsonl"):
+            index = work / "index-arenas"
+            shutil.rmtree(index, ignore_errors=True)
+            with tempfile.TemporaryDirectory() as scratch:
+                out = Path(scratch) / "memory.json"
+                command = [PYTHON, str(REPO / "benchmarks" / "ingest_memory.py"), "ingest", str(work / name)]
+                environment = {**os.environ, "MEMORY_REPORT": str(out)}
+                subprocess.run(
+                    [*command, *ingest_options(args, index)], env=environment, check=True, capture_output=True
+                )
+                report = json.loads(out.read_text())
+            shutil.rmtree(index, ignore_errors=True)
+            rows.append(memory_row(name, report))
+            print(rows[-1], flush=True)
+    return [
+        f"## Python's arenas at {args.rows:,} rows: {args.dim}-dimension vectors, each ingest alone",
+        "",
+        *markdown_table(rows),
+    ]
+
+
+def memory_row(corpus: str, report: dict) -> dict:
+    """A row of the arenas section from ingest_memory.py's report."""
+    stored = report["stored"]
+    return {
+        "corpus": corpus,
+        "all stored: Python's arenas (1 MiB), highest": stored["arenas_highest"],
+        "all stored: in Python's blocks MiB": f"{stored['blocks_mib']:.2f}",
+        "all stored: glibc's heap in use MiB": f"{stored['heap_used_mib']:.2f}",
+        "all stored: anonymous MiB": f"{stored['anonymous_mib']:.2f}",
+        "peak MiB (VmHWM)": f"{report['end']['peak_mib']:.2f}",
+        "CPU seconds": f"{report['cpu_seconds']:.1f}",
+    }
 
 
 def merged(blocks: dict[str, list[str]]) -> str:
@@ -898,6 +947,7 @@ def main() -> None:
             "parquet": parquet,
             "docx": docx,
             "held": held,
+            "arenas": arenas,
         }
         lines = sections[section](args)
         lines[1:1] = ["", f"`{command_line()}`"]

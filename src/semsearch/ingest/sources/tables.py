@@ -78,13 +78,11 @@ class TableSource(Source):
                 except DataError as error:
                     yield place, DataError(error.reason, path=self.name, row=row, field=error.field)
                     continue
-                if vector is not None:
-                    if not np.isfinite(vector).all():
-                        message = "a vector value that is not finite"
-                        yield place, DataError(message, path=self.name, row=row, field=self.fields.vector)
-                        continue
-                    doc = replace(doc, vector=vector)
-                yield place, replace(doc, sections=RowSections(doc.text, row, first, last))
+                if vector is not None and not np.isfinite(vector).all():
+                    message = "a vector value that is not finite"
+                    yield place, DataError(message, path=self.name, row=row, field=self.fields.vector)
+                    continue
+                yield place, replace(doc, vector=vector, sections=RowSections(doc.text, row, first, last))
 
     def messages(self) -> Iterator[tablerows.Message]:
         """The table's batches (tablerows): a file's from a child process, an in-memory table's from here."""
