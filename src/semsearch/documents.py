@@ -83,6 +83,11 @@ class RowSections(Sequence[Section]):
     def __iter__(self) -> Iterator[Section]:
         yield self[0]
 
+    def places(self) -> list[list]:
+        """`section_places` of this row without making its Section and Location (hashed and stored once each)."""
+        lines = (("line_start", self.line_start), ("line_end", self.line_end), ("row", self.row))
+        return [[0, len(self.text), {name: value for name, value in lines if value is not None}]]
+
     def __repr__(self) -> str:
         return repr(tuple(self))
 
@@ -112,7 +117,7 @@ class Document:
         if (
             self.sections
         ):  # the same text cut or placed differently is a change too (its hits point elsewhere)
-            places = [[s.start, s.end, s.location.to_json()] for s in self.sections]
+            places = section_places(self.sections)
             digest.update(json.dumps(places, sort_keys=True, ensure_ascii=False).encode())
         return digest.hexdigest()[:32]
 
@@ -128,6 +133,13 @@ class Document:
         ]
         payload = json.dumps([self.title, self.text, places], ensure_ascii=False)
         return hashlib.sha256(payload.encode()).hexdigest()[:32]
+
+
+def section_places(sections: Sequence[Section]) -> list[list]:
+    """Sections as they are hashed, stored and exported: [[start, end, location JSON], ...]."""
+    if isinstance(sections, RowSections):
+        return sections.places()
+    return [[s.start, s.end, s.location.to_json()] for s in sections]
 
 
 def passage_locations(doc: Document, spans: Sequence[Span]) -> list[Location | None]:
