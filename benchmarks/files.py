@@ -788,7 +788,9 @@ def held(args) -> list[str]:
     at once): Python's allocations traced by tracemalloc over that many documents read from each corpus after
     the first 5,000, each content hash taken as the store takes it; and Parquet's rows again with their place
     as a tuple of a Section and its Location, as before documents.RowSections (the same documents, their
-    sections made that tuple). What a Parquet row holds beyond a JSONL line raised Python's arenas."""
+    sections made that tuple). What a Parquet row holds beyond a JSONL line raised Python's arenas. Also the
+    CPU the store's uses of a document's place take (its content hash, its stored sections' JSON, its
+    passages' locations; the least of five rounds over fresh copies of the documents held)."""
     import gc
     import itertools
     import tracemalloc
@@ -796,6 +798,18 @@ def held(args) -> list[str]:
 
     from semsearch.ingest.pipeline import CHUNK_DOCS
     from semsearch.ingest.sources import FieldNames, open_source
+    from semsearch.storage.locations import location_rows, sections_json
+
+    def placed_seconds(documents: list) -> float:
+        fresh = [replace(doc) for doc in documents]  # no content hash cached yet
+        started = time.process_time()
+        for doc in fresh:
+            doc.content_hash  # noqa: B018
+        for _ in map(sections_json, fresh):
+            pass
+        for _ in location_rows(fresh, range(len(fresh)), [[]] * len(fresh)):
+            pass
+        return time.process_time() - started
 
     def as_tuple(doc):
         return replace(doc, sections=tuple(doc.sections))
@@ -827,12 +841,14 @@ def held(args) -> list[str]:
             read.close()  # the table reader stopped
             size, blocks = sum(stat.size_diff for stat in grown), sum(stat.count_diff for stat in grown)
             size -= sys.getsizeof(kept)  # the list that holds them here
+            placing = min(placed_seconds(kept) for _ in range(5)) / len(kept)
             rows.append(
                 {
                     "corpus": label,
                     "documents held": f"{len(kept):,}",
                     "bytes a document": f"{size / len(kept):,.0f}",
                     "blocks a document": f"{blocks / len(kept):.2f}",
+                    "µs a document: hash, stored sections, locations": f"{placing * 1e6:.1f}",
                 }
             )
             print(rows[-1], flush=True)
