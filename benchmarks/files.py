@@ -11,9 +11,13 @@
   on copies of the mixed folder of tests/mixedfolder.py (Markdown, HTML, PDF, DOCX, text, code, CSV, Parquet);
 - parquet: one corpus with a vector column as Parquet and as JSONL, each ingested with --vector-field by a
   whole `semsearch ingest` process: seconds and peak RSS, the ingest process's own and its table reader's
-  (the child process that reads a table file).
+  (the child process that reads a table file);
+- held: the same two corpora's documents as the ingest holds them from reading to storing (a partition):
+  bytes and allocations a document (tracemalloc), Parquet's also with its rows' place as before;
+- arenas: the same two corpora each ingested alone by benchmarks/ingest_memory.py: Python's arenas, glibc's
+  heap and anonymous memory once every document is stored, and the peak.
 
-    .venv/bin/python benchmarks/files.py [--sections parsers,docx,split,parquet] [--pages 120] [--copies 20]
+    .venv/bin/python benchmarks/files.py [--sections parsers,docx,split,parquet,held,arenas] [--pages 120] [--copies 20]
                                          [--rows 100000] [--dim 384] [--work DIR] [--library-row] [--before-row]
                                          [--index-type flat] [--together]
 """
@@ -699,6 +703,23 @@ def measure_sampled(command: list[str]) -> dict:
     }
 
 
+@contextlib.contextmanager
+def table_corpora(args, prefix: str):
+    """The folder of the two corpora (write_tables): --work, kept, else a temporary one removed after."""
+    work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        write_tables(work, args.rows, args.dim)
+        yield work
+    finally:
+        if not args.work:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def ingest_options(args, index: Path) -> list[str]:
+    """How the two corpora are ingested: their vector column given, into `index`."""
+    return ["--vector-field", "emb", "--index-type", args.index_type, "--index", str(index), "--quiet"]
+
+
 def parquet(args) -> list[str]:
     work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="files-parquet-"))
     try:
@@ -730,16 +751,7 @@ def parquet(args) -> list[str]:
             label, name, command = run
             path, index = work / name, work / f"index-{number}"
             shutil.rmtree(index, ignore_errors=True)
-            options = [
-                "--vector-field",
-                "emb",
-                "--index-type",
-                args.index_type,
-                "--index",
-                str(index),
-                "--quiet",
-            ]
-            result = measure_sampled([*command, "ingest", str(path), *options])
+            result = measure_sampled([*command, "ingest", str(path), *ingest_options(args, index)])
             shutil.rmtree(index, ignore_errors=True)
             row = {
                 "corpus": label,
@@ -769,6 +781,127 @@ def parquet(args) -> list[str]:
     finally:
         if not args.work:
             shutil.rmtree(work, ignore_errors=True)
+
+
+def held(args) -> list[str]:
+    """Bytes a document holds from its reading to its storing (a partition's worth, pipeline.CHUNK_DOCS, held
+    at once): Python's allocations traced by tracemalloc over that many documents read from each corpus after
+    the first 5,000, each content hash taken as the store takes it; and Parquet's rows again with their place
+    as a tuple of a Section and its Location, as before documents.RowSections (the same documents, their
+    sections made that tuple). What a Parquet row holds beyond a JSONL line raised Python's arenas. Also the
+    CPU the store's uses of a document's place take (its content hash, its stored sections' JSON, its
+    passages' locations; the least of five rounds over fresh copies of the documents held)."""
+    import gc
+    import itertools
+    import tracemalloc
+    from dataclasses import replace
+
+    from semsearch.ingest.pipeline import CHUNK_DOCS
+    from semsearch.ingest.sources import FieldNames, open_source
+    from semsearch.storage.locations import location_rows, sections_json
+
+    def placed_seconds(documents: list) -> float:
+        fresh = [replace(doc) for doc in documents]  # no content hash cached yet
+        started = time.process_time()
+        for doc in fresh:
+            doc.content_hash  # noqa: B018
+        for _ in map(sections_json, fresh):
+            pass
+        for _ in location_rows(fresh, range(len(fresh)), [[]] * len(fresh)):
+            pass
+        return time.process_time() - started
+
+    def as_tuple(doc):
+        return replace(doc, sections=tuple(doc.sections))
+
+    runs = [
+        ("corpus.parquet", "corpus.parquet", None),
+        (
+            "corpus.parquet, a row's place as a tuple of a Section and a Location (before)",
+            "corpus.parquet",
+            as_tuple,
+        ),
+        ("corpus.jsonl", "corpus.jsonl", None),
+    ]
+    rows = []
+    with table_corpora(args, "files-held-") as work:
+        for label, name, change in runs:
+            read = open_source(work / name, FieldNames(vector="emb")).documents()
+            documents = map(change, read) if change else read
+            list(itertools.islice(documents, 5000))  # the reading's modules and caches settled first
+            gc.collect()
+            tracemalloc.start()
+            before = tracemalloc.take_snapshot()
+            kept = list(itertools.islice(documents, CHUNK_DOCS))
+            for doc in kept:
+                doc.content_hash  # noqa: B018 (cached on the document, as the store asks for it)
+            gc.collect()
+            grown = tracemalloc.take_snapshot().compare_to(before, "filename")
+            tracemalloc.stop()
+            read.close()  # the table reader stopped
+            size, blocks = sum(stat.size_diff for stat in grown), sum(stat.count_diff for stat in grown)
+            size -= sys.getsizeof(kept)  # the list that holds them here
+            placing = min(placed_seconds(kept) for _ in range(5)) / len(kept)
+            rows.append(
+                {
+                    "corpus": label,
+                    "documents held": f"{len(kept):,}",
+                    "bytes a document": f"{size / len(kept):,.0f}",
+                    "blocks a document": f"{blocks / len(kept):.2f}",
+                    "µs a document: hash, stored sections, locations": f"{placing * 1e6:.1f}",
+                }
+            )
+            print(rows[-1], flush=True)
+            del kept
+    return [
+        f"## Bytes a document holds until it is stored: {args.rows:,} rows, {args.dim}-dimension vectors",
+        "",
+        *markdown_table(rows),
+    ]
+
+
+def arenas(args) -> list[str]:
+    """Each corpus ingested alone, one after the other, by benchmarks/ingest_memory.py (the CLI in a process
+    that reads its own memory): Python's arenas, anonymous memory and glibc's heap in use once every document
+    is stored (before the transform's fit), and the process's high-water mark at its end."""
+    import os
+    import subprocess
+
+    rows = []
+    with table_corpora(args, "files-arenas-") as work:
+        for name in ("corpus.parquet", "corpus.jsonl"):
+            index = work / "index-arenas"
+            shutil.rmtree(index, ignore_errors=True)
+            with tempfile.TemporaryDirectory() as scratch:
+                out = Path(scratch) / "memory.json"
+                command = [PYTHON, str(REPO / "benchmarks" / "ingest_memory.py"), "ingest", str(work / name)]
+                environment = {**os.environ, "MEMORY_REPORT": str(out)}
+                subprocess.run(
+                    [*command, *ingest_options(args, index)], env=environment, check=True, capture_output=True
+                )
+                report = json.loads(out.read_text())
+            shutil.rmtree(index, ignore_errors=True)
+            rows.append(memory_row(name, report))
+            print(rows[-1], flush=True)
+    return [
+        f"## Python's arenas at {args.rows:,} rows: {args.dim}-dimension vectors, each ingest alone",
+        "",
+        *markdown_table(rows),
+    ]
+
+
+def memory_row(corpus: str, report: dict) -> dict:
+    """A row of the arenas section from ingest_memory.py's report."""
+    stored = report["stored"]
+    return {
+        "corpus": corpus,
+        "all stored: Python's arenas (1 MiB), highest": stored["arenas_highest"],
+        "all stored: in Python's blocks MiB": f"{stored['blocks_mib']:.2f}",
+        "all stored: glibc's heap in use MiB": f"{stored['heap_used_mib']:.2f}",
+        "all stored: anonymous MiB": f"{stored['anonymous_mib']:.2f}",
+        "peak MiB (VmHWM)": f"{report['end']['peak_mib']:.2f}",
+        "CPU seconds": f"{report['cpu_seconds']:.1f}",
+    }
 
 
 def merged(blocks: dict[str, list[str]]) -> str:
@@ -823,7 +956,15 @@ def main() -> None:
     args = parser.parse_args()
     blocks = {}
     for section in args.sections.split(","):
-        sections = {"parsers": parsers, "types": by_type, "split": split, "parquet": parquet, "docx": docx}
+        sections = {
+            "parsers": parsers,
+            "types": by_type,
+            "split": split,
+            "parquet": parquet,
+            "docx": docx,
+            "held": held,
+            "arenas": arenas,
+        }
         lines = sections[section](args)
         lines[1:1] = ["", f"`{command_line()}`"]
         print("\n".join(lines), flush=True)

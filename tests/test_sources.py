@@ -7,6 +7,7 @@ named one a line (nothing written without --skip-invalid); unknown files counted
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,8 @@ from semsearch.errors import DataError
 from semsearch.ingest.documents import Corpus, read_corpus
 from semsearch.ingest.sources import FieldNames, open_source, tablerows
 from semsearch.ingest.sources.formats import kind_of
+from semsearch.storage.locations import sections_json
+from semsearch.storage.places import stored_sections
 
 pytestmark = pytest.mark.xdist_group("sources")
 
@@ -127,6 +130,10 @@ def test_a_csv_row_knows_its_lines_and_a_parquet_row_its_number(tmp_path):
     pq.write_table(pa.table({"id": list(texts), "text": list(texts.values())}), tmp_path / "r.parquet", 3)
     docs = [doc for _, doc in open_source(tmp_path / "r.parquet").entries()]
     assert [doc.sections[0].location.to_json() for doc in docs] == [{"row": n} for n in range(1, 5)]
+    for doc in docs:  # one section, the whole text; hashed as its sections read back from a store are
+        stored = replace(doc, sections=stored_sections(sections_json(doc)))
+        assert [(section.start, section.end) for section in doc.sections] == [(0, len(doc.text))]
+        assert (doc.content_hash, doc.passages_hash) == (stored.content_hash, stored.passages_hash)
 
 
 def test_metadata_and_types(mixed):

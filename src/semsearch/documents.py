@@ -8,7 +8,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -61,6 +61,37 @@ class Section:
     location: Location
 
 
+class RowSections(Sequence[Section]):
+    """A table row's sections: one, over its whole `text` (the document's own string, not a copy), at its row
+    (and in a CSV or TSV file its lines), its Section and Location made when asked. A row's document is held
+    from its reading to its storing (a partition of them): as a tuple of a Section and its Location a row's
+    place took 216 bytes, which kept a Parquet ingest one arena of Python's memory above the same corpus's as
+    JSONL; now 96, its row number's int included (benchmarks/results/files.md)."""
+
+    __slots__ = ("text", "row", "line_start", "line_end")
+
+    def __init__(self, text: str, row: int, line_start: int | None = None, line_end: int | None = None):
+        self.text, self.row, self.line_start, self.line_end = text, row, line_start, line_end
+
+    def __len__(self) -> int:
+        return 1
+
+    def __getitem__(self, index):  # an int or a slice, as a tuple's
+        location = Location(line_start=self.line_start, line_end=self.line_end, row=self.row)
+        return (Section(0, len(self.text), location),)[index]
+
+    def __iter__(self) -> Iterator[Section]:
+        yield self[0]
+
+    def places(self) -> list[list]:
+        """`section_places` of this row without making its Section and Location (hashed and stored once each)."""
+        lines = (("line_start", self.line_start), ("line_end", self.line_end), ("row", self.row))
+        return [[0, len(self.text), {name: value for name, value in lines if value is not None}]]
+
+    def __repr__(self) -> str:
+        return repr(tuple(self))
+
+
 @dataclass(frozen=True)
 class Document:
     id: str
@@ -71,7 +102,7 @@ class Document:
     # With a vector per passage (a 2-D `vector`, from an export): their character spans in the text.
     passages: tuple[Span, ...] | None = field(default=None, compare=False, repr=False)
     # From a file: its sections in order, covering the text (None: one section, no location).
-    sections: tuple[Section, ...] | None = field(default=None, compare=False, repr=False)
+    sections: Sequence[Section] | None = field(default=None, compare=False, repr=False)
 
     @property
     def embedding_text(self) -> str:
@@ -86,7 +117,7 @@ class Document:
         if (
             self.sections
         ):  # the same text cut or placed differently is a change too (its hits point elsewhere)
-            places = [[s.start, s.end, s.location.to_json()] for s in self.sections]
+            places = section_places(self.sections)
             digest.update(json.dumps(places, sort_keys=True, ensure_ascii=False).encode())
         return digest.hexdigest()[:32]
 
@@ -104,6 +135,13 @@ class Document:
         return hashlib.sha256(payload.encode()).hexdigest()[:32]
 
 
+def section_places(sections: Sequence[Section]) -> list[list]:
+    """Sections as they are hashed, stored and exported: [[start, end, location JSON], ...]."""
+    if isinstance(sections, RowSections):
+        return sections.places()
+    return [[s.start, s.end, s.location.to_json()] for s in sections]
+
+
 def passage_locations(doc: Document, spans: Sequence[Span]) -> list[Location | None]:
     """Where each passage (a character span of the document's text) sits in its file: the location of the first
     section it covers (its page, anchor and heading path), its lines those of the passage's own first and last
@@ -111,7 +149,7 @@ def passage_locations(doc: Document, spans: Sequence[Span]) -> list[Location | N
     not the file's lines verbatim keeps its sections' lines). None for a document without sections."""
     if not doc.sections:
         return [None] * len(spans)
-    sections = doc.sections
+    sections = tuple(doc.sections)  # a table row's (RowSections) made once here
     ends = [section.end for section in sections]  # in order, so sorted
     out: list[Location | None] = []
     for start, end in spans:

@@ -7,14 +7,14 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Sequence
 
-from ..documents import Document, Span, passage_locations
+from ..documents import Document, Span, passage_locations, section_places
 
 
 def sections_json(doc: Document) -> str | None:
     """A document's sections as stored (and exported): [[start, end, location], ...]; None without."""
     if not doc.sections:
         return None
-    return json.dumps([[s.start, s.end, s.location.to_json()] for s in doc.sections], ensure_ascii=False)
+    return json.dumps(section_places(doc.sections), ensure_ascii=False)
 
 
 def location_rows(

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ...documents import Location, Section
+from ...documents import RowSections
 from ...errors import DataError
 from . import tablerows
 from .base import Entry, Place, Source
@@ -78,14 +78,11 @@ class TableSource(Source):
                 except DataError as error:
                     yield place, DataError(error.reason, path=self.name, row=row, field=error.field)
                     continue
-                if vector is not None:
-                    if not np.isfinite(vector).all():
-                        message = "a vector value that is not finite"
-                        yield place, DataError(message, path=self.name, row=row, field=self.fields.vector)
-                        continue
-                    doc = replace(doc, vector=vector)
-                location = Location(line_start=first, line_end=last, row=row)
-                yield place, replace(doc, sections=(Section(0, len(doc.text), location),))
+                if vector is not None and not np.isfinite(vector).all():
+                    message = "a vector value that is not finite"
+                    yield place, DataError(message, path=self.name, row=row, field=self.fields.vector)
+                    continue
+                yield place, replace(doc, vector=vector, sections=RowSections(doc.text, row, first, last))
 
     def messages(self) -> Iterator[tablerows.Message]:
         """The table's batches (tablerows): a file's from a child process, an in-memory table's from here."""
