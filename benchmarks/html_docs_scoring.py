@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -281,6 +282,11 @@ def main() -> None:
             (OUT / f"{args.out}.md").write_text(text)
         return
     root = args.html
+    if not (root / "py-modindex.html").is_file() or args.work is None or not args.work.is_dir():
+        sys.exit(
+            f"{root} holds no Sphinx module index, or --work names no html_docs.py run of it: apt-get install "
+            "python-django-doc (sphinx-doc, python-scrapy-doc), run html_docs.py with that --work first"
+        )
     files = hd.pages(root)
     queries = hd.known_items(root, {f.relative_to(root).as_posix() for f in files})
     folders = sorted(p.name for p in args.work.glob("folder (*)") if p.is_dir())
