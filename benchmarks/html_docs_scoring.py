@@ -265,6 +265,21 @@ def pooled(names: list[str]) -> str:
             paired_cell(np.concatenate(each)) + "<br>" + " / ".join(f"{d.mean():+.3f}" for d in each)
         )
         lines.append(f"| {variant} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "The folder's maxp minus the whole page's, both fused at the same fixed weight (the content alone, the "
+        "calibrated weight aside):",
+        "",
+        "| weight | folder hybrid minus whole page hybrid |",
+        "|---|---|",
+    ]
+    for alpha in FIXED:
+        each = [
+            gains(r["folder (same)"]["fixed"][str(alpha)]) - gains(r["whole page JSONL"]["fixed"][str(alpha)])
+            for r in runs.values()
+        ]
+        cell = paired_cell(np.concatenate(each)) + "<br>" + " / ".join(f"{d.mean():+.3f}" for d in each)
+        lines.append(f"| {alpha} | {cell} |")
     return "\n".join(lines) + "\n"
 
 
