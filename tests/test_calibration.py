@@ -352,6 +352,14 @@ def test_cropped_targets_rank_as_the_index_without_the_passages_holding_the_quer
             expected = db.execute(sql, [match_expression(query.query)]).fetchall()
             assert [(m.pk, pytest.approx(m.score)) for m in found[:20]] == [(pk, s) for pk, s in expected]
 
+    def failing(texts):  # the queries are encoded on a thread of their own while the keyword side ranks
+        raise OSError("the model's files went away")
+
+    with pytest.raises(OSError, match="went away"):
+        rankings(targets, store, dense, failing, rerank=0)
+    texts = store.get([q.pk for q in targets.queries])  # the keyword side's scratch texts rolled back
+    assert all(texts[q.pk]["text"] != q.rest and q.query in texts[q.pk]["text"] for q in targets.queries)
+
 
 @pytest.mark.slow
 def test_a_corpus_of_one_sentence_documents_is_calibrated_by_cropped_spans(tmp_path):
