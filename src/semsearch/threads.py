@@ -20,6 +20,11 @@ def threads_allowed() -> int:
         return 0
 
 
+def threads_counted() -> int:
+    """`threads_allowed` as a count (one per core where it says 0), for a pool that must be told a number."""
+    return threads_allowed() or os.cpu_count() or 1
+
+
 @contextlib.contextmanager
 def one_torch_thread() -> Iterator[None]:
     """Torch on one thread inside the block (the flow's small matrices, a query's few tokens)."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
@@ -10,7 +9,7 @@ import numpy as np
 
 from ..errors import DataError
 from ..settings import DEFAULT_BACKEND, Backend, Pooling, Quantize
-from ..threads import threads_allowed
+from ..threads import threads_counted
 from .backend import EncoderBackend, EncodingSpec, Int8Method
 from .cache import EncodingCache, cache_directory_from_environment
 from .external import ExternalRunner, UnitTokenizer, external_model
@@ -246,7 +245,7 @@ def for_few_texts(encoder: Encoder) -> Callable[[Sequence[str]], np.ndarray]:
     side by side, the same vectors bit for bit (a renewal 0.84 s against 0.91 on one thread, 0.85 on two).
     The model started on a thread of its own while the index is read gained no wall time (its import and
     tokenizer hold the GIL) and cost 0.05 CPU-s: not done."""
-    side_by_side = threads_allowed() or os.cpu_count() or 1
+    side_by_side = threads_counted()
 
     def encode(texts: Sequence[str]) -> np.ndarray:
         return encoder.encode(texts, threads=1, tight=True, side_by_side=side_by_side)

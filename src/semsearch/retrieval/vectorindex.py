@@ -503,12 +503,12 @@ class VectorIndex:
     @classmethod
     def with_code_ranges(cls, dim: int, ranges: list[float]) -> VectorIndex:
         """An empty flat-sq8 index trained with these ranges (`code_ranges`)."""
-        ranges_ = np.asarray(ranges, dtype=np.float32)
-        if ranges_.shape != (2 * dim,) or not np.isfinite(ranges_).all():
-            raise ValueError(f"flat-sq8 ranges of {ranges_.shape}, for {dim} dims")
+        trained = np.asarray(ranges, dtype=np.float32)
+        if trained.shape != (2 * dim,) or not np.isfinite(trained).all():
+            raise ValueError(f"flat-sq8 ranges of {trained.shape}, for {dim} dims")
         vectors = cls.create(dim, "flat-sq8")
         inner = faiss.downcast_index(vectors.index.index)
-        faiss.copy_array_to_vector(ranges_, inner.sq.trained)
+        faiss.copy_array_to_vector(trained, inner.sq.trained)
         inner.is_trained = vectors.index.is_trained = True
         return vectors
 
