@@ -162,6 +162,26 @@ def test_batches_run_side_by_side_give_the_very_same_vectors():
     assert [key for key in sessions._SESSIONS if key[1] == 1] == made
 
 
+def test_tight_batches_are_small_enough_to_share_the_cores():
+    """A renewal's texts go in tight batches of TIGHT_TOKENS padded tokens at most (a text longer than
+    that alone), so side by side the threads end together; each text in exactly one batch, lengths ascending."""
+    from semsearch.encoding.encoder import TIGHT_TOKENS
+
+    texts = [f"sentence number {i} " + "about the river bank " * (i % 9) for i in range(60)] + [
+        "a long paragraph of many words " * 12
+    ] * 3
+    encoder = Encoder(quantize="int8")
+    lengths = [len(ids) for ids in encoder.tokenize(texts)]
+    order = np.argsort(lengths, kind="stable")
+    batches = list(encoder.batches(order, [lengths[i] for i in order], tight=True))
+    assert sorted(np.concatenate(batches).tolist()) == list(range(len(texts)))
+    for rows in batches:
+        padded_tokens = len(rows) * max(lengths[i] for i in rows)
+        assert padded_tokens <= TIGHT_TOKENS or len(rows) == 1
+    untight = list(encoder.batches(order, [lengths[i] for i in order]))
+    assert len(batches) > len(untight)
+
+
 def test_pooling_changes_the_vectors():
     mean = Encoder(pooling="mean").encode(TEXTS)
     cls = Encoder(pooling="cls").encode(TEXTS)

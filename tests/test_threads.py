@@ -6,7 +6,21 @@ from semsearch.threads import one_blas_thread
 
 
 def blas_threads() -> list[int]:
-    return [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
+    """The thread counts of the BLAS libraries not built on OpenMP (NumPy's)."""
+    return [
+        pool["num_threads"]
+        for pool in threadpool_info()
+        if pool["user_api"] == "blas" and pool.get("threading_layer") != "openmp"
+    ]
+
+
+def openmp_threads() -> list[int]:
+    """The thread counts of OpenMP and the BLAS built on it (FAISS's)."""
+    return [
+        pool["num_threads"]
+        for pool in threadpool_info()
+        if pool["user_api"] == "openmp" or pool.get("threading_layer") == "openmp"
+    ]
 
 
 def test_one_blas_thread_runs_numpys_blas_on_one_thread_and_gives_its_threads_back():
@@ -27,3 +41,16 @@ def test_one_blas_thread_runs_numpys_blas_on_one_thread_and_gives_its_threads_ba
     with pytest.raises(KeyError), one_blas_thread():
         raise KeyError("out")
     assert blas_threads() == before
+
+
+def test_one_blas_thread_leaves_faiss_searches_their_threads():
+    """FAISS's own OpenBLAS is built on OpenMP, whose count its searches share: limiting that BLAS put a
+    calibration's searches on one thread. Inside the block FAISS keeps every thread it had."""
+    import faiss
+
+    faiss.omp_set_num_threads(2)
+    before = openmp_threads()
+    with one_blas_thread():
+        assert faiss.omp_get_max_threads() == 2
+        assert openmp_threads() == before
+    assert faiss.omp_get_max_threads() == 2

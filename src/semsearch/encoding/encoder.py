@@ -29,6 +29,10 @@ FEW_TEXTS = 4  # encoded on one thread
 # A renewal of the calibration's few texts (STS-B dev: 910 of its 2,883 tokens were padding) encodes in 0.27 CPU-s,
 # not 0.34; its vectors equal to fp32's jitter (1.5e-7, onnx_backend.py), not bit for bit: not the ingest's.
 PADDING_PER_CALL = 32
+# Padded tokens a tight batch holds at most: a renewal's few texts in pieces small enough to share the cores
+# side by side, longest first (STS-B dev's 124 texts: 0.10 s against 0.19 in two to three batches, and less
+# CPU, 0.20 s against 0.24: a piece of the model's work fits the caches); the vectors equal to fp32's jitter
+TIGHT_TOKENS = 384
 CHARS_PER_TOKEN = 64  # text read per token of max_length (word pieces average about 4 characters)
 
 BACKEND_CLASSES: dict[Backend, type[EncoderBackend]] = {
@@ -195,6 +199,8 @@ class Encoder:
         if side_by_side > 1 and len(batches) > 1 and self._backend.concurrent:
             from concurrent.futures import ThreadPoolExecutor
 
+            # the longest first: the last to start are short, so the threads end together
+            batches.sort(key=lambda rows: -len(rows) * len(token_ids[rows[-1]]))
             with ThreadPoolExecutor(side_by_side) as pool:
                 ran = list(zip(batches, pool.map(run, batches)))
         else:
@@ -221,7 +227,8 @@ class Encoder:
     def batches(self, order: np.ndarray, lengths: list[int], tight: bool = False) -> Iterator[np.ndarray]:
         """Consecutive runs of `order` (sorted by length, ascending; `lengths` in that order): `batch_size`
         texts each, or as many as fit TOKEN_BUDGET padded tokens (MAX_BATCH at most); `tight`: each ending
-        before a text that would pad those before it by more than PADDING_PER_CALL tokens."""
+        before a text that would pad those before it by more than PADDING_PER_CALL tokens, or hold more than
+        TIGHT_TOKENS padded tokens."""
         if self.batch_size:
             yield from (order[i : i + self.batch_size] for i in range(0, len(order), self.batch_size))
             return
@@ -233,6 +240,7 @@ class Encoder:
                 or (end + 1 - start) * lengths[end] > TOKEN_BUDGET
                 or end - start >= MAX_BATCH
                 or (tight and (end - start) * (lengths[end] - lengths[end - 1]) > PADDING_PER_CALL)
+                or (tight and (end + 1 - start) * lengths[end] > TIGHT_TOKENS)
             ):
                 yield order[start:end]
                 start = end
@@ -240,11 +248,11 @@ class Encoder:
 
 def for_few_texts(encoder: Encoder) -> Callable[[Sequence[str]], np.ndarray]:
     """`encoder.encode` for a few hundred short texts at most (a calibration's renewal: what changed): tight
-    batches, side by side, one a core (threads_allowed), each on one thread. A second thread inside such a
-    batch only waits on the first (STS-B dev's 124 texts: 0.29-0.31 CPU-s on one against 0.38-0.42 on two);
-    side by side, the same vectors bit for bit (a renewal 0.84 s against 0.91 on one thread, 0.85 on two).
-    The model started on a thread of its own while the index is read gained no wall time (its import and
-    tokenizer hold the GIL) and cost 0.05 CPU-s: not done."""
+    batches of TIGHT_TOKENS at most, side by side, one a core (threads_allowed), each on one thread, the
+    longest first. A second thread inside such a batch only waits on the first (STS-B dev's 124 texts:
+    0.29-0.31 CPU-s on one against 0.38-0.42 on two); side by side, the same vectors bit for bit. The model
+    started on a thread of its own while the index is read gained no wall time (its import and tokenizer hold
+    the GIL; its session's start does not, but the draw is too short to hide it: 0.936 s against 0.928)."""
     side_by_side = threads_counted()
 
     def encode(texts: Sequence[str]) -> np.ndarray:
