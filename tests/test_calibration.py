@@ -172,13 +172,25 @@ def test_the_scratch_copy_ranks_as_a_real_index_of_the_changed_documents(index, 
     chunker = make_chunker(index.settings, lambda: index.encoder)
     # re-encoded targets kept at the index's raw precision, as calibrate() keeps them (an ingest would)
     kept = lambda texts: as_kept(index.encoder.encode(texts), index.settings.raw_precision)  # noqa: E731
-    targets = Targets.of(drawn, store, kept, partial(split, chunker=chunker))
+    targets = Targets.of(drawn, store, partial(split, chunker=chunker)).encoded(kept)
     assert len(targets.queries) >= 55  # few are left out (more passages without the sentence than with it)
     assert (np.diff(targets.dropped) > 0).all() and len(targets.dropped) > len(targets.queries)  # passages
     dense = DenseRetriever(index.transform, index.vectors, index.raw)
     before = {pk: row["text"] for pk, row in store.get([q.pk for q in targets.queries]).items()}
     found = rankings(targets, store, dense, index.encoder.encode, rerank=0)
     dense_found, keyword_found = ([documents.found() for documents in side] for side in found)
+    # targets given unencoded are encoded beside the keyword side (as calibrate() gives them): the same rankings
+    unencoded = Targets.of(drawn, store, partial(split, chunker=chunker))
+    assert unencoded.vectors is None
+    later = rankings(unencoded, store, dense, index.encoder.encode, rerank=0, encode_targets=kept)
+    for side, side_later in zip(found, later):
+        assert [d.found() for d in side] == [d.found() for d in side_later]
+
+    def failing(texts):
+        raise OSError("the model's files went away")
+
+    with pytest.raises(OSError, match="went away"):  # the targets' encoder fails on its thread: raised here
+        rankings(unencoded, store, dense, index.encoder.encode, rerank=0, encode_targets=failing)
 
     # the store is as it was: texts, keyword index (FTS5's own check), and a removed sentence is found again
     after = store.get(list(before))
@@ -312,7 +324,7 @@ def test_cropped_targets_rank_as_the_index_without_the_passages_holding_the_quer
     store = index.store
     drawn = pseudo_queries(store, 60, seed=7)
     chunker = make_chunker(index.settings, lambda: index.encoder)
-    targets = Targets.drawn(drawn, store, index.encoder.encode, partial(split, chunker=chunker))
+    targets = Targets.drawn(drawn, store, partial(split, chunker=chunker)).encoded(index.encoder.encode)
     counts = dict(
         zip([q.pk for q in targets.queries], store.passages().counts_of([q.pk for q in targets.queries]))
     )

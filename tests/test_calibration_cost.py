@@ -136,11 +136,13 @@ def test_the_scratch_copy_read_shallow_ranks_as_brute_force_over_the_changed_row
     from semsearch.retrieval.search import DenseRetriever
 
     depths: list[tuple[int, int]] = []
+    read = ScratchDense._base_rows
 
-    class Recorded(DenseRetriever):  # the real retriever, the depths it is asked for recorded
-        def ranked_rows(self, queries, n, allowed):
-            depths.append((len(queries), n))
-            return super().ranked_rows(queries, n, allowed)
+    def recorded(self, queries, projected, n, allowed):  # the real reads, the depths asked for recorded
+        depths.append((len(queries), n))
+        return read(self, queries, projected, n, allowed)
+
+    monkeypatch.setattr(ScratchDense, "_base_rows", recorded)
 
     n = 20
     with Index.open(sample_encoded) as index:
@@ -150,7 +152,7 @@ def test_the_scratch_copy_read_shallow_ranks_as_brute_force_over_the_changed_row
         replaced = np.sort(draw.choice(dropped, 40, replace=False))  # the targets' new passages take these
         new_vectors = index.raw.get(draw.choice(rows, len(replaced), replace=False))
         queries = index.raw.get(np.concatenate([dropped[:24], draw.choice(rows, 16, replace=False)]))
-        base = Recorded(index.transform, index.vectors, index.raw)
+        base = DenseRetriever(index.transform, index.vectors, index.raw)
         scratch = ScratchDense(base, dropped, OverlaidRaw(index.raw, replaced, new_vectors))
 
         projected = index.transform.project(queries).astype(np.float64)

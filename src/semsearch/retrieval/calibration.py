@@ -35,7 +35,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
 import numpy as np
@@ -305,7 +305,7 @@ def calibrate(
         if cache is None
         else (cache.encoder(encode, precision), cache.encoder(encode, asked_at))
     )
-    targets = Targets.drawn(drawn, store, encode_target, cut)
+    targets = Targets.drawn(drawn, store, cut)  # encoded beside the keyword side (rankings)
     if len(targets.queries) < MIN_QUERIES:
         return skipped(
             f"only {len(targets.queries)} pseudo-queries keep a target, fewer than {MIN_QUERIES} (their "
@@ -324,7 +324,7 @@ def calibrate(
             for q, text in zip(sampled, paragraphs)
         ]
     asked += paragraphs
-    every_dense, every_keyword = rankings(targets, store, dense, encode, rerank, asked)
+    every_dense, every_keyword = rankings(targets, store, dense, encode, rerank, asked, encode_target)
     every_rank = sweep_ranks(kept + sampled + sampled, every_dense, every_keyword)
     dense_found, keyword_found = every_dense[: len(kept)], every_keyword[: len(kept)]
     ranks = {weight: ranked[: len(kept)] for weight, ranked in every_rank.items()}
@@ -381,32 +381,37 @@ def at_precision(encode: Encode, precision: str) -> Encode:
 
 @dataclass(frozen=True)
 class Targets:
-    """The pseudo-queries' documents as the scratch copy holds them: each re-cut and re-encoded without its
-    sentence, its new passages taking its first rows (a document the removal would give more passages than
-    it had is left out: rare, and its extra rows would belong to the next document)."""
+    """The pseudo-queries' documents as the scratch copy holds them: each re-cut without its sentence, its new
+    passages taking its first rows (a document the removal would give more passages than it had is left out:
+    rare, and its extra rows would belong to the next document), their texts encoded by `encoded`."""
 
     queries: list[PseudoQuery]
     rows: np.ndarray  # the new passages' vector rows, sorted
-    vectors: np.ndarray  # their raw vectors
+    texts: list[str]  # their texts to encode, in the order of `rows`
     dropped: np.ndarray  # every row the targets had, sorted
+    vectors: np.ndarray | None = None  # their raw vectors, once encoded
+
+    def encoded(self, encode: Encode) -> Targets:
+        """These targets with their new passages' vectors."""
+        return replace(self, vectors=encode(self.texts) if self.texts else np.zeros((0, 0), np.float32))
 
     @classmethod
-    def drawn(cls, drawn: list[PseudoQuery], store: DocumentStore, encode: Encode, cut: Cut) -> Targets:
-        """Documents of one passage re-encoded without the query (`of`); of several, cropped (cropping.py)."""
+    def drawn(cls, drawn: list[PseudoQuery], store: DocumentStore, cut: Cut) -> Targets:
+        """Documents of one passage re-cut without the query (`of`); of several, cropped (cropping.py)."""
         counts = store.passages().counts_of(np.array([q.pk for q in drawn], dtype=np.int64))
         several = [(q, int(n)) for q, n in zip(drawn, counts) if n > 1]
-        whole = cls.of([q for q, n in zip(drawn, counts) if n == 1], store, encode, cut)
+        whole = cls.of([q for q, n in zip(drawn, counts) if n == 1], store, cut)
         if not several:
             return whole
         rows = [q.pk + i for q, n in several for i in range(n)]
         texts = {pk: row["text"] for pk, row in store.get([q.pk for q, _ in several]).items()}
         kept, dropped = cropped([q for q, _ in several], texts, [n for _, n in several], store.spans(rows))
-        return cls(
-            whole.queries + kept, whole.rows, whole.vectors, np.sort(np.concatenate([whole.dropped, dropped]))
+        return replace(
+            whole, queries=whole.queries + kept, dropped=np.sort(np.concatenate([whole.dropped, dropped]))
         )
 
     @classmethod
-    def of(cls, drawn: list[PseudoQuery], store: DocumentStore, encode: Encode, cut: Cut) -> Targets:
+    def of(cls, drawn: list[PseudoQuery], store: DocumentStore, cut: Cut) -> Targets:
         titles = {pk: row["title"] for pk, row in store.get([q.pk for q in drawn]).items()}
         parts_of = cut([Document(str(q.pk), q.rest, titles.get(q.pk)) for q in drawn])
         had = store.passages().counts_of(np.array([q.pk for q in drawn], dtype=np.int64))
@@ -414,11 +419,11 @@ class Targets:
         rows = [q.pk + i for q, parts, _ in kept for i in range(len(parts))]
         texts = [part.embedding_text for _, parts, _ in kept for part in parts]
         dropped = [q.pk + i for q, _, n in kept for i in range(n)]
-        order = np.argsort(rows, kind="stable")
+        order = np.argsort(rows, kind="stable").tolist()
         return cls(
             [q for q, _, _ in kept],
             np.asarray(rows, dtype=np.int64)[order],
-            encode(texts)[order] if texts else np.zeros((0, 0), np.float32),
+            [texts[i] for i in order],
             np.sort(np.asarray(dropped, dtype=np.int64)),
         )
 

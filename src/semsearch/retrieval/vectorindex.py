@@ -436,6 +436,12 @@ class VectorIndex:
                 return np.stack([reconstructed(index, int(pk)) for pk in ids])
         return None
 
+    def held_vectors(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every id an exhaustive index (flat, flat-sq8) holds and its vector exactly as indexed (`vectors_of`),
+        for a caller that scores many queries against them all at once (a calibration's scratch copy)."""
+        ids = faiss.vector_to_array(self.concrete.id_map)
+        return ids, self.vectors_of(ids)
+
     def exact(self, queries: np.ndarray, k: int, ids: np.ndarray) -> list[list[tuple[int, float]]] | None:
         """The exact k best of these ids (sorted unique) by inner product with the index's own vectors: for
         flat and hnsw scored in place from the stored rows (no copy), for ivf by every inverted list with the
