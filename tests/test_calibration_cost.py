@@ -176,6 +176,56 @@ def test_the_scratch_copy_read_shallow_ranks_as_brute_force_over_the_changed_row
                 assert depths[1][1] == n + len(dropped)
 
 
+def test_the_scratch_copy_of_a_flat_sq8_index_scores_its_decoded_codes_as_faiss_does(tmp_path):
+    """Over flat-sq8 the scratch copy decodes the index's codes once and scores every query's rows by one product
+    (FAISS's SQ8 scan decodes every row for every query): the same rows as FAISS's own search, the same scores up
+    to a product's rounding, ties by row; the replaced rows dropped and the new ones scored in as before."""
+    import numpy as np
+
+    from semsearch import Document, Index
+    from semsearch.retrieval.calibration_scratch import OverlaidRaw, ScratchDense
+    from semsearch.retrieval.search import DenseRetriever
+
+    rng = np.random.default_rng(3)
+    vectors = rng.normal(size=(3000, 32)).astype("f4")
+    options = dict(model="none", dim=32, transform="whiten", dims=16, index_type="flat-sq8")
+    with Index.create(tmp_path / "coded", **options) as index:
+        index.add([Document(id=str(i), text=f"doc {i}", vector=vectors[i]) for i in range(len(vectors))])
+        assert index.vectors.kind == "flat-sq8"
+        rows = index.store.vector_pks()
+        dense = DenseRetriever(index.transform, index.vectors, index.raw)
+        queries = (vectors[rng.choice(len(vectors), 200, replace=False)] + rng.normal(size=(200, 32))).astype(
+            "f4"
+        )
+        no_change = ScratchDense(
+            dense,
+            np.zeros(0, np.int64),
+            OverlaidRaw(index.raw, np.zeros(0, np.int64), np.zeros((0, 32), "f4")),
+        )
+        ours = no_change._base_rows(queries, index.transform.project(queries), 50, None)
+        assert no_change._held is not None  # the decoded codes, read once
+        theirs = dense.ranked_rows(queries, 50, None)
+        for (our_rows, our_scores), (their_rows, their_scores) in zip(ours, theirs):
+            assert set(our_rows.tolist()) == set(their_rows.tolist())
+            np.testing.assert_allclose(our_scores, their_scores, rtol=0, atol=1e-5)
+            assert (np.diff(our_scores) <= 0).all()
+        # the candidates of a scratch copy with rows dropped and new ones: a brute force over decoded codes
+        dropped = np.sort(rng.choice(rows, 300, replace=False))
+        replaced = np.sort(rng.choice(dropped, 100, replace=False))
+        new_vectors = rng.normal(size=(len(replaced), 32)).astype("f4")
+        scratch = ScratchDense(dense, dropped, OverlaidRaw(index.raw, replaced, new_vectors))
+        kept = rows[~np.isin(rows, dropped)]
+        every = np.concatenate([kept, replaced])
+        stored = np.concatenate([index.vectors.vectors_of(kept), index.transform.project(new_vectors)])
+        scores = index.transform.project(queries).astype(np.float64) @ stored.astype(np.float64).T
+        for found, row in zip(scratch.candidates(queries, 20, None), scores):
+            best = np.argsort(-row, kind="stable")[:20]
+            assert [pk for pk, _ in found[:15]] == every[best][:15].tolist() or len(
+                set(np.round(row[best], 5))
+            ) < 20
+            np.testing.assert_allclose([score for _, score in found], row[best], rtol=0, atol=1e-5)
+
+
 def test_a_rerank_reading_every_query_at_once_scores_each_by_its_cosine(sample_encoded):
     """search.rerank reads every query's rows in one gather: each query's rows come back re-scored by the
     cosine of the raw vectors (computed here in float64 from the rows read one by one), best first, cut to k;

@@ -26,7 +26,8 @@ from .vectorindex import VectorIndex
 # Rows the scratch copy reads beyond those asked (ScratchDense): more than the targets' rows a query finds among
 # its first ones (its own target's; a paragraph's, its off-topic targets' too)
 SHALLOW = 64
-SCORED = 4_000_000  # scores of an exhaustive index's rows held at once (float32, 16 MB): queries in batches
+SCORED = 4_000_000  # scores of a flat-sq8 index's rows held at once (float32, 16 MB): queries in batches
+DECODED = 16_000_000  # a flat-sq8 index's decoded floats held at most (64 MB: 125,000 rows at 128 dims)
 
 Encode = Callable[[Sequence[str]], np.ndarray]
 
@@ -120,14 +121,16 @@ class ScratchDense:
     def _base_rows(
         self, queries: np.ndarray, projected: np.ndarray, k: int, allowed: np.ndarray | None
     ) -> list[RankedRows]:
-        """The index's k best rows of each query, as base.ranked_rows ranks them (ties by row). An exhaustive
-        index's (flat, flat-sq8) every vector is read once (its codes decoded) and scored by one product per
-        batch of queries: FAISS's SQ8 scan decodes every row for every query (a renewal's 495 searches of
-        STS-B dev's 2,648 rows: 46 CPU-ms against 8). The same rows up to a product's rounding (1e-7)."""
-        if allowed is not None or not self.vectors.exhaustive:
+        """The index's k best rows of each query, as base.ranked_rows ranks them (ties by row). A flat-sq8
+        index's codes are decoded once and scored by one product per batch of queries: FAISS's SQ8 scan
+        decodes every row for every query (a renewal's 495 searches of STS-B dev's 2,648 rows: 66 CPU-ms
+        against 26 in all). The same rows up to a product's rounding (1e-7). Flat's own search is such a
+        product already; the approximate kinds, and a flat-sq8 index too large to hold decoded, FAISS's."""
+        vectors = self.vectors
+        if allowed is not None or vectors.kind != "flat-sq8" or vectors.count * vectors.dim > DECODED:
             return self.base.ranked_rows(queries, k, allowed)
         if self._held is None:
-            self._held = self.vectors.held_vectors()
+            self._held = vectors.held_vectors()
         ids, held = self._held
         k = min(k, len(ids))
         if k == 0:

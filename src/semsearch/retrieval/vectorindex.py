@@ -437,8 +437,8 @@ class VectorIndex:
         return None
 
     def held_vectors(self) -> tuple[np.ndarray, np.ndarray]:
-        """Every id an exhaustive index (flat, flat-sq8) holds and its vector exactly as indexed (`vectors_of`),
-        for a caller that scores many queries against them all at once (a calibration's scratch copy)."""
+        """Every id the index holds and its vector exactly as indexed (`vectors_of`; a copy), for a caller that
+        scores many queries against them all at once (a calibration's scratch copy of a flat-sq8 index)."""
         ids = faiss.vector_to_array(self.concrete.id_map)
         return ids, self.vectors_of(ids)
 
