@@ -252,7 +252,7 @@ def for_few_texts(encoder: Encoder) -> Callable[[Sequence[str]], np.ndarray]:
     longest first. A second thread inside such a batch only waits on the first (STS-B dev's 124 texts:
     0.29-0.31 CPU-s on one against 0.38-0.42 on two); side by side, the same vectors bit for bit. The model
     started on a thread of its own while the index is read gained no wall time (its import and tokenizer hold
-    the GIL; its session's start does not, but the draw is too short to hide it: 0.936 s against 0.928)."""
+    the GIL; its session's start does not, but the draw is too short to hide it: 0.724 s against 0.730)."""
     side_by_side = threads_counted()
 
     def encode(texts: Sequence[str]) -> np.ndarray:
