@@ -257,3 +257,53 @@ def test_an_import_codes_its_vectors_with_the_flat_sq8_ranges_its_source_trained
             found = imported.search_vectors(queries, k=10, rerank=0)
             scores = [[(h.id, h.score) for h in hits] for hits in found]
             assert (scores == expected) is same
+
+
+def test_an_import_makes_its_sources_hnsw_graph_again(tmp_path):
+    """An hnsw graph depends on how its rows were split between adds (FAISS inserts an add's rows by level),
+    not only on the rows: the index keeps its adds (a build's in BLOCK_ROWS of its live rows, whatever the raw
+    segments' layout; each append's), an export carries them with the search parameters tuned for the graph,
+    and its import adds its rows so: every node's neighbours the same and the same answers, after a rebuild
+    (rows replaced) and appends. An export without them (written before) builds its own graph, which differs."""
+    import faiss
+
+    from semsearch import Document, Index
+
+    rng = np.random.default_rng(2)
+    vectors = rng.normal(size=(4000, 32)).astype("f4")
+
+    def documents(ids, shift: float = 0.0) -> list:
+        return [Document(id=str(i), text=f"doc {i}", vector=vectors[i] + shift) for i in ids]
+
+    def neighbours(index) -> np.ndarray:
+        held = index.vectors  # the wrapper kept while FAISS's arrays are read
+        return faiss.vector_to_array(faiss.downcast_index(held.index.index).hnsw.neighbors)
+
+    options = dict(model="none", dim=32, transform="whiten", dims=16, index_type="hnsw-sq8")
+    queries = rng.normal(size=(40, 32)).astype("f4")
+    with Index.create(tmp_path / "source", **options) as source:
+        source.add(documents(range(3000)))
+        source.add(documents(range(0, 600), 0.5))  # replaced: the graph built again over the live rows
+        source.add(documents(range(3000, 3700)))  # appended: two more adds
+        source.add(documents(range(3700, 3750)))
+        assert source.state.graph_blocks == [[3000, 1], [700, 1], [50, 1]]
+        source.export(tmp_path / "export.jsonl", vectors=True)
+        expected = [
+            [(h.id, h.score) for h in hits] for hits in source.search_vectors(queries, k=10, rerank=0)
+        ]
+        graph, params = neighbours(source), source.state.search_params
+    lines = (tmp_path / "export.jsonl").read_text().split("\n", 1)
+    header = json.loads(lines[0])
+    assert header["graph"]["blocks"] == [[3000, 1], [700, 1], [50, 1]]
+    del header["graph"]
+    (tmp_path / "before.jsonl").write_text(json.dumps(header) + "\n" + lines[1])
+    for name, same in (("export", True), ("before", False)):
+        here("ingest", tmp_path / f"{name}.jsonl", "--index", tmp_path / name, "-q")
+        with Index.open(tmp_path / name) as imported:
+            assert np.array_equal(neighbours(imported), graph) is same
+            if same:
+                assert imported.state.search_params == params
+                found = imported.search_vectors(queries, k=10, rerank=0)
+                assert [[(h.id, h.score) for h in hits] for hits in found] == expected
+            else:
+                assert imported.state.graph_blocks == [[3750, 1]]  # its own adds: the live rows at once

@@ -147,3 +147,54 @@ def test_auto_picks_by_corpus_size_and_unknown_types_are_refused(flat, tmp_path,
             expected = decoded[[row_of[int(pk)] for pk in pks]] @ query
             assert len(pks) == 10 and np.allclose(scores, expected, atol=1e-5)
             assert np.abs(scores - flat.vectors.vectors_of(pks) @ query).max() < 0.01
+
+
+def test_a_build_adds_the_same_blocks_of_live_rows_whatever_the_segments_layout():
+    """build.rechunked: the rows of blocks cut anywhere (segments, rows replaced among them) come out in blocks
+    of the sizes asked (BLOCK_ROWS after them), in order, the first `skip` rows left out (a checkpoint's, which
+    may fall inside a block); what an hnsw graph depends on (VectorIndex.blocks)."""
+    import numpy as np
+
+    from semsearch.ingest.build import rechunked
+
+    rows = np.arange(1000)
+    vectors = np.stack([rows, -rows], 1).astype(np.float32)
+    for cuts in ([0, 1000], [0, 7, 300, 301, 999, 1000], [0, 512, 1000]):
+        blocks = [(rows[a:b], vectors[a:b]) for a, b in zip(cuts, cuts[1:])]
+        out = list(rechunked(blocks, [300, 200]))
+        assert [len(pks) for pks, _ in out] == [300, 200, 500]
+        assert np.array_equal(np.concatenate([pks for pks, _ in out]), rows)
+        assert np.array_equal(np.concatenate([v for _, v in out]), vectors)
+        skipped = list(rechunked(blocks, [300, 200], skip=350))
+        assert [len(pks) for pks, _ in skipped] == [150, 500] and skipped[0][0][0] == 350
+
+
+def test_an_hnsw_rows_level_is_drawn_from_its_position_alone(tmp_path):
+    """FAISS draws an hnsw row's level from a generator it does not save, which starts again at each load: here
+    each row's level is a function of its position, so a graph appended to after a save and a load is the graph
+    of the same adds made in one process (an export's import makes its source's graph: test_export)."""
+    import faiss
+    import numpy as np
+
+    from semsearch.retrieval.vectorindex import VectorIndex
+
+    rng = np.random.default_rng(4)
+    vectors = rng.normal(size=(2500, 16)).astype(np.float32)
+
+    def graph(reload: bool) -> tuple[np.ndarray, np.ndarray]:
+        index = VectorIndex.create(16, "hnsw", 2500)
+        for start, end in ((0, 1500), (1500, 2300), (2300, 2500)):
+            index.add(vectors[start:end], np.arange(start, end))
+            if reload:
+                index.save(tmp_path)
+                index = VectorIndex.load(tmp_path, index.blocks)
+        inner = faiss.downcast_index(index.index.index).hnsw
+        assert index.blocks == [1500, 800, 200]
+        probabilities.append(faiss.vector_to_array(inner.assign_probas))
+        return faiss.vector_to_array(inner.levels), faiss.vector_to_array(inner.neighbors)
+
+    probabilities: list[np.ndarray] = []
+    once, reloaded = graph(False), graph(True)
+    assert np.array_equal(once[0], reloaded[0]) and np.array_equal(once[1], reloaded[1])
+    levels = once[0] - 1  # FAISS keeps a level plus one; its distribution: assign_probas
+    assert abs(np.mean(levels == 0) - probabilities[0][0]) < 0.01 and levels.max() >= 1

@@ -385,6 +385,9 @@ def _kept_line(kept: tuple[str, ...], index) -> str:
             f"transform: {fitted} to {index.state.dims} dims as its source fitted it, drift "
             f"{index.state.drift or 0:.3f} from these documents (--refit always fits again)"
         )
+    if "graph" in kept and index.state.graph_blocks:
+        adds = sum(times for _, times in index.state.graph_blocks)
+        parts.append(f"graph: its {adds} adds made again, searched with {index.state.search_params}")
     return "kept the export's " + " and its ".join(parts)
 
 

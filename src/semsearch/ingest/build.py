@@ -5,6 +5,8 @@ refit asks for. Raw vectors are read a block at a time, never held whole."""
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
@@ -12,12 +14,12 @@ from pathlib import Path
 import numpy as np
 
 from ..retrieval import strategy, tuning
-from ..retrieval.vectorindex import VectorIndex, outgrown, resolve_index_type
+from ..retrieval.vectorindex import CODED, VectorIndex, outgrown, resolve_index_type
 from ..settings import DEFAULT_RECALL_TARGET, YOUNG_FACTOR, TransformKind, TransformSpec
 from ..storage.buildcheckpoint import CHECKPOINTS, BuildCheckpoint, build_key
 from ..storage.faults import fault_point
 from ..storage.manifest import IndexSettings
-from ..storage.rawvectors import RawVectors, among
+from ..storage.rawvectors import BLOCK_ROWS, RawVectors, among
 from ..transforms import LinearTransform, Progress, Transform, VectorBatches, fit_transform
 from ..transforms.stats import RunningStats
 
@@ -33,16 +35,42 @@ MERGEABLE = ("ivf", "pq")
 KEY_ROWS = 64  # rows projected for a build's checkpoint key: the transform as it acts
 
 
-def live_blocks(raw: RawVectors, live: np.ndarray, skip: int = 0) -> Blocks:
-    """Raw (pks, vectors) blocks of the rows in `live` (sorted pks; replaced or deleted rows left out), after
-    the first `skip` of them (at a block's end: where a checkpoint stopped)."""
+def live_blocks(raw: RawVectors, live: np.ndarray) -> Blocks:
+    """Raw (pks, vectors) blocks of the rows in `live` (sorted pks; replaced or deleted rows left out)."""
     for pks, block in raw.blocks():
         keep = among(pks, live)
-        if skip > 0:  # whole blocks
-            skip -= int(keep.sum())
-            continue
         if keep.any():
             yield pks[keep], block[keep]
+
+
+def rechunked(blocks: Blocks, sizes: Iterable[int] | None = None, skip: int = 0) -> Blocks:
+    """The rows of `blocks` again, in blocks of `sizes` rows (None: BLOCK_ROWS each), the first `skip` rows left
+    out: an index filled from them holds the same whatever the raw segments' layout and the rows replaced
+    among them (an hnsw graph depends on the rows of each add: VectorIndex.blocks). A block of `sizes` past
+    the rows ends with them."""
+    wanted = itertools.chain(sizes or (), itertools.repeat(BLOCK_ROWS))
+    held: list[tuple[np.ndarray, np.ndarray]] = []
+    count, size, done = 0, next(wanted), 0
+    for pks, vectors in blocks:
+        start = 0
+        while start < len(pks):
+            take = min(size - count, len(pks) - start)
+            held.append((pks[start : start + take], vectors[start : start + take]))
+            count, start = count + take, start + take
+            if count == size:
+                yield from _after(held, done, skip)
+                held, done, count, size = [], done + count, 0, next(wanted)
+    if held:
+        yield from _after(held, done, skip)
+
+
+def _after(held: list[tuple[np.ndarray, np.ndarray]], done: int, skip: int) -> Blocks:
+    """One block of `rechunked` (its pieces joined), less the rows before `skip` (`done` rows before it)."""
+    pks = np.concatenate([piece[0] for piece in held])
+    vectors = np.concatenate([piece[1] for piece in held])
+    if done + len(pks) > skip:
+        cut = max(0, skip - done)
+        yield pks[cut:], vectors[cut:]
 
 
 def raw_batches(raw: RawVectors, live: np.ndarray) -> VectorBatches:
@@ -81,7 +109,8 @@ def build_vectors(
     adder: BlockAdder | None = None,
     checkpoint_in: Path | None = None,
     tuning_queries: np.ndarray | None = None,
-    trained: VectorIndex | None = None,
+    code_ranges: list[float] | None = None,
+    blocks: Sequence[int] | None = None,
 ) -> VectorIndex:
     """A new vector index of every live row, of the type `index_type` resolves to for their number, its search
     parameters tuned for `recall_target` (tuning.py) on a sample of its own rows as queries. Trained here;
@@ -89,14 +118,15 @@ def build_vectors(
     `checkpoint_in`: an index directory where an ivf or pq build keeps its progress (buildcheckpoint.py) and
     takes it up again after a kill: the trained index, and where filled here, the rows filled so far.
     `tuning_queries`: raw sample queries given for tuning (storage/tuningqueries.py), instead of the rule's
-    queries made from the rows. `trained`: an empty index of this kind trained already (an export's source's:
-    exported.py), used instead of training one here."""
+    queries made from the rows. `code_ranges`: an 8-bit kind's ranges as trained already (an export's
+    source's: exported.py), taken instead of training them here. `blocks`: the rows of each add (an export's source's hnsw
+    graph's: its graph made again), else BLOCK_ROWS of the live rows each, whatever the segments' layout."""
     count = len(live)
     kind = resolve_index_type(index_type, count, transform.out_dim)
-    if trained is not None and (trained.kind, trained.dim, trained.count) == (kind, transform.out_dim, 0):
-        vectors = trained
-    else:
-        vectors = VectorIndex.create(transform.out_dim, kind, count)
+    vectors = VectorIndex.create(transform.out_dim, kind, count)
+    if code_ranges is not None and kind in CODED:
+        with contextlib.suppress(ValueError):  # not of these dims: trained here
+            vectors = vectors.with_code_ranges(code_ranges)
     queries = None if tuning_queries is None else transform.project(tuning_queries)
     kept = (
         checkpoint(checkpoint_in, transform, raw, live, kind, queries) if checkpoint_in is not None else None
@@ -124,7 +154,8 @@ def build_vectors(
 
     def projected_blocks() -> Iterator[tuple[np.ndarray, np.ndarray]]:
         seen = saved = skip
-        for pks, block in live_blocks(raw, live, skip):
+        sizes = blocks if blocks is not None and sum(blocks) == count else None
+        for pks, block in rechunked(live_blocks(raw, live), sizes, skip):
             projected = transform.project(block)
             yield pks, projected
             seen += len(pks)

@@ -135,11 +135,38 @@ class Restored:
 
     calibration: dict | None = None  # calibration.py's record (or why there is none)
     transform: Any = None  # the Transform its source fitted (before any upserts since)
-    codes: Any = None  # with it, an empty VectorIndex trained as its source's (flat-sq8's ranges), or None
+    codes: list[float] | None = None  # with it, its source's 8-bit ranges (flat-sq8's, hnsw-sq8's), or None
+    graph: Graph | None = None  # with it, its source's hnsw graph's adds and search parameters
 
     @property
     def parts(self) -> tuple[str, ...]:
-        return tuple(name for name in ("calibration", "transform") if getattr(self, name) is not None)
+        return tuple(
+            name for name in ("calibration", "transform", "graph") if getattr(self, name) is not None
+        )
+
+
+@dataclass(frozen=True)
+class Graph:
+    """An export's source's hnsw graph as an import makes it again: the rows of each add, in order
+    (vectorindex.VectorIndex.blocks), and the search parameters tuned for it, with the recall measured."""
+
+    blocks: list[int]
+    search_params: dict | None
+    measured_recall: float | None
+
+    @classmethod
+    def of(cls, record: Any) -> Graph | None:
+        """A header's `graph` (None where it has none, or one this release cannot read: the import builds
+        its own)."""
+        from ..retrieval.vectorindex import runs_blocks
+
+        if not isinstance(record, dict) or not isinstance(record.get("search_params"), (dict, type(None))):
+            return None
+        blocks = runs_blocks(record.get("blocks"))
+        recall = record.get("measured_recall")
+        if blocks is None or not isinstance(recall, (int, float, type(None))):
+            return None
+        return cls(blocks, record.get("search_params"), recall)
 
 
 def restored(
@@ -147,8 +174,9 @@ def restored(
 ) -> Restored | None:
     """What an index of `count` documents and these `settings` keeps of `corpus` (documents.Corpus) where it is
     an export and the index new (else None): its calibration unless `recalibrate`; its transform where the header
-    carries one (exports before issue 38 do not) fitted under the settings the index has (FITTED_UNDER).
-    Nothing under `refit` always, which fits and calibrates again."""
+    carries one (exports before issue 38 do not) fitted under the settings the index has (FITTED_UNDER), and with
+    it (or with no transform to fit) its hnsw graph's adds. Nothing under `refit` always, which fits and
+    calibrates again."""
     header = corpus.export
     if not header or count:
         return None
@@ -157,21 +185,21 @@ def restored(
     calibration = None if recalibrate else header.get("calibration")
     record, theirs = header.get("transform"), {"raw_precision": "float32", **header["settings"]}
     ours = asdict(settings)
-    if not isinstance(record, dict) or any(theirs.get(name) != ours[name] for name in FITTED_UNDER):
+    if any(theirs.get(name) != ours[name] for name in FITTED_UNDER):
         return Restored(calibration)
+    if not isinstance(record, dict):  # the same vectors, indexed as they are: the graph is made again
+        fitted = settings.transform != TransformKind.NONE.value
+        return Restored(calibration, graph=None if fitted else Graph.of(header.get("graph")))
     transform = _loaded(record, settings, str(corpus.path))
-    return Restored(calibration, transform, _codes(header.get("vector_codes"), transform.out_dim))
+    return Restored(calibration, transform, _codes(header.get("vector_codes")), Graph.of(header.get("graph")))
 
 
-def _codes(ranges: Any, dim: int) -> Any:
-    """The source's flat-sq8 ranges as an empty index trained with them (None where the header has none, or
-    none of these dims: the import trains its own)."""
-    from ..retrieval.vectorindex import VectorIndex
-
-    try:
-        return None if ranges is None else VectorIndex.with_code_ranges(dim, ranges)
-    except (ValueError, TypeError):
+def _codes(ranges: Any) -> list[float] | None:
+    """The source's 8-bit ranges (flat-sq8's, hnsw-sq8's), where the header has a list of numbers (else None:
+    the import trains its own; ranges of other dims are refused by the build, which trains them then)."""
+    if not isinstance(ranges, list) or not all(isinstance(value, (int, float)) for value in ranges):
         return None
+    return [float(value) for value in ranges]
 
 
 def _loaded(record: dict[str, Any], settings: IndexSettings, where: str) -> Any:

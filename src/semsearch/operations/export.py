@@ -57,9 +57,20 @@ def header(index: IndexDirectory, vectors: bool) -> dict[str, Any]:
         "calibration": state.calibration,
         # the transform as fitted (maybe before upserts): what the vectors are indexed and candidates found by
         "transform": transform_record(index.transform, index.settings.transform),
-        # flat-sq8's ranges, trained on the rows of its first build: the import codes its vectors the same (the
-        # index read only where it is one, SQ8 its structure: another kind's can be gigabytes)
-        "vector_codes": index.vectors.code_ranges() if index.state.index_structure == "SQ8" else None,
+        # flat-sq8's and hnsw-sq8's ranges, trained on the rows of their build: the import codes its vectors the
+        # same (the index read only where its structure is SQ8: another kind's can be gigabytes)
+        "vector_codes": index.vectors.code_ranges()
+        if (index.state.index_structure or "").endswith("SQ8")
+        else None,
+        # an hnsw graph's adds (the rows of each, as runs) and the search parameters tuned for it: the import adds
+        # its rows so, builds the same graph and searches it as this index does (vectorindex.VectorIndex.blocks)
+        "graph": None
+        if state.graph_blocks is None
+        else {
+            "blocks": state.graph_blocks,
+            "search_params": state.search_params,
+            "measured_recall": state.measured_recall,
+        },
     }
 
 

@@ -61,6 +61,7 @@ def publish(
             index_structure=vectors.description,
             search_params=vectors.params,
             measured_recall=vectors.recall,
+            graph_blocks=vectors.graph_runs(),
             **changes,
         )
     counted = dict(count=store.count(), passages=len(live), long_documents=len(store.long_documents()[0]))

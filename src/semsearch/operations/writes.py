@@ -148,6 +148,7 @@ def add(
             live = directory.store.vector_pks()
             if state.count == 0 or done.refitted:  # first or young: fit on all documents, index all
                 transform = restored_part(restored, "transform", state)
+                graph = restored_part(restored, "graph", state)
                 if transform is None:
                     transform = build.fit(settings.spec, stats, raw, live)
                     log.info("transform fitted")
@@ -160,8 +161,12 @@ def add(
                     None if isinstance(executor, InProcess) else executor.add_blocks,
                     checkpoint_in=directory.path,
                     tuning_queries=tuningqueries.given(directory.path),
-                    trained=restored_part(restored, "codes", state),
+                    code_ranges=restored_part(restored, "codes", state),
+                    blocks=None if graph is None else graph.blocks,
                 )
+                if graph is not None and vectors.graph_runs() and vectors.blocks == graph.blocks:
+                    # its source's graph, made again: searched as its source searches it
+                    vectors.with_tuning(graph.search_params, graph.measured_recall)
             else:  # keep the transform so the stored vectors stay valid
                 transform = directory.transform
                 vectors = build.after_add(

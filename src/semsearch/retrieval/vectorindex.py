@@ -42,6 +42,7 @@ EXHAUSTIVE = ("flat", "flat-sq8")  # every search scores every row it may return
 # SciFact 0.7357 against hnsw's 0.7356, HNSW32,SQ8 0.7356 (benchmarks/results/bytes.md).
 AUTO_FLAT_LIMIT, AUTO_REFERENCE_DIMS = 50_000, 128
 AUTO_CODED_ROWS = 1024
+LEVELS_SEED = 16  # of the hnsw rows' levels (position_uniforms)
 SQ8_TRAINING_ROWS = 65_536  # rows whose per-dimension range the 8-bit codes span (a value outside is clipped)
 HNSW_NEIGHBOURS, HNSW_EF_CONSTRUCTION, HNSW_EF_SEARCH = 32, 80, 128  # efSearch: of indexes built untuned
 SQ8_NEIGHBOURS = 16
@@ -115,6 +116,39 @@ def single_threaded(queries: int, search: Callable[[], T]) -> T:
         faiss.omp_set_num_threads(threads)
 
 
+def position_uniforms(start: int, count: int) -> np.ndarray:
+    """A uniform number in [0, 1) for each position from `start`, a function of the position alone (splitmix64
+    of it and LEVELS_SEED): an hnsw row's level (VectorIndex._preset_levels)."""
+    with np.errstate(over="ignore"):
+        z = np.arange(start, start + count, dtype=np.uint64) + np.uint64(LEVELS_SEED) * np.uint64(
+            0x9E3779B97F4A7C15
+        )
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        z ^= z >> np.uint64(31)
+    return (z >> np.uint64(11)).astype(np.float64) * 2.0**-53
+
+
+def block_runs(blocks: list[int]) -> list[list[int]]:
+    """Adds' rows (VectorIndex.blocks) as [rows, times] runs, as a manifest and an export keep them."""
+    runs: list[list[int]] = []
+    for rows in blocks:
+        if runs and runs[-1][0] == rows:
+            runs[-1][1] += 1
+        else:
+            runs.append([rows, 1])
+    return runs
+
+
+def runs_blocks(runs: Any) -> list[int] | None:
+    """`block_runs` read back (None where they are not runs of positive counts: made by something else)."""
+    try:
+        blocks = [int(rows) for rows, times in runs for _ in range(int(times))]
+    except (TypeError, ValueError):
+        return None
+    return blocks if all(rows > 0 for rows in blocks) else None
+
+
 def reconstructed(index: faiss.IndexIVF, pk: int) -> np.ndarray:
     """The vector of one id as an IVF index holds it, or NaNs where it holds none."""
     try:
@@ -143,13 +177,18 @@ class VectorIndex:
 
     FILE = "vectors.faiss"
     params: dict[str, Any] | None = None
+    # the rows of each add since the index was made, in order (None: not known, an index loaded without them):
+    # FAISS inserts an add's rows into an hnsw graph by level, so the graph depends on how its rows were
+    # split between adds, and a build given the same adds makes the same graph (an export's import, `graph`)
+    blocks: list[int] | None = None
     recall: float | None = None  # recall@10 against flat measured with `params` when they were tuned
     _positions: np.ndarray | None = None  # row of the stored vectors by id (flat, hnsw), made on first use
     _held: np.ndarray | None = None  # the id of each stored row, with it
     _selectors: dict[tuple[int, bool], tuple[np.ndarray, Selector]] | None = None
 
-    def __init__(self, index: faiss.Index):
+    def __init__(self, index: faiss.Index, blocks: list[int] | None = None):
         self.index = index
+        self.blocks = blocks
         self._tune()
 
     @classmethod
@@ -159,21 +198,21 @@ class VectorIndex:
         metric = faiss.METRIC_INNER_PRODUCT
         if index_type == "flat":
             # IDMap2 keeps our ids and can reconstruct vectors by id.
-            return cls(faiss.IndexIDMap2(faiss.IndexFlatIP(dim)))
+            return cls(faiss.IndexIDMap2(faiss.IndexFlatIP(dim)), [])
         if (
             index_type == "flat-sq8"
         ):  # IDMap: its codes are read by row (`positions`), never reconstructed by id
             return cls(
-                faiss.IndexIDMap(faiss.IndexScalarQuantizer(dim, faiss.ScalarQuantizer.QT_8bit, metric))
+                faiss.IndexIDMap(faiss.IndexScalarQuantizer(dim, faiss.ScalarQuantizer.QT_8bit, metric)), []
             )
         if index_type == "hnsw":
-            return cls(faiss.IndexIDMap(faiss.IndexHNSWFlat(dim, HNSW_NEIGHBOURS, metric)))
+            return cls(faiss.IndexIDMap(faiss.IndexHNSWFlat(dim, HNSW_NEIGHBOURS, metric)), [])
         if index_type == "hnsw-sq8":
             codes = faiss.ScalarQuantizer.QT_8bit
-            return cls(faiss.IndexIDMap(faiss.IndexHNSWSQ(dim, codes, SQ8_NEIGHBOURS, metric)))
+            return cls(faiss.IndexIDMap(faiss.IndexHNSWSQ(dim, codes, SQ8_NEIGHBOURS, metric)), [])
         lists = inverted_lists(count)
         if index_type == "ivf":
-            return cls(faiss.index_factory(dim, f"IVF{lists},Flat", metric))
+            return cls(faiss.index_factory(dim, f"IVF{lists},Flat", metric), [])
         if index_type == "pq":
             if count < PQ_MIN_DOCUMENTS:
                 raise SettingsError(
@@ -187,7 +226,7 @@ class VectorIndex:
             # FAISS trains a polysemous code order by default, for a Hamming pre-filter no search here uses:
             # it took minutes on one thread (30,000 rows: 8 of the 9 minutes a pq build spent)
             faiss.downcast_index(index).do_polysemous_training = False
-            return cls(index)
+            return cls(index, [])
         raise SettingsError(f"unknown index type {index_type!r} (known: {', '.join(INDEX_TYPES[:-1])})")
 
     def _tune(self) -> None:
@@ -302,8 +341,24 @@ class VectorIndex:
             raise SettingsError(
                 f"vectors {vectors.shape} and ids {ids.shape} do not fit an index of dim {self.dim}"
             )
+        if self.kind in GRAPHS:
+            self._preset_levels(len(ids))
         self.index.add_with_ids(vectors, ids)
         self._positions = self._selectors = None
+        if self.blocks is not None:
+            self.blocks.append(len(ids))
+
+    def _preset_levels(self, count: int) -> None:
+        """The hnsw levels of the next `count` rows, each drawn from its position alone (FAISS's own draw
+        continues a generator it does not save, which starts again at every load: a graph appended to after a
+        load would not be the one an import adding the same rows at once makes). FAISS's distribution: level l
+        where a uniform number falls in the l-th of its `assign_probas`; FAISS takes levels set before an add."""
+        graph = faiss.downcast_index(self.index.index).hnsw
+        bounds = np.cumsum(faiss.vector_to_array(graph.assign_probas))
+        drawn = np.searchsorted(bounds, position_uniforms(self.index.ntotal, count), side="right")
+        levels = np.minimum(drawn, len(bounds) - 1) + 1  # FAISS keeps a level plus one
+        held = faiss.vector_to_array(graph.levels)
+        faiss.copy_array_to_vector(np.concatenate([held, levels]).astype(np.int32), graph.levels)
 
     def remove(self, ids: np.ndarray) -> int:
         """Remove by id (not for hnsw: see `supports_remove`; the caller rebuilds it instead)."""
@@ -499,24 +554,24 @@ class VectorIndex:
         return ranked(scores, np.where(np.isnan(scores), -1, np.asarray(ids)[top]))
 
     def code_ranges(self) -> list[float] | None:
-        """flat-sq8: its trained ranges (each dimension's least value, then each one's span), which an export
-        carries so that its import codes every vector as this index did (trained on other rows, the codes of
-        the same vectors differ, and so the candidates near a list's foot); else None."""
-        if self.kind != "flat-sq8":
+        """flat-sq8, hnsw-sq8: their trained ranges (each dimension's least value, then each one's span), which
+        an export carries so that its import codes every vector as this index did (trained on other rows, the
+        codes of the same vectors differ, and so the candidates near a list's foot, and a graph's links); else
+        None."""
+        if self.kind not in CODED:
             return None
-        return faiss.vector_to_array(faiss.downcast_index(self.index.index).sq.trained).tolist()
+        return faiss.vector_to_array(faiss.downcast_index(self._storage()).sq.trained).tolist()
 
-    @classmethod
-    def with_code_ranges(cls, dim: int, ranges: list[float]) -> VectorIndex:
-        """An empty flat-sq8 index trained with these ranges (`code_ranges`)."""
+    def with_code_ranges(self, ranges: list[float]) -> VectorIndex:
+        """This empty flat-sq8 or hnsw-sq8 index trained with these ranges (`code_ranges`); ValueError where
+        they do not fit its dims."""
         trained = np.asarray(ranges, dtype=np.float32)
-        if trained.shape != (2 * dim,) or not np.isfinite(trained).all():
-            raise ValueError(f"flat-sq8 ranges of {trained.shape}, for {dim} dims")
-        vectors = cls.create(dim, "flat-sq8")
-        inner = faiss.downcast_index(vectors.index.index)
-        faiss.copy_array_to_vector(trained, inner.sq.trained)
-        inner.is_trained = vectors.index.is_trained = True
-        return vectors
+        if self.kind not in CODED or trained.shape != (2 * self.dim,) or not np.isfinite(trained).all():
+            raise ValueError(f"8-bit ranges of {trained.shape}, for {self.dim} dims of {self.kind}")
+        storage, inner = faiss.downcast_index(self._storage()), faiss.downcast_index(self.index.index)
+        faiss.copy_array_to_vector(trained, storage.sq.trained)
+        storage.is_trained = inner.is_trained = self.index.is_trained = True  # the codes, the graph, the ids
+        return self
 
     def save(self, directory: Path) -> None:
         with atomic_path(Path(directory) / self.FILE) as tmp:
@@ -572,9 +627,17 @@ class VectorIndex:
             )
         return np.sort(found.astype(np.int64))
 
+    def graph_runs(self) -> list[list[int]] | None:
+        """An hnsw graph's adds as runs (`block_runs`), as its manifest keeps them; None for the other kinds,
+        whose contents do not depend on them, or where they are not known."""
+        if self.kind not in GRAPHS or self.blocks is None or sum(self.blocks) != self.count:
+            return None
+        return block_runs(self.blocks)
+
     @classmethod
-    def load(cls, directory: Path) -> VectorIndex:
-        """The saved index; a file FAISS cannot read whole is damaged."""
+    def load(cls, directory: Path, blocks: list[int] | None = None) -> VectorIndex:
+        """The saved index, and its adds where its manifest keeps them (`blocks`); a file FAISS cannot read
+        whole is damaged."""
         path = Path(directory) / cls.FILE
         if problem := size_problem(path):
             raise derived(path, problem)
@@ -583,4 +646,4 @@ class VectorIndex:
         except RuntimeError as error:  # FAISS reports a short or garbled file so, naming it
             reason = brief(error).replace(f" in {path}", "").replace(" (Success)", "")
             raise derived(path, f"unreadable by FAISS: {reason}") from None
-        return cls(index)  # already of its own class; a downcast here would not own it
+        return cls(index, blocks)  # already of its own class; a downcast here would not own it

@@ -89,6 +89,9 @@ class IndexState:
     # nprobe, exact_rows, filtered levels) and the recall@10 against flat measured with them; None: untuned.
     search_params: dict | None = None
     measured_recall: float | None = None
+    # An hnsw graph's adds: the rows of each, in order, as [rows, times] runs (vectorindex.VectorIndex.blocks,
+    # which its graph depends on); None: not a graph, or built before they were kept.
+    graph_blocks: list | None = None
     # The fusion weight and default mode the corpus chose for itself (calibration.Calibration as JSON); None:
     # not calibrated (too few documents, or too few with sentences to spare), hybrid at settings.DEFAULT_ALPHA.
     calibration: dict | None = None
