@@ -32,6 +32,7 @@ encoder; the scratch copy's searches (calibration_scratch.py), the bands' length
 
 from __future__ import annotations
 
+import itertools
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -177,7 +178,8 @@ CLOZE, CROP = 0, 1  # how a pseudo-query was cut from its document (a panel row'
 def pseudo_queries(
     store: DocumentStore, count: int, seed: int = SEED, kept: np.ndarray | None = None
 ) -> list[PseudoQuery]:
-    """Up to `count` pseudo-queries from documents drawn with `seed`, reading at most SCANNED x count of them.
+    """Up to `count` pseudo-queries from documents drawn with `seed`, reading at most SCANNED x count of them,
+    one a document; a corpus of fewer documents than `count` gives more of each (`more_of_each`).
     `kept`: an earlier draw's `panel`, whose documents still stored give their same queries first, the rest
     drawn as before among the others (a renewal re-encodes only what changed: a document rewritten since is
     another pk, drawn again or not like any other)."""
@@ -208,7 +210,36 @@ def pseudo_queries(
                 out.append(PseudoQuery(pk, *found, cut))
                 if len(out) == count:
                     break
+    if len(order) < count and len(out) < count:  # fewer documents than queries wanted: more sentences of each
+        out += more_of_each(store, [int(pk) for pk in order], out, count - len(out), rng)
     return out
+
+
+def more_of_each(
+    store: DocumentStore, order: list[int], drawn: Sequence[PseudoQuery], count: int, rng: np.random.Generator
+) -> list[PseudoQuery]:
+    """Up to `count` more pseudo-queries from the documents in `order` (every document of a corpus of fewer
+    than the queries wanted), spread evenly: in rounds, each document that gave as many sentences as rounds
+    before gives one more (in `order`), until `count` or none is left to give one. A sentence not overlapping
+    those its document gave, while its document keeps MIN_SENTENCES - 1 others; a cropped span (CROP) is a
+    short document's only one. A document's sentences are taken out of it together (Targets, cropping.py)."""
+    texts = {pk: row["text"] for pk, row in store.get(order).items()}
+    given: dict[int, list[tuple[int, int]]] = {}
+    for q in drawn:
+        given.setdefault(q.pk, []).append(q.span)
+    short = {q.pk for q in drawn if q.cut == CROP}
+    out: list[PseudoQuery] = []
+    for round_ in itertools.count(1):
+        for pk in order:
+            spans = given.get(pk, [])
+            if len(out) < count and len(spans) == round_ and pk in texts and pk not in short:
+                found = _cloze(texts[pk], rng, spans)
+                if found is not None:
+                    out.append(PseudoQuery(pk, *found, CLOZE))
+                    spans.append(found[2])
+        if len(out) == count or all(len(spans) <= round_ for spans in given.values()):
+            return out
+    return out  # unreached: a round that gives none ends it
 
 
 def panel(drawn: Sequence[PseudoQuery]) -> np.ndarray:
@@ -221,12 +252,20 @@ def row_of(drawn: PseudoQuery) -> tuple[int, int, int, int]:
     return (drawn.pk, *drawn.span, drawn.cut)
 
 
-def _cloze(text: str, rng: np.random.Generator) -> tuple[str, str, tuple[int, int]] | None:
-    """A sentence of the text (of QUERY_WORDS words) and the text without it; None for too few sentences."""
+def _cloze(
+    text: str, rng: np.random.Generator, taken: Sequence[tuple[int, int]] = ()
+) -> tuple[str, str, tuple[int, int]] | None:
+    """A sentence of the text (of QUERY_WORDS words) and the text without it; None for too few sentences.
+    `taken`: spans already drawn from it, which the sentence does not overlap and which leave it fewer."""
     spans = sentences(text)
-    if len(spans) < MIN_SENTENCES:
+    if len(spans) - len(taken) < MIN_SENTENCES:
         return None
-    fitting = [(s, e) for s, e in spans if QUERY_WORDS[0] <= word_count(text[s:e]) <= QUERY_WORDS[1]]
+    fitting = [
+        (s, e)
+        for s, e in spans
+        if QUERY_WORDS[0] <= word_count(text[s:e]) <= QUERY_WORDS[1]
+        and not any(s < end and start < e for start, end in taken)
+    ]
     if not fitting:
         return None
     start, end = fitting[int(rng.integers(len(fitting)))]
@@ -403,7 +442,7 @@ class Targets:
         whole = cls.of([q for q, n in zip(drawn, counts) if n == 1], store, cut)
         if not several:
             return whole
-        rows = [q.pk + i for q, n in several for i in range(n)]
+        rows = list(dict.fromkeys(q.pk + i for q, n in several for i in range(n)))
         texts = {pk: row["text"] for pk, row in store.get([q.pk for q, _ in several]).items()}
         kept, dropped = cropped([q for q, _ in several], texts, [n for _, n in several], store.spans(rows))
         return replace(
@@ -412,20 +451,35 @@ class Targets:
 
     @classmethod
     def of(cls, drawn: list[PseudoQuery], store: DocumentStore, cut: Cut) -> Targets:
-        titles = {pk: row["title"] for pk, row in store.get([q.pk for q in drawn]).items()}
-        parts_of = cut([Document(str(q.pk), q.rest, titles.get(q.pk)) for q in drawn])
-        had = store.passages().counts_of(np.array([q.pk for q in drawn], dtype=np.int64))
-        kept = [(q, parts, int(n)) for q, parts, n in zip(drawn, parts_of, had) if len(parts) <= n]
-        rows = [q.pk + i for q, parts, _ in kept for i in range(len(parts))]
-        texts = [part.embedding_text for _, parts, _ in kept for part in parts]
-        dropped = [q.pk + i for q, _, n in kept for i in range(n)]
+        """Documents of one passage re-cut without their sentences (all a document gave)."""
+        rows_of = store.get([q.pk for q in drawn])
+        if len({q.pk for q in drawn}) < len(drawn):  # a document's several sentences taken out together
+            spans: dict[int, list[tuple[int, int]]] = {}
+            for q in drawn:
+                spans.setdefault(q.pk, []).append(q.span)
+            rest = {pk: without(rows_of[pk]["text"], taken) for pk, taken in spans.items() if len(taken) > 1}
+            drawn = [replace(q, rest=rest[q.pk]) if q.pk in rest else q for q in drawn]
+        one = {q.pk: q for q in drawn}  # a document's queries share its rest
+        parts_of = cut([Document(str(pk), q.rest, rows_of.get(pk, {}).get("title")) for pk, q in one.items()])
+        had = store.passages().counts_of(np.array(list(one), dtype=np.int64))
+        kept = {pk: (parts, int(n)) for pk, parts, n in zip(one, parts_of, had) if len(parts) <= n}
+        rows = [pk + i for pk, (parts, _) in kept.items() for i in range(len(parts))]
+        texts = [part.embedding_text for parts, _ in kept.values() for part in parts]
+        dropped = [pk + i for pk, (_, n) in kept.items() for i in range(n)]
         order = np.argsort(rows, kind="stable").tolist()
         return cls(
-            [q for q, _, _ in kept],
+            [q for q in drawn if q.pk in kept],
             np.asarray(rows, dtype=np.int64)[order],
             [texts[i] for i in order],
             np.sort(np.asarray(dropped, dtype=np.int64)),
         )
+
+
+def without(text: str, spans: Sequence[tuple[int, int]]) -> str:
+    """The text without these sentences (spans that do not overlap), as a pseudo-query's `rest` is cut."""
+    for start, end in sorted(spans, reverse=True):
+        text = text[:start] + text[end:]
+    return text.strip()
 
 
 def uninformed(sweep: dict[str, float], drawn: Sequence[PseudoQuery]) -> bool:
