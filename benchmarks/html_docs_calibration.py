@@ -78,7 +78,9 @@ def recalibrated(source: Path, copy: Path, queries: list[tuple[str, str]]) -> di
 
 
 def _band_weights(record: dict) -> dict[str, float] | None:
-    return {name: band.get("alpha") for name, band in record["bands"].items()} if record.get("bands") else None
+    return (
+        {name: band.get("alpha") for name, band in record["bands"].items()} if record.get("bands") else None
+    )
 
 
 def run(args: argparse.Namespace) -> None:
@@ -114,7 +116,9 @@ def ndcg(ranks: list[int]) -> str:
 
 
 def report(args: argparse.Namespace) -> None:
-    runs = {label: json.loads((OUT / f"{args.out}-{label}.json").read_text()) for label in args.labels.split(",")}
+    runs = {
+        label: json.loads((OUT / f"{args.out}-{label}.json").read_text()) for label in args.labels.split(",")
+    }
     lines = [
         "### The weight a folder of few long pages calibrates (issue 34)",
         "",
@@ -188,7 +192,9 @@ def main() -> None:
     parser.add_argument("action", choices=("run", "report"))
     parser.add_argument("--label", default="after", help="run: this tree's name in the report")
     parser.add_argument("--labels", default="before,after", help="report: the runs, in order")
-    parser.add_argument("--work", type=Path, default=Path("/tmp/w10h"), help="html_docs.py's --work folders' root")
+    parser.add_argument(
+        "--work", type=Path, default=Path("/tmp/w10h"), help="html_docs.py's --work folders' root"
+    )
     parser.add_argument("--copies", type=Path, default=Path("/tmp/w11c"), help="where the copies go")
     parser.add_argument("--packages", default=",".join(PACKAGES))
     parser.add_argument("--out", default="html-docs-calibration")

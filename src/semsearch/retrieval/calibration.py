@@ -1,12 +1,14 @@
 """Calibration: the keyword/vector balance a corpus chooses for itself, without labelled queries.
 
-Inverse-cloze pseudo-queries (Lee et al., ACL 2019): a sentence taken out of a document is a query, and the rest
-of that document its one relevant answer. Documents are drawn with a fixed seed; their sentence is removed from
-them in a scratch copy of the index (the targets re-encoded and overlaid on the vector index's rows, their text
-changed in the keyword index inside a SQLite savepoint that is rolled back), so neither side can find the
-sentence's own words or vector. Each query is searched as a real one is (dense: the vector index, rerank, MaxP;
-keyword: bm25, by a matrix of the scratch content read once; each side FUSION_DEPTH deep), and every fusion weight
-of a grid scored by nDCG@10 of the target.
+Inverse-cloze pseudo-queries (Lee et al., ACL 2019): a sentence taken out of a document is a query, and the rest of
+that document its one relevant answer. Documents are drawn with a fixed seed; their sentence is removed from them in
+a scratch copy of the index (the targets re-encoded and overlaid on the vector index's rows, their text changed in
+the keyword index inside a SQLite savepoint that is rolled back), so neither side can find the sentence's own words
+or vector. A corpus of fewer documents than the queries it wants (a folder of a few dozen long pages) gives several
+sentences of each, spread evenly and taken out of it together (`more_of_each`): one a document, its sweep rested on
+50 queries where its passages asked for 256 (benchmarks/results/html-docs.md). Each query is searched as a real one
+is (dense: the vector index, rerank, MaxP; keyword: bm25, by a matrix of the scratch content read once; each side
+FUSION_DEPTH deep), and every fusion weight of a grid scored by nDCG@10 of the target.
 
 A document of fewer than MIN_SENTENCES sentences gives a cropped span of its words instead, and a document of
 several passages is cropped rather than re-encoded (cropping.py). The size rule counts passages (vector rows),
@@ -420,9 +422,10 @@ def at_precision(encode: Encode, precision: str) -> Encode:
 
 @dataclass(frozen=True)
 class Targets:
-    """The pseudo-queries' documents as the scratch copy holds them: each re-cut without its sentence, its new
-    passages taking its first rows (a document the removal would give more passages than it had is left out:
-    rare, and its extra rows would belong to the next document), their texts encoded by `encoded`."""
+    """The pseudo-queries' documents as the scratch copy holds them: each re-cut without its sentences (every one
+    drawn from it), its new passages taking its first rows (a document the removal would give more passages than
+    it had is left out: rare, and its extra rows would belong to the next document), their texts encoded by
+    `encoded`; or cropped (cropping.py). A document's queries share its one scratch text."""
 
     queries: list[PseudoQuery]
     rows: np.ndarray  # the new passages' vector rows, sorted

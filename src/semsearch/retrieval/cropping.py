@@ -7,7 +7,8 @@
   dropped from the dense side, and the text they cover taken out of the keyword side, so both sides see the
   document without the query's neighbourhood, at no encoding cost (re-encoding a long document would cost as
   much as its ingest: 256 targets of 40 passages are two ingests of a 5,000-passage corpus). A document all of
-  whose passages hold the query is left out."""
+  whose passages hold the query is left out; of a document that gave several queries, every one's passages are
+  dropped and regions taken out (a query that would leave it no passage is left out)."""
 
 from __future__ import annotations
 
