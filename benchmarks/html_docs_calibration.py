@@ -10,7 +10,7 @@ error, higher / lower), written to benchmarks/results/OUT.md (each label's rows 
 
     PYTHONPATH=/work/main/src python benchmarks/html_docs_calibration.py run --label before [--work /tmp/w10h]
                                                                          [--copies /tmp/w11c] [--packages ...]
-    PYTHONPATH=src python benchmarks/html_docs_calibration.py run --label after
+    PYTHONPATH=src python benchmarks/html_docs_calibration.py run --label after [--seeds 16,17,18,19,20]
     python benchmarks/html_docs_calibration.py report --labels before,after [--out html-docs-calibration]
 """
 
@@ -41,9 +41,11 @@ CORPORA = ("whole page JSONL", "folder (same)")  # the folder as the defaults in
 MODES = ("dense", "keyword", "hybrid", "default")
 
 
-def recalibrated(source: Path, copy: Path, queries: list[tuple[str, str]]) -> dict:
-    """`source` copied to `copy` without its calibration cache, recalibrated, and searched by the known items."""
+def recalibrated(source: Path, copy: Path, queries: list[tuple[str, str]], seeds: list[int]) -> dict:
+    """`source` copied to `copy` without its calibration cache, recalibrated, and searched by the known items;
+    and calibrated with each of `seeds` (nothing recorded), the known items searched by hybrid at its weight."""
     from semsearch import Index
+    from semsearch.operations.writes import calibration
     from semsearch.storage.calibrationcache import FILE, CalibrationCache, encoder_name
 
     shutil.rmtree(copy, ignore_errors=True)
@@ -65,6 +67,18 @@ def recalibrated(source: Path, copy: Path, queries: list[tuple[str, str]]) -> di
             ]
             for mode in MODES
         }
+        by_seed = {}
+        for seed in seeds:  # how sure the weight is: other draws of the same rule
+            drawn = calibration(index.directory, seed=seed)
+            hits = index.search_many(texts, k=10, mode="hybrid", alpha=drawn.alpha)
+            by_seed[str(seed)] = {
+                "mode": drawn.mode,
+                "alpha": drawn.alpha,
+                "queries": drawn.queries,
+                "hybrid": [
+                    rank_of([h.id for h in found], answer) for found, (_, answer) in zip(hits, queries)
+                ],
+            }
     per_document = Counter(Counter(panel[:, 0].tolist()).values())
     return {
         "calibration": {k: record.get(k) for k in ("mode", "alpha", "queries", "rule", "sweep", "documents")}
@@ -74,6 +88,7 @@ def recalibrated(source: Path, copy: Path, queries: list[tuple[str, str]]) -> di
         "seconds": round(seconds, 1),
         "cpu seconds": round(cpu, 1),
         "ranks": ranks,
+        "seeds": by_seed,
     }
 
 
@@ -103,7 +118,8 @@ def run(args: argparse.Namespace) -> None:
         rows["packages"][name] = {"queries": queries}
         for corpus in CORPORA:
             copy = args.copies / args.label / name / corpus
-            row = recalibrated(args.work / work / corpus, copy, queries)
+            seeds = [int(seed) for seed in args.seeds.split(",") if seed]
+            row = recalibrated(args.work / work / corpus, copy, queries, seeds)
             rows["packages"][name][corpus] = row
             c = row["calibration"]
             print(f"{name} {corpus}: {c['mode']} {c['alpha']} from {c['queries']} ({row['per document']})")
@@ -172,6 +188,41 @@ def report(args: argparse.Namespace) -> None:
                 cells.append(paired_cell(diff))
             count = sum(len(r["packages"][n]["queries"]) for n in names)
             lines.append(f"| {name} ({count}) | {label} | " + " | ".join(cells) + " |")
+    seeds = list(first["packages"][next(iter(first["packages"]))][CORPORA[0]].get("seeds", {}))
+    if seeds:
+        lines += [
+            "",
+            f"Calibrated with seeds {', '.join(seeds)} (the default 16 among them: each a draw of its own, "
+            "nothing recorded): the weights chosen, and the folder minus the whole page per known item by hybrid "
+            "at the weights each seed chose, each known item's mean over the seeds (mean, standard error; higher / "
+            "lower):",
+            "",
+            "| package | run | whole page weights | folder weights | folder minus whole page, hybrid |",
+            "|---|---|---|---|---|",
+        ]
+        for name in [*first["packages"], "all"]:
+            names = list(first["packages"]) if name == "all" else [name]
+            for label, r in runs.items():
+                diff = np.concatenate(  # each known item's mean over the seeds
+                    [
+                        np.mean(
+                            [
+                                gains(r["packages"][n]["folder (same)"]["seeds"][seed]["hybrid"])
+                                - gains(r["packages"][n]["whole page JSONL"]["seeds"][seed]["hybrid"])
+                                for seed in seeds
+                            ],
+                            axis=0,
+                        )
+                        for n in names
+                    ]
+                )
+                weights = [
+                    " ".join(f"{r['packages'][name][c]['seeds'][seed]['alpha']:g}" for seed in seeds)
+                    if name != "all"
+                    else ""
+                    for c in CORPORA
+                ]
+                lines.append(f"| {name} | {label} | {weights[0]} | {weights[1]} | {paired_cell(diff)} |")
     if len(runs) == 2:
         (before, b), (after, a) = runs.items()
         lines += ["", f"{after} minus {before} per known item, hybrid:", "", "| package | corpus | hybrid |"]
@@ -198,6 +249,7 @@ def main() -> None:
     parser.add_argument("--copies", type=Path, default=Path("/tmp/w11c"), help="where the copies go")
     parser.add_argument("--packages", default=",".join(PACKAGES))
     parser.add_argument("--out", default="html-docs-calibration")
+    parser.add_argument("--seeds", default="", help="run: seeds to calibrate with besides (SEED,SEED,...)")
     args = parser.parse_args()
     run(args) if args.action == "run" else report(args)
 
