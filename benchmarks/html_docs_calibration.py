@@ -131,6 +131,19 @@ def ndcg(ranks: list[int]) -> str:
     return f"{gains(ranks).mean():.3f}"
 
 
+def groups(run: dict) -> list[tuple[str, list[str]]]:
+    """Each package alone, then all of them together."""
+    return [(name, [name]) for name in run["packages"]] + [("all", list(run["packages"]))]
+
+
+def folder_minus_whole(package: dict, mode: str, seed: str | None = None) -> np.ndarray:
+    """The folder's nDCG@10 minus the whole page's per known item, in `mode` (at `seed`'s weight: hybrid)."""
+    folder, whole = package["folder (same)"], package["whole page JSONL"]
+    if seed is None:
+        return gains(folder["ranks"][mode]) - gains(whole["ranks"][mode])
+    return gains(folder["seeds"][seed][mode]) - gains(whole["seeds"][seed][mode])
+
+
 def report(args: argparse.Namespace) -> None:
     runs = {
         label: json.loads((OUT / f"{args.out}-{label}.json").read_text()) for label in args.labels.split(",")
@@ -173,19 +186,12 @@ def report(args: argparse.Namespace) -> None:
         "| package | run | dense | hybrid | default |",
         "|---|---|---|---|---|",
     ]
-    for name in [*first["packages"], "all"]:
-        names = list(first["packages"]) if name == "all" else [name]
+    for name, names in groups(first):
         for label, r in runs.items():
-            cells = []
-            for mode in ("dense", "hybrid", "default"):
-                diff = np.concatenate(
-                    [
-                        gains(r["packages"][n]["folder (same)"]["ranks"][mode])
-                        - gains(r["packages"][n]["whole page JSONL"]["ranks"][mode])
-                        for n in names
-                    ]
-                )
-                cells.append(paired_cell(diff))
+            cells = [
+                paired_cell(np.concatenate([folder_minus_whole(r["packages"][n], mode) for n in names]))
+                for mode in ("dense", "hybrid", "default")
+            ]
             count = sum(len(r["packages"][n]["queries"]) for n in names)
             lines.append(f"| {name} ({count}) | {label} | " + " | ".join(cells) + " |")
     seeds = list(first["packages"][next(iter(first["packages"]))][CORPORA[0]].get("seeds", {}))
@@ -200,18 +206,12 @@ def report(args: argparse.Namespace) -> None:
             "| package | run | whole page weights | folder weights | folder minus whole page, hybrid |",
             "|---|---|---|---|---|",
         ]
-        for name in [*first["packages"], "all"]:
-            names = list(first["packages"]) if name == "all" else [name]
+        for name, names in groups(first):
             for label, r in runs.items():
                 diff = np.concatenate(  # each known item's mean over the seeds
                     [
                         np.mean(
-                            [
-                                gains(r["packages"][n]["folder (same)"]["seeds"][seed]["hybrid"])
-                                - gains(r["packages"][n]["whole page JSONL"]["seeds"][seed]["hybrid"])
-                                for seed in seeds
-                            ],
-                            axis=0,
+                            [folder_minus_whole(r["packages"][n], "hybrid", seed) for seed in seeds], axis=0
                         )
                         for n in names
                     ]
