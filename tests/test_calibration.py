@@ -788,25 +788,43 @@ def test_a_corpus_of_few_long_documents_draws_several_sentences_of_each_taken_ou
 
 
 @pytest.mark.slow
-def test_a_kept_draw_of_several_sentences_a_document_renews(few_long, tmp_path):
+def test_a_kept_draw_of_several_sentences_a_document_renews(few_long, cranfield_beir, tmp_path):
     """The renewal (calibrationcache.py) of a corpus of few long documents: nothing changed, the same queries
-    again with nothing encoded; two documents deleted, the others' queries kept first and the deleted ones'
-    share drawn among them."""
+    again; two documents deleted, each other document's kept queries the first it gives, the deleted ones' share
+    drawn anew; grown past the queries wanted, one query a document again, a kept document's its first."""
     from semsearch.storage.calibrationcache import CalibrationCache, encoder_name
 
     source = Index.open(copy_index(few_long.path, tmp_path / "source"))
     name = encoder_name(source.settings)
-    before = CalibrationCache.load(source.path, name).panel
-    assert len(before) > len(set(before[:, 0].tolist())) == source.state.count
+    before = CalibrationCache.load(source.path, name).panel.tolist()
+    assert len(before) > len({row[0] for row in before}) == source.state.count
     source.recalibrate()
     again = source.state.calibration
-    assert CalibrationCache.load(source.path, name).panel.tolist() == before.tolist()
+    assert CalibrationCache.load(source.path, name).panel.tolist() == before
     assert again["ranks"] == few_long.state.calibration["ranks"] and again["reused"] > 0
-    gone = sorted(set(before[:, 0].tolist()))[:2]
+
+    def rows_by_document(panel: list[list[int]]) -> dict[int, list[list[int]]]:
+        out: dict[int, list[list[int]]] = {}
+        for row in panel:
+            out.setdefault(row[0], []).append(row)
+        return out
+
+    kept = rows_by_document(before)
+    gone = sorted(kept)[:2]
     source.delete([row["id"] for row in source.store.get(gone).values()])
     source.recalibrate()
-    after = CalibrationCache.load(source.path, name).panel
-    still = [row for row in before.tolist() if row[0] not in gone]
-    assert after[: len(still)].tolist() == still and len(after) > len(still)
-    assert not set(after[:, 0].tolist()) & set(gone)
+    after = rows_by_document(CalibrationCache.load(source.path, name).panel.tolist())
+    assert not set(after) & set(gone) and set(after) == set(kept) - set(gone)
+    for pk, rows in after.items():  # its kept queries first (all, or as many as the draw still wants)
+        assert rows[: len(kept[pk])] == kept[pk][: len(rows)]
+    assert any(len(rows) > len(kept[pk]) for pk, rows in after.items())  # the deleted ones' share
+
+    lines = (cranfield_beir / "corpus.jsonl").read_text().splitlines()[240:340]
+    source.ingest(write_jsonl(tmp_path / "more.jsonl", [json.loads(line) for line in lines]))
+    source.recalibrate()
+    grown = CalibrationCache.load(source.path, name).panel.tolist()
+    assert source.state.count > source.state.calibration["passages"] // QUERY_SHARE  # as many as wanted
+    assert len(grown) == len({row[0] for row in grown})  # one a document
+    firsts = [rows[0] for rows in after.values()]
+    assert grown[: len(firsts)] == firsts  # a kept document's first query, first
     source.close()

@@ -5,7 +5,7 @@ that document its one relevant answer. Documents are drawn with a fixed seed; th
 a scratch copy of the index (the targets re-encoded and overlaid on the vector index's rows, their text changed in
 the keyword index inside a SQLite savepoint that is rolled back), so neither side can find the sentence's own words
 or vector. A corpus of fewer documents than the queries it wants (a folder of a few dozen long pages) gives several
-sentences of each, spread evenly and taken out of it together (`more_of_each`): one a document, its sweep rested on
+sentences of each, spread evenly and taken out of it together (`several_of_each`): one a document, its sweep rested on
 50 queries where its passages asked for 256 (benchmarks/results/html-docs.md). Each query is searched as a real one
 is (dense: the vector index, rerank, MaxP; keyword: bm25, by a matrix of the scratch content read once; each side
 FUSION_DEPTH deep), and every fusion weight of a grid scored by nDCG@10 of the target.
@@ -181,67 +181,93 @@ def pseudo_queries(
     store: DocumentStore, count: int, seed: int = SEED, kept: np.ndarray | None = None
 ) -> list[PseudoQuery]:
     """Up to `count` pseudo-queries from documents drawn with `seed`, reading at most SCANNED x count of them,
-    one a document; a corpus of fewer documents than `count` gives more of each (`more_of_each`).
-    `kept`: an earlier draw's `panel`, whose documents still stored give their same queries first, the rest
-    drawn as before among the others (a renewal re-encodes only what changed: a document rewritten since is
-    another pk, drawn again or not like any other)."""
-    out: list[PseudoQuery] = []
-    if kept is not None and len(kept):
-        rows = store.get([int(pk) for pk in kept[:, 0]])
-        for pk, start, end, cut in kept.tolist():
-            text = rows[pk]["text"] if pk in rows else ""
-            if 0 <= start < end <= len(text) and len(out) < count:
-                rest = (
-                    (text[:start] + text[end:]).strip() if cut == CLOZE else joined(text[:start], text[end:])
-                )
-                out.append(PseudoQuery(pk, text[start:end], rest, (start, end), cut))
+    one a document; a corpus of fewer documents than `count` gives several of each (`several_of_each`).
+    `kept`: an earlier draw's `panel`, whose documents still stored give their same queries first (one a
+    document, its first row), the rest drawn as before among the others (a renewal re-encodes only what changed:
+    a document rewritten since is another pk, drawn again or not like any other)."""
     rng = np.random.default_rng(seed)
-    taken = {q.pk for q in out}
     order = rng.permutation(store.all_pks())[: SCANNED * count]
+    if len(order) < count:  # fewer documents than queries wanted: several sentences of each
+        return several_of_each(store, [int(pk) for pk in order], _kept(store, kept), count, rng)
+    out: list[PseudoQuery] = []
+    taken: set[int] = set()
+    for q in _kept(store, kept):  # a document's first, as a draw of one a document gives
+        if q.pk not in taken and len(out) < count:
+            out.append(q)
+            taken.add(q.pk)
     for start in range(0, len(order), count):
         if len(out) == count:
             break
         batch = [int(pk) for pk in order[start : start + count] if int(pk) not in taken]
         rows = store.get(batch)
         for pk in batch:
-            text = rows[pk]["text"] if pk in rows else ""
-            cut, found = CLOZE, _cloze(text, rng)
-            if found is None:
-                cut, found = CROP, crop(text, rng)
+            found = _drawn(pk, rows[pk]["text"] if pk in rows else "", rng)
             if found is not None:
-                out.append(PseudoQuery(pk, *found, cut))
+                out.append(found)
                 if len(out) == count:
                     break
-    if len(order) < count and len(out) < count:  # fewer documents than queries wanted: more sentences of each
-        out += more_of_each(store, [int(pk) for pk in order], out, count - len(out), rng)
     return out
 
 
-def more_of_each(
-    store: DocumentStore, order: list[int], drawn: Sequence[PseudoQuery], count: int, rng: np.random.Generator
+def several_of_each(
+    store: DocumentStore, order: list[int], kept: list[PseudoQuery], count: int, rng: np.random.Generator
 ) -> list[PseudoQuery]:
-    """Up to `count` more pseudo-queries from the documents in `order` (every document of a corpus of fewer
-    than the queries wanted), spread evenly: in rounds, each document that gave as many sentences as rounds
-    before gives one more (in `order`), until `count` or none is left to give one. A sentence not overlapping
-    those its document gave, while its document keeps MIN_SENTENCES - 1 others; a cropped span (CROP) is a
-    short document's only one. A document's sentences are taken out of it together (Targets, cropping.py)."""
+    """Up to `count` pseudo-queries from every document of a corpus of fewer (`order`, the draw's), spread
+    evenly: in rounds, each document that gave one in every round before gives one more, in `order`, until
+    `count` or none is left to give one. The first round is the draw of one a document; then a sentence not
+    overlapping those its document gave, while it keeps MIN_SENTENCES - 1 others (a cropped span, CROP, is a
+    short document's only one). `kept` (a renewal's): a document's kept queries are the ones it gives first,
+    so a corpus unchanged gives its kept draw again. A document's sentences are taken out of it together
+    (Targets, cropping.py)."""
     texts = {pk: row["text"] for pk, row in store.get(order).items()}
-    given: dict[int, list[tuple[int, int]]] = {}
-    for q in drawn:
-        given.setdefault(q.pk, []).append(q.span)
-    short = {q.pk for q in drawn if q.cut == CROP}
+    waiting: dict[int, list[PseudoQuery]] = {}
+    for q in kept:
+        waiting.setdefault(q.pk, []).append(q)
+    given: dict[int, list[tuple[int, int]]] = {pk: [] for pk in order}
+    short: set[int] = set()
     out: list[PseudoQuery] = []
     for round_ in itertools.count(1):
+        before = len(out)
         for pk in order:
-            spans = given.get(pk, [])
-            if len(out) < count and len(spans) == round_ and pk in texts and pk not in short:
-                found = _cloze(texts[pk], rng, spans)
-                if found is not None:
-                    out.append(PseudoQuery(pk, *found, CLOZE))
-                    spans.append(found[2])
-        if len(out) == count or all(len(spans) <= round_ for spans in given.values()):
+            spans = given[pk]
+            if len(out) == count or len(spans) != round_ - 1 or pk in short:
+                continue
+            text = texts.get(pk, "")
+            if waiting.get(pk):
+                found: PseudoQuery | None = waiting[pk].pop(0)
+            elif round_ == 1:
+                found = _drawn(pk, text, rng)
+            else:
+                sentence = _cloze(text, rng, spans)
+                found = None if sentence is None else PseudoQuery(pk, *sentence, CLOZE)
+            if found is not None:
+                out.append(found)
+                spans.append(found.span)
+                short.update([pk] if found.cut == CROP else [])
+        if len(out) in (before, count):
             return out
-    return out  # unreached: a round that gives none ends it
+    return out  # unreached: a round that gives none ends the draw
+
+
+def _kept(store: DocumentStore, kept: np.ndarray | None) -> list[PseudoQuery]:
+    """The pseudo-queries of a kept panel whose documents are still stored (the same text: the same pk)."""
+    if kept is None or not len(kept):
+        return []
+    rows, out = store.get([int(pk) for pk in kept[:, 0]]), []
+    for pk, start, end, cut in kept.tolist():
+        text = rows[pk]["text"] if pk in rows else ""
+        if 0 <= start < end <= len(text):
+            rest = (text[:start] + text[end:]).strip() if cut == CLOZE else joined(text[:start], text[end:])
+            out.append(PseudoQuery(pk, text[start:end], rest, (start, end), cut))
+    return out
+
+
+def _drawn(pk: int, text: str, rng: np.random.Generator) -> PseudoQuery | None:
+    """A document's one pseudo-query: a sentence, else a cropped span; None for too little text."""
+    cut, found = CLOZE, _cloze(text, rng)
+    if found is None:
+        cut, found = CROP, crop(text, rng)
+    return None if found is None else PseudoQuery(pk, *found, cut)
 
 
 def panel(drawn: Sequence[PseudoQuery]) -> np.ndarray:
