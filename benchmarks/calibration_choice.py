@@ -3,7 +3,8 @@ the real queries' nDCG@10 at every fixed dense weight (0 keyword alone ... 1 den
 (choice.py) and the weight per query length (bands.py: each query takes its length's band); written to
 benchmarks/results/calibration-choice.md and .json.
 
-    .venv/bin/python benchmarks/calibration_choice.py [--sets NAME,...] [--work DIR] [--from DIR] [--collect]
+    .venv/bin/python benchmarks/calibration_choice.py [--sets NAME,...] [--work DIR] [--collect]
+                                                      [--from DIR [--fresh-draw]] [--out calibration-choice]
 
 Each set is ingested once with every default (64-token passages, whiten P=0.5 to 128 dims, rerank 100, int8;
 Chinese sets --model multilingual), which calibrates it; the calibration record keeps each pseudo-query's rank
@@ -86,16 +87,18 @@ def chinese_set(name: str):
     return corpus, {"asis": data.queries}, data.qrels, data.own, {"model": "multilingual"}
 
 
-def measure(name: str, work: Path, source: Path | None = None) -> dict:
+def measure(name: str, work: Path, source: Path | None = None, fresh_draw: bool = False) -> dict:
     """The set's calibration record and its real queries' nDCG@10 at each weight, per query style (and per
     query, with its length in keyword tokens). `source`: a --work of an earlier run whose index of the set is
-    copied and calibrated again (nothing else re-encoded) instead of ingesting the set anew."""
+    copied and calibrated again (nothing else re-encoded) instead of ingesting the set anew; `fresh_draw`:
+    without the source's calibration cache (a draw of its own, not a renewal of the source's)."""
     from semsearch.evaluation.metrics import evaluate_run
     from semsearch.evaluation.zh_retrieval import without_own
     from semsearch.index import Index
     from semsearch.retrieval.lengths import tokens
     from semsearch.retrieval.search import Match, fuse
     from semsearch.settings import FUSION_DEPTH, Fusion
+    from semsearch.storage.calibrationcache import FILE as CACHE_FILE
 
     corpus, styles, qrels, own, options = (
         chinese_set(name) if name in CHINESE else english_set(name, work / "sets")
@@ -104,6 +107,8 @@ def measure(name: str, work: Path, source: Path | None = None) -> dict:
     recalibrated = None
     if source is not None and not (path / "manifest.json").is_file():
         shutil.copytree(source / "indexes" / name, path)
+        if fresh_draw:  # drawn afresh, as an ingest's calibration is, not renewing the source's draw
+            (path / CACHE_FILE).unlink(missing_ok=True)
         with Index.open(path) as index:
             recalibrated = round(index.recalibrate(), 1)
     began = time.perf_counter()
@@ -222,13 +227,17 @@ def main() -> None:
     parser.add_argument(
         "--from", dest="source", type=Path, help="copy indexes from this --work, calibrate again"
     )
+    parser.add_argument(
+        "--fresh-draw", action="store_true", help="with --from: the copy's calibration cache removed first"
+    )
+    parser.add_argument("--out", default="calibration-choice", help="results/OUT.md and .json")
     args = parser.parse_args()
     (args.work / "figures").mkdir(parents=True, exist_ok=True)
     collected = []
     for name in args.sets.split(","):
         saved = args.work / "figures" / f"{name}.json"
         if not saved.is_file() and not args.collect:
-            figures = measure(name, args.work, args.source)
+            figures = measure(name, args.work, args.source, args.fresh_draw)
             saved.write_text(json.dumps(figures))
             print(name, json.dumps({s: v["ndcg@10"] for s, v in figures["styles"].items()}), flush=True)
         if saved.is_file():
@@ -238,7 +247,7 @@ def main() -> None:
         {**figures, "styles": _means(figures["styles"]), "calibration": _unranked(figures)}
         for figures in collected
     ]
-    (OUT / "calibration-choice.json").write_text(json.dumps(kept, indent=1) + "\n")
+    (OUT / f"{args.out}.json").write_text(json.dumps(kept, indent=1) + "\n")
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     summary = _summary(rows)
     lines = [
@@ -262,7 +271,7 @@ def main() -> None:
         "",
         *markdown_table(rows),
     ]
-    (OUT / "calibration-choice.md").write_text("\n".join(lines))
+    (OUT / f"{args.out}.md").write_text("\n".join(lines))
     print("\n".join(summary))
 
 

@@ -716,3 +716,115 @@ def test_known_items_are_asked_of_the_index_as_it_is_where_the_sentences_measure
     assert uninformed(flat, drawn) and not uninformed({**flat, "0.5": UNINFORMED}, drawn)
     cropped = [type(q)(q.pk, q.query, q.rest, q.span, CROP if i % 2 else CLOZE) for i, q in enumerate(drawn)]
     assert not uninformed(flat, cropped)  # half cropped: not most of several sentences
+
+
+@pytest.fixture(scope="module")
+def few_long(cranfield_beir, tmp_path_factory):
+    """24 documents of 10 Cranfield abstracts each (over MIN_PASSAGES at 64 tokens: calibrated, with more
+    queries wanted than documents)."""
+    root = tmp_path_factory.mktemp("few-long")
+    abstracts = [
+        json.loads(line) for line in (cranfield_beir / "corpus.jsonl").read_text().splitlines()[:240]
+    ]
+    glued = [
+        {"_id": f"long-{start}", "text": " ".join(d["text"] for d in abstracts[start : start + 10])}
+        for start in range(0, len(abstracts), 10)
+    ]
+    index = Index.create(root / "index", **OPTIONS)
+    index.ingest(write_jsonl(root / "corpus.jsonl", glued))
+    yield index
+    index.close()
+
+
+def _unfindable(targets, store) -> None:
+    """Every target's query is out of its scratch text and out of each of its document's rows left."""
+    pks = sorted({q.pk for q in targets.queries})
+    counts = dict(zip(pks, store.passages().counts_of(np.array(pks, dtype=np.int64)).tolist()))
+    spans = store.spans([pk + i for pk in pks for i in range(counts[pk])])
+    dropped, renewed = set(targets.dropped.tolist()), set(targets.rows.tolist())
+    rests: dict[int, set[str]] = {}
+    for q in targets.queries:
+        rests.setdefault(q.pk, set()).add(q.rest)
+        start, end = q.span
+        kept = [row for row in range(q.pk, q.pk + counts[q.pk]) if row not in dropped]
+        assert not any(spans[row][0] < end and start < spans[row][1] for row in kept if row in spans)
+        assert all(row in renewed for row in range(q.pk, q.pk + counts[q.pk]) if counts[q.pk] == 1)
+    assert all(len(rest) == 1 for rest in rests.values())  # the scratch copy holds one text a document
+    for q in targets.queries:  # ... without any sentence drawn from it
+        assert not any(other.query in q.rest for other in targets.queries if other.pk == q.pk)
+
+
+@pytest.mark.slow
+def test_a_corpus_of_few_long_documents_draws_several_sentences_of_each_taken_out_together(few_long, index):
+    """Fewer documents than queries wanted: every document gives several sentences, spread evenly (the first
+    round the one-a-document draw), each out of its document's scratch text and passages; a corpus of at
+    least as many documents as queries draws one a document, as before."""
+    calibration = few_long.state.calibration
+    documents, wanted = few_long.state.count, calibration["passages"] // QUERY_SHARE
+    assert documents == 24 < wanted and "skipped" not in calibration
+    assert calibration["queries"] > 2 * documents  # not one a document
+    store = few_long.store
+    drawn = pseudo_queries(store, wanted)
+    per_document = np.bincount(np.unique([q.pk for q in drawn], return_inverse=True)[1])
+    assert len(drawn) == wanted and len(per_document) == documents
+    assert per_document.max() - per_document.min() <= 1  # spread evenly
+    assert drawn[:documents] == pseudo_queries(store, documents)  # round one: the draw of one a document
+    spans: dict[int, list[tuple[int, int]]] = {}
+    for q in drawn:  # a document's sentences do not overlap
+        assert not any(s < q.span[1] and q.span[0] < e for s, e in spans.get(q.pk, []))
+        spans.setdefault(q.pk, []).append(q.span)
+    chunker = make_chunker(few_long.settings, lambda: few_long.encoder)
+    targets = Targets.drawn(drawn, store, partial(split, chunker=chunker))
+    assert len(targets.queries) >= 0.9 * len(drawn) and not len(targets.rows)  # cropped, none re-encoded
+    _unfindable(targets, store)
+
+    many = index.store  # 160 documents: one sentence of each, as before; more asked, several of some
+    assert len({q.pk for q in pseudo_queries(many, 100)}) == 100
+    several = pseudo_queries(many, 400)
+    assert len(several) > 160 and len({q.pk for q in several}) < len(several)
+    targets = Targets.drawn(several, many, partial(split, chunker=chunker))
+    assert len(targets.rows)  # some documents of one passage re-encoded without their several sentences
+    _unfindable(targets, many)
+
+
+@pytest.mark.slow
+def test_a_kept_draw_of_several_sentences_a_document_renews(few_long, cranfield_beir, tmp_path):
+    """The renewal (calibrationcache.py) of a corpus of few long documents: nothing changed, the same queries
+    again; two documents deleted, each other document's kept queries the first it gives, the deleted ones' share
+    drawn anew; grown past the queries wanted, one query a document again, a kept document's its first."""
+    from semsearch.storage.calibrationcache import CalibrationCache, encoder_name
+
+    source = Index.open(copy_index(few_long.path, tmp_path / "source"))
+    name = encoder_name(source.settings)
+    before = CalibrationCache.load(source.path, name).panel.tolist()
+    assert len(before) > len({row[0] for row in before}) == source.state.count
+    source.recalibrate()
+    again = source.state.calibration
+    assert CalibrationCache.load(source.path, name).panel.tolist() == before
+    assert again["ranks"] == few_long.state.calibration["ranks"] and again["reused"] > 0
+
+    def rows_by_document(panel: list[list[int]]) -> dict[int, list[list[int]]]:
+        out: dict[int, list[list[int]]] = {}
+        for row in panel:
+            out.setdefault(row[0], []).append(row)
+        return out
+
+    kept = rows_by_document(before)
+    gone = sorted(kept)[:2]
+    source.delete([row["id"] for row in source.store.get(gone).values()])
+    source.recalibrate()
+    after = rows_by_document(CalibrationCache.load(source.path, name).panel.tolist())
+    assert not set(after) & set(gone) and set(after) == set(kept) - set(gone)
+    for pk, rows in after.items():  # its kept queries first (all, or as many as the draw still wants)
+        assert rows[: len(kept[pk])] == kept[pk][: len(rows)]
+    assert any(len(rows) > len(kept[pk]) for pk, rows in after.items())  # the deleted ones' share
+
+    lines = (cranfield_beir / "corpus.jsonl").read_text().splitlines()[240:340]
+    source.ingest(write_jsonl(tmp_path / "more.jsonl", [json.loads(line) for line in lines]))
+    source.recalibrate()
+    grown = CalibrationCache.load(source.path, name).panel.tolist()
+    assert source.state.count > source.state.calibration["passages"] // QUERY_SHARE  # as many as wanted
+    assert len(grown) == len({row[0] for row in grown})  # one a document
+    firsts = [rows[0] for rows in after.values()]
+    assert grown[: len(firsts)] == firsts  # a kept document's first query, first
+    source.close()

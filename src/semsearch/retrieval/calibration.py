@@ -1,12 +1,14 @@
 """Calibration: the keyword/vector balance a corpus chooses for itself, without labelled queries.
 
-Inverse-cloze pseudo-queries (Lee et al., ACL 2019): a sentence taken out of a document is a query, and the rest
-of that document its one relevant answer. Documents are drawn with a fixed seed; their sentence is removed from
-them in a scratch copy of the index (the targets re-encoded and overlaid on the vector index's rows, their text
-changed in the keyword index inside a SQLite savepoint that is rolled back), so neither side can find the
-sentence's own words or vector. Each query is searched as a real one is (dense: the vector index, rerank, MaxP;
-keyword: bm25, by a matrix of the scratch content read once; each side FUSION_DEPTH deep), and every fusion weight
-of a grid scored by nDCG@10 of the target.
+Inverse-cloze pseudo-queries (Lee et al., ACL 2019): a sentence taken out of a document is a query, and the rest of
+that document its one relevant answer. Documents are drawn with a fixed seed; their sentence is removed from them in
+a scratch copy of the index (the targets re-encoded and overlaid on the vector index's rows, their text changed in
+the keyword index inside a SQLite savepoint that is rolled back), so neither side can find the sentence's own words
+or vector. A corpus of fewer documents than the queries it wants (a folder of a few dozen long pages) gives several
+sentences of each, spread evenly and taken out of it together (`several_of_each`): one a document, its sweep rested on
+50 queries where its passages asked for 256 (benchmarks/results/html-docs.md). Each query is searched as a real one
+is (dense: the vector index, rerank, MaxP; keyword: bm25, by a matrix of the scratch content read once; each side
+FUSION_DEPTH deep), and every fusion weight of a grid scored by nDCG@10 of the target.
 
 A document of fewer than MIN_SENTENCES sentences gives a cropped span of its words instead, and a document of
 several passages is cropped rather than re-encoded (cropping.py). The size rule counts passages (vector rows),
@@ -32,6 +34,7 @@ encoder; the scratch copy's searches (calibration_scratch.py), the bands' length
 
 from __future__ import annotations
 
+import itertools
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -177,38 +180,94 @@ CLOZE, CROP = 0, 1  # how a pseudo-query was cut from its document (a panel row'
 def pseudo_queries(
     store: DocumentStore, count: int, seed: int = SEED, kept: np.ndarray | None = None
 ) -> list[PseudoQuery]:
-    """Up to `count` pseudo-queries from documents drawn with `seed`, reading at most SCANNED x count of them.
-    `kept`: an earlier draw's `panel`, whose documents still stored give their same queries first, the rest
-    drawn as before among the others (a renewal re-encodes only what changed: a document rewritten since is
-    another pk, drawn again or not like any other)."""
-    out: list[PseudoQuery] = []
-    if kept is not None and len(kept):
-        rows = store.get([int(pk) for pk in kept[:, 0]])
-        for pk, start, end, cut in kept.tolist():
-            text = rows[pk]["text"] if pk in rows else ""
-            if 0 <= start < end <= len(text) and len(out) < count:
-                rest = (
-                    (text[:start] + text[end:]).strip() if cut == CLOZE else joined(text[:start], text[end:])
-                )
-                out.append(PseudoQuery(pk, text[start:end], rest, (start, end), cut))
+    """Up to `count` pseudo-queries from documents drawn with `seed`, reading at most SCANNED x count of them,
+    one a document; a corpus of fewer documents than `count` gives several of each (`several_of_each`).
+    `kept`: an earlier draw's `panel`, whose documents still stored give their same queries first (one a
+    document, its first row), the rest drawn as before among the others (a renewal re-encodes only what changed:
+    a document rewritten since is another pk, drawn again or not like any other)."""
     rng = np.random.default_rng(seed)
-    taken = {q.pk for q in out}
     order = rng.permutation(store.all_pks())[: SCANNED * count]
+    if len(order) < count:  # fewer documents than queries wanted: several sentences of each
+        return several_of_each(store, [int(pk) for pk in order], _kept(store, kept), count, rng)
+    out: list[PseudoQuery] = []
+    taken: set[int] = set()
+    for q in _kept(store, kept):  # a document's first, as a draw of one a document gives
+        if q.pk not in taken and len(out) < count:
+            out.append(q)
+            taken.add(q.pk)
     for start in range(0, len(order), count):
         if len(out) == count:
             break
         batch = [int(pk) for pk in order[start : start + count] if int(pk) not in taken]
         rows = store.get(batch)
         for pk in batch:
-            text = rows[pk]["text"] if pk in rows else ""
-            cut, found = CLOZE, _cloze(text, rng)
-            if found is None:
-                cut, found = CROP, crop(text, rng)
+            found = _drawn(pk, rows[pk]["text"] if pk in rows else "", rng)
             if found is not None:
-                out.append(PseudoQuery(pk, *found, cut))
+                out.append(found)
                 if len(out) == count:
                     break
     return out
+
+
+def several_of_each(
+    store: DocumentStore, order: list[int], kept: list[PseudoQuery], count: int, rng: np.random.Generator
+) -> list[PseudoQuery]:
+    """Up to `count` pseudo-queries from every document of a corpus of fewer (`order`, the draw's), spread
+    evenly: in rounds, each document that gave one in every round before gives one more, in `order`, until
+    `count` or none is left to give one. The first round is the draw of one a document; then a sentence not
+    overlapping those its document gave, while it keeps MIN_SENTENCES - 1 others (a cropped span, CROP, is a
+    short document's only one). `kept` (a renewal's): a document's kept queries are the ones it gives first,
+    so a corpus unchanged gives its kept draw again. A document's sentences are taken out of it together
+    (Targets, cropping.py)."""
+    texts = {pk: row["text"] for pk, row in store.get(order).items()}
+    waiting: dict[int, list[PseudoQuery]] = {}
+    for q in kept:
+        waiting.setdefault(q.pk, []).append(q)
+    given: dict[int, list[tuple[int, int]]] = {pk: [] for pk in order}
+    short: set[int] = set()
+    out: list[PseudoQuery] = []
+    for round_ in itertools.count(1):
+        before = len(out)
+        for pk in order:
+            spans = given[pk]
+            if len(out) == count or len(spans) != round_ - 1 or pk in short:
+                continue
+            text = texts.get(pk, "")
+            if waiting.get(pk):
+                found: PseudoQuery | None = waiting[pk].pop(0)
+            elif round_ == 1:
+                found = _drawn(pk, text, rng)
+            else:
+                sentence = _cloze(text, rng, spans)
+                found = None if sentence is None else PseudoQuery(pk, *sentence, CLOZE)
+            if found is not None:
+                out.append(found)
+                spans.append(found.span)
+                short.update([pk] if found.cut == CROP else [])
+        if len(out) in (before, count):
+            return out
+    return out  # unreached: a round that gives none ends the draw
+
+
+def _kept(store: DocumentStore, kept: np.ndarray | None) -> list[PseudoQuery]:
+    """The pseudo-queries of a kept panel whose documents are still stored (the same text: the same pk)."""
+    if kept is None or not len(kept):
+        return []
+    rows, out = store.get([int(pk) for pk in kept[:, 0]]), []
+    for pk, start, end, cut in kept.tolist():
+        text = rows[pk]["text"] if pk in rows else ""
+        if 0 <= start < end <= len(text):
+            rest = (text[:start] + text[end:]).strip() if cut == CLOZE else joined(text[:start], text[end:])
+            out.append(PseudoQuery(pk, text[start:end], rest, (start, end), cut))
+    return out
+
+
+def _drawn(pk: int, text: str, rng: np.random.Generator) -> PseudoQuery | None:
+    """A document's one pseudo-query: a sentence, else a cropped span; None for too little text."""
+    cut, found = CLOZE, _cloze(text, rng)
+    if found is None:
+        cut, found = CROP, crop(text, rng)
+    return None if found is None else PseudoQuery(pk, *found, cut)
 
 
 def panel(drawn: Sequence[PseudoQuery]) -> np.ndarray:
@@ -221,12 +280,20 @@ def row_of(drawn: PseudoQuery) -> tuple[int, int, int, int]:
     return (drawn.pk, *drawn.span, drawn.cut)
 
 
-def _cloze(text: str, rng: np.random.Generator) -> tuple[str, str, tuple[int, int]] | None:
-    """A sentence of the text (of QUERY_WORDS words) and the text without it; None for too few sentences."""
+def _cloze(
+    text: str, rng: np.random.Generator, taken: Sequence[tuple[int, int]] = ()
+) -> tuple[str, str, tuple[int, int]] | None:
+    """A sentence of the text (of QUERY_WORDS words) and the text without it; None for too few sentences.
+    `taken`: spans already drawn from it, which the sentence does not overlap and which leave it fewer."""
     spans = sentences(text)
-    if len(spans) < MIN_SENTENCES:
+    if len(spans) - len(taken) < MIN_SENTENCES:
         return None
-    fitting = [(s, e) for s, e in spans if QUERY_WORDS[0] <= word_count(text[s:e]) <= QUERY_WORDS[1]]
+    fitting = [
+        (s, e)
+        for s, e in spans
+        if QUERY_WORDS[0] <= word_count(text[s:e]) <= QUERY_WORDS[1]
+        and not any(s < end and start < e for start, end in taken)
+    ]
     if not fitting:
         return None
     start, end = fitting[int(rng.integers(len(fitting)))]
@@ -381,9 +448,10 @@ def at_precision(encode: Encode, precision: str) -> Encode:
 
 @dataclass(frozen=True)
 class Targets:
-    """The pseudo-queries' documents as the scratch copy holds them: each re-cut without its sentence, its new
-    passages taking its first rows (a document the removal would give more passages than it had is left out:
-    rare, and its extra rows would belong to the next document), their texts encoded by `encoded`."""
+    """The pseudo-queries' documents as the scratch copy holds them: each re-cut without its sentences (every one
+    drawn from it), its new passages taking its first rows (a document the removal would give more passages than
+    it had is left out: rare, and its extra rows would belong to the next document), their texts encoded by
+    `encoded`; or cropped (cropping.py). A document's queries share its one scratch text."""
 
     queries: list[PseudoQuery]
     rows: np.ndarray  # the new passages' vector rows, sorted
@@ -403,7 +471,7 @@ class Targets:
         whole = cls.of([q for q, n in zip(drawn, counts) if n == 1], store, cut)
         if not several:
             return whole
-        rows = [q.pk + i for q, n in several for i in range(n)]
+        rows = list(dict.fromkeys(q.pk + i for q, n in several for i in range(n)))
         texts = {pk: row["text"] for pk, row in store.get([q.pk for q, _ in several]).items()}
         kept, dropped = cropped([q for q, _ in several], texts, [n for _, n in several], store.spans(rows))
         return replace(
@@ -412,20 +480,35 @@ class Targets:
 
     @classmethod
     def of(cls, drawn: list[PseudoQuery], store: DocumentStore, cut: Cut) -> Targets:
-        titles = {pk: row["title"] for pk, row in store.get([q.pk for q in drawn]).items()}
-        parts_of = cut([Document(str(q.pk), q.rest, titles.get(q.pk)) for q in drawn])
-        had = store.passages().counts_of(np.array([q.pk for q in drawn], dtype=np.int64))
-        kept = [(q, parts, int(n)) for q, parts, n in zip(drawn, parts_of, had) if len(parts) <= n]
-        rows = [q.pk + i for q, parts, _ in kept for i in range(len(parts))]
-        texts = [part.embedding_text for _, parts, _ in kept for part in parts]
-        dropped = [q.pk + i for q, _, n in kept for i in range(n)]
+        """Documents of one passage re-cut without their sentences (all a document gave)."""
+        rows_of = store.get([q.pk for q in drawn])
+        if len({q.pk for q in drawn}) < len(drawn):  # a document's several sentences taken out together
+            spans: dict[int, list[tuple[int, int]]] = {}
+            for q in drawn:
+                spans.setdefault(q.pk, []).append(q.span)
+            rest = {pk: without(rows_of[pk]["text"], taken) for pk, taken in spans.items() if len(taken) > 1}
+            drawn = [replace(q, rest=rest[q.pk]) if q.pk in rest else q for q in drawn]
+        one = {q.pk: q for q in drawn}  # a document's queries share its rest
+        parts_of = cut([Document(str(pk), q.rest, rows_of.get(pk, {}).get("title")) for pk, q in one.items()])
+        had = store.passages().counts_of(np.array(list(one), dtype=np.int64))
+        kept = {pk: (parts, int(n)) for pk, parts, n in zip(one, parts_of, had) if len(parts) <= n}
+        rows = [pk + i for pk, (parts, _) in kept.items() for i in range(len(parts))]
+        texts = [part.embedding_text for parts, _ in kept.values() for part in parts]
+        dropped = [pk + i for pk, (_, n) in kept.items() for i in range(n)]
         order = np.argsort(rows, kind="stable").tolist()
         return cls(
-            [q for q, _, _ in kept],
+            [q for q in drawn if q.pk in kept],
             np.asarray(rows, dtype=np.int64)[order],
             [texts[i] for i in order],
             np.sort(np.asarray(dropped, dtype=np.int64)),
         )
+
+
+def without(text: str, spans: Sequence[tuple[int, int]]) -> str:
+    """The text without these sentences (spans that do not overlap), as a pseudo-query's `rest` is cut."""
+    for start, end in sorted(spans, reverse=True):
+        text = text[:start] + text[end:]
+    return text.strip()
 
 
 def uninformed(sweep: dict[str, float], drawn: Sequence[PseudoQuery]) -> bool:

@@ -7,7 +7,8 @@
   dropped from the dense side, and the text they cover taken out of the keyword side, so both sides see the
   document without the query's neighbourhood, at no encoding cost (re-encoding a long document would cost as
   much as its ingest: 256 targets of 40 passages are two ingests of a 5,000-passage corpus). A document all of
-  whose passages hold the query is left out."""
+  whose passages hold the query is left out; of a document that gave several queries, every one's passages are
+  dropped and regions taken out (a query that would leave it no passage is left out)."""
 
 from __future__ import annotations
 
@@ -37,21 +38,33 @@ def cropped(
     drawn: Sequence[Any], texts: dict[int, str], counts: np.ndarray, spans: dict[int, tuple[int, int]]
 ):
     """Of pseudo-queries whose documents have several passages (`counts`, rows pk .. pk + count - 1, whose
-    character spans are `spans`): those kept (their `rest` now the text without the dropped passages' region),
-    and the rows dropped."""
-    kept, dropped = [], []
+    character spans are `spans`): those kept (their `rest` now the text without the dropped passages' region:
+    of a document that gave several, without every one of their regions), and the rows dropped. A query whose
+    passages would leave its document none is left out."""
+    kept, gone, regions = [], {}, {}
     for query, count in zip(drawn, counts):
         rows = range(query.pk, query.pk + int(count))
         start, end = query.span
         holding = [row for row in rows if row in spans and spans[row][0] < end and start < spans[row][1]]
-        if not holding or len(holding) == len(rows) or query.pk not in texts:
+        together = gone.get(query.pk, set()).union(holding)  # with its document's other queries' rows
+        if not holding or len(together) == len(rows) or query.pk not in texts:
             continue
+        gone[query.pk] = together
         low, high = min(spans[row][0] for row in holding), max(spans[row][1] for row in holding)
-        text = texts[query.pk]
-        rest = joined(text[:low], text[high:])
-        kept.append(replace(query, rest=rest))  # its cut kept
-        dropped.extend(holding)
-    return kept, np.asarray(dropped, dtype=np.int64)
+        regions.setdefault(query.pk, []).append((low, high))
+        kept.append(query)
+    rests = {pk: outside(texts[pk], found) for pk, found in regions.items()}
+    dropped = [row for pk in gone for row in sorted(gone[pk])]
+    return [replace(query, rest=rests[query.pk]) for query in kept], np.asarray(dropped, dtype=np.int64)
+
+
+def outside(text: str, regions: Sequence[tuple[int, int]]) -> str:
+    """The text without these regions (which may overlap), its pieces joined as `joined` joins two."""
+    pieces, begin = [], 0
+    for low, high in sorted(regions):
+        pieces.append(text[begin:low])
+        begin = max(begin, high)
+    return " ".join(part for part in (piece.strip() for piece in [*pieces, text[begin:]]) if part)
 
 
 def joined(before: str, after: str) -> str:
