@@ -323,3 +323,58 @@ def assert_same_ranking(ours, theirs, tolerance: float) -> None:
     for pk, score in ours:
         assert abs(scored.get(pk, theirs[-1][1]) - score) <= tolerance * max(1.0, abs(score)), pk
     assert sum(pk in scored for pk, _ in ours) >= len(ours) - 2
+
+
+def test_a_corpus_of_fewer_documents_than_wanted_is_read_only_until_each_is_found(tmp_path):
+    """dense_documents wants no more documents than there are: a corpus of 12 documents of many passages is
+    read until each of them is found, not to its last row (a folder of 50 pages read every row of each query to
+    find 100: half of its calibration), and without rerank ranks them as a read of every row does (MaxP)."""
+    import numpy as np
+
+    from semsearch import Index
+    from semsearch.retrieval.search import DenseRetriever, dense_documents
+    from semsearch.transforms.base import normalize_rows
+
+    topics = [
+        "river",
+        "mountain",
+        "violin",
+        "harbour",
+        "orchard",
+        "comet",
+        "glacier",
+        "bakery",
+        "tram",
+        "falcon",
+    ]
+    texts = [
+        " ".join(
+            f"The {topics[(d + k) % len(topics)]} number {k} of part {d} stands here." for k in range(14)
+        )
+        for d in range(12)
+    ]
+    with Index.create(tmp_path / "few", transform="none", chunk_tokens=24) as index:
+        index.add([{"id": str(d), "text": text} for d, text in enumerate(texts)])
+        rows = index.store.vector_pks()
+        assert len(rows) > 4 * 12  # many passages each
+        depths: list[int] = []
+
+        class Recorded(DenseRetriever):
+            def ranked_rows(self, queries, n, allowed):
+                depths.append(n)
+                return super().ranked_rows(queries, n, allowed)
+
+        queries = index.encoder.encode(["a comet over the harbour", "violin in the orchard"])
+        for query in queries:
+            depths.clear()
+            reader = Recorded(index.transform, index.vectors, index.raw)
+            (found,) = dense_documents(reader, index.store, query[None], 20, None, 0)
+            scores = (normalize_rows(index.raw.get(rows)) @ normalize_rows(query[None]).T)[:, 0]
+            owners = index.store.passages().owners(rows)
+            by_score = owners[np.argsort(-scores, kind="stable")]
+            every = list(dict.fromkeys(by_score.tolist()))  # MaxP over every row
+            assert found.pks.tolist() == every and len(every) == 12
+            assert len(set(by_score[: depths[-1]].tolist())) == 12  # the last depth read holds them all
+            if len(depths) > 1:
+                assert len(set(by_score[: depths[-2]].tolist())) < 12  # ... the one before did not
+            assert depths[0] == 24  # twice the documents wanted (they have several passages), not 2 x 20
