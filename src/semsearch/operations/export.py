@@ -3,8 +3,10 @@
 The first line is a header: `{"semsearch_export": 1, "settings": {...}, ...}`, the settings the index was made
 with (model and its fingerprint, pooling, max_length, chunking, transform, index type; the manifest's own
 fields), its query defaults (`query_defaults`: mode, alpha, rerank) and the calibration record they come from
-(`calibration`), and the fitted transform (`transform`: its kind and files, safetensors and JSON in base64;
-exported.py), which an index keeps through upserts while the same vectors would fit another today. Then one document per line, in the order they were stored: `id`, `title` (when it has one), `text` and
+(`calibration`), the fitted transform (`transform`: its kind and files, safetensors and JSON in base64;
+exported.py), which an index keeps through upserts while the same vectors would fit another today, an 8-bit
+index's ranges (`vector_codes`) and an hnsw graph's adds and search parameters (`graph`): what the import needs
+to answer as this index does. Then one document per line, in the order they were stored: `id`, `title` (when it has one), `text` and
 `metadata` as ingested. With vectors, `vector` is the raw encoder vector (before the transform) as a list of
 numbers (9 significant digits: each float32 exactly); a document the index cut into passages has one per
 passage: `vector` is then a list of lists and `passages` their character spans in the text, `[[start, end],
