@@ -352,13 +352,16 @@ class VectorIndex:
         """The hnsw levels of the next `count` rows, each drawn from its position alone (FAISS's own draw
         continues a generator it does not save, which starts again at every load: a graph appended to after a
         load would not be the one an import adding the same rows at once makes). FAISS's distribution: level l
-        where a uniform number falls in the l-th of its `assign_probas`; FAISS takes levels set before an add."""
+        where a uniform number falls in the l-th of its `assign_probas`; FAISS takes levels set before an add
+        (kept as a level plus one)."""
         graph = faiss.downcast_index(self.index.index).hnsw
         bounds = np.cumsum(faiss.vector_to_array(graph.assign_probas))
         drawn = np.searchsorted(bounds, position_uniforms(self.index.ntotal, count), side="right")
-        levels = np.minimum(drawn, len(bounds) - 1) + 1  # FAISS keeps a level plus one
-        held = faiss.vector_to_array(graph.levels)
-        faiss.copy_array_to_vector(np.concatenate([held, levels]).astype(np.int32), graph.levels)
+        start = graph.levels.size()
+        graph.levels.resize(start + count)  # the new rows' levels written in place: an add costs its own rows
+        faiss.rev_swig_ptr(graph.levels.data(), start + count)[start:] = (
+            np.minimum(drawn, len(bounds) - 1) + 1
+        )
 
     def remove(self, ids: np.ndarray) -> int:
         """Remove by id (not for hnsw: see `supports_remove`; the caller rebuilds it instead)."""
