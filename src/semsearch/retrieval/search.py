@@ -264,10 +264,14 @@ def rerank(raw: RawVectors, queries: np.ndarray, ranked: list[RankedRows], k: in
     # every query's rows read at once (a read per query was most of a calibration's hundreds of reranks)
     held, at = np.unique(every, return_inverse=True)
     vectors = normalize_rows(raw.get(held)) if len(held) else np.zeros((0, queries.shape[1]), np.float32)
+    # each query's rows gathered into one buffer (unbuffered: its indices are in range): a fresh array of over
+    # a megabyte (memory.LARGE_BLOCK) is mapped and unmapped each time where the heap has no room to spare (a
+    # calibration's 391 deep reranks on Cranfield: 118,000 page faults, 0.37 s against 0.11)
+    gathered = np.empty((max(counts, default=0), vectors.shape[1]), vectors.dtype)
     out: list[RankedRows] = []
     for query, end, count in zip(queries, np.cumsum(counts).tolist(), counts):
         pks = every[end - count : end]
-        scores = vectors[at[end - count : end]] @ query
+        scores = np.take(vectors, at[end - count : end], axis=0, out=gathered[:count], mode="clip") @ query
         order = np.argsort(-scores, kind="stable")[:k]
         out.append((pks[order], scores[order].astype(np.float64)))
     return out
