@@ -407,7 +407,7 @@ def measure(
             row[f"refit --calibrate{label} s"] = float(np.median([wall for wall, _ in runs[version]]))
             row[f"refit --calibrate{label} CPU s"] = float(np.median([cpu for _, cpu in runs[version]]))
             row[f"refit --calibrate{label} runs (wall / CPU s)"] = ", ".join(
-                f"{wall:.1f} / {cpu:.1f}" for wall, cpu in runs[version]
+                f"{wall:.2f} / {cpu:.2f}" for wall, cpu in runs[version]
             )
     if against is not None:
         row["its calibration, before s"] = calibration_of(work / "against")["seconds"]
@@ -431,7 +431,7 @@ def measure(
     row["first calibration s"] = first["seconds"]
     row["load after"] = round(os.getloadavg()[0], 1)
     for key, value in list(row.items()):
-        row[key] = round(value, 1) if isinstance(value, float) else value
+        row[key] = round(value, 2 if abs(value) < 10 else 1) if isinstance(value, float) else value
     print(json.dumps(row, indent=1))
     row["command"] = f"{command}; 2 cores shared with other work, load average "
     row["command"] += (
