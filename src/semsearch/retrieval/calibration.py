@@ -64,7 +64,7 @@ QUERIES = 256  # pseudo-queries at most
 # ingest's encoding at most), a target of several is cropped, not re-encoded (targets.py), so a calibration stays
 # under 10% of the ingest it follows (benchmarks/results/calibration/cost.md). Passages, not documents: 500 long
 # documents of 5,000 passages give queries enough, and 50 give several each (`several_of_each`), whose 256
-# searches cost a folder of 50-93 long pages 17-20% of its ingest's CPU (html-docs-calibration.md).
+# searches cost a folder of 50-93 long pages about a fifth of its ingest's CPU (html-docs-calibration.md).
 QUERY_SHARE = 16
 MIN_QUERIES = 50  # fewer than this: too little to judge, not calibrated
 MIN_PASSAGES = MIN_QUERIES * QUERY_SHARE  # 800: a smaller index keeps the default weight
