@@ -27,7 +27,7 @@ import numpy as np
 
 from ..errors import IndexStateError, SemsearchError
 from ..ingest import build
-from ..retrieval.vectorindex import VectorIndex
+from ..retrieval.vectorindex import VectorIndex, runs_blocks
 from ..settings import DEFAULT_WAIT
 from ..storage.backup import checksum_problems
 from ..storage.damage import RESTORE, DamagedFile, derived
@@ -345,8 +345,13 @@ class Inspection:
         self.transform = load(
             names[1:-1], lambda: load_transform(directory, settings.spec, settings.encoder_dim)
         )
-        tuning = manifest.state.search_params, manifest.state.measured_recall
-        self.vectors = load(names[-1:], lambda: VectorIndex.load(directory).with_tuning(*tuning))
+        tuning, adds = (
+            (manifest.state.search_params, manifest.state.measured_recall),
+            manifest.state.graph_blocks,
+        )
+        self.vectors = load(
+            names[-1:], lambda: VectorIndex.load(directory, runs_blocks(adds)).with_tuning(*tuning)
+        )
         for error in disagreements(manifest, directory, self.stats, self.transform, self.vectors, self.live):
             errors.setdefault(error.path.name, error)
         for name in names:
