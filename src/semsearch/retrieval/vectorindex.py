@@ -177,9 +177,9 @@ class VectorIndex:
 
     FILE = "vectors.faiss"
     params: dict[str, Any] | None = None
-    # the rows of each add since the index was made, in order (None: not known, an index loaded without them):
-    # FAISS inserts an add's rows into an hnsw graph by level, so the graph depends on how its rows were
-    # split between adds, and a build given the same adds makes the same graph (an export's import, `graph`)
+    # an hnsw graph's rows of each add since it was made, in order (None: another kind, or loaded without them):
+    # FAISS inserts an add's rows by level, so the graph depends on how its rows were split between adds, and a
+    # build given the same adds makes the same graph (an export's import, `graph`)
     blocks: list[int] | None = None
     recall: float | None = None  # recall@10 against flat measured with `params` when they were tuned
     _positions: np.ndarray | None = None  # row of the stored vectors by id (flat, hnsw), made on first use
@@ -198,12 +198,12 @@ class VectorIndex:
         metric = faiss.METRIC_INNER_PRODUCT
         if index_type == "flat":
             # IDMap2 keeps our ids and can reconstruct vectors by id.
-            return cls(faiss.IndexIDMap2(faiss.IndexFlatIP(dim)), [])
+            return cls(faiss.IndexIDMap2(faiss.IndexFlatIP(dim)))
         if (
             index_type == "flat-sq8"
         ):  # IDMap: its codes are read by row (`positions`), never reconstructed by id
             return cls(
-                faiss.IndexIDMap(faiss.IndexScalarQuantizer(dim, faiss.ScalarQuantizer.QT_8bit, metric)), []
+                faiss.IndexIDMap(faiss.IndexScalarQuantizer(dim, faiss.ScalarQuantizer.QT_8bit, metric))
             )
         if index_type == "hnsw":
             return cls(faiss.IndexIDMap(faiss.IndexHNSWFlat(dim, HNSW_NEIGHBOURS, metric)), [])
@@ -212,7 +212,7 @@ class VectorIndex:
             return cls(faiss.IndexIDMap(faiss.IndexHNSWSQ(dim, codes, SQ8_NEIGHBOURS, metric)), [])
         lists = inverted_lists(count)
         if index_type == "ivf":
-            return cls(faiss.index_factory(dim, f"IVF{lists},Flat", metric), [])
+            return cls(faiss.index_factory(dim, f"IVF{lists},Flat", metric))
         if index_type == "pq":
             if count < PQ_MIN_DOCUMENTS:
                 raise SettingsError(
@@ -226,7 +226,7 @@ class VectorIndex:
             # FAISS trains a polysemous code order by default, for a Hamming pre-filter no search here uses:
             # it took minutes on one thread (30,000 rows: 8 of the 9 minutes a pq build spent)
             faiss.downcast_index(index).do_polysemous_training = False
-            return cls(index, [])
+            return cls(index)
         raise SettingsError(f"unknown index type {index_type!r} (known: {', '.join(INDEX_TYPES[:-1])})")
 
     def _tune(self) -> None:
