@@ -439,3 +439,25 @@ def test_a_cached_vector_is_the_one_the_model_gives_and_other_settings_miss(tmp_
         data[0] ^= 0xFF
         path.write_bytes(bytes(data))
     np.testing.assert_allclose(Encoder(quantize="int8").encode(texts), int8, rtol=0, atol=1e-5)
+
+
+def test_cutting_texts_reads_the_tokenizer_once_and_ids_match_transformers(tmp_path):
+    """A renewal of the calibration only cuts passages: it reads one copy of tokenizer.json, not two; the
+    truncating copy, read again when ids are asked, gives transformers' ids; a broken file is the model's
+    error when the tokenizer is made (before anything is written)."""
+    from semsearch.encoding.tokenizer import Tokenizer
+
+    path = resolve_model_path(None)
+    tokenizer = Tokenizer(path, 16)
+    text = "Whitening makes the vectors isotropic, " * 8
+    spans = tokenizer.spans([text])[0]
+    assert tokenizer.special_tokens == 2 and len(spans) > 16
+    assert "_fast" not in tokenizer.__dict__  # cutting never made the truncating copy
+    reference = transformers.AutoTokenizer.from_pretrained(str(path))
+    assert tokenizer([text]) == [reference(text, truncation=True, max_length=16)["input_ids"]]
+    assert tokenizer.pad_id == reference.pad_token_id
+    broken = tmp_path / "model"
+    broken.mkdir()
+    (broken / "tokenizer.json").write_text("{not json")
+    with pytest.raises(ModelError, match="cannot load the tokenizer"):
+        Tokenizer(broken, 16)

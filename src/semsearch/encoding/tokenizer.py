@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -19,38 +20,64 @@ class Tokenizer:
     def __init__(self, path: Path, max_length: int):
         self.path = path
         self.max_length = max_length
-        self.pad_id = 0
-        self._fast = None
         self._slow = None
-        self._whole = None  # the fast tokenizer without truncation, made when first needed
-        if (path / "tokenizer.json").is_file():
-            import tokenizers
-
-            self._fast = tokenizers.Tokenizer.from_file(str(path / "tokenizer.json"))
-            self._fast.no_padding()
-            self._fast.enable_truncation(max_length)
-            pad_token = (
-                _read_json(path / "tokenizer_config.json").get("pad_token")
-                if (path / "tokenizer_config.json").is_file()
-                else None
-            )
-            if isinstance(pad_token, str) and self._fast.token_to_id(pad_token) is not None:
-                self.pad_id = self._fast.token_to_id(pad_token)
+        self._unclaimed = None
+        self._claiming = threading.Lock()  # two threads asking for both copies at once get one each
+        if (path / "tokenizer.json").is_file():  # read now: a broken file fails before anything is written
+            self._unclaimed = self._read_fast()
         else:
             import transformers
 
             transformers.logging.set_verbosity_error()
             self._slow = transformers.AutoTokenizer.from_pretrained(str(path), local_files_only=True)
-            self.pad_id = self._slow.pad_token_id or 0
+
+    # Two copies of the fast tokenizer: the one read first goes to whichever is asked first, the other is read
+    # again from the file when asked (a third cheaper than a copy through JSON). A query asks only for ids, a
+    # renewal of the calibration only cuts passages: each reads the file once (20 ms), an ingest twice.
+    @functools.cached_property
+    def _fast(self):
+        """The fast tokenizer truncating at max_length; None without tokenizer.json."""
+        fast = self._claim()
+        if fast is not None:
+            fast.enable_truncation(self.max_length)
+        return fast
+
+    @functools.cached_property
+    def _whole(self):
+        """The fast tokenizer without truncation (where a text can be cut); None without tokenizer.json."""
+        return self._claim()
+
+    def _claim(self):
+        if self._slow is not None:
+            return None
+        with self._claiming:
+            claimed, self._unclaimed = self._unclaimed, None
+        return claimed or self._read_fast()
+
+    def _read_fast(self):
+        import tokenizers
+
+        try:
+            fast = tokenizers.Tokenizer.from_file(str(self.path / "tokenizer.json"))
+        except Exception as error:
+            raise unreadable(self.path, error) from None
+        fast.no_padding()
+        fast.no_truncation()
+        return fast
+
+    @functools.cached_property
+    def pad_id(self) -> int:
+        if self._fast is None:
+            return self._slow.pad_token_id or 0
+        config = self.path / "tokenizer_config.json"
+        pad_token = _read_json(config).get("pad_token") if config.is_file() else None
+        found = self._fast.token_to_id(pad_token) if isinstance(pad_token, str) else None
+        return 0 if found is None else found
 
     def spans(self, texts: list[str]) -> list[list[tuple[int, int]]]:
         """Each text's word pieces as character (start, end) offsets, untruncated and without special tokens:
         where a text can be cut into passages (chunking.py)."""
-        if self._fast is not None:
-            if self._whole is None:  # read again from its file: a third cheaper than a copy through JSON
-                self._whole = type(self._fast).from_file(str(self.path / "tokenizer.json"))
-                self._whole.no_truncation()
-                self._whole.no_padding()
+        if self._whole is not None:
             return [
                 encoding.offsets for encoding in self._whole.encode_batch(texts, add_special_tokens=False)
             ]
@@ -62,8 +89,8 @@ class Tokenizer:
     @functools.cached_property
     def special_tokens(self) -> int:
         """How many special tokens the model adds to a text ([CLS] and [SEP] for BERT)."""
-        if self._fast is not None:
-            return len(self._fast.encode("", add_special_tokens=True).ids)
+        if self._whole is not None:  # asked where texts are cut (the copy a renewal reads)
+            return len(self._whole.encode("", add_special_tokens=True).ids)
         return len(self._slow("", add_special_tokens=True)["input_ids"])
 
     def __call__(self, texts: list[str]) -> list[list[int]]:
@@ -79,8 +106,13 @@ def load_tokenizer(path: str, max_length: int) -> Tokenizer:
         return Tokenizer(Path(path), max_length)
     except ModelError:
         raise
-    except Exception as error:  # unreadable tokenizer files are the model's
-        raise ModelError(f"{path}: cannot load the tokenizer ({type(error).__name__}: {error})") from None
+    except Exception as error:
+        raise unreadable(path, error) from None
+
+
+def unreadable(path: str | Path, error: Exception) -> ModelError:
+    """An unreadable tokenizer file is the model's error."""
+    return ModelError(f"{path}: cannot load the tokenizer ({type(error).__name__}: {error})")
 
 
 def padded(token_ids: list[list[int]], pad_id: int = 0) -> tuple[np.ndarray, np.ndarray]:
