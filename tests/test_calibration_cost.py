@@ -368,7 +368,7 @@ def test_a_corpus_of_fewer_documents_than_wanted_is_read_only_until_each_is_foun
         for query in queries:
             depths.clear()
             reader = Recorded(index.transform, index.vectors, index.raw)
-            (found,) = dense_documents(reader, index.store, query[None], 20, None, 0)
+            (found,) = dense_documents(reader, index.store.passages(), query[None], 20, None, 0)
             scores = (normalize_rows(index.raw.get(rows)) @ normalize_rows(query[None]).T)[:, 0]
             owners = index.store.passages().owners(rows)
             by_score = owners[np.argsort(-scores, kind="stable")]

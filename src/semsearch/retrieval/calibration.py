@@ -525,7 +525,7 @@ def known_items(
     document: a query for a piece of a document whose other pieces say nothing about it (a paraphrase of one of
     the sentences glued together, as the glued Chinese sets' real queries are). Their sweep and ranks."""
     texts = [short_query(q.query) or q.query for q in drawn]
-    dense_found = dense_documents(dense, store, encode(texts), FUSION_DEPTH, None, rerank)
+    dense_found = dense_documents(dense, store.passages(), encode(texts), FUSION_DEPTH, None, rerank)
     scored = KeywordRetriever(store, store.count()).top(texts, FUSION_DEPTH, None)
     keyword_found = [[Match(pk, score) for pk, score in result] for result in scored]
     ranks = sweep_ranks(drawn, dense_found, keyword_found)

@@ -160,20 +160,23 @@ def rankings(
     encode_targets: Encode | None = None,
 ) -> tuple[list[Documents], list[Documents]]:
     """Each pseudo-query's dense and keyword documents (FUSION_DEPTH of each) in the scratch copy; `asked`: the
-    texts searched (None: the pseudo-queries themselves). Targets not yet encoded are, by `encode_targets`
-    (None: `encode`), on the thread that encodes the queries, while the keyword side, which needs only their
-    texts, ranks: the model starts and runs (without the GIL) beside it."""
+    texts searched (None: the pseudo-queries themselves). The dense side (the targets not yet encoded, by
+    `encode_targets`, None: `encode`; the queries; their search) runs on a thread of its own while the keyword
+    side, which needs only the texts, ranks: they take turns at the GIL, the model and the vector products run
+    without it. The dense side reads nothing from SQLite (the passage map is read here, first)."""
     queries = [q.query for q in targets.queries] if asked is None else list(asked)
-    with ThreadPoolExecutor(1) as encoding:
-        encoded = (
-            encoding.submit(targets.encoded, encode_targets or encode) if targets.vectors is None else None
-        )
-        vectors = encoding.submit(encode, queries)
+    passages = store.passages()
+
+    def dense_side() -> list[Documents]:
+        encoded = targets if targets.vectors is not None else targets.encoded(encode_targets or encode)
+        vectors = encode(queries)
+        scratch = ScratchDense(dense, encoded.dropped, OverlaidRaw(dense.raw, encoded.rows, encoded.vectors))
+        return dense_documents(scratch, passages, vectors, FUSION_DEPTH, None, rerank)
+
+    with ThreadPoolExecutor(1) as beside:
+        dense_found = beside.submit(dense_side)
         keyword_found = _keyword_documents(targets, store, queries)
-        targets = targets if encoded is None else encoded.result()
-        scratch = ScratchDense(dense, targets.dropped, OverlaidRaw(dense.raw, targets.rows, targets.vectors))
-        dense_found = dense_documents(scratch, store, vectors.result(), FUSION_DEPTH, None, rerank)
-    return dense_found, keyword_found
+        return dense_found.result(), keyword_found
 
 
 def _keyword_documents(targets: Targets, store: DocumentStore, queries: list[str]) -> list[Documents]:

@@ -299,7 +299,7 @@ def best_passages(ranked: list[RankedRows], passages: PassageMap) -> list[Docume
 
 def dense_documents(
     retriever: Retriever,
-    store: DocumentStore,
+    passages: PassageMap,
     queries: np.ndarray,
     n: int,
     allowed: np.ndarray | None,
@@ -310,8 +310,7 @@ def dense_documents(
     time, for a query whose candidates hold fewer documents than wanted while more rows remain; no more
     documents are wanted than there are (a folder of 50 pages read every row of each query to find 100: half
     of its calibration's 10 s)."""
-    passages = store.passages()
-    rows = None if allowed is None else store.passage_pks(allowed)
+    rows = None if allowed is None else passages.rows_of(allowed)
     total = retriever.vectors.count if rows is None else len(rows)
     documents = total - int(passages.counts.sum()) + len(passages.long) if allowed is None else len(allowed)
     wanted = min(max(n, rerank_depth), documents)
@@ -523,7 +522,9 @@ def window(
     dense_found: list[Found] = [[] for _ in queries]
     keyword_found: list[Found] = [[] for _ in queries]
     if mode is not SearchMode.KEYWORD:
-        found = dense_documents(dense, store, request.vectors[queries], depth, allowed, options.rerank)
+        found = dense_documents(
+            dense, store.passages(), request.vectors[queries], depth, allowed, options.rerank
+        )
         dense_found = [documents.found() for documents in found]
     if mode is not SearchMode.DENSE:
         texts = [request.texts[query] for query in queries]

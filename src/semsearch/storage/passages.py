@@ -24,6 +24,14 @@ class PassageMap:
         inside = (at >= 0) & (rows < self.long[np.maximum(at, 0)] + self.counts[np.maximum(at, 0)])
         return np.where(inside, self.long[np.maximum(at, 0)], rows)
 
+    def rows_of(self, doc_pks: np.ndarray) -> np.ndarray:
+        """The vector rows of these documents (sorted unique pks), sorted."""
+        if not len(self.long):
+            return np.asarray(doc_pks, dtype=np.int64)
+        found = np.isin(self.long, doc_pks, assume_unique=True)
+        extra = [np.arange(pk + 1, pk + n) for pk, n in zip(self.long[found], self.counts[found])]
+        return np.sort(np.concatenate([np.asarray(doc_pks, dtype=np.int64), *extra]))
+
     def counts_of(self, pks: np.ndarray) -> np.ndarray:
         """How many passages each of these documents has."""
         pks = np.asarray(pks, dtype=np.int64)

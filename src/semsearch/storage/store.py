@@ -226,12 +226,7 @@ class DocumentStore(StoreReads, SyncedFiles, PlaceUpdates):
 
     def passage_pks(self, doc_pks: np.ndarray) -> np.ndarray:
         """The vector rows of these documents (sorted unique pks), sorted."""
-        long, counts = self.passages().long, self.passages().counts
-        if not len(long):
-            return np.asarray(doc_pks, dtype=np.int64)
-        found = np.isin(long, doc_pks, assume_unique=True)
-        extra = [np.arange(pk + 1, pk + n) for pk, n in zip(long[found], counts[found])]
-        return np.sort(np.concatenate([np.asarray(doc_pks, dtype=np.int64), *extra]))
+        return self.passages().rows_of(doc_pks)
 
     def passages(self) -> PassageMap:
         """Which document each vector row belongs to, cached by generation."""
