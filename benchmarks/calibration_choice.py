@@ -14,7 +14,10 @@ encoded twice. An index left in --work from an earlier run is reused (its figure
 The real queries are searched once per side (FUSION_DEPTH each, as hybrid search takes them) and fused at each
 weight as hybrid search does, each query's nDCG@10 kept with its length in keyword tokens. English sets are also
 queried short and long (evaluation/query_styles.py: the first four content words; the query with 30 words drawn
-from relevant and random documents).
+from relevant and random documents), but for the sets whose queries are short already (ONE_STYLE): STS sentences,
+and WordNet lemmas (evaluation/longdoc_sets.py), asked as entity names of glosses titled with them
+(wordnet-entities, shaped like DBpedia-entity) or as a web question of untitled glosses (wordnet-web, "what does
+X mean", shaped like MS MARCO).
 """
 
 from __future__ import annotations
@@ -33,8 +36,18 @@ REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data"
 OUT = REPO / "benchmarks" / "results"
 WEIGHTS = [f"{0.1 * step:.1f}" for step in range(11)]
-ENGLISH = ("scifact", "cranfield", "scifact-mixed", "cranfield-mixed", "cranfield-single", "stsb-retrieval")
+ENGLISH = (
+    "scifact",
+    "cranfield",
+    "scifact-mixed",
+    "cranfield-mixed",
+    "cranfield-single",
+    "stsb-retrieval",
+    "wordnet-entities",
+    "wordnet-web",
+)
 STYLES = ("asis", "short", "paragraph")
+ONE_STYLE = ("stsb-retrieval", "wordnet-entities", "wordnet-web")  # queries short already: asked as they are
 CHINESE = {  # as benchmarks/zh_retrieval.py's SEMSEARCH_SETS: file, label of a paraphrase, sentences a document
     "zh-ATEC-test": ("ATEC/ATEC.test.data", 1.0, 1),
     "zh-ATEC-valid": ("ATEC/ATEC.valid.data", 1.0, 1),
@@ -61,12 +74,16 @@ def english_set(name: str, sets: Path):
         "scifact-mixed": lambda: built.mixed_topic(DATA / "scifact", sets / name, subset=1000),
         "cranfield-mixed": lambda: built.mixed_topic(cranfield(), sets / name),
         "cranfield-single": lambda: built.single_topic(cranfield(), sets / name),
+        "wordnet-entities": lambda: built.wordnet_lemmas(DATA / "wordnet" / "corpus.jsonl", sets / name),
+        "wordnet-web": lambda: built.wordnet_lemmas(
+            DATA / "wordnet" / "corpus.jsonl", sets / name, titles=False, asked="what does {} mean"
+        ),
         "stsb-retrieval": lambda: built.sts_retrieval(
             [DATA / "stsb" / "sts-dev.csv", DATA / "stsb" / "sts-train.csv"], sets / name
         ),
     }
     data = load_beir(makers[name]())
-    styles = query_styles(data) if name != "stsb-retrieval" else {"asis": data.queries}
+    styles = {"asis": data.queries} if name in ONE_STYLE else query_styles(data)
     with open(data.corpus_path, encoding="utf-8") as lines:
         documents = [json.loads(line) for line in lines]
     corpus = [
