@@ -98,6 +98,11 @@ def test_a_lemma_is_a_query_and_every_synset_carrying_it_relevant(tmp_path):
     assert asked == {"bank": {"n1": 1, "n2": 1, "v1": 1}, "five": {"n3": 1, "n4": 1}}  # no numerals, no solo
     titled = {d["_id"]: d["title"] for d in map(json.loads, (out / "corpus.jsonl").read_text().splitlines())}
     assert len(titled) == 10 and {"n1", "n2", "v1", "n3", "n4"} <= set(titled) and titled["n2"] == "bank"
-    web = wordnet_lemmas(source, tmp_path / "web", titles=False, asked="what does {} mean", documents=10)
+    web = wordnet_lemmas(source, tmp_path / "web", titles="none", asked="what does {} mean", documents=10)
     assert set(load_beir(web).queries.values()) == {"what does bank mean", "what does five mean"}
     assert {d["title"] for d in map(json.loads, (web / "corpus.jsonl").read_text().splitlines())} == {""}
+    aliases = wordnet_lemmas(source, tmp_path / "aliases", titles="first", documents=10)
+    first = {
+        d["_id"]: d["title"] for d in map(json.loads, (aliases / "corpus.jsonl").read_text().splitlines())
+    }
+    assert first["n1"] == "bank" and first["n3"] == "5"  # "five" is n3's alias: its title lacks it

@@ -11,8 +11,9 @@ on kinds of corpora the source sets are not:
   the other sentence its one relevant document, in a corpus of every other sentence of the files.
 - entity names (WordNet, shaped like DBpedia-entity): a noun lemma that several synsets carry is a query (two or
   three words at most), every synset carrying it relevant, among LEMMA_DOCUMENTS glosses with their lemmas as
-  titles. Without the titles and asked as a question ("what does X mean"), a short web-like query (MS MARCO's
-  shape) whose words the documents rarely hold.
+  titles; with the first lemma alone as the title (a page's one name: a query may be an alias the title lacks);
+  or without titles and asked as a question ("what does X mean"), a short web-like query (MS MARCO's shape)
+  whose words the documents rarely hold.
 
 Each is written once as a BEIR directory (corpus.jsonl, queries.jsonl, qrels/test.tsv) and reused.
 `subset` keeps every judged document and draws the rest (seeded) up to that many source documents."""
@@ -34,6 +35,11 @@ SEED = 26
 STS_RELEVANT = 4.0  # a pair scored this similar or more: the one sentence finds the other
 LEMMA_DOCUMENTS = 5000  # WordNet glosses in a lemma set: the queries' synsets and others drawn
 LEMMA_QUERIES = 400
+TITLED = {
+    "all": lambda lemmas: lemmas,
+    "first": lambda lemmas: lemmas.split(",")[0],
+    "none": lambda lemmas: "",
+}
 LEMMA = re.compile(
     r"[a-z][a-z'-]+( [a-z][a-z'-]*){0,2}"
 )  # a query: one to three words of letters, no numerals
@@ -109,7 +115,7 @@ def sts_retrieval(files: list[Path], target: Path) -> Path:
 def wordnet_lemmas(
     source: Path,
     target: Path,
-    titles: bool = True,
+    titles: str = "all",
     asked: str = "{}",
     queries: int = LEMMA_QUERIES,
     documents: int = LEMMA_DOCUMENTS,
@@ -118,7 +124,7 @@ def wordnet_lemmas(
     """Lemma queries over WordNet glosses (`source`: a JSON line per synset, its lemmas the title, comma
     separated; the module's docstring): `queries` noun lemmas of two or more synsets drawn (seeded), each asked
     as `asked` formats it, every synset carrying it relevant; the synsets of every query and others drawn up to
-    `documents` are the corpus, their lemmas its titles if `titles`."""
+    `documents` are the corpus, titled with `titles` of their lemmas: "all", "first" or "none"."""
     if _complete(target):
         return target
     synsets = [json.loads(line) for line in source.read_text(encoding="utf-8").splitlines() if line.strip()]
@@ -141,7 +147,7 @@ def wordnet_lemmas(
     corpus = [
         {
             "_id": synsets[at]["id"],
-            "title": synsets[at]["title"] if titles else "",
+            "title": TITLED[titles](synsets[at]["title"]),
             "text": synsets[at]["text"],
         }
         for at in sorted(kept)
