@@ -49,8 +49,12 @@ def main() -> None:
                 pick = np.sort(np.random.default_rng(draw).choice(n, size, replace=False))
                 keep = list(range(n)) + [n + i for i in pick] + [2 * n + i for i in pick]
                 sub = {w: "".join(r[i] for i in keep) for w, r in ranks.items()}
+                sentences = {w: r[:n] for w, r in ranks.items()}
                 got = chosen_bands(
-                    banded_ranks([asked[i] for i in keep], sub), row["index"], calibration.MIN_QUERIES
+                    banded_ranks([asked[i] for i in keep], sub),
+                    row["index"],
+                    calibration.MIN_QUERIES,
+                    sentences,
                 )
                 got = {name: (band["mode"], band["alpha"]) for name, band in got.items()}
                 agree += got == every

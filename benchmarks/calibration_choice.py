@@ -14,7 +14,10 @@ encoded twice. An index left in --work from an earlier run is reused (its figure
 The real queries are searched once per side (FUSION_DEPTH each, as hybrid search takes them) and fused at each
 weight as hybrid search does, each query's nDCG@10 kept with its length in keyword tokens. English sets are also
 queried short and long (evaluation/query_styles.py: the first four content words; the query with 30 words drawn
-from relevant and random documents).
+from relevant and random documents), but for the sets whose queries are short already (ONE_STYLE): STS sentences,
+and WordNet lemmas (evaluation/longdoc_sets.py), asked as entity names of glosses titled with them
+(wordnet-entities, shaped like DBpedia-entity; wordnet-aliases, titled with the first lemma only) or as a web
+question of untitled glosses (wordnet-web, "what does X mean", shaped like MS MARCO).
 """
 
 from __future__ import annotations
@@ -23,18 +26,33 @@ import argparse
 import json
 import shutil
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
-from scale import command_line, markdown_table
+from scale import markdown_table, results_header
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data"
 OUT = REPO / "benchmarks" / "results"
 WEIGHTS = [f"{0.1 * step:.1f}" for step in range(11)]
-ENGLISH = ("scifact", "cranfield", "scifact-mixed", "cranfield-mixed", "cranfield-single", "stsb-retrieval")
+ENGLISH = (
+    "scifact",
+    "cranfield",
+    "scifact-mixed",
+    "cranfield-mixed",
+    "cranfield-single",
+    "stsb-retrieval",
+    "wordnet-entities",
+    "wordnet-aliases",
+    "wordnet-web",
+)
 STYLES = ("asis", "short", "paragraph")
+ONE_STYLE = (
+    "stsb-retrieval",
+    "wordnet-entities",
+    "wordnet-aliases",
+    "wordnet-web",
+)  # queries short already: asked as they are
 CHINESE = {  # as benchmarks/zh_retrieval.py's SEMSEARCH_SETS: file, label of a paraphrase, sentences a document
     "zh-ATEC-test": ("ATEC/ATEC.test.data", 1.0, 1),
     "zh-ATEC-valid": ("ATEC/ATEC.valid.data", 1.0, 1),
@@ -61,12 +79,19 @@ def english_set(name: str, sets: Path):
         "scifact-mixed": lambda: built.mixed_topic(DATA / "scifact", sets / name, subset=1000),
         "cranfield-mixed": lambda: built.mixed_topic(cranfield(), sets / name),
         "cranfield-single": lambda: built.single_topic(cranfield(), sets / name),
+        "wordnet-entities": lambda: built.wordnet_lemmas(DATA / "wordnet" / "corpus.jsonl", sets / name),
+        "wordnet-web": lambda: built.wordnet_lemmas(
+            DATA / "wordnet" / "corpus.jsonl", sets / name, titles="none", asked="what does {} mean"
+        ),
+        "wordnet-aliases": lambda: built.wordnet_lemmas(
+            DATA / "wordnet" / "corpus.jsonl", sets / name, titles="first"
+        ),
         "stsb-retrieval": lambda: built.sts_retrieval(
             [DATA / "stsb" / "sts-dev.csv", DATA / "stsb" / "sts-train.csv"], sets / name
         ),
     }
     data = load_beir(makers[name]())
-    styles = query_styles(data) if name != "stsb-retrieval" else {"asis": data.queries}
+    styles = {"asis": data.queries} if name in ONE_STYLE else query_styles(data)
     with open(data.corpus_path, encoding="utf-8") as lines:
         documents = [json.loads(line) for line in lines]
     corpus = [
@@ -180,9 +205,8 @@ def rows_of(figures: dict) -> list[dict]:
     mode, alpha, rule = choose(calibration.choosing_gains())
     rule = f"known items, {rule}" if calibration.known else rule
     one = weight_of(mode, alpha)
-    bands = chosen_bands(
-        {name: band["ranks"] for name, band in calibration.bands.items()}, (mode, alpha), MIN_QUERIES
-    )
+    ranks = {name: band["ranks"] for name, band in calibration.bands.items()}
+    bands = chosen_bands(ranks, (mode, alpha), MIN_QUERIES, calibration.ranks)
     limits = [(name, most) for name, most in BANDS]
     rows = []
     for style, measured in figures["styles"].items():
@@ -248,15 +272,11 @@ def main() -> None:
         for figures in collected
     ]
     (OUT / f"{args.out}.json").write_text(json.dumps(kept, indent=1) + "\n")
-    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     summary = _summary(rows)
     lines = [
-        "# The calibration's choice rule on every set (issue 38)",
-        "",
-        f"`{command_line()}` ({stamp}; 2 cores shared with other work)",
-        "",
-        __doc__.split("\n\n")[2].replace("\n", " "),
-        "",
+        *results_header(
+            "The calibration's choice rule on every set (issue 38)", "2 cores shared with other work", __doc__
+        ),
         "Calibrated again here (`--from`, seconds under the load of the day): "
         + ", ".join(f"{f['set']} {f['recalibrated_s']} s" for f in collected if f.get("recalibrated_s"))
         + ".",
@@ -264,7 +284,7 @@ def main() -> None:
         "nDCG@10 of the real queries. `one weight`: the index's (choice.py, from the sentence pseudo-queries);",
         "`by length`: each query at its length band's weight (bands.py: short up to 5 keyword tokens, sentence up",
         "to 23, paragraph beyond; a band moves the index's weight by as much as its pseudo-queries' best weight lies",
-        "from the sentence band's, where beyond noise). `fusion helps`: some fused weight beats both sides on the",
+        "from the sentences', where beyond noise). `fusion helps`: some fused weight beats both sides on the",
         "real queries. `pseudo-queries`: how many sentences, the index rule's path, and each band's weight.",
         "",
         *summary,

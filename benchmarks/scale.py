@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
@@ -516,6 +517,20 @@ SECTIONS = {
 def command_line() -> str:
     """How this benchmark was run, as its results record it: `python benchmarks/NAME.py ARGUMENTS`."""
     return f"python benchmarks/{Path(sys.argv[0]).name} {shlex.join(sys.argv[1:])}".strip()
+
+
+def results_header(title: str, conditions: str, doc: str) -> list[str]:
+    """A results file's first lines: its title, the command that made it with the time (UTC) and `conditions`,
+    and the second paragraph of the benchmark's docstring `doc` (what it measures)."""
+    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return [
+        f"# {title}",
+        "",
+        f"`{command_line()}` ({stamp}; {conditions})",
+        "",
+        doc.split("\n\n")[2].replace("\n", " "),
+        "",
+    ]
 
 
 def markdown_table(rows: list[dict]) -> list[str]:

@@ -596,15 +596,16 @@ def test_a_calibration_chooses_a_weight_per_query_length_and_an_export_carries_i
     weight = {"dense": 1.0, "keyword": 0.0}.get(recorded["mode"], recorded["alpha"])
     means = {n: {w: ranked_gains(r).mean() for w, r in band["ranks"].items()} for n, band in bands.items()}
     peak = {n: max(sorted(m), key=lambda w: m[w]) for n, m in means.items()}  # each band's best weight
-    assert (bands["sentence"]["mode"], bands["sentence"]["alpha"]) == (recorded["mode"], recorded["alpha"])
+    drawn = {w: ranked_gains(r).mean() for w, r in recorded["ranks"].items()}
+    base = max(sorted(drawn), key=lambda w: drawn[w])  # where the sentences as drawn peak: the moves' origin
     for name, band in bands.items():
         assert all(len(ranks) == band["queries"] for ranks in band["ranks"].values())
         taken = {"dense": 1.0, "keyword": 0.0}.get(band["mode"], band["alpha"])
         if band["rule"].startswith("moved"):  # toward its own peak, at most MOST_MOVED, beyond noise only
-            step = min(MOST_MOVED, max(-MOST_MOVED, float(peak[name]) - float(peak["sentence"])))
+            step = min(MOST_MOVED, max(-MOST_MOVED, float(peak[name]) - float(base)))
             assert taken == pytest.approx(min(1.0, max(0.0, weight + step))) and step != 0, name
             own = band["ranks"]
-            assert beats(ranked_gains(own[peak[name]]), ranked_gains(own[peak["sentence"]])), name
+            assert beats(ranked_gains(own[peak[name]]), ranked_gains(own[base])), name
         else:
             assert (band["mode"], band["alpha"]) == (recorded["mode"], recorded["alpha"]), name
     # the sentences alone still choose the index's weight, as before bands
@@ -642,31 +643,48 @@ def test_a_calibration_chooses_a_weight_per_query_length_and_an_export_carries_i
             assert _ids(before_bands.search(text)) == _ids(before_bands.search(text, **weight))
 
 
+def _peaked(at: str, n: int) -> dict[str, str]:
+    """Ranks of `n` targets at every weight (sweep.py's record): each first at `at`, fifth elsewhere."""
+    return {f"{w:.1f}": ("1" if f"{w:.1f}" == at else "5") * n for w in WEIGHTS}
+
+
 def test_a_band_moves_the_index_weight_toward_its_own_peak_beyond_noise_and_at_most_most_moved():
     from semsearch.retrieval.bands import MOST_MOVED, chosen_bands
 
     n = 80
-
-    def peaked(at: str) -> dict[str, str]:  # every target first at `at`, fifth elsewhere
-        return {f"{w:.1f}": ("1" if f"{w:.1f}" == at else "5") * n for w in WEIGHTS}
-
     leaning = {
-        **peaked("0.6"),
+        **_peaked("0.6", n),
         "0.8": "1" * 41 + "2" * 39,
         "0.6": "2" * 41 + "1" * 39,
     }  # 0.8 by less than noise
-    picked = {"short": peaked("0.1"), "sentence": peaked("0.6"), "paragraph": leaning}
-    bands = chosen_bands(picked, ("hybrid", 0.5), 50)
+    picked = {"short": _peaked("0.1", n), "sentence": _peaked("0.6", n), "paragraph": leaning}
+    sentences = picked["sentence"]  # long documents: their sentences are the sentence band
+    bands = chosen_bands(picked, ("hybrid", 0.5), 50, sentences)
     assert bands["short"]["best"] == "0.1" and MOST_MOVED == 0.2
     assert (bands["short"]["mode"], bands["short"]["alpha"]) == ("hybrid", 0.3)  # -0.5 measured, -0.2 moved
     assert (bands["sentence"]["mode"], bands["sentence"]["alpha"]) == ("hybrid", 0.5)
     assert bands["paragraph"]["best"] == "0.8" and bands["paragraph"]["alpha"] == 0.5  # within noise: kept
     assert bands["short"]["queries"] == n and bands["short"]["ranks"] == picked["short"]
-    dense = chosen_bands(picked, ("dense", 0.9), 50)
+    dense = chosen_bands(picked, ("dense", 0.9), 50, sentences)
     assert (dense["short"]["mode"], dense["short"]["alpha"]) == ("hybrid", 0.8)  # from dense alone's 1.0
     assert dense["paragraph"]["mode"] == "dense"
-    few = chosen_bands(picked, ("hybrid", 0.5), n + 1)  # too few pseudo-queries in every band
+    few = chosen_bands(picked, ("hybrid", 0.5), n + 1, sentences)  # too few pseudo-queries in every band
     assert all((b["mode"], b["alpha"]) == ("hybrid", 0.5) for b in few.values())
+
+
+def test_a_band_moves_from_where_the_sentences_peak_not_from_the_sentence_band():
+    """Short documents (glosses, one-sentence texts): most sentences as drawn are short, the index's weight is
+    their peak already, and the short band peaking there moves nowhere; the few of sentence length that peak
+    elsewhere move their band."""
+    from semsearch.retrieval.bands import chosen_bands
+
+    short, sentence = _peaked("0.7", 120), _peaked("0.5", 60)
+    drawn = {w: short[w][:100] + sentence[w][:20] for w in short}  # the sentences: 100 short, 20 longer
+    picked = {"short": short, "sentence": sentence, "paragraph": _peaked("0.7", 60)}
+    bands = chosen_bands(picked, ("hybrid", 0.8), 50, drawn)
+    assert (bands["short"]["mode"], bands["short"]["alpha"]) == ("hybrid", 0.8)  # not dense alone (+0.2)
+    assert (bands["sentence"]["mode"], bands["sentence"]["alpha"]) == ("hybrid", 0.6)
+    assert (bands["paragraph"]["mode"], bands["paragraph"]["alpha"]) == ("hybrid", 0.8)
 
 
 def test_the_targets_asked_by_length_are_every_one_or_a_sample_fixed_by_their_documents():

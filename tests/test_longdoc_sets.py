@@ -11,6 +11,7 @@ from semsearch.evaluation.longdoc_sets import (
     mixed_topic,
     single_topic,
     sts_retrieval,
+    wordnet_lemmas,
 )
 
 
@@ -75,3 +76,33 @@ def test_sts_pairs_become_queries_and_their_one_relevant_sentence(tmp_path):
             {"A man is dancing.": "A man dances."},
             {"Kids play ball.": "Children play with a ball."},
         )
+
+
+def test_a_lemma_is_a_query_and_every_synset_carrying_it_relevant(tmp_path):
+    synsets = [
+        ("n1", "bank, depository financial institution", "a financial institution", "noun"),
+        ("n2", "bank", "sloping land beside a body of water", "noun"),
+        ("v1", "bank", "tip laterally", "verb"),
+        ("n3", "5, five", "the cardinal number", "noun"),
+        ("n4", "five", "a team of basketball players", "noun"),
+        ("n5", "solo", "a single performance", "noun"),
+        *[(f"x{i}", f"other{i}", f"an unrelated gloss {i}", "noun") for i in range(20)],
+    ]
+    source = tmp_path / "wordnet.jsonl"
+    source.write_text(
+        "".join(json.dumps({"id": i, "title": t, "text": x, "pos": p}) + "\n" for i, t, x, p in synsets)
+    )
+    out = wordnet_lemmas(source, tmp_path / "entities", documents=10)
+    data = load_beir(out)
+    asked = {text: data.qrels[query] for query, text in data.queries.items()}
+    assert asked == {"bank": {"n1": 1, "n2": 1, "v1": 1}, "five": {"n3": 1, "n4": 1}}  # no numerals, no solo
+    titled = {d["_id"]: d["title"] for d in map(json.loads, (out / "corpus.jsonl").read_text().splitlines())}
+    assert len(titled) == 10 and {"n1", "n2", "v1", "n3", "n4"} <= set(titled) and titled["n2"] == "bank"
+    web = wordnet_lemmas(source, tmp_path / "web", titles="none", asked="what does {} mean", documents=10)
+    assert set(load_beir(web).queries.values()) == {"what does bank mean", "what does five mean"}
+    assert {d["title"] for d in map(json.loads, (web / "corpus.jsonl").read_text().splitlines())} == {""}
+    aliases = wordnet_lemmas(source, tmp_path / "aliases", titles="first", documents=10)
+    first = {
+        d["_id"]: d["title"] for d in map(json.loads, (aliases / "corpus.jsonl").read_text().splitlines())
+    }
+    assert first["n1"] == "bank" and first["n3"] == "5"  # "five" is n3's alias: its title lacks it

@@ -9,6 +9,11 @@ on kinds of corpora the source sets are not:
   are. A longer passage (more of the topic in one vector) should not lose here.
 - short sentences as retrieval (STS Benchmark): a sentence of a pair scored at least STS_RELEVANT is a query,
   the other sentence its one relevant document, in a corpus of every other sentence of the files.
+- entity names (WordNet, shaped like DBpedia-entity): a noun lemma that several synsets carry is a query (two or
+  three words at most), every synset carrying it relevant, among LEMMA_DOCUMENTS glosses with their lemmas as
+  titles; with the first lemma alone as the title (a page's one name: a query may be an alias the title lacks);
+  or without titles and asked as a question ("what does X mean"), a short web-like query (MS MARCO's shape)
+  whose words the documents rarely hold.
 
 Each is written once as a BEIR directory (corpus.jsonl, queries.jsonl, qrels/test.tsv) and reused.
 `subset` keeps every judged document and draws the rest (seeded) up to that many source documents."""
@@ -16,6 +21,7 @@ Each is written once as a BEIR directory (corpus.jsonl, queries.jsonl, qrels/tes
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -27,6 +33,16 @@ from .datasets import load_beir, load_sts, read_qrels
 PIECES = 10  # source documents per long document
 SEED = 26
 STS_RELEVANT = 4.0  # a pair scored this similar or more: the one sentence finds the other
+LEMMA_DOCUMENTS = 5000  # WordNet glosses in a lemma set: the queries' synsets and others drawn
+LEMMA_QUERIES = 400
+TITLED = {
+    "all": lambda lemmas: lemmas,
+    "first": lambda lemmas: lemmas.split(",")[0],
+    "none": lambda lemmas: "",
+}
+LEMMA = re.compile(
+    r"[a-z][a-z'-]+( [a-z][a-z'-]*){0,2}"
+)  # a query: one to three words of letters, no numerals
 
 
 def mixed_topic(source: Path, target: Path, subset: int | None = None, seed: int = SEED) -> Path:
@@ -93,6 +109,52 @@ def sts_retrieval(files: list[Path], target: Path) -> Path:
         {queries[q]: q for q in relevant if queries[q] in qrels},
         qrels,
     )
+    return target
+
+
+def wordnet_lemmas(
+    source: Path,
+    target: Path,
+    titles: str = "all",
+    asked: str = "{}",
+    queries: int = LEMMA_QUERIES,
+    documents: int = LEMMA_DOCUMENTS,
+    seed: int = SEED,
+) -> Path:
+    """Lemma queries over WordNet glosses (`source`: a JSON line per synset, its lemmas the title, comma
+    separated; the module's docstring): `queries` noun lemmas of two or more synsets drawn (seeded), each asked
+    as `asked` formats it, every synset carrying it relevant; the synsets of every query and others drawn up to
+    `documents` are the corpus, titled with `titles` of their lemmas: "all", "first" or "none"."""
+    if _complete(target):
+        return target
+    synsets = [json.loads(line) for line in source.read_text(encoding="utf-8").splitlines() if line.strip()]
+    carrying: dict[str, list[int]] = {}
+    for at, synset in enumerate(synsets):
+        for lemma in dict.fromkeys(part.strip().lower() for part in synset["title"].split(",")):
+            carrying.setdefault(lemma, []).append(at)
+    nouns = sorted(
+        lemma
+        for lemma, where in carrying.items()
+        if len(where) > 1 and LEMMA.fullmatch(lemma) and any(synsets[at]["pos"] == "noun" for at in where)
+    )
+    rng = np.random.default_rng(seed)
+    lemmas = [nouns[at] for at in sorted(rng.choice(len(nouns), min(queries, len(nouns)), replace=False))]
+    kept = dict.fromkeys(at for lemma in lemmas for at in carrying[lemma])
+    for at in rng.permutation(len(synsets)):
+        if len(kept) >= documents:
+            break
+        kept.setdefault(int(at))
+    corpus = [
+        {
+            "_id": synsets[at]["id"],
+            "title": TITLED[titles](synsets[at]["title"]),
+            "text": synsets[at]["text"],
+        }
+        for at in sorted(kept)
+    ]
+    asking = {f"q{n}": asked.format(lemma) for n, lemma in enumerate(lemmas)}
+    qrels = {f"q{n}": {synsets[at]["id"]: 1 for at in carrying[lemma]} for n, lemma in enumerate(lemmas)}
+    _write(target, corpus, asking, qrels)
     return target
 
 

@@ -5,7 +5,7 @@ of the same target: a short one (the sentence's first SHORT_WORDS words that are
 (the sentence, PARAGRAPH_WORDS words drawn from its target's rest and as many from OTHERS other targets), as
 evaluation/query_styles.py builds the real query styles. Every pseudo-query falls in the band of its length in
 the keyword side's words (lengths.py); a band moves the index's weight toward where its own pseudo-queries peak
-(chosen_bands), and a query takes its length's band. A record made before bands has none: every length takes its
+from where the sentences peak (chosen_bands), and a query takes its length's band. A record made before bands has none: every length takes its
 one weight."""
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from .lengths import BANDS, WORD, band_of
 SHORT_WORDS = 4
 PARAGRAPH_WORDS = 15
 OTHERS = 3
-BASE = "sentence"  # the band whose best weight the others are measured from
 # The most a band moves from the index's weight: the pseudo-queries find the direction, but overshoot it where a
 # paragraph's words drawn from its target's rest find it by keyword alone (Cranfield's documents glued ten to
 # one: -0.4 measured, the real paragraph queries peaking 0.1 lower than asked; at most 0.2 moved, the five
@@ -105,7 +104,7 @@ def banded_ranks(asked: Sequence[str], ranks: dict[str, str]) -> dict[str, dict[
 
 
 def chosen_bands(
-    picked: dict[str, dict[str, str]], index_choice: tuple[str, float], least: int
+    picked: dict[str, dict[str, str]], index_choice: tuple[str, float], least: int, sentences: dict[str, str]
 ) -> dict[str, dict[str, Any]]:
     """Each band's record from the ranks of its pseudo-queries (`picked`: banded_ranks): how many, the mode and
     weight it takes, by which rule, its best weight, sweep and ranks (so the choice can be made again).
@@ -114,9 +113,15 @@ def chosen_bands(
     own document more than a user's question does: the index's rule corrects that with its tie to dense), but
     how far the best weight moves from one length to another they measure well (SciFact's real queries peak
     0.1-0.2 lower as a paragraph than as asked, and so do its pseudo-queries). So a band takes the index's weight
-    (`index_choice`) moved by as much as its best weight lies from the sentence band's (MOST_MOVED at most),
-    where that is beyond noise (choice.beats: its gains at its best weight against at the sentence band's,
-    paired); else, and for a band (or a sentence band) of fewer than `least` pseudo-queries, the index's weight.
+    (`index_choice`) moved by as much as its best weight lies from the best weight of the sentences as drawn
+    (`sentences`: their ranks, every length; the record's `ranks`), MOST_MOVED at most, where that is beyond
+    noise (choice.beats: its gains at its best weight against at the sentences', paired); else, and for a band
+    of fewer than `least` pseudo-queries (or sentences), the index's weight. The sentences, not the sentence
+    band: where documents are short (a gloss, a one-sentence Chinese text), most sentences fall in the short
+    band (WordNet's glosses: 488 of 768 pseudo-queries there, 158 in the sentence band; ATEC's: 499 and 13), the
+    index's weight is theirs already, and a move from the sentence band's few counted their lean twice (WordNet
+    lemmas, glosses titled by their first: short +0.2 to dense alone, -0.019 nDCG@10 against the best fixed
+    weight, -0.006 from the sentences; benchmarks/results/calibration-rule-variants.md).
     """
     from .choice import beats
     from .sweep import gains_of
@@ -125,19 +130,22 @@ def chosen_bands(
     best = {
         name: max(by, key=lambda w: float(by[w].mean()) if len(by[w]) else 0.0) for name, by in gains.items()
     }
+    base = max(sentences, key=lambda w: float(gains_of(sentences[w]).mean()) if sentences[w] else 0.0)
     mode, alpha = index_choice
     weight = {SearchMode.DENSE.value: 1.0, SearchMode.KEYWORD.value: 0.0}.get(mode, alpha)
     counted = {name: len(next(iter(by.values()))) for name, by in picked.items()}
     out = {}
     for name, most in BANDS:
-        own, base = gains[name], best[BASE]
-        if min(counted[name], counted[BASE]) < least:
-            moved, rule = 0.0, f"index: fewer than {least} pseudo-queries here or in the {BASE} band"
+        own = gains[name]
+        if min(counted[name], len(next(iter(sentences.values())))) < least:
+            moved, rule = 0.0, f"index: fewer than {least} pseudo-queries here or sentences"
         elif best[name] != base and beats(own[best[name]], own[base]):
             moved = max(-MOST_MOVED, min(MOST_MOVED, float(best[name]) - float(base)))
-            rule = f"moved {moved:+.1f}: its best weight {best[name]} beats the {BASE} band's {base} beyond noise"
+            rule = (
+                f"moved {moved:+.1f}: its best weight {best[name]} beats the sentences' {base} beyond noise"
+            )
         else:
-            moved, rule = 0.0, "index" if name == BASE else f"index: its best weight ties the {BASE} band's"
+            moved, rule = 0.0, "index: its best weight ties the sentences'"
         chosen = round(min(1.0, max(0.0, weight + moved)), 1)
         band_mode, band_alpha = (mode, alpha) if moved == 0 else mode_of(chosen, alpha)
         out[name] = {

@@ -411,7 +411,9 @@ def calibrate(
         fixed,
     )
     chose = sweep if known is None else known["sweep"]  # the figures that chose
-    bands = chosen_bands(banded_ranks(asked, every_rank), (mode, alpha), MIN_QUERIES) if lengths else None
+    bands = (
+        chosen_bands(banded_ranks(asked, every_rank), (mode, alpha), MIN_QUERIES, ranks) if lengths else None
+    )
     if cache is not None:
         paragraph_of = {row_of(q): text for q, text in zip(sampled, paragraphs)}
         cache.save(panel(drawn), [paragraph_of.get(row_of(q), "") for q in drawn])
