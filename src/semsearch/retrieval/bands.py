@@ -4,9 +4,9 @@ gaining with the query's words). Beside each sentence pseudo-query (calibration.
 of the same target: a short one (the sentence's first SHORT_WORDS words that are not stopwords) and a paragraph
 (the sentence, PARAGRAPH_WORDS words drawn from its target's rest and as many from OTHERS other targets), as
 evaluation/query_styles.py builds the real query styles. Every pseudo-query falls in the band of its length in
-the keyword side's words (lengths.py); a band moves the index's weight toward where its own pseudo-queries peak
-from where the sentences peak (chosen_bands), and a query takes its length's band. A record made before bands has none: every length takes its
-one weight."""
+the keyword side's words (lengths.py); a band moves the index's weight by as far as its own pseudo-queries peak
+from where the sentences as drawn peak (chosen_bands), and a query takes its length's band. A record made before
+bands has none: every length takes its one weight."""
 
 from __future__ import annotations
 
