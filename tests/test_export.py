@@ -365,3 +365,8 @@ def test_an_import_files_and_codes_its_rows_in_the_ivf_or_pq_cells_its_source_tr
         "lists",
     )  # no model: no calibration
     assert restored(corpus, 0, replace(settings, index_type="flat"), False, "never").parts == ("transform",)
+    header["lists"] = {"centroids": {"shape": [4, 3], "float32": "AAAAAA=="}, "search_params": params}
+    (tmp_path / "bad.jsonl").write_text(
+        json.dumps(header) + "\n" + lines[1]
+    )  # not of its dims: trained again
+    assert restored(Corpus(tmp_path / "bad.jsonl"), 0, settings, False, "never").parts == ("transform",)

@@ -2,7 +2,8 @@
 the import is the index it came from, documents, passages and vectors included (a vector per passage is taken as
 it is, documents.py); options given on the command line win over the header's. It also keeps what its source's
 answers depend on beyond the vectors (`Restored`): the calibration, and the transform as the source fitted it,
-which after upserts is not the one the same vectors would fit today."""
+which after upserts is not the one the same vectors would fit today; so too its vector index's training (8-bit
+ranges, ivf cells, pq codebooks) and an hnsw graph's adds, with the search parameters tuned for them."""
 
 from __future__ import annotations
 
@@ -235,8 +236,9 @@ def restored(
     """What an index of `count` documents and these `settings` keeps of `corpus` (documents.Corpus) where it is
     an export and the index new (else None): its calibration unless `recalibrate`; its transform where the header
     carries one (exports before issue 38 do not) fitted under the settings the index has (FITTED_UNDER), and with
-    it (or with no transform to fit) its hnsw graph's adds. Nothing under `refit` always, which fits and
-    calibrates again."""
+    it (or with no transform to fit), where the index is of its source's type, its hnsw graph's adds or its ivf
+    or pq training (`lists`) with the search parameters tuned for them. Nothing under `refit` always, which fits
+    and calibrates again."""
     header = corpus.export
     if not header or count:
         return None
