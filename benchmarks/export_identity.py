@@ -20,6 +20,7 @@ import argparse
 import json
 import os
 import random
+import resource
 import shlex
 import subprocess
 import sys
@@ -34,14 +35,16 @@ CACHE_ENV = "SEMSEARCH_ENCODING_CACHE"
 SEED = 5  # of the upserted documents' choice (session 11's run: the same 1,036 of SciFact's 5,183)
 
 
-def semsearch(args: list[str], src: Path) -> float:
-    """A whole `semsearch` process run with the code of `src`; its wall seconds."""
+def semsearch(args: list[str], src: Path) -> dict[str, float]:
+    """A whole `semsearch` process run with the code of `src`; its wall and CPU seconds (user and system)."""
     env = {**os.environ, "PYTHONPATH": str(src)}
-    started = time.perf_counter()
+    started, before = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
     run = subprocess.run([sys.executable, "-m", "semsearch", *args], capture_output=True, text=True, env=env)
     if run.returncode != 0:
         raise SystemExit(f"semsearch {shlex.join(args)} failed:\n{run.stderr}")
-    return time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return {"wall": time.perf_counter() - started, "cpu": cpu}
 
 
 def rotated(text: str) -> str:
@@ -151,7 +154,7 @@ def report(result: dict, out: Path) -> None:
         "document ranked alike. 'this tree' imports with this commit's code; "
         f"'against' with `{result['against_src']}` ({result['against_rev']}), the same export file.",
         "",
-        "| index type | import by | same top-10 | max score difference | same search params | structure (source -> import) | import s |",
+        "| index type | import by | same top-10 | max score difference | same search params | structure (source -> import) | import s (CPU s) |",
         "|---|---|---|---|---|---|---|",
     ]
     for row in result["rows"]:
@@ -163,7 +166,7 @@ def report(result: dict, out: Path) -> None:
                 f"| {row['type']} | {label} | {found['same_top10']} / {found['queries']} | "
                 f"{found['max_score_difference']:.1e} | {'yes' if found['same_params'] else 'no'} | "
                 f"{row['source']['structure']} -> {found['structure']} | "
-                f"{row['import_s' if name == 'import' else 'against_s']:.1f} |"
+                f"{row[name + '_s']['wall']:.1f} ({row[name + '_s']['cpu']:.1f}) |"
             )
     lines += [
         "",

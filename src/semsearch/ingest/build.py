@@ -35,7 +35,7 @@ Blocks = Iterable[tuple[np.ndarray, np.ndarray]]
 BlockAdder = Callable[[VectorIndex, Blocks], None]
 # Kinds whose shards FAISS merges (an IndexIVF appends each list of a copy filled elsewhere): so the lists hold
 # their rows in the order adding them here would (flat and hnsw are filled here).
-MERGEABLE = ("ivf", "pq")
+MERGEABLE = LISTED
 KEY_ROWS = 64  # rows projected for a build's checkpoint key: the transform as it acts
 
 
@@ -141,7 +141,9 @@ def build_vectors(
             taken = trained_lists
     queries = None if tuning_queries is None else transform.project(tuning_queries)
     kept = (
-        checkpoint(checkpoint_in, transform, raw, live, kind, queries) if checkpoint_in is not None else None
+        checkpoint(checkpoint_in, transform, raw, live, kind, queries, taken and taken.trained["centroids"])
+        if checkpoint_in is not None
+        else None
     )
     if kept is not None and kept.stage:
         vectors = VectorIndex.load(kept.index_directory)
@@ -195,15 +197,17 @@ def checkpoint(
     live: np.ndarray,
     kind: str,
     queries: np.ndarray | None = None,
+    centroids: np.ndarray | None = None,
 ) -> BuildCheckpoint | None:
     """The checkpoint of this build in the index directory (ivf and pq; None for the other kinds: flat(-sq8) fills in
     seconds, and hnsw draws each row's levels from a generator FAISS does not save, so a graph taken up again
-    would not be the one built at once). Keyed by the kind, the live rows, their first rows projected and the
-    given tuning queries (the checkpoint keeps their exact answers)."""
+    would not be the one built at once). Keyed by the kind, the live rows, their first rows projected, the
+    given tuning queries (the checkpoint keeps their exact answers) and the cells' centroids given (an export's
+    source's: a build that trains its own keeps another index)."""
     if kind not in MERGEABLE or not len(live):
         return None
     first = transform.project(next(iter(live_blocks(raw, live[:KEY_ROWS])))[1])
-    given = () if queries is None else (queries,)
+    given = tuple(part for part in (queries, centroids) if part is not None)
     return BuildCheckpoint(index_path, build_key(kind, transform.out_dim, live, first, *given))
 
 

@@ -31,7 +31,7 @@ HEADER_BYTES = 1 << 20  # a first line without the key in this many bytes is a d
 # 0.5 MB), so the header stays a line the JSONL reader takes (MAX_LINE_BYTES); a larger one (a flow of wide
 # vectors) is left out, and the import fits its own.
 TRANSFORM_BYTES = MAX_LINE_BYTES // 2
-# An ivf or pq index's trained arrays travel there too, base64, up to this many bytes (full SciFact's 898 lists
+# An ivf or pq index's trained arrays travel there too, base64, up to this many bytes (full SciFact's 897 lists
 # of 128 dims and pq's codebooks: 0.8 MB; 6,000 lists, about 2.3M passages, at 128 dims: 4 MB): the header's
 # other fields keep the rest of the line. Larger ones are left out, and the import trains its own.
 LISTS_BYTES = MAX_LINE_BYTES // 2 - HEADER_BYTES

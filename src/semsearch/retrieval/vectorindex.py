@@ -22,10 +22,8 @@ INDEX_TYPES = ("flat", "flat-sq8", "hnsw", "hnsw-sq8", "ivf", "pq", "auto")
 GRAPHS = ("hnsw", "hnsw-sq8")  # HNSW over float32 vectors, over 8-bit codes
 CODED = ("flat-sq8", "hnsw-sq8")  # over 8-bit codes (trained: each dimension's range)
 EXHAUSTIVE = ("flat", "flat-sq8")  # every search scores every row it may return: exact over what they keep
-LISTED = (
-    "ivf",
-    "pq",
-)  # inverted lists over k-means cells (trained: the cells' centroids, pq's codebooks too)
+# inverted lists over k-means cells (trained: the cells' centroids, pq's codebooks too), at most MAX_LISTS
+LISTED, MAX_LISTS = ("ivf", "pq"), 65536
 PQ_CENTROIDS = (16, 256)  # a pq sub-space's centroids: 4-bit or 8-bit codes (`create`)
 # `auto`: exact search while documents x dims stay within a budget, HNSW over 8-bit codes above (hnsw-sq8). The
 # budget is 50,000 documents at the default 128 dims (an exact scan of 6.4M numbers, about 1.5 ms here; 117k x 128 took 3.4 ms against
@@ -70,7 +68,7 @@ def lists_problem(kind: str, dim: int, trained: dict[str, np.ndarray]) -> str | 
     centroids, codebooks = trained.get("centroids"), trained.get("codebooks")
     if kind not in LISTED or not isinstance(centroids, np.ndarray) or centroids.ndim != 2:
         return f"no cells' centroids for {kind}"
-    if not 0 < len(centroids) <= 65536 or centroids.shape[1] != dim:
+    if not 0 < len(centroids) <= MAX_LISTS or centroids.shape[1] != dim:
         return f"centroids of {centroids.shape} for an index of {dim} dims"
     if (codebooks is not None) != (kind == "pq"):
         return f"codebooks {'missing' if codebooks is None else 'given'} for {kind}"
@@ -106,7 +104,7 @@ def outgrown(kind: str, before: int, after: int) -> bool:
 
 def inverted_lists(count: int) -> int:
     """IVF's number of lists: about 4 sqrt(n), FAISS's rule of thumb, with enough rows to train each."""
-    return int(max(1, min(4 * np.sqrt(max(count, 1)), count // TRAINING_ROWS_PER_LIST, 65536)))
+    return int(max(1, min(4 * np.sqrt(max(count, 1)), count // TRAINING_ROWS_PER_LIST, MAX_LISTS)))
 
 
 class Selector:
