@@ -10,6 +10,7 @@ score difference of a document ranked alike, the search parameters (`search_para
     .venv/bin/python benchmarks/export_identity.py [--types ivf,pq] [--corpus ../shared/data/scifact]
         [--share 0.2] [--queries 300] [--against-src ../main/src] [--work DIR] [--name export-identity]
 
+`--corpus` is a BEIR directory or Cranfield's SMART files (../shared/data/cranfield).
 Vectors come from SEMSEARCH_ENCODING_CACHE (encoding/cache.py: the vector the model gives) where it names a
 directory, else from a cache in the work directory: the corpus is encoded once whatever the types. Writes
 benchmarks/results/NAME.md and NAME.json."""
@@ -27,6 +28,8 @@ import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
+
+from semsearch.evaluation.datasets import ensure_beir, load_beir
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data"
@@ -61,14 +64,6 @@ def changed_documents(corpus: Path, share: float, out: Path) -> int:
         "".join(json.dumps({**documents[i], "text": rotated(documents[i]["text"])}) + "\n" for i in chosen)
     )
     return len(chosen)
-
-
-def test_queries(corpus_dir: Path, count: int) -> list[str]:
-    judged = {
-        line.split("\t")[0] for line in (corpus_dir / "qrels" / "test.tsv").read_text().splitlines()[1:]
-    }
-    queries = [json.loads(line) for line in (corpus_dir / "queries.jsonl").read_text().splitlines() if line]
-    return [query["text"] for query in queries if query["_id"] in judged][:count]
 
 
 def answers(path: Path, queries: list[str]) -> dict:
@@ -199,9 +194,10 @@ def main() -> None:
     started = datetime.now(timezone.utc)
     load_before = " ".join(f"{v:.2f}" for v in os.getloadavg())
     changed = args.work / "changed.jsonl"
-    count = changed_documents(args.corpus / "corpus.jsonl", args.share, changed)
-    queries = test_queries(args.corpus, args.queries)
-    rows = [run_type(kind, args, args.corpus, changed, queries) for kind in args.types.split(",")]
+    corpus = ensure_beir(args.corpus, args.work)  # Cranfield's SMART files converted once
+    count = changed_documents(corpus / "corpus.jsonl", args.share, changed)
+    queries = list(load_beir(corpus).queries.values())[: args.queries]  # those with judgements
+    rows = [run_type(kind, args, corpus, changed, queries) for kind in args.types.split(",")]
     against_rev = ""
     if args.against_src:
         rev = subprocess.run(
@@ -217,7 +213,7 @@ def main() -> None:
         "load_before": load_before,
         "load_after": " ".join(f"{v:.2f}" for v in os.getloadavg()),
         "corpus": args.corpus.name,
-        "documents": sum(1 for line in (args.corpus / "corpus.jsonl").open() if line.strip()),
+        "documents": sum(1 for line in (corpus / "corpus.jsonl").open() if line.strip()),
         "changed": count,
         "share": args.share,
         "queries": len(queries),
