@@ -307,3 +307,66 @@ def test_an_import_makes_its_sources_hnsw_graph_again(tmp_path):
                 assert [[(h.id, h.score) for h in hits] for hits in found] == expected
             else:
                 assert imported.state.graph_blocks == [[3750, 1]]  # its own adds: the live rows at once
+
+
+@pytest.mark.parametrize("kind", ["ivf", "pq"])
+def test_an_import_files_and_codes_its_rows_in_the_ivf_or_pq_cells_its_source_trained(kind, tmp_path):
+    """ivf's cells (and pq's codebooks) are trained at an index's first build on its rows; upserts after it are
+    filed (and coded) in them, and its search parameters stay those tuned then. An export carries both, so its
+    import trains nothing: the same cells, codes and parameters, and every query the same neighbours and
+    scores. An export without them (written before) trains on the rows of today: its cells differ, and so its
+    parameters and the answers (here 24 and 25 of 40 queries' at ivf and pq)."""
+    from dataclasses import replace
+
+    from semsearch import Document, Index
+    from semsearch.ingest.documents import Corpus
+    from semsearch.ingest.exported import restored
+
+    rng = np.random.default_rng(3)
+    vectors = rng.normal(size=(2400, 32)).astype("f4")
+
+    def documents(ids, shift: float = 0.0) -> list:
+        return [Document(id=str(i), text=f"doc {i}", vector=vectors[i] + shift) for i in ids]
+
+    options = dict(model="none", dim=32, transform="whiten", dims=16, index_type=kind)
+    queries = rng.normal(size=(40, 32)).astype("f4")
+    with Index.create(tmp_path / "source", **options) as source:
+        source.add(documents(range(2000)))
+        source.add(
+            documents(range(0, 500), 1.5)
+        )  # a quarter replaced, off the rows the cells were trained on
+        source.add(documents(range(2000, 2400)))  # and appended
+        trained, params = source.vectors.trained_lists(), source.state.search_params
+        source.export(tmp_path / "export.jsonl", vectors=True)
+        expected = [
+            [(h.id, h.score) for h in hits] for hits in source.search_vectors(queries, k=10, rerank=0)
+        ]
+    assert sorted(trained) == (["centroids", "codebooks"] if kind == "pq" else ["centroids"])
+    lines = (tmp_path / "export.jsonl").read_text().split("\n", 1)
+    header = json.loads(lines[0])
+    assert header["lists"]["centroids"]["shape"] == list(trained["centroids"].shape)
+    assert header["lists"]["search_params"] == params
+    del header["lists"]
+    (tmp_path / "before.jsonl").write_text(json.dumps(header) + "\n" + lines[1])
+    for name, same in (("export", True), ("before", False)):
+        result = here("ingest", tmp_path / f"{name}.jsonl", "--index", tmp_path / name)
+        assert ("and its lists: its IVF" in result.stderr) is same
+        with Index.open(tmp_path / name) as imported:
+            theirs = imported.vectors.trained_lists()
+            assert all(np.array_equal(theirs[part], trained[part]) for part in trained) is same
+            found = imported.search_vectors(queries, k=10, rerank=0)
+            assert ([[(h.id, h.score) for h in hits] for hits in found] == expected) is same
+            assert (imported.state.search_params == params) is same
+            settings = imported.settings
+    # another kind of index asked of the import: built as its own
+    corpus = Corpus(tmp_path / "export.jsonl")
+    assert restored(corpus, 0, settings, False, "never").parts == (
+        "transform",
+        "lists",
+    )  # no model: no calibration
+    assert restored(corpus, 0, replace(settings, index_type="flat"), False, "never").parts == ("transform",)
+    header["lists"] = {"centroids": {"shape": [4, 3], "float32": "AAAAAA=="}, "search_params": params}
+    (tmp_path / "bad.jsonl").write_text(
+        json.dumps(header) + "\n" + lines[1]
+    )  # not of its dims: trained again
+    assert restored(Corpus(tmp_path / "bad.jsonl"), 0, settings, False, "never").parts == ("transform",)

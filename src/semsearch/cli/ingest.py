@@ -31,6 +31,7 @@ from .options import (
     index_option,
     index_type_option,
     ingest_summary,
+    kept_line,
     progress,
     quiet_option,
     recall_target_option,
@@ -342,7 +343,7 @@ def ingest(
         click.echo(f"resumed: {report.resumed} vectors from an interrupted ingest were reused", err=True)
     kept = () if quiet else report.restored
     if kept:
-        click.echo(_kept_line(kept, index), err=True)
+        click.echo(kept_line(kept, index), err=True)
     if "calibration" not in kept and not quiet and calibrated_again(calibrated, index.state.calibration):
         click.echo(f"calibrated the fusion weight: {calibration_line(index.state.calibration)}", err=True)
     elif (stale := age(index.state.calibration)) is not None and stale.stale:
@@ -370,25 +371,6 @@ def ingest(
     if not quiet:
         summary = ingest_summary(report, len(corpus.refused), len(index), index_path, corpus.ignored)
         click.echo(summary, err=True)
-
-
-def _kept_line(kept: tuple[str, ...], index) -> str:
-    """What an import kept of its export, and how to make it again instead."""
-    parts = []
-    if "calibration" in kept:
-        line = calibration_line(index.state.calibration)
-        parts.append(f"calibration: {line} (--recalibrate calibrates again)")
-    if "transform" in kept:
-        settings, power = index.settings, index.settings.spec.effective_power
-        fitted = settings.transform + (f" P={power:g}" if settings.transform == "whiten" else "")
-        parts.append(
-            f"transform: {fitted} to {index.state.dims} dims as its source fitted it, drift "
-            f"{index.state.drift or 0:.3f} from these documents (--refit always fits again)"
-        )
-    if "graph" in kept and index.state.graph_blocks:
-        adds = sum(times for _, times in index.state.graph_blocks)
-        parts.append(f"graph: its {adds} adds made again, searched with {index.state.search_params}")
-    return "kept the export's " + " and its ".join(parts)
 
 
 def _script_advice(index) -> str | None:

@@ -1,7 +1,7 @@
 """What several commands share: the options defined once (--index, --wait, --quiet, the index type and
 recall target, the flow's; -k, --where, --rerank, a page's --offset and --generation, --json for query and
-similar), the rule that turns a library setting into its flag, and the small printers of progress, sizes and a
-calibration."""
+similar), the rule that turns a library setting into its flag, and the small printers of progress, sizes, a
+calibration and what an import kept of its export."""
 
 from __future__ import annotations
 
@@ -136,6 +136,29 @@ def calibration_line(calibration: dict | None) -> str:
         + (f"; {calibration['rule']}" if calibration.get("rule", "best") != "best" else "")
         + (f"; by query length: {bands_words(calibration['bands'])}" if calibration.get("bands") else "")
     )
+
+
+def kept_line(kept: tuple[str, ...], index) -> str:
+    """What an import kept of its export, and how to make it again instead."""
+    parts, searched = [], index.state.search_params
+    if "calibration" in kept:
+        line = calibration_line(index.state.calibration)
+        parts.append(f"calibration: {line} (--recalibrate calibrates again)")
+    if "transform" in kept:
+        settings, power = index.settings, index.settings.spec.effective_power
+        fitted = settings.transform + (f" P={power:g}" if settings.transform == "whiten" else "")
+        parts.append(
+            f"transform: {fitted} to {index.state.dims} dims as its source fitted it, drift "
+            f"{index.state.drift or 0:.3f} from these documents (--refit always fits again)"
+        )
+    if "graph" in kept and index.state.graph_blocks:
+        adds = sum(times for _, times in index.state.graph_blocks)
+        parts.append(f"graph: its {adds} adds made again, searched with {searched}")
+    if "lists" in kept:  # an ivf or pq index's cells (and pq's codebooks)
+        structure = (index.state.index_structure or "").split(" ")[0]
+        trained = "cells and codebooks" if "PQ" in structure else "cells"
+        parts.append(f"lists: its {structure} {trained} as its source trained them, searched with {searched}")
+    return "kept the export's " + " and its ".join(parts)
 
 
 def bands_words(bands: dict) -> str:

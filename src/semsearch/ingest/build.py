@@ -10,11 +10,12 @@ import itertools
 import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..retrieval import strategy, tuning
-from ..retrieval.vectorindex import CODED, VectorIndex, outgrown, resolve_index_type
+from ..retrieval.vectorindex import CODED, LISTED, VectorIndex, outgrown, resolve_index_type
 from ..settings import DEFAULT_RECALL_TARGET, YOUNG_FACTOR, TransformKind, TransformSpec
 from ..storage.buildcheckpoint import CHECKPOINTS, BuildCheckpoint, build_key
 from ..storage.faults import fault_point
@@ -22,6 +23,9 @@ from ..storage.manifest import IndexSettings
 from ..storage.rawvectors import BLOCK_ROWS, RawVectors, among
 from ..transforms import LinearTransform, Progress, Transform, VectorBatches, fit_transform
 from ..transforms.stats import RunningStats
+
+if TYPE_CHECKING:
+    from .exported import Lists
 
 log = logging.getLogger(__name__)  # the build's stages, at INFO (benchmarks/ten_million.py)
 
@@ -31,7 +35,7 @@ Blocks = Iterable[tuple[np.ndarray, np.ndarray]]
 BlockAdder = Callable[[VectorIndex, Blocks], None]
 # Kinds whose shards FAISS merges (an IndexIVF appends each list of a copy filled elsewhere): so the lists hold
 # their rows in the order adding them here would (flat and hnsw are filled here).
-MERGEABLE = ("ivf", "pq")
+MERGEABLE = LISTED
 KEY_ROWS = 64  # rows projected for a build's checkpoint key: the transform as it acts
 
 
@@ -111,6 +115,7 @@ def build_vectors(
     tuning_queries: np.ndarray | None = None,
     code_ranges: list[float] | None = None,
     blocks: Sequence[int] | None = None,
+    trained_lists: Lists | None = None,
 ) -> VectorIndex:
     """A new vector index of every live row, of the type `index_type` resolves to for their number, its search
     parameters tuned for `recall_target` (tuning.py) on a sample of its own rows as queries. Trained here;
@@ -120,16 +125,25 @@ def build_vectors(
     `tuning_queries`: raw sample queries given for tuning (storage/tuningqueries.py), instead of the rule's
     queries made from the rows. `code_ranges`: an 8-bit kind's ranges as trained already (an export's
     source's: exported.py), taken instead of training them here. `blocks`: the rows of each add (an export's source's hnsw
-    graph's: its graph made again), else BLOCK_ROWS of the live rows each, whatever the segments' layout."""
+    graph's: its graph made again), else BLOCK_ROWS of the live rows each, whatever the segments' layout.
+    `trained_lists`: an ivf or pq index's centroids and codebooks as trained already and the search parameters
+    tuned for them (an export's source's: exported.Lists), taken instead of training and tuning here."""
     count = len(live)
     kind = resolve_index_type(index_type, count, transform.out_dim)
     vectors = VectorIndex.create(transform.out_dim, kind, count)
     if code_ranges is not None and kind in CODED:
         with contextlib.suppress(ValueError):  # not of these dims: trained here
             vectors = vectors.with_code_ranges(code_ranges)
+    taken = None
+    if trained_lists is not None and kind in LISTED:
+        with contextlib.suppress(ValueError):  # not of this kind or these dims: trained and tuned here
+            vectors = VectorIndex.with_trained_lists(transform.out_dim, kind, trained_lists.trained)
+            taken = trained_lists
     queries = None if tuning_queries is None else transform.project(tuning_queries)
     kept = (
-        checkpoint(checkpoint_in, transform, raw, live, kind, queries) if checkpoint_in is not None else None
+        checkpoint(checkpoint_in, transform, raw, live, kind, queries, taken and taken.trained["centroids"])
+        if checkpoint_in is not None
+        else None
     )
     if kept is not None and kept.stage:
         vectors = VectorIndex.load(kept.index_directory)
@@ -141,7 +155,7 @@ def build_vectors(
             kept.save("trained", vectors.save)
         fault_point("trained")
     # recall against exact float32 search measured on sample queries (tuned for, but for flat-sq8's exact scan)
-    measured = vectors.kind != "flat"
+    measured = vectors.kind != "flat" and taken is None
     exact = strategy.Exact(vectors, lambda pks: transform.project_float32(raw.read(pks)))  # read: no map
     if measured:
         if queries is None:
@@ -171,6 +185,8 @@ def build_vectors(
     log.info("%d rows added", vectors.count)
     tuned = tuning.tune(vectors, truth, exact, recall_target) if measured else tuning.Tuning({}, 1.0)
     vectors.params, vectors.recall = tuned.params, tuned.recall
+    if taken is not None:  # searched as its source searches the same cells
+        vectors.params, vectors.recall = taken.search_params, taken.measured_recall
     return vectors
 
 
@@ -181,15 +197,17 @@ def checkpoint(
     live: np.ndarray,
     kind: str,
     queries: np.ndarray | None = None,
+    centroids: np.ndarray | None = None,
 ) -> BuildCheckpoint | None:
     """The checkpoint of this build in the index directory (ivf and pq; None for the other kinds: flat(-sq8) fills in
     seconds, and hnsw draws each row's levels from a generator FAISS does not save, so a graph taken up again
-    would not be the one built at once). Keyed by the kind, the live rows, their first rows projected and the
-    given tuning queries (the checkpoint keeps their exact answers)."""
+    would not be the one built at once). Keyed by the kind, the live rows, their first rows projected, the
+    given tuning queries (the checkpoint keeps their exact answers) and the cells' centroids given (an export's
+    source's: a build that trains its own keeps another index)."""
     if kind not in MERGEABLE or not len(live):
         return None
     first = transform.project(next(iter(live_blocks(raw, live[:KEY_ROWS])))[1])
-    given = () if queries is None else (queries,)
+    given = tuple(part for part in (queries, centroids) if part is not None)
     return BuildCheckpoint(index_path, build_key(kind, transform.out_dim, live, first, *given))
 
 

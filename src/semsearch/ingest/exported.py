@@ -2,17 +2,21 @@
 the import is the index it came from, documents, passages and vectors included (a vector per passage is taken as
 it is, documents.py); options given on the command line win over the header's. It also keeps what its source's
 answers depend on beyond the vectors (`Restored`): the calibration, and the transform as the source fitted it,
-which after upserts is not the one the same vectors would fit today."""
+which after upserts is not the one the same vectors would fit today; so too its vector index's training (8-bit
+ranges, ivf cells, pq codebooks) and an hnsw graph's adds, with the search parameters tuned for them."""
 
 from __future__ import annotations
 
 import base64
+import binascii
 import gzip
 import json
 import tempfile
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from ..errors import DataError, SemsearchError
 from ..settings import DEFAULT_MODEL, NO_MODEL, IndexOptions, RefitPolicy, TransformKind
@@ -27,6 +31,10 @@ HEADER_BYTES = 1 << 20  # a first line without the key in this many bytes is a d
 # 0.5 MB), so the header stays a line the JSONL reader takes (MAX_LINE_BYTES); a larger one (a flow of wide
 # vectors) is left out, and the import fits its own.
 TRANSFORM_BYTES = MAX_LINE_BYTES // 2
+# An ivf or pq index's trained arrays travel there too, base64, up to this many bytes (full SciFact's 897 lists
+# of 128 dims and pq's codebooks: 0.8 MB; 6,000 lists, about 2.3M passages, at 128 dims: 4 MB): the header's
+# other fields keep the rest of the line. Larger ones are left out, and the import trains its own.
+LISTS_BYTES = MAX_LINE_BYTES // 2 - HEADER_BYTES
 # The settings a transform was fitted under: where the import's differ, its vectors or its fit are not the
 # source's, and it fits its own.
 FITTED_UNDER = (
@@ -137,11 +145,12 @@ class Restored:
     transform: Any = None  # the Transform its source fitted (before any upserts since)
     codes: list[float] | None = None  # with it, its source's 8-bit ranges (flat-sq8's, hnsw-sq8's), or None
     graph: Graph | None = None  # with it, its source's hnsw graph's adds and search parameters
+    lists: Lists | None = None  # with it, its source's ivf or pq training and search parameters
 
     @property
     def parts(self) -> tuple[str, ...]:
         return tuple(
-            name for name in ("calibration", "transform", "graph") if getattr(self, name) is not None
+            name for name in ("calibration", "transform", "graph", "lists") if getattr(self, name) is not None
         )
 
 
@@ -169,14 +178,67 @@ class Graph:
         return cls(blocks, record.get("search_params"), recall)
 
 
+@dataclass(frozen=True)
+class Lists:
+    """An export's source's ivf or pq index as an import trains it again: its cells' centroids and pq's
+    codebooks (VectorIndex.trained_lists), and the search parameters tuned for it, with the recall measured."""
+
+    trained: dict[str, np.ndarray]
+    search_params: dict | None
+    measured_recall: float | None
+
+    @staticmethod
+    def record(vectors: Any, search_params: dict | None, recall: float | None) -> dict[str, Any] | None:
+        """An ivf or pq index's `lists` as an export's header carries them (arrays as little-endian float32,
+        base64, with their shapes); None for the other kinds, or where they are larger than LISTS_BYTES."""
+        trained = vectors.trained_lists()
+        if trained is None or sum(array.nbytes for array in trained.values()) * 4 // 3 > LISTS_BYTES:
+            return None
+        arrays = {
+            name: {
+                "shape": list(array.shape),
+                "float32": base64.b64encode(array.astype("<f4")).decode("ascii"),
+            }
+            for name, array in trained.items()
+        }
+        return {**arrays, "search_params": search_params, "measured_recall": recall}
+
+    @classmethod
+    def of(cls, record: Any, kind: str, dim: int) -> Lists | None:
+        """A header's `lists` for an index of `kind` and `dim` dims (None where it has none, or they do not
+        fit that index, or this release cannot read them: the import trains its own)."""
+        from ..retrieval.vectorindex import lists_problem
+
+        if not isinstance(record, dict) or not isinstance(record.get("search_params"), (dict, type(None))):
+            return None
+        recall = record.get("measured_recall")
+        trained = {name: _array(record[name]) for name in ("centroids", "codebooks") if name in record}
+        if not isinstance(recall, (int, float, type(None))) or any(a is None for a in trained.values()):
+            return None
+        if lists_problem(kind, dim, trained):
+            return None
+        return cls(trained, record.get("search_params"), recall)
+
+
+def _array(record: Any) -> np.ndarray | None:
+    """A `Lists.record` array read back, or None where it is not one."""
+    try:
+        shape = tuple(int(size) for size in record["shape"])
+        data = base64.b64decode(record["float32"], validate=True)
+        return np.frombuffer(data, dtype="<f4").reshape(shape).astype(np.float32)
+    except (TypeError, ValueError, KeyError, binascii.Error):
+        return None
+
+
 def restored(
     corpus: Any, count: int, settings: IndexSettings, recalibrate: bool, refit: Any
 ) -> Restored | None:
     """What an index of `count` documents and these `settings` keeps of `corpus` (documents.Corpus) where it is
     an export and the index new (else None): its calibration unless `recalibrate`; its transform where the header
     carries one (exports before issue 38 do not) fitted under the settings the index has (FITTED_UNDER), and with
-    it (or with no transform to fit) its hnsw graph's adds. Nothing under `refit` always, which fits and
-    calibrates again."""
+    it (or with no transform to fit), where the index is of its source's type, its hnsw graph's adds or its ivf
+    or pq training (`lists`) with the search parameters tuned for them. Nothing under `refit` always, which fits
+    and calibrates again."""
     header = corpus.export
     if not header or count:
         return None
@@ -187,11 +249,18 @@ def restored(
     ours = asdict(settings)
     if any(theirs.get(name) != ours[name] for name in FITTED_UNDER):
         return Restored(calibration)
+    graph, kind = Graph.of(header.get("graph")), theirs.get("index_type")
+    if kind != settings.index_type:  # another kind of index asked for: built as its own
+        graph = kind = None
     if not isinstance(record, dict):  # the same vectors, indexed as they are: the graph is made again
-        fitted = settings.transform != TransformKind.NONE.value
-        return Restored(calibration, graph=None if fitted else Graph.of(header.get("graph")))
+        if settings.transform != TransformKind.NONE.value:  # fitted again: its own graph and lists
+            return Restored(calibration)
+        return Restored(
+            calibration, graph=graph, lists=Lists.of(header.get("lists"), kind, settings.encoder_dim)
+        )
     transform = _loaded(record, settings, str(corpus.path))
-    return Restored(calibration, transform, _codes(header.get("vector_codes")), Graph.of(header.get("graph")))
+    lists = Lists.of(header.get("lists"), kind, transform.out_dim)
+    return Restored(calibration, transform, _codes(header.get("vector_codes")), graph, lists)
 
 
 def _codes(ranges: Any) -> list[float] | None:

@@ -5,8 +5,9 @@ with (model and its fingerprint, pooling, max_length, chunking, transform, index
 fields), its query defaults (`query_defaults`: mode, alpha, rerank) and the calibration record they come from
 (`calibration`), the fitted transform (`transform`: its kind and files, safetensors and JSON in base64;
 exported.py), which an index keeps through upserts while the same vectors would fit another today, an 8-bit
-index's ranges (`vector_codes`) and an hnsw graph's adds and search parameters (`graph`): what the import needs
-to answer as this index does. Then one document per line, in the order they were stored: `id`, `title` (when it has one), `text` and
+index's ranges (`vector_codes`), an hnsw graph's adds and search parameters (`graph`), an ivf or pq index's
+cells' centroids, pq's codebooks and search parameters (`lists`): what the import needs to answer as this index
+does. Then one document per line, in the order they were stored: `id`, `title` (when it has one), `text` and
 `metadata` as ingested. With vectors, `vector` is the raw encoder vector (before the transform) as a list of
 numbers (9 significant digits: each float32 exactly); a document the index cut into passages has one per
 passage: `vector` is then a list of lists and `passages` their character spans in the text, `[[start, end],
@@ -30,7 +31,7 @@ from typing import IO, Any
 import numpy as np
 
 from ..errors import IndexStateError
-from ..ingest.exported import EXPORT_KEY, transform_record
+from ..ingest.exported import EXPORT_KEY, Lists, transform_record
 from ..ingest.given import SECTIONS
 from ..retrieval.query import QueryDefaults
 from ..settings import NO_MODEL
@@ -73,6 +74,12 @@ def header(index: IndexDirectory, vectors: bool) -> dict[str, Any]:
             "search_params": state.search_params,
             "measured_recall": state.measured_recall,
         },
+        # an ivf or pq index's training (its cells' centroids, pq's codebooks), trained on the rows of its build,
+        # and the search parameters tuned for it: the import files and codes its rows so and searches them as
+        # this index does (exported.Lists; the index read only where its structure is IVF)
+        "lists": Lists.record(index.vectors, state.search_params, state.measured_recall)
+        if (state.index_structure or "").startswith("IVF")
+        else None,
     }
 
 

@@ -163,6 +163,7 @@ def add(
                     tuning_queries=tuningqueries.given(directory.path),
                     code_ranges=restored_part(restored, "codes", state),
                     blocks=None if graph is None else graph.blocks,
+                    trained_lists=restored_part(restored, "lists", state),
                 )
                 if graph is not None and vectors.graph_runs() and vectors.blocks == graph.blocks:
                     # its source's graph, made again: searched as its source searches it

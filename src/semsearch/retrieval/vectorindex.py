@@ -22,6 +22,9 @@ INDEX_TYPES = ("flat", "flat-sq8", "hnsw", "hnsw-sq8", "ivf", "pq", "auto")
 GRAPHS = ("hnsw", "hnsw-sq8")  # HNSW over float32 vectors, over 8-bit codes
 CODED = ("flat-sq8", "hnsw-sq8")  # over 8-bit codes (trained: each dimension's range)
 EXHAUSTIVE = ("flat", "flat-sq8")  # every search scores every row it may return: exact over what they keep
+# inverted lists over k-means cells (trained: the cells' centroids, pq's codebooks too), at most MAX_LISTS
+LISTED, MAX_LISTS = ("ivf", "pq"), 65536
+PQ_CENTROIDS = (16, 256)  # a pq sub-space's centroids: 4-bit or 8-bit codes (`create`)
 # `auto`: exact search while documents x dims stay within a budget, HNSW over 8-bit codes above (hnsw-sq8). The
 # budget is 50,000 documents at the default 128 dims (an exact scan of 6.4M numbers, about 1.5 ms here; 117k x 128 took 3.4 ms against
 # HNSW's 0.6): wider vectors switch sooner (16,666 at 384 dims), narrower ones later. Within it, from
@@ -58,6 +61,28 @@ BITMAP_IDS = 1 << 27  # ids below this are selected through a bitmap (16 MiB at 
 PQ_MIN_DOCUMENTS = 64  # 4-bit codes need 16 centroids per sub-space, each from a few rows  # FAISS warns below 39 points per centroid
 
 
+def lists_problem(kind: str, dim: int, trained: dict[str, np.ndarray]) -> str | None:
+    """What keeps these trained arrays (VectorIndex.trained_lists) from making an empty `kind` index of `dim`
+    dims, or None where they fit: centroids of `dim` dims; for pq alone, codebooks of 4 or 8 bits whose
+    sub-spaces split `dim`; every number finite."""
+    centroids, codebooks = trained.get("centroids"), trained.get("codebooks")
+    if kind not in LISTED or not isinstance(centroids, np.ndarray) or centroids.ndim != 2:
+        return f"no cells' centroids for {kind}"
+    if not 0 < len(centroids) <= MAX_LISTS or centroids.shape[1] != dim:
+        return f"centroids of {centroids.shape} for an index of {dim} dims"
+    if (codebooks is not None) != (kind == "pq"):
+        return f"codebooks {'missing' if codebooks is None else 'given'} for {kind}"
+    if codebooks is not None and (
+        codebooks.ndim != 3
+        or codebooks.shape[1] not in PQ_CENTROIDS
+        or codebooks.shape[0] * codebooks.shape[2] != dim
+    ):
+        return f"codebooks of {codebooks.shape} for an index of {dim} dims"
+    if not all(np.isfinite(array).all() for array in trained.values()):
+        return "numbers that are not finite"
+    return None
+
+
 def resolve_index_type(index_type: str, count: int, dim: int = AUTO_REFERENCE_DIMS) -> str:
     """The concrete type for `count` documents of `dim` dims (`auto` picks by both; see AUTO_FLAT_LIMIT)."""
     if index_type not in INDEX_TYPES:
@@ -79,7 +104,7 @@ def outgrown(kind: str, before: int, after: int) -> bool:
 
 def inverted_lists(count: int) -> int:
     """IVF's number of lists: about 4 sqrt(n), FAISS's rule of thumb, with enough rows to train each."""
-    return int(max(1, min(4 * np.sqrt(max(count, 1)), count // TRAINING_ROWS_PER_LIST, 65536)))
+    return int(max(1, min(4 * np.sqrt(max(count, 1)), count // TRAINING_ROWS_PER_LIST, MAX_LISTS)))
 
 
 class Selector:
@@ -575,6 +600,45 @@ class VectorIndex:
         faiss.copy_array_to_vector(trained, storage.sq.trained)
         storage.is_trained = inner.is_trained = self.index.is_trained = True  # the codes, the graph, the ids
         return self
+
+    def trained_lists(self) -> dict[str, np.ndarray] | None:
+        """ivf, pq: what their training made, the cells' centroids (lists x dims) and pq's codebooks (sub-spaces x
+        centroids x their dims), which an export carries so that its import files and codes every vector as this
+        index does (trained again on the rows of the import, which after upserts are not the rows this index
+        was trained on, the cells differ, and so the rows a search's `nprobe` lists hold); else None."""
+        if self.kind not in LISTED:
+            return None
+        index = self.concrete
+        trained = {"centroids": faiss.downcast_index(index.quantizer).reconstruct_n(0, index.nlist)}
+        if isinstance(index, faiss.IndexIVFPQ):
+            pq = index.pq
+            trained["codebooks"] = faiss.vector_to_array(pq.centroids).reshape(pq.M, pq.ksub, pq.dsub)
+        return trained
+
+    @classmethod
+    def with_trained_lists(cls, dim: int, kind: str, trained: dict[str, np.ndarray]) -> VectorIndex:
+        """An empty ivf or pq index of `dim` dims trained with these (`trained_lists`: its number of lists,
+        sub-spaces and bits theirs), as FAISS's training leaves it; ValueError where they do not fit."""
+        if problem := lists_problem(kind, dim, trained):
+            raise ValueError(problem)
+        centroids, codebooks = trained["centroids"], trained.get("codebooks")
+        lists, metric = len(centroids), faiss.METRIC_INNER_PRODUCT
+        if codebooks is None:
+            index = faiss.index_factory(dim, f"IVF{lists},Flat", metric)
+        else:
+            bits = int(np.log2(codebooks.shape[1]))
+            index = faiss.index_factory(dim, f"IVF{lists},PQ{len(codebooks)}x{bits}", metric)
+            concrete = faiss.downcast_index(index)
+            concrete.do_polysemous_training = False  # as `create`
+            faiss.copy_array_to_vector(
+                np.ascontiguousarray(codebooks, "float32").ravel(), concrete.pq.centroids
+            )
+        concrete = faiss.downcast_index(index)
+        concrete.quantizer.add(np.ascontiguousarray(centroids, dtype=np.float32))
+        concrete.is_trained = True
+        if codebooks is not None:
+            concrete.precompute_table()  # what FAISS's training ends with (scores of residuals by table)
+        return cls(index)
 
     def save(self, directory: Path) -> None:
         with atomic_path(Path(directory) / self.FILE) as tmp:
