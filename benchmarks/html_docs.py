@@ -2,7 +2,8 @@
 python-django-doc`; or another Sphinx package's with a module index of synopses, --html: sphinx-doc,
 python-scrapy-doc), ingested as a folder with passages that follow its sections, against each page as one JSONL
 line of its whole text or of its main content (Python's own html.parser, as a conversion script would),
-written to benchmarks/results/html-docs.md and html-docs.json.
+written to benchmarks/results/html-docs.md and html-docs.json (each known item's scores in
+html-docs-items.json, for html_docs_pool.py).
 
     .venv/bin/python benchmarks/html_docs.py [--html /usr/share/doc/python-django-doc/html] [--work DIR]
                                              [--merges nested,none] [--sentences 300] [--seed 34]
@@ -210,13 +211,15 @@ def standin_document(path: Path, root: Path):
 
 
 def known_items(root: Path, ids: set[str]) -> list[tuple[str, str]]:
-    """(synopsis, page) for each module of the module index with a synopsis whose page is in the corpus."""
+    """(synopsis, page) for each module of the module index with a synopsis whose page is in the corpus. The
+    synopsis is the row's last cell: a module with platforms has them in an <em> beside its link ("(Unix)")."""
     import lxml.html
 
     tree = lxml.html.parse(str(root / "py-modindex.html"))
     out = []
     for row in tree.iter("tr"):
-        link, em = row.find(".//a"), row.find(".//em")
+        cells = row.findall("td")
+        link, em = row.find(".//a"), cells[-1].find(".//em") if cells else None
         if link is None or em is None or not (em.text_content() or "").strip():
             continue
         page = link.get("href").split("#")[0]
@@ -322,6 +325,14 @@ def paired(rows: list[dict], against: str = "whole page JSONL") -> list[str]:
             )
         lines.append(f"- {name} minus {against}, per known item: " + "; ".join(parts) + ".")
     return lines + [""] if lines else []
+
+
+def items_record(root: Path, pages: int, queries: list[tuple[str, str]], rows: list[dict]) -> str:
+    """Each known item's nDCG@10 by corpus and mode (GAINS), with the queries: what html_docs_pool.py pools
+    over packages, item by item."""
+    scores = {row["corpus"]: {mode: GAINS[(row["corpus"], mode)] for mode in MODES} for row in rows}
+    record = {"package": package(root), "html": str(root), "pages": pages, "queries": queries, "ndcg": scores}
+    return json.dumps(record, separators=(",", ":"))
 
 
 def run(name: str, work: Path, make, queries, sentences) -> dict:
@@ -488,6 +499,7 @@ def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / f"{args.out}.md").write_text("\n".join(lines) + "\n")
     (OUT / f"{args.out}.json").write_text(json.dumps(rows, indent=1) + "\n")
+    (OUT / f"{args.out}-items.json").write_text(items_record(root, len(files), queries, rows) + "\n")
     print("\n".join(lines))
 
 
