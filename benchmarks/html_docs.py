@@ -2,17 +2,19 @@
 python-django-doc`; or another Sphinx package's with a module index of synopses, --html: sphinx-doc,
 python-scrapy-doc), ingested as a folder with passages that follow its sections, against each page as one JSONL
 line of its whole text or of its main content (Python's own html.parser, as a conversion script would),
-written to benchmarks/results/html-docs.md and html-docs.json.
+written to benchmarks/results/html-docs.md and html-docs.json (each known item's scores in
+html-docs-items.json, for html_docs_pool.py).
 
     .venv/bin/python benchmarks/html_docs.py [--html /usr/share/doc/python-django-doc/html] [--work DIR]
                                              [--merges nested,none] [--sentences 300] [--seed 34]
-                                             [--text-kb N]
+                                             [--text-kb N] [--exclude PREFIX,PREFIX]
 
 --merges: chunking.MERGES' policies, and `siblings` (siblings_joinable: measured here, not in semsearch).
 
 The pages: every page but the release notes, the index pages and the highlighted sources (`_modules/`) (with
 --text-kb, the known items' pages, smallest first, up to half that much whole-page text, then others drawn at
-random up to all of it: a run on a shared machine in the time there was). The
+random up to all of it: a run on a shared machine in the time there was; with --exclude, not the pages under
+those prefixes, e.g. statsmodels' `generated/` one-function pages). The
 known items: each module of the module index (py-modindex.html) with a synopsis, the synopsis as the query, the
 page it links as the one relevant page; nDCG@10 (one relevant page: 1 / log2(rank + 1) within the top 10) for
 dense, keyword and hybrid search with the defaults. Each row is an ingest with the defaults into its own index,
@@ -64,6 +66,7 @@ BLOCKS = {
     "h5", "h6", "blockquote", "br", "article", "main", "header", "footer", "nav", "aside", "figure",
 }  # fmt: skip
 HIDDEN = {"script", "style", "noscript", "template"}
+VOID = {"br", "img", "meta", "link", "hr", "input"}  # no end tag: no depth inside the main content
 MODES = ("dense", "keyword", "hybrid")
 
 
@@ -96,13 +99,15 @@ class TextParser(HTMLParser):
         if tag == "title":
             self.in_title = True
         if self.depth:
-            self.depth += tag not in ("br", "img", "meta", "link", "hr", "input")
+            self.depth += tag not in VOID
         elif attrs.get("id") in MAIN_IDS or attrs.get("role") == "main":
             self.depth = 1
         if tag in BLOCKS:
             self.parts.append("\n")
 
     def handle_endtag(self, tag):
+        if tag in VOID:  # html.parser ends a self-closed <img ... /> too: it must not close an element
+            return
         if tag in HIDDEN:
             self.hidden = max(0, self.hidden - 1)
         if tag == "title":
@@ -210,13 +215,15 @@ def standin_document(path: Path, root: Path):
 
 
 def known_items(root: Path, ids: set[str]) -> list[tuple[str, str]]:
-    """(synopsis, page) for each module of the module index with a synopsis whose page is in the corpus."""
+    """(synopsis, page) for each module of the module index with a synopsis whose page is in the corpus. The
+    synopsis is the row's last cell: a module with platforms has them in an <em> beside its link ("(Unix)")."""
     import lxml.html
 
     tree = lxml.html.parse(str(root / "py-modindex.html"))
     out = []
     for row in tree.iter("tr"):
-        link, em = row.find(".//a"), row.find(".//em")
+        cells = row.findall("td")
+        link, em = row.find(".//a"), cells[-1].find(".//em") if cells else None
         if link is None or em is None or not (em.text_content() or "").strip():
             continue
         page = link.get("href").split("#")[0]
@@ -324,6 +331,14 @@ def paired(rows: list[dict], against: str = "whole page JSONL") -> list[str]:
     return lines + [""] if lines else []
 
 
+def items_record(root: Path, pages: int, queries: list[tuple[str, str]], rows: list[dict]) -> str:
+    """Each known item's nDCG@10 by corpus and mode (GAINS), with the queries: what html_docs_pool.py pools
+    over packages, item by item."""
+    scores = {row["corpus"]: {mode: GAINS[(row["corpus"], mode)] for mode in MODES} for row in rows}
+    record = {"package": package(root), "html": str(root), "pages": pages, "queries": queries, "ndcg": scores}
+    return json.dumps(record, separators=(",", ":"))
+
+
 def run(name: str, work: Path, make, queries, sentences) -> dict:
     """An index built by `make(index_path)` (timed), searched by the known items (and the sentences)."""
     from semsearch import Index
@@ -375,6 +390,9 @@ def main() -> None:
     )
     parser.add_argument("--out", default="html-docs", help="results name in benchmarks/results/")
     parser.add_argument(
+        "--exclude", default="", help="PREFIX,PREFIX: pages whose relative path starts so are left out"
+    )
+    parser.add_argument(
         "--text-kb", type=int, default=0, help="pages up to this much whole-page text (0: all): half answers"
     )
     args = parser.parse_args()
@@ -393,7 +411,8 @@ def main() -> None:
         except ImportError:
             reader = "standin"
     root = args.html
-    files = pages(root)
+    excluded = tuple(prefix for prefix in args.exclude.split(",") if prefix)
+    files = [f for f in pages(root) if not f.relative_to(root).as_posix().startswith(excluded)]
     if (
         args.text_kb
     ):  # the known items' pages, smallest first, to half the budget; then others drawn at random
@@ -488,6 +507,7 @@ def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / f"{args.out}.md").write_text("\n".join(lines) + "\n")
     (OUT / f"{args.out}.json").write_text(json.dumps(rows, indent=1) + "\n")
+    (OUT / f"{args.out}-items.json").write_text(items_record(root, len(files), queries, rows) + "\n")
     print("\n".join(lines))
 
 
