@@ -54,3 +54,25 @@ def test_one_blas_thread_leaves_faiss_searches_their_threads():
         assert faiss.omp_get_max_threads() == 2
         assert openmp_threads() == before
     assert faiss.omp_get_max_threads() == 2
+
+
+def test_one_faiss_thread_limits_faiss_inside_the_block_and_gives_its_threads_back():
+    """A calibration runs its dense and keyword sides at once, a core each: FAISS's searches take one thread
+    inside the block, the same answers, and every thread it had after, an error or not."""
+    import faiss
+
+    from semsearch.retrieval.vectorindex import one_faiss_thread
+
+    rows = np.random.default_rng(3).standard_normal((2000, 16)).astype(np.float32)
+    index = faiss.IndexFlatIP(16)
+    index.add(rows)
+    faiss.omp_set_num_threads(2)
+    expected = index.search(rows[:64], 5)
+    with one_faiss_thread():
+        assert faiss.omp_get_max_threads() == 1
+        found = index.search(rows[:64], 5)
+    assert faiss.omp_get_max_threads() == 2
+    np.testing.assert_array_equal(found[1], expected[1])
+    with pytest.raises(KeyError), one_faiss_thread():
+        raise KeyError("out")
+    assert faiss.omp_get_max_threads() == 2

@@ -6,7 +6,8 @@ bytes an index filled on a cluster travels as (distributed.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from functools import cached_property
 from pathlib import Path
 from typing import Any, TypeVar
@@ -131,12 +132,20 @@ T = TypeVar("T")
 def single_threaded(queries: int, search: Callable[[], T]) -> T:
     """Run a search of one query on one thread: it gives FAISS's threads little to share (measured at 117k x
     128, flat: 5.8-7.3 ms on one thread, 10.7 ms on two)."""
-    threads = faiss.omp_get_max_threads()
-    if queries != 1 or threads == 1:
+    if queries != 1 or faiss.omp_get_max_threads() == 1:
         return search()
+    with one_faiss_thread():
+        return search()
+
+
+@contextlib.contextmanager
+def one_faiss_thread() -> Iterator[None]:
+    """FAISS's OpenMP work on one thread inside the block (the count is the process's: every thread's searches),
+    the process's count back after."""
+    threads = faiss.omp_get_max_threads()
     faiss.omp_set_num_threads(1)
     try:
-        return search()
+        yield
     finally:
         faiss.omp_set_num_threads(threads)
 
