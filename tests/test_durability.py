@@ -14,7 +14,8 @@ import pytest
 from conftest import write_jsonl
 
 from semsearch import Index
-from semsearch.storage.generations import WriterLock
+from semsearch.operations.check import check_index
+from semsearch.storage.generations import Generations, WriterLock
 
 # its module fixtures are built once: the whole module runs on one worker (--dist loadgroup)
 pytestmark = pytest.mark.xdist_group("durability")
@@ -183,6 +184,49 @@ def test_readers_never_fail_while_another_process_writes(docs, tmp_path):
     long_lived.search(QUERIES[0], k=1)
     assert len(long_lived) == 1000  # the long-lived reader caught up with the write
     long_lived.close()
+
+
+def test_a_write_committed_between_a_readers_manifest_and_its_store_is_taken_up(docs, tmp_path, monkeypatch):
+    """The window the test above hits now and then, made certain: a reader has read manifest.json when another
+    process commits and publishes the next generation, before the reader reads the store. That is no
+    inconsistency, to an open (which takes up the new generation) or to `check`."""
+    _, reference, _, _ = docs
+    target = tmp_path / "index"
+    subprocess.run(["cp", "-r", str(reference), str(target)], check=True)
+    real_current, writes, armed = Generations.current, [], []
+
+    def a_write_lands_after(self, lock):
+        manifest = real_current(self, lock)
+        if armed:  # once per reader: its first reading of the manifest
+            armed.clear()
+            more = write_jsonl(
+                tmp_path / f"more{len(writes)}.jsonl", corpus(20, seed=3, prefix=f"w{len(writes)}")
+            )
+            command = [
+                sys.executable,
+                "-m",
+                "semsearch",
+                "ingest",
+                str(more),
+                "--index",
+                str(target),
+                "--quiet",
+            ]
+            writes.append(subprocess.run(command, capture_output=True, text=True))
+            assert writes[-1].returncode == 0, writes[-1].stderr
+        return manifest
+
+    monkeypatch.setattr(Generations, "current", a_write_lands_after)
+    armed.append(True)
+    with Index.open(target) as index:
+        assert len(index) == 620
+        assert len(index.search(QUERIES[0], k=5)) == 5
+    armed.append(True)
+    report = check_index(target)
+    assert report.healthy, report.lines()
+    assert len(writes) == 2
+    with Index.open(target) as index:
+        assert len(index) == 640
 
 
 def test_a_second_writer_fails_with_a_clear_message(docs, tmp_path):

@@ -109,8 +109,7 @@ class Index:
         index = cls(IndexDirectory(path, Manifest.load(path), wait, cannot_write(path)))
         directory = index.directory
         with _closed_on_error(index), directory.store.guarded():
-            directory.manifest = directory.generations.current(directory.lock)
-            directory.generations.check(directory.manifest, derived_files(directory.manifest))
+            directory.manifest = directory.generations.read(directory.lock, derived_files)
         return index
 
     @classmethod

@@ -197,7 +197,17 @@ class Inspection:
         self.errors: dict[str, DamagedFile] = {}
         manifest = self._manifest()
         self._store(manifest)
-        self.manifest = self._committed(manifest) if self.store is not None else manifest
+        if self.store is None:
+            self.manifest = manifest
+            self._generation()
+            return
+        with self.store.snapshot():  # one committed state, whatever another process commits meanwhile
+            self.manifest = self._committed(manifest)
+            self._live()
+            self._generation()
+
+    def _generation(self) -> None:
+        """The files of the manifest's generation."""
         if self.manifest is not None:
             self._segments()
             if self.manifest.state.count:
@@ -251,14 +261,21 @@ class Inspection:
             )
             if problem := self.store.integrity():
                 raise DamagedFile(path, problem, RESTORE)
-            with self.store.guarded():
-                self.live = self.store.vector_pks()
             self._set(DocumentStore.FILE)
         except IndexStateError as error:
             self._set(DocumentStore.FILE, error)
             if self.store is not None:
                 self.store.close()
             self.store = None
+
+    def _live(self) -> None:
+        """The vector rows of the store's documents."""
+        assert self.store is not None
+        try:
+            with self.store.guarded():
+                self.live = self.store.vector_pks()
+        except IndexStateError as error:
+            self._set(DocumentStore.FILE, error)
 
     def _committed(self, manifest: Manifest | None) -> Manifest | None:
         """The committed manifest (rolled forward, or a committed pending one read), if it agrees with the
@@ -267,8 +284,8 @@ class Inspection:
         generations = Generations(self.path, self.store)
         with self.store.guarded():
             if manifest is not None:
-                manifest = generations.current(self.lock)
-                if (problem := generations.disagreement(manifest)) is None:
+                manifest, problem = generations.agreed(self.lock)
+                if problem is None:
                     return manifest
                 reason = f"inconsistent: {problem}"
                 otherwise = (

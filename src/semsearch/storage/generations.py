@@ -17,7 +17,7 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -127,6 +127,8 @@ class NextGeneration:
 class Generations:
     """The generations of one index directory, for its writer and its readers."""
 
+    RETAKES = 20  # readings of the manifest while writes commit between it and the store
+
     def __init__(self, path: Path, store: DocumentStore):
         self.path = Path(path)
         self.store = store
@@ -207,7 +209,16 @@ class Generations:
         """The manifest, the document store and the generation's `files` (operations.directory.derived_files:
         this stage knows no transform or vector index) must agree, and each file be whole by its header and
         size (checked on every open; `semsearch check` loads them all)."""
-        if problem := self.disagreement(manifest):
+        self._refuse(manifest, self.disagreement(manifest), files)
+
+    def read(self, lock: WriterLock, files: Callable[[Manifest], Sequence[str]]) -> Manifest:
+        """The current manifest, checked as `check` does, for a reader that holds no writer lock."""
+        manifest, problem = self.agreed(lock)
+        self._refuse(manifest, problem, files(manifest))
+        return manifest
+
+    def _refuse(self, manifest: Manifest, problem: str | None, files: Sequence[str]) -> None:
+        if problem:
             copy = self.directory(self.store.generation()) / FILE
             repair = (
                 f"run `semsearch check --repair` to restore {FILE} from {copy.parent.name}/{FILE}"
@@ -223,7 +234,10 @@ class Generations:
                     raise derived(directory / name, problem)
 
     def disagreement(self, manifest: Manifest) -> str | None:
-        state, stored, committed = manifest.state, self.store.count(), self.store.generation()
+        return self._disagreement(manifest, *self.store.committed())
+
+    def _disagreement(self, manifest: Manifest, committed: int, stored: int) -> str | None:
+        state = manifest.state
         if committed == state.generation and stored == state.count:
             return None
         if committed == state.generation == 0 and stored == resumestate.stored_before(self.store):
@@ -233,27 +247,39 @@ class Generations:
             f"generation {committed} with {stored}"
         )
 
+    def agreed(self, lock: WriterLock) -> tuple[Manifest, str | None]:
+        """The current manifest for a reader, and how it disagrees with the store (None: it agrees). A write
+        that commits between reading the manifest and reading the store is no disagreement: the manifest is
+        read again, as often as writes keep committing in between (each comparison reads the store's
+        generation and count in one statement, one snapshot)."""
+        for _ in range(self.RETAKES):
+            manifest = self.current(lock)
+            committed, stored = self.store.committed()
+            problem = self._disagreement(manifest, committed, stored)
+            if problem is None or committed <= manifest.state.generation:
+                break
+        return manifest, problem
+
     def current(self, lock: WriterLock) -> Manifest:
-        """The manifest of the last committed generation, for a reader. Rolled forward first when no writer
-        is active and the store can be written; while one is publishing, or on read-only storage, the
-        committed manifest (the pending one, once SQLite has its generation) is read without touching files."""
+        """The manifest of the generation the store has committed, for a reader. Rolled forward first when no
+        writer is active and the store can be written; on read-only storage a committed pending manifest is
+        read in place. While a writer is between its SQLite commit and the rename, the committed manifest is
+        the pending one or the copy in its generation's directory (both written before the commit); a writer
+        that published meanwhile is seen by reading manifest.json again. Else manifest.json is returned, and
+        `agreed` or `check` says how it and the store disagree."""
         writing = lock.held_elsewhere()
         if not writing and not self.store.read_only:
             self.roll_forward()
-            return Manifest.load(self.path)
-        for _ in range(100 if writing else 1):
-            manifest = Manifest.load(self.path)
-            committed = self.store.generation()
-            if committed == manifest.state.generation:
-                return manifest
+        manifest = Manifest.load(self.path)
+        committed = self.store.generation()  # inside a snapshot (`DocumentStore.snapshot`), fixed from here
+        if manifest.state.generation == committed:
+            return manifest
+        places = [(self.path, FILE), (self.path, PENDING)]
+        if writing or lock.held_elsewhere():  # not where no write runs: the copy would hide a stale manifest
+            places.append((self.directory(committed), FILE))
+        for directory, name in places:
             with contextlib.suppress(IndexStateError, FileNotFoundError):
-                candidate = Manifest.load(self.path, PENDING)
+                candidate = Manifest.load(directory, name)
                 if candidate.state.generation == committed:
                     return candidate
-            if writing:
-                time.sleep(0.01)  # between the SQLite commit and the manifest rename: a moment
-        if not writing:
-            return manifest  # nothing pending matches: `check` says how they disagree
-        raise IndexStateError(
-            f"{self.path}: the manifest and the document store disagree while a write is running"
-        )
+        return manifest

@@ -194,6 +194,12 @@ class DocumentStore(StoreReads, SyncedFiles, PlaceUpdates):
         row = self.db.execute("SELECT value FROM state WHERE key = 'generation'").fetchone()
         return row[0] if row else 0
 
+    def committed(self) -> tuple[int, int]:
+        """The committed generation and its number of documents, read in one statement (one snapshot)."""
+        sql = "SELECT (SELECT value FROM state WHERE key = 'generation'), (SELECT count(*) FROM documents)"
+        generation, count = self.db.execute(sql).fetchone()
+        return generation or 0, count
+
     def set_generation(self, generation: int) -> None:
         self.db.conn.execute(
             "INSERT INTO state (key, value) VALUES ('generation', ?) "
@@ -316,6 +322,21 @@ class DocumentStore(StoreReads, SyncedFiles, PlaceUpdates):
             "UPDATE fields SET documents = documents - ? WHERE name = ?",
             [(n, key) for key, n in counts.items()],
         )
+
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Reads inside see one committed state (a read transaction: from its first read on, commits made
+        meanwhile by other processes are not seen), so what they read of the store agrees with itself."""
+        conn = self.db.conn
+        if conn.in_transaction:  # a transaction is a snapshot already
+            yield
+            return
+        conn.execute("BEGIN")
+        try:
+            yield
+        finally:
+            if not getattr(self, "_closed", False):
+                conn.execute("ROLLBACK")  # it wrote nothing
 
     def transaction(self):
         """A context manager: everything inside commits together or not at all."""
