@@ -201,7 +201,7 @@ class Inspection:
             self.manifest = manifest
             self._generation()
             return
-        with self.store.snapshot():  # one committed state, whatever another process commits meanwhile
+        with self.store.read_snapshot():  # one committed state, whatever another process commits meanwhile
             self.manifest = self._committed(manifest)
             self._live()
             self._generation()

@@ -323,21 +323,6 @@ class DocumentStore(StoreReads, SyncedFiles, PlaceUpdates):
             [(n, key) for key, n in counts.items()],
         )
 
-    @contextlib.contextmanager
-    def snapshot(self) -> Iterator[None]:
-        """Reads inside see one committed state (a read transaction: from its first read on, commits made
-        meanwhile by other processes are not seen), so what they read of the store agrees with itself."""
-        conn = self.db.conn
-        if conn.in_transaction:  # a transaction is a snapshot already
-            yield
-            return
-        conn.execute("BEGIN")
-        try:
-            yield
-        finally:
-            if not getattr(self, "_closed", False):
-                conn.execute("ROLLBACK")  # it wrote nothing
-
     def transaction(self):
         """A context manager: everything inside commits together or not at all."""
         return self.db.conn
