@@ -204,25 +204,45 @@ def timed(*args: str, source: Path = REPO / "src") -> tuple[float, float, str]:
     return seconds, cpu, (done.stdout + done.stderr).decode()
 
 
+def on_copy(origin: Path, target: Path, *args: str, source: Path = REPO / "src") -> tuple[float, float]:
+    """`timed` on `target`, made a copy of the index `origin` first (`args` name it where they hold TARGET)."""
+    if target != origin:
+        shutil.rmtree(target, ignore_errors=True)
+        shutil.copytree(origin, target)
+    return timed(*[str(target) if arg == "TARGET" else arg for arg in args], source=source)[:2]
+
+
+def upserted(
+    source: Path, upserts: Path, work: Path, repeat: int, against: Path | None
+) -> dict[str, list[tuple[float, float]]]:
+    """The upsert of `upserts` into the index as the first ingest left it (`work`/first), `repeat` times on
+    copies, and with `against` the other version's just before each into `work`/against-source (each version
+    then renews its own: ours readies the stale calibration's renewal as it upserts, operations/writes.py):
+    (wall, CPU) seconds per run and version; the last of ours is left in `source`."""
+    runs: dict[str, list[tuple[float, float]]] = {"ours": [], "before": []}
+    command = ("ingest", str(upserts), "--index", "TARGET", "-q")
+    for _ in range(repeat):
+        if against is not None:
+            runs["before"].append(on_copy(work / "first", work / "against-source", *command, source=against))
+        runs["ours"].append(on_copy(work / "first", source, *command))
+    return runs
+
+
 def renewals(
     source: Path, work: Path, repeat: int, against: Path | None
 ) -> dict[str, list[tuple[float, float]]]:
     """`refit --calibrate` of the index `source` (its calibration stale) `repeat` times, each on a copy of it as
-    it is, and with `against` the other version's just before each: (wall, CPU) seconds per run and version,
-    alternated so that both see the same load; the last of ours renews `source` itself."""
+    it is, and with `against` the other version's just before each, on a copy of the index its own upsert left
+    (`upserted`): (wall, CPU) seconds per run and version, alternated so that both see the same load; the last
+    of ours renews `source` itself."""
     runs: dict[str, list[tuple[float, float]]] = {"ours": [], "before": []}
+    command = ("refit", "--index", "TARGET", "--calibrate")
     for attempt in range(repeat):
         if against is not None:
-            other = work / "against"
-            shutil.rmtree(other, ignore_errors=True)
-            shutil.copytree(source, other)
-            runs["before"].append(timed("refit", "--index", str(other), "--calibrate", source=against)[:2])
-        mine = source
-        if attempt < repeat - 1:
-            mine = work / "renewed"
-            shutil.rmtree(mine, ignore_errors=True)
-            shutil.copytree(source, mine)
-        runs["ours"].append(timed("refit", "--index", str(mine), "--calibrate")[:2])
+            runs["before"].append(
+                on_copy(work / "against-source", work / "against", *command, source=against)
+            )
+        runs["ours"].append(on_copy(source, source if attempt == repeat - 1 else work / "renewed", *command))
     return runs
 
 
@@ -359,7 +379,11 @@ def measure(
     upserts = work / "changed.jsonl"
     upserts.write_text("".join(json.dumps({**d, "text": rotated(d["text"])}) + "\n" for d in changed))
     row["rewritten"] = len(changed)
-    row["upsert s"], _ = semsearch("ingest", str(upserts), "--index", str(source), "-q")
+    runs = upserted(source, upserts, work, repeat, None if against is None else against.resolve())
+    for version, label in (("ours", ""), ("before", ", before")):
+        if runs[version]:
+            row[f"upsert{label} s"] = float(np.median([wall for wall, _ in runs[version]]))
+            row[f"upsert{label} CPU s"] = float(np.median([cpu for _, cpu in runs[version]]))
     info = json.loads(semsearch("info", "--index", str(source), "--json")[1])
     row["age"] = info["calibration_age"]
     _, text = semsearch("info", "--index", str(source))
@@ -419,6 +443,12 @@ def measure(
     row["refit --calibrate / ingest"] = f"{row['refit --calibrate s'] / row['ingest s']:.1%}"
     if against is not None:
         row["before / ingest"] = f"{row['refit --calibrate, before s'] / row['ingest s']:.1%}"
+    if "upsert, before s" in row:
+        row["upsert / upsert before"] = f"{row['upsert s'] / row['upsert, before s']:.2f}"
+        row["upsert + refit --calibrate, against before"] = (
+            f"{row['upsert s'] + row['refit --calibrate s']:.2f} s against "
+            f"{row['upsert, before s'] + row['refit --calibrate, before s']:.2f}"
+        )
     if row["ingest CPU s"]:
         for label in ("", ", before"):
             if f"refit --calibrate{label} CPU s" in row:

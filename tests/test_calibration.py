@@ -511,6 +511,44 @@ def test_a_renewal_encodes_only_the_pseudo_queries_of_changed_documents(index, t
     source.close()
 
 
+def test_an_upsert_that_leaves_the_calibration_stale_readies_its_renewal(
+    index, cranfield, tmp_path, monkeypatch
+):
+    """An upsert past the stale share encodes, while its model runs, every text the renewal will ask (its draw,
+    kept in the cache): `refit --calibrate` then encodes nothing, and chooses as a calibration of the same draw
+    encoding every text. An upsert that leaves the calibration current leaves the cache as it was."""
+    from semsearch.encoding.encoder import Encoder
+    from semsearch.operations.writes import calibration
+    from semsearch.storage.calibrationcache import FILE, CalibrationCache, encoder_name
+
+    source = Index.open(copy_index(index.path, tmp_path / "source"))
+    cache_file = source.path / FILE
+    kept = cache_file.read_bytes()
+    source.add([{**doc, "text": _rotated(doc["text"])} for doc in cranfield[:2]])
+    assert not source.info()["calibration_age"]["stale"] and cache_file.read_bytes() == kept
+    source.add([{**doc, "text": _rotated(doc["text"])} for doc in cranfield[2 : DOCUMENTS // 5]])
+    assert source.info()["calibration_age"]["stale"]
+    readied = CalibrationCache.load(source.path, encoder_name(source.settings))
+    live = set(source.store.all_pks().tolist())
+    assert set(readied.panel[:, 0].tolist()) <= live  # drawn from the documents as they are now
+
+    def no_encoding(self, texts, *args, **kwargs):
+        pytest.fail(f"the renewal encoded {len(texts)} texts")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(Encoder, "encode", no_encoding)
+        source.recalibrate()
+    renewed = source.state.calibration
+    assert renewed["changed"] == 0 and renewed["reused"] > renewed["queries"]
+    # the same draw and paragraphs, nothing cached
+    everything = CalibrationCache(source.path, "another", panel=readied.panel, paragraphs=readied.paragraphs)
+    fresh = calibration(source.directory, cache=everything)
+    assert everything.reused == 0 and everything.encoded == renewed["reused"]
+    assert fresh.ranks == renewed["ranks"] and fresh.bands == renewed["bands"]
+    assert (fresh.mode, fresh.alpha) == (renewed["mode"], renewed["alpha"])
+    source.close()
+
+
 def test_a_renewal_links_the_files_it_keeps_and_the_index_stays_whole(index, tmp_path):
     """A renewal changes only the calibration: its generation links the statistics, transform and vector index
     of the one before (the same files, not written again), which `check` finds whole once the generation before

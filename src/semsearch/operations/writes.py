@@ -32,8 +32,8 @@ from ..ingest.pipeline import (
     split,
 )
 from ..ingest.resume import resume_points
-from ..retrieval.calibration import Calibration, Skipped, calibrate
-from ..retrieval.calibration_age import aged
+from ..retrieval.calibration import Calibration, Skipped, calibrate, encode_ahead
+from ..retrieval.calibration_age import age, aged
 from ..retrieval.search import DenseRetriever
 from ..retrieval.vectorindex import VectorIndex, resolve_index_type
 from ..settings import NO_MODEL, Quantize, TransformSpec, check_recall_target
@@ -211,7 +211,24 @@ def add(
     clear_checkpoint(directory.path)
     if points is not None:
         points.clear()
+    if published and job.encode and (stale := age(published.manifest.state.calibration)) and stale.stale:
+        _ready_renewal(directory, published, job.chunker, executor.encoder(job))
     return done, published
+
+
+def _ready_renewal(
+    directory: IndexDirectory, published: Published, chunker: Chunker | None, encode: Encode
+) -> None:
+    """Encode what renewing a stale calibration will encode (calibration.encode_ahead), while this write's model
+    runs: the renewal (`refit --calibrate`, or `--refit auto` next) then starts none (STS-B dev with a fifth
+    rewritten: ...)."""
+    settings = directory.settings
+    cache = CalibrationCache.load(directory.path, encoder_name(settings))
+    cut = partial(split, chunker=chunker)
+    encoded = encode_ahead(
+        directory.store, published.vectors.count, cut, encode, settings.raw_precision, cache
+    )
+    log.info("the stale calibration's renewal readied: %d texts encoded", encoded)
 
 
 def restored_part(restored: Restored | None, part: str, state: Any) -> Any:

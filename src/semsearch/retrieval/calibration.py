@@ -347,51 +347,10 @@ def calibrate(
     `length_targets`: how many targets at most are asked short and as a paragraph too (LENGTH_TARGETS)."""
     started = time.perf_counter()
     documents, passages = store.count(), dense.vectors.count
-
-    def skipped(reason: str) -> Skipped:
-        return Skipped(reason, documents, passages)
-
-    if not store.has_keywords:
-        return skipped("no keyword index to fuse with")
-    if passages < MIN_PASSAGES:
-        return skipped(
-            f"{passages:,} passages: fewer than {MIN_PASSAGES:,} give fewer than {MIN_QUERIES} pseudo-queries "
-            f"(one per {QUERY_SHARE} passages)"
-        )
-    wanted = queries or min(QUERIES, passages // QUERY_SHARE)
-    drawn = pseudo_queries(store, wanted, seed, None if cache is None else cache.panel)
-    if len(drawn) < MIN_QUERIES:  # before encoding anything
-        return skipped(
-            f"only {len(drawn)} pseudo-queries among the documents read, fewer than {MIN_QUERIES}: too few "
-            f"have {MIN_SENTENCES} sentences or {2 * CROP_WORDS[0]} words"
-        )
-    # every vector at a precision of raw vectors, so the cache keeps each as encoding would give it here, at
-    # that precision's bytes: the targets at the index's own, as an ingest keeps them; the queries at int8 or finer
-    asked_at = query_precision(precision)
-    encode_target, encode = (
-        (at_precision(encode, precision), at_precision(encode, asked_at))
-        if cache is None
-        else (cache.encoder(encode, precision), cache.encoder(encode, asked_at))
-    )
-    targets = Targets.drawn(drawn, store, cut)  # encoded beside the keyword side (rankings)
-    if len(targets.queries) < MIN_QUERIES:
-        return skipped(
-            f"only {len(targets.queries)} pseudo-queries keep a target, fewer than {MIN_QUERIES} (their "
-            "documents' every passage holds the query)"
-        )
-    # every target asked as its sentence, which alone chooses the index's weight as before bands; up to
-    # `length_targets` of them short and as a paragraph too (bands.py)
-    kept, rng = targets.queries, np.random.default_rng(seed)
-    sampled = by_length(kept, seed, length_targets) if lengths else []
-    asked = [q.query for q in kept] + [short_query(q.query) or q.query for q in sampled]
-    paragraphs = paragraph_queries(sampled, rng)
-    if cache is not None:  # a query kept from the last draw asked as the paragraph it was: its vector cached
-        before = cache.kept_paragraphs()
-        paragraphs = [
-            q.query + before[row_of(q)] if row_of(q) in before else text
-            for q, text in zip(sampled, paragraphs)
-        ]
-    asked += paragraphs
+    if isinstance(asking := draw(store, passages, cut, queries, seed, cache, lengths, length_targets), str):
+        return Skipped(asking, documents, passages)
+    targets, kept, sampled, asked = asking.targets, asking.targets.queries, asking.sampled, asking.asked
+    encode_target, encode = encoders(encode, precision, cache)
     every_dense, every_keyword = rankings(targets, store, dense, encode, rerank, asked, encode_target)
     every_rank = sweep_ranks(kept + sampled + sampled, every_dense, every_keyword)
     dense_found, keyword_found = every_dense[: len(kept)], every_keyword[: len(kept)]
@@ -415,8 +374,7 @@ def calibrate(
         chosen_bands(banded_ranks(asked, every_rank), (mode, alpha), MIN_QUERIES, ranks) if lengths else None
     )
     if cache is not None:
-        paragraph_of = {row_of(q): text for q, text in zip(sampled, paragraphs)}
-        cache.save(panel(drawn), [paragraph_of.get(row_of(q), "") for q in drawn])
+        asking.keep(cache)
     return Calibration(
         mode=mode,
         alpha=alpha,
@@ -436,6 +394,101 @@ def calibrate(
         known=known,
         seconds=round(time.perf_counter() - started, 3),
     )
+
+
+@dataclass
+class Asking:
+    """What a calibration asks, drawn before it searches (`draw`): the pseudo-queries drawn, their targets,
+    those asked short and as a paragraph too (`sampled`), and every text searched: each target's sentence,
+    then the sampled ones short, then as their paragraphs."""
+
+    drawn: list[PseudoQuery]
+    targets: Targets
+    sampled: list[PseudoQuery]
+    paragraphs: list[str]
+
+    @property
+    def asked(self) -> list[str]:
+        return (
+            [q.query for q in self.targets.queries]
+            + [short_query(q.query) or q.query for q in self.sampled]
+            + self.paragraphs
+        )
+
+    def keep(self, cache: CalibrationCache) -> None:
+        """Save the draw, and the paragraph each sampled query was asked as, in `cache` (with what it encoded)."""
+        paragraph_of = {row_of(q): text for q, text in zip(self.sampled, self.paragraphs)}
+        cache.save(panel(self.drawn), [paragraph_of.get(row_of(q), "") for q in self.drawn])
+
+
+def draw(
+    store: DocumentStore,
+    passages: int,
+    cut: Cut,
+    queries: int | None = None,
+    seed: int = SEED,
+    cache: CalibrationCache | None = None,
+    lengths: bool = True,
+    length_targets: int = LENGTH_TARGETS,
+) -> Asking | str:
+    """What `calibrate` asks of an index of `passages` vector rows (its arguments), or why it cannot judge."""
+    if not store.has_keywords:
+        return "no keyword index to fuse with"
+    if passages < MIN_PASSAGES:
+        return (
+            f"{passages:,} passages: fewer than {MIN_PASSAGES:,} give fewer than {MIN_QUERIES} pseudo-queries "
+            f"(one per {QUERY_SHARE} passages)"
+        )
+    wanted = queries or min(QUERIES, passages // QUERY_SHARE)
+    drawn = pseudo_queries(store, wanted, seed, None if cache is None else cache.panel)
+    if len(drawn) < MIN_QUERIES:  # before encoding anything
+        return (
+            f"only {len(drawn)} pseudo-queries among the documents read, fewer than {MIN_QUERIES}: too few "
+            f"have {MIN_SENTENCES} sentences or {2 * CROP_WORDS[0]} words"
+        )
+    targets = Targets.drawn(drawn, store, cut)  # encoded beside the keyword side (rankings)
+    if len(targets.queries) < MIN_QUERIES:
+        return (
+            f"only {len(targets.queries)} pseudo-queries keep a target, fewer than {MIN_QUERIES} (their "
+            "documents' every passage holds the query)"
+        )
+    # every target asked as its sentence, which alone chooses the index's weight as before bands; up to
+    # `length_targets` of them short and as a paragraph too (bands.py)
+    sampled = by_length(targets.queries, seed, length_targets) if lengths else []
+    paragraphs = paragraph_queries(sampled, np.random.default_rng(seed))
+    if cache is not None:  # a query kept from the last draw asked as the paragraph it was: its vector cached
+        before = cache.kept_paragraphs()
+        paragraphs = [
+            q.query + before[row_of(q)] if row_of(q) in before else text
+            for q, text in zip(sampled, paragraphs)
+        ]
+    return Asking(drawn, targets, sampled, paragraphs)
+
+
+def encoders(encode: Encode, precision: str, cache: CalibrationCache | None) -> tuple[Encode, Encode]:
+    """The targets' encoder and the queries'. Every vector at a precision of raw vectors, so the cache keeps
+    each as encoding would give it here, at that precision's bytes: the targets at the index's own, as an
+    ingest keeps them; the queries at int8 or finer (query_precision)."""
+    asked_at = query_precision(precision)
+    if cache is None:
+        return at_precision(encode, precision), at_precision(encode, asked_at)
+    return cache.encoder(encode, precision), cache.encoder(encode, asked_at)
+
+
+def encode_ahead(
+    store: DocumentStore, passages: int, cut: Cut, encode: Encode, precision: str, cache: CalibrationCache
+) -> int:
+    """Encode into `cache` every text the next calibration of this index will draw and encode, and keep that
+    draw: the calibration then encodes nothing (a stale index's upsert, whose model runs already, readies its
+    renewal so). Returns how many texts were encoded (0 where it could not judge)."""
+    if isinstance(asking := draw(store, passages, cut, cache=cache), str):
+        return 0
+    encode_target, encode_query = encoders(encode, precision, cache)
+    reused = cache.reused
+    asking.targets.encoded(encode_target)
+    encode_query(asking.asked)
+    asking.keep(cache)
+    return len(asking.targets.texts) + len(asking.asked) - (cache.reused - reused)
 
 
 def query_precision(raw: str) -> str:
