@@ -221,7 +221,7 @@ def _ready_renewal(
 ) -> None:
     """Encode what renewing a stale calibration will encode (calibration.encode_ahead), while this write's model
     runs: the renewal (`refit --calibrate`, or `--refit auto` next) then starts none (STS-B dev with a fifth
-    rewritten: ...)."""
+    rewritten: the renewal 0.55 s against 0.71, the upsert 1.57 against 1.34: calibration.md)."""
     settings = directory.settings
     cache = CalibrationCache.load(directory.path, encoder_name(settings))
     cut = partial(split, chunker=chunker)

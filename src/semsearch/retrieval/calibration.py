@@ -26,7 +26,8 @@ paragraph, and a band per query length moves the weight toward where those peak 
 at most QUERIES sentences and their one-passage documents and 2 x QUERIES searches, whatever the corpus's size.
 A renewal (`refit`) keeps the last draw where its documents are still stored and their vectors, kept beside the
 index (storage/calibrationcache.py), and asks a query it keeps the paragraph it asked before: after a fifth of
-the corpus changed, about a fifth of that is encoded.
+the corpus changed, about a fifth of that is encoded, and by the upsert that made the calibration stale, whose
+model runs already (`encode_ahead`): the renewal then starts none.
 
 Size: the draw, the targets, the sweep's searches and the known items share one pseudo-query type and its
 encoder; the scratch copy's searches (calibration_scratch.py), the bands' lengths (bands.py), the choice
