@@ -49,7 +49,7 @@ def recalibrated(source: Path, copy: Path, queries: list[tuple[str, str]], seeds
     """`source` copied to `copy` without its calibration cache, recalibrated, and searched by the known items;
     and calibrated with each of `seeds` (nothing recorded), the known items searched by hybrid at its weight."""
     from semsearch import Index
-    from semsearch.operations.writes import calibration
+    from semsearch.operations.calibrating import calibration
     from semsearch.storage.calibrationcache import FILE, CalibrationCache, encoder_name
 
     shutil.rmtree(copy, ignore_errors=True)

@@ -462,7 +462,7 @@ def test_a_renewal_encodes_only_the_pseudo_queries_of_changed_documents(index, t
     the texts of the queries drawn anew; its record equals a calibration of the same draw encoding every text.
     The cache keeps the vectors as the index keeps raw vectors (int4 codes), the encoder's vectors at that
     precision (encoded here again)."""
-    from semsearch.operations.writes import calibration
+    from semsearch.operations.calibrating import calibration
     from semsearch.storage.calibrationcache import FILE, CalibrationCache, encoder_name, text_key
 
     source = Index.open(copy_index(index.path, tmp_path / "source"))
@@ -518,7 +518,7 @@ def test_an_upsert_that_leaves_the_calibration_stale_readies_its_renewal(
     kept in the cache): `refit --calibrate` then encodes nothing, and chooses as a calibration of the same draw
     encoding every text. An upsert that leaves the calibration current leaves the cache as it was."""
     from semsearch.encoding.encoder import Encoder
-    from semsearch.operations.writes import calibration
+    from semsearch.operations.calibrating import calibration
     from semsearch.storage.calibrationcache import FILE, CalibrationCache, encoder_name
 
     source = Index.open(copy_index(index.path, tmp_path / "source"))

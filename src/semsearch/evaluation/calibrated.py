@@ -13,7 +13,7 @@ def calibrated(index, config, rerank: int) -> list[tuple[dict[str, Any], dict[st
     """The search the corpus's own calibration (calibration.py) chooses for these settings, and what its row
     records beside the metrics (`calibrated`, the weight, the pseudo-queries' sweep); none unless hybrid is
     among the modes and the corpus can be calibrated."""
-    from ..operations.writes import calibration
+    from ..operations.calibrating import calibration
     from ..retrieval.calibration import Calibration
     from ..retrieval.perquery import PerQueryWeights
 

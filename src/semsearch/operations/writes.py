@@ -17,7 +17,6 @@ from ..encoding.encoder import for_few_texts
 from ..errors import IndexStateError
 from ..ingest import build
 from ..ingest.ahead import read_ahead
-from ..ingest.chunking import Chunker
 from ..ingest.creation import make_chunker
 from ..ingest.distributed import Executor, InProcess, Job
 from ..ingest.documents import Corpus
@@ -25,27 +24,24 @@ from ..ingest.exported import Restored
 from ..ingest.pipeline import (
     STREAMED_FIRST_PARTITION,
     Added,
-    Encode,
     Progress,
     add_documents,
     fidelity_sample,
-    split,
 )
 from ..ingest.resume import resume_points
-from ..retrieval.calibration import Calibration, Skipped, calibrate, encode_ahead
+from ..retrieval.calibration import Calibration
 from ..retrieval.calibration_age import age, aged
-from ..retrieval.search import DenseRetriever
 from ..retrieval.vectorindex import VectorIndex, resolve_index_type
 from ..settings import NO_MODEL, Quantize, TransformSpec, check_recall_target
 from ..storage import tuningqueries
 from ..storage.buildcheckpoint import clear_checkpoint
-from ..storage.calibrationcache import CalibrationCache, encoder_name
 from ..storage.generations import NextGeneration
 from ..storage.manifest import IndexSettings
 from ..storage.rawvectors import RawVectors, ResumeCache, Segment, SegmentWriter
 from ..threads import one_blas_thread
 from ..transforms import Transform
 from ..transforms.stats import RunningStats
+from .calibrating import calibrated, ready_renewal
 from .directory import IndexDirectory, Published
 from .publish import publish
 
@@ -192,7 +188,7 @@ def add(
             elif job.encode is not None and (
                 state.count == 0 or done.refitted or Calibration.from_json(state.calibration) is None
             ):
-                changes["calibration"] = _calibrated(
+                changes["calibration"] = calibrated(
                     directory, settings, transform, vectors, raw, job.chunker, executor.encoder(job)
                 )
             else:
@@ -212,23 +208,8 @@ def add(
     if points is not None:
         points.clear()
     if published and job.encode and (stale := age(published.manifest.state.calibration)) and stale.stale:
-        _ready_renewal(directory, published, job.chunker, executor.encoder(job))
+        ready_renewal(directory, published, job.chunker, executor.encoder(job))
     return done, published
-
-
-def _ready_renewal(
-    directory: IndexDirectory, published: Published, chunker: Chunker | None, encode: Encode
-) -> None:
-    """Encode what renewing a stale calibration will encode (calibration.encode_ahead), while this write's model
-    runs: the renewal (`refit --calibrate`, or `--refit auto` next) then starts none (STS-B dev with a fifth
-    rewritten: the renewal 0.55 s against 0.71, the upsert 1.57 against 1.34: calibration.md)."""
-    settings = directory.settings
-    cache = CalibrationCache.load(directory.path, encoder_name(settings))
-    cut = partial(split, chunker=chunker)
-    encoded = encode_ahead(
-        directory.store, published.vectors.count, cut, encode, settings.raw_precision, cache
-    )
-    log.info("the stale calibration's renewal readied: %d texts encoded", encoded)
 
 
 def restored_part(restored: Restored | None, part: str, state: Any) -> Any:
@@ -328,7 +309,7 @@ def refit(
     changes = {}
     if calibrate and settings.model != NO_MODEL:
         chunker = make_chunker(settings, lambda: directory.encoder)
-        changes["calibration"] = _calibrated(
+        changes["calibration"] = calibrated(
             directory, settings, fitted, vectors, directory.raw, chunker, directory.encoder.encode
         )
     with directory.generations.next(directory.manifest) as building:
@@ -348,7 +329,7 @@ def recalibrate(directory: IndexDirectory) -> tuple[float, Published]:
     encode = for_few_texts(directory.encoder)
     transform, vectors = directory.transform, directory.loaded_vectors()
     chunker = make_chunker(settings, lambda: directory.encoder)
-    calibration = _calibrated(directory, settings, transform, vectors, directory.raw, chunker, encode)
+    calibration = calibrated(directory, settings, transform, vectors, directory.raw, chunker, encode)
     with (
         directory.generations.next(directory.manifest) as building,
         one_blas_thread(),
@@ -358,48 +339,6 @@ def recalibrate(directory: IndexDirectory) -> tuple[float, Published]:
             isotropy=directory.state.isotropy, unchanged_from=directory.generation_dir,  # no vector changed
         )  # fmt: skip
     return time.perf_counter() - started, published
-
-
-def _calibrated(directory: IndexDirectory, settings: IndexSettings, *parts: Any) -> dict[str, Any] | None:
-    """The fusion weight this generation's documents choose (calibration.py), as the manifest keeps it; `parts`
-    as `_calibrate` takes them (transform, vectors, raw, chunker, encode)."""
-    cache = CalibrationCache.load(directory.path, encoder_name(settings))
-    return _calibrate(directory, settings, *parts, cache=cache).to_json()  # or why there is none
-
-
-def calibration(directory: IndexDirectory, **options: Any) -> Calibration | Skipped:
-    """calibrate() on the index as it is (its documents, encoder, passages, transform and vector index),
-    nothing kept: `options` go to calibrate() (a cache, another rerank, lengths)."""
-    settings = directory.settings
-    chunker = make_chunker(settings, lambda: directory.encoder)
-    parts = (
-        directory.transform,
-        directory.loaded_vectors(),
-        directory.raw,
-        chunker,
-        directory.encoder.encode,
-    )
-    return _calibrate(directory, settings, *parts, **options)
-
-
-def _calibrate(
-    directory: IndexDirectory,
-    settings: IndexSettings,
-    transform: Transform,
-    vectors: VectorIndex,
-    raw: RawVectors,
-    chunker: Chunker | None,
-    encode: Encode,
-    **options: Any,
-) -> Calibration | Skipped:
-    with one_blas_thread():  # its products are small: a second thread would only spin between them
-        return calibrate(
-            store=directory.store,
-            dense=DenseRetriever(transform, vectors, raw),
-            encode=encode,
-            cut=partial(split, chunker=chunker),
-            **{"rerank": settings.rerank, "precision": settings.raw_precision, **options},
-        )
 
 
 def _publish(
