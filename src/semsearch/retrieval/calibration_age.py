@@ -5,7 +5,7 @@ Past STALE_SHARE the calibration is called stale (`info` says so and names the c
 with `--refit auto` renews it). 10%: the calibration draws its pseudo-queries from at most 256 documents, and at
 a tenth of the corpus changed a new draw would hold about 26 texts the old one could not see, as many as the
 queries whose disagreement moves the choice by a tie (TIE, 0.005 of nDCG@10, is about one query in 200 moving
-from rank 1 to out of the top 10); renewing costs seconds (Cranfield 3.2% of its ingest, SciFact 1.3-1.5%;
+from rank 1 to out of the top 10); renewing costs seconds (Cranfield 3.2% of its ingest, SciFact 1.6%;
 a corpus of 2,648 sentences 9.2% by wall, most of it a process's start, the upsert that made it stale having
 encoded its texts: benchmarks/results/calibration.md), so saying it early costs little."""
 
