@@ -229,6 +229,33 @@ def test_a_write_committed_between_a_readers_manifest_and_its_store_is_taken_up(
         assert len(index) == 640
 
 
+def test_a_search_reads_the_store_as_the_generation_it_searches_committed_it(docs, tmp_path, monkeypatch):
+    """Another process deletes the best hit while a search runs (after it took up its generation, before it read
+    any document): the search answers from that generation whole, its k hits the ones the generation holds (it
+    read the store in one snapshot; before, the deleted hit's row was found and its document was not: another
+    list, or k - 1 hits), and the next search takes up the delete."""
+    from semsearch.retrieval.keywords import KeywordRetriever
+
+    _, reference, _, _ = docs
+    target = tmp_path / "index"
+    subprocess.run(["cp", "-r", str(reference), str(target)], check=True)
+    with Index.open(target) as index:
+        before = [hit.id for hit in index.search(QUERIES[0], k=5)]
+        real_init, deletes = KeywordRetriever.__init__, []
+
+        def a_write_lands_first(self, *args, **kwargs):
+            if not deletes:
+                command = [sys.executable, "-m", "semsearch", "delete", "--index", str(target), before[0]]
+                deletes.append(subprocess.run(command, capture_output=True, text=True))
+                assert deletes[0].returncode == 0, deletes[0].stderr
+            real_init(self, *args, **kwargs)
+
+        monkeypatch.setattr(KeywordRetriever, "__init__", a_write_lands_first)
+        assert [hit.id for hit in index.search(QUERIES[0], k=5)] == before
+        after = [hit.id for hit in index.search(QUERIES[0], k=5)]
+        assert len(deletes) == 1 and len(after) == 5 and before[0] not in after and len(index) == 599
+
+
 def test_a_second_writer_fails_with_a_clear_message(docs, tmp_path):
     _, reference, _, _ = docs
     target = tmp_path / "index"

@@ -414,13 +414,13 @@ class Index:
         """The k documents closest to the documents `ids` by their stored vectors and distinctive words, away
         from those of `negative` (retrieval/similar.py), the examples left out, in the index's default mode;
         `where`, `rerank`, `crop` and the page's `offset` and `generation` as for `search`."""
-        self.refresh()
-        examples = Examples.of(self.store, ids, negative)
-        words = examples.words(self.store) if self.query_defaults.mode is not SearchMode.DENSE else ""
-        texts = [words] if words else None
-        options = QueryOptions.resolve(self.query_defaults, rerank=rerank, texts=bool(texts), crop=crop)
-        vector, left_out = examples.vector(self.raw)
-        return self._search(options, vector[None], texts, k, where, Page(**page), left_out)[0]
+        with self.directory.pinned():  # the examples read from the generation searched
+            examples = Examples.of(self.store, ids, negative)
+            words = examples.words(self.store) if self.query_defaults.mode is not SearchMode.DENSE else ""
+            texts = [words] if words else None
+            options = QueryOptions.resolve(self.query_defaults, rerank=rerank, texts=bool(texts), crop=crop)
+            vector, left_out = examples.vector(self.raw)
+            return self._search(options, vector[None], texts, k, where, Page(**page), left_out)[0]
 
     def _search(self, options, vectors, texts, k, where, page: Page, exclude=frozenset()) -> list[Results]:
         return searching.search(self.directory, options, vectors, texts, k, where, page, exclude)

@@ -98,6 +98,20 @@ class IndexDirectory:
         return True
 
     @contextlib.contextmanager
+    def pinned(self) -> Iterator[None]:
+        """The latest generation taken up, and every row read inside from the store as that generation
+        committed it (one read transaction): a write that commits meanwhile is not seen, so the documents a
+        search or an export reads are the ones its vector index holds. A write published between the refresh
+        and the snapshot's first read: its manifest is read and the snapshot taken again."""
+        for _ in range(100):
+            self.refresh()
+            with self.store.read_snapshot():
+                if self.store.generation() == self.state.generation:
+                    yield
+                    return
+        raise IndexStateError(f"{self.path} kept changing while it was being read: try again")
+
+    @contextlib.contextmanager
     def writing(self, refresh: bool = True) -> Iterator[None]:
         """Hold the writer lock and start from the latest committed state (another process may have written
         since this directory was opened, or crashed half-way: that is rolled forward or discarded here)."""

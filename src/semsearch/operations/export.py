@@ -20,7 +20,6 @@ documents: rows are read by a cursor, vectors a batch at a time."""
 
 from __future__ import annotations
 
-import contextlib
 import gzip
 import json
 from collections.abc import Callable, Iterator
@@ -107,7 +106,7 @@ def export(
             opener = gzip.open if str(out).endswith(".gz") else open
             with opener(tmp, "wt", encoding="utf-8") as handle:
                 return export(index, handle, vectors=vectors, progress=progress)
-    with _pinned(index):
+    with index.pinned():
         out.write(json.dumps(header(index, vectors), ensure_ascii=False) + "\n")
         count = 0
         for batch in _batches(index, vectors):
@@ -120,19 +119,6 @@ def export(
             f"{index.path}: exported {count} documents, the manifest counts {index.state.count}"
         )
     return count
-
-
-@contextlib.contextmanager
-def _pinned(index: IndexDirectory) -> Iterator[None]:
-    """One read transaction: every row read comes from the generation the manifest was read for."""
-    for _ in range(100):
-        index.refresh()
-        with index.store.read_snapshot():
-            if index.store.generation() == index.state.generation:
-                yield
-                return
-        # a write published in between: read its manifest and look again
-    raise IndexStateError(f"{index.path} kept changing while its export began: try again")
 
 
 def _batches(index: IndexDirectory, vectors: bool) -> Iterator[list[str]]:

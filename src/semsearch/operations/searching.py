@@ -30,20 +30,22 @@ def search(
     request = Request.checked(
         k, options, vectors, texts, where, directory.settings.encoder_dim, page.offset, exclude
     )
-    directory.refresh()
-    generation = page.check(directory.state.generation)
-    keyword = KeywordRetriever(directory.store, directory.state.count, options.typos)
-    hits: list[list[Hit]] = [[] for _ in range(request.count)]
-    if directory.state.count:
-        dense = (
-            DenseRetriever(directory.transform, directory.vectors, directory.raw)
-            if vectors is not None
-            else None
-        )
-        encoder = None if directory.settings.model == NO_MODEL else directory.encoder  # meaning snippets
-        hits = run_search(request, store=directory.store, dense=dense, keyword=keyword, encoder=encoder)
-    results = [Results(found, generation=generation, offset=page.offset) for found in hits]
-    if fields := facet_fields(page.facets):
-        for result, counted in zip(results, request_facets(request, directory.store, keyword, fields, page)):
-            result.facets, result.facet_stats = counted.counts, counted.stats
+    with directory.pinned():  # the store read as the generation searched committed it
+        generation = page.check(directory.state.generation)
+        keyword = KeywordRetriever(directory.store, directory.state.count, options.typos)
+        hits: list[list[Hit]] = [[] for _ in range(request.count)]
+        if directory.state.count:
+            dense = (
+                DenseRetriever(directory.transform, directory.vectors, directory.raw)
+                if vectors is not None
+                else None
+            )
+            encoder = None if directory.settings.model == NO_MODEL else directory.encoder  # meaning snippets
+            hits = run_search(request, store=directory.store, dense=dense, keyword=keyword, encoder=encoder)
+        results = [Results(found, generation=generation, offset=page.offset) for found in hits]
+        if fields := facet_fields(page.facets):
+            for result, counted in zip(
+                results, request_facets(request, directory.store, keyword, fields, page)
+            ):
+                result.facets, result.facet_stats = counted.counts, counted.stats
     return results
