@@ -3,8 +3,8 @@
     .venv/bin/python benchmarks/concurrent_reads.py [--seconds 150] [--work DIR] [--against SRC]
 
 STS-B dev's 2,648 sentences are ingested once; then, for `--seconds`, one process writes in turn (upserts of 60
-rewritten sentences, a delete of 10, `refit --calibrate`, upserts of 30 with `--refit auto`), while this process
-runs two reader threads: one opens the index afresh and searches it (5 hits asked) and searches a long-lived
+rewritten sentences, a delete of 10, `refit --calibrate`, upserts of 30 with `--refit auto`), while a reader process
+runs two threads: one opens the index afresh and searches it (5 hits asked) and searches a long-lived
 handle too; the other runs `check_index` (every file verified). Any exception, a search of fewer than 5 hits or
 a check that finds damage is counted against its kind. `--against SRC` runs the same with another semsearch
 (a `src` directory, its readers and its writer) after this one, for the figures before a change.
