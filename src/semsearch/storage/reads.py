@@ -30,6 +30,9 @@ class StoreReads:
     """Mixed into DocumentStore (store.py), whose connection `db` these read."""
 
     db: sqlite_utils.Database
+    _in_snapshot = (
+        False  # inside `read_snapshot`: a read transaction, nothing of this connection's uncommitted
+    )
     guarded: Callable[[], contextlib.AbstractContextManager[None]]
     generation: Callable[[], int]
 
@@ -76,12 +79,20 @@ class StoreReads:
         with self.guarded():
             return [(int(pk), float(score)) for pk, score in self.db.execute(sql, [expression, limit])]
 
+    @property
+    def uncommitted(self) -> bool:
+        """Whether this connection is inside a write's transaction: what it reads may not be committed (a read
+        snapshot's content is: what a cache keyed by generation or version may keep)."""
+        return self.db.conn.in_transaction and not self._in_snapshot
+
     def content_version(self) -> tuple[int, int] | None:
         """What identifies the committed content this connection sees: SQLite's data_version (other connections'
-        commits) and total_changes (this one's writes); None inside a transaction."""
-        connection = self.db.conn
-        if connection.in_transaction:
+        commits) and total_changes (this one's writes); None inside a write's transaction (its content is not
+        committed). Inside a read snapshot (`read_snapshot`) it is the snapshot's: data_version stays as the
+        snapshot began while others commit."""
+        if self.uncommitted:
             return None
+        connection = self.db.conn
         return (connection.execute("PRAGMA data_version").fetchone()[0], connection.total_changes)
 
     def keyword_postings(self) -> int:
@@ -117,9 +128,11 @@ class StoreReads:
             yield
             return
         connection.execute("BEGIN")
+        self._in_snapshot = True
         try:
             yield
         finally:
+            self._in_snapshot = False
             connection.execute("COMMIT")
 
     def _has_locations(self) -> bool:

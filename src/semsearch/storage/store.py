@@ -238,9 +238,9 @@ class DocumentStore(StoreReads, SyncedFiles, PlaceUpdates):
         """Which document each vector row belongs to, cached by generation."""
         generation = self.generation()
         cached = self.__dict__.get("_passages")
-        if cached is None or cached[0] != generation or self.db.conn.in_transaction:
+        if cached is None or cached[0] != generation or self.uncommitted:
             cached = (generation, PassageMap(*self.long_documents()))
-            if not self.db.conn.in_transaction:
+            if not self.uncommitted:
                 self._passages = cached
         return cached[1]
 
