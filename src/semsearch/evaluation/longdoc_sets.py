@@ -40,9 +40,8 @@ TITLED = {
     "first": lambda lemmas: lemmas.split(",")[0],
     "none": lambda lemmas: "",
 }
-LEMMA = re.compile(
-    r"[a-z][a-z'-]+( [a-z][a-z'-]*){0,2}"
-)  # a query: one to three words of letters, no numerals
+# a query: one to three words of letters, no numerals
+LEMMA = re.compile(r"[a-z][a-z'-]+( [a-z][a-z'-]*){0,2}")
 
 
 def mixed_topic(source: Path, target: Path, subset: int | None = None, seed: int = SEED) -> Path:

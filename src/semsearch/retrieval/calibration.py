@@ -485,11 +485,11 @@ def encode_ahead(
     if isinstance(asking := draw(store, passages, cut, cache=cache), str):
         return 0
     encode_target, encode_query = encoders(encode, precision, cache)
-    reused = cache.reused
+    before = cache.encoded
     asking.targets.encoded(encode_target)
     encode_query(asking.asked)
     asking.keep(cache)
-    return len(asking.targets.texts) + len(asking.asked) - (cache.reused - reused)
+    return cache.encoded - before
 
 
 def query_precision(raw: str) -> str:

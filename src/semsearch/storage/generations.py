@@ -271,9 +271,8 @@ class Generations:
         if not writing and not self.store.read_only:
             self.roll_forward()
         manifest = Manifest.load(self.path)
-        committed = (
-            self.store.generation()
-        )  # inside a snapshot (`DocumentStore.read_snapshot`), fixed from here
+        # inside a snapshot (`DocumentStore.read_snapshot`), fixed from here
+        committed = self.store.generation()
         if manifest.state.generation == committed:
             return manifest
         places = [(self.path, FILE), (self.path, PENDING)]

@@ -30,9 +30,8 @@ class StoreReads:
     """Mixed into DocumentStore (store.py), whose connection `db` these read."""
 
     db: sqlite_utils.Database
-    _in_snapshot = (
-        False  # inside `read_snapshot`: a read transaction, nothing of this connection's uncommitted
-    )
+    # inside `read_snapshot`: a read transaction, nothing of this connection's uncommitted
+    _in_snapshot = False
     guarded: Callable[[], contextlib.AbstractContextManager[None]]
     generation: Callable[[], int]
 
