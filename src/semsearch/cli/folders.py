@@ -118,6 +118,10 @@ def sync_once(
             click.echo(folder_line(folder.root, report, len(index) if watching else None), err=True)
     if not quiet and not watching:
         ignored = sum(folder.source.ignored for folder in folders)
+        if needs := [name for folder in folders for name in folder.source.needs_ocr]:
+            from ..ingest.ocr import needs_ocr_line
+
+            click.echo(needs_ocr_line(needs), err=True)
         click.echo(
             ingest_summary(combined(reports), len(refused), len(index), target or index.path, ignored),
             err=True,

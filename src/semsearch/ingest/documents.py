@@ -108,6 +108,7 @@ class Corpus:
     vectors = property(lambda self: self.source.vectors)
     fields = property(lambda self: getattr(self.source, "fields", FieldNames()))
     ignored = property(lambda self: self.source.ignored)
+    needs_ocr = property(lambda self: self.source.needs_ocr)
     streamed = property(lambda self: not self.source.rereadable)
 
     def identity(self) -> list | None:

@@ -31,15 +31,21 @@ def open_source(
     exclude: Sequence[str] = (),
     hidden: bool = False,
     no_ignore: bool = False,
+    extraction: Any = None,
 ) -> Source:
     """The source of one path (or of several, read in turn), or of an in-memory table. A directory is walked
     (files.DirectorySource: `include`, `exclude`, `hidden`, `no_ignore`); a file is read by its kind; `vectors`
-    (an .npy file) goes with a single JSONL file."""
+    (an .npy file) goes with a single JSONL file; `extraction` (ocr.Extraction: how pictures are read, by default
+    as an ingest reads them: --ocr auto) goes to the document files."""
     from .jsonl import JsonlSource
     from .tables import TableSource
 
     if is_table(paths):
         return TableSource(paths, fields)
+    if extraction is None:
+        from ..ocr import extraction as default_extraction
+
+        extraction = default_extraction()
     if isinstance(paths, (str, Path)):
         paths = [paths]
     paths = list(paths)
@@ -62,7 +68,11 @@ def open_source(
         if path.is_dir():
             from .files import DirectorySource
 
-            parts.append(DirectorySource(path, include, exclude, hidden, no_ignore, tables=table_or_jsonl))
+            parts.append(
+                DirectorySource(
+                    path, include, exclude, hidden, no_ignore, tables=table_or_jsonl, extraction=extraction
+                )
+            )
             continue
         kind = _given_kind(path)
         if vectors is not None and kind != "jsonl":
@@ -70,7 +80,7 @@ def open_source(
         if kind in DOCUMENT_KINDS:
             from .files import FileSource
 
-            parts.append(FileSource(path, kind))
+            parts.append(FileSource(path, kind, extraction))
         elif kind in TABLE_KINDS:
             parts.append(TableSource(path, fields, kind))
         else:

@@ -7,18 +7,22 @@ from __future__ import annotations
 
 import threading
 
+from ...ocr import INSTALL, TEXT_LAYERS_ONLY, Extraction
 from . import Parsed, Unreadable
 from .blocks import Assembly
+
+TAKES_EXTRACTION = True  # pages without a text layer are recognized (ocr/pages.py)
 
 # PDFium is not thread-safe: one document at a time in a process (ingest parses in a pool of processes)
 _LOCK = threading.Lock()
 _WRONG_PASSWORD = 4  # PDFium's FPDF_ERR_PASSWORD
 
 
-def parse(data: bytes, kind: str = "pdf") -> Parsed:
+def parse(data: bytes, kind: str = "pdf", extraction: Extraction = TEXT_LAYERS_ONLY) -> Parsed:
     import pypdfium2 as pdfium
 
     out = Assembly()
+    ocr = None
     with _LOCK:
         try:
             document = pdfium.PdfDocument(data)
@@ -30,16 +34,36 @@ def parse(data: bytes, kind: str = "pdf") -> Parsed:
             for number in range(len(document)):
                 page = document[number]
                 textpage = page.get_textpage()
-                out.page(number + 1, plain(textpage.get_text_range()))
+                text = plain(textpage.get_text_range())
                 textpage.close()
+                if recognized := _recognized(page, number + 1, text, extraction):
+                    text, ocr = recognized, extraction.described()
+                out.page(number + 1, text)
                 page.close()
             title = document.get_metadata_dict(skip_empty=True).get("Title")
         finally:
             document.close()
-    parsed = out.parsed(title)
+    parsed = out.parsed(title, **({"ocr": ocr} if ocr else {}))
     if not parsed.text.strip():
-        raise Unreadable("no text layer (scanned images?): nothing to index")
+        raise Unreadable(_no_text(extraction))
     return parsed
+
+
+def _recognized(page, number: int, text: str, extraction: Extraction) -> str | None:
+    """The page's text read by OCR, if it is a page to recognize (ocr/pages.py)."""
+    if not extraction.recognizes:
+        return None
+    from ...ocr.pages import needs_recognition, pdf_page_text
+
+    return pdf_page_text(page, number, extraction) if needs_recognition(page, text, extraction) else None
+
+
+def _no_text(extraction: Extraction) -> str:
+    if extraction.recognizes:
+        return "no text found on any page (blank pages?)"
+    if extraction.wants_engine:
+        return f"no text layer (scanned images?): reading it needs OCR: {INSTALL}"
+    return "no text layer (scanned images?): nothing to index (--ocr never)"
 
 
 def plain(text: str) -> str:
