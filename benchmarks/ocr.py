@@ -209,7 +209,11 @@ def search_section(document, numbers, truth, work: Path, spent, auto) -> list[st
     rng = random.Random(55)
     sentences = {}
     for number in numbers:
-        candidates = [s for s in re.split(r"(?<=[.:;])\s+", " ".join(truth[number].split())) if len(WORD.findall(s)) >= 4]
+        candidates = [
+            s
+            for s in re.split(r"(?<=[.:;])\s+", " ".join(truth[number].split()))
+            if len(WORD.findall(s)) >= 4
+        ]
         if candidates:
             sentences[number] = " ".join(WORD.findall(rng.choice(candidates))[:8])
     places = outline_places(document, numbers)
@@ -219,7 +223,9 @@ def search_section(document, numbers, truth, work: Path, spent, auto) -> list[st
             firsts = 0
             for number, query in sentences.items():
                 hits = index.search(query, k=1, mode="keyword")
-                firsts += bool(hits) and hits[0].id == f"page-{number:03d}.{'pdf' if name == 'text' else 'png'}"
+                firsts += (
+                    bool(hits) and hits[0].id == f"page-{number:03d}.{'pdf' if name == 'text' else 'png'}"
+                )
             reciprocal = []
             for title, pages in places:
                 hits = index.search(title, k=10)

@@ -20,7 +20,8 @@ if TYPE_CHECKING:
     from PIL.Image import Image
 
 PIXEL_LIMIT = 89_478_485  # Pillow's Image.MAX_IMAGE_PIXELS: 1/4 GiB of 24-bit pixels
-RENDER_DPI = 300  # a PDF page is rendered at this resolution to be recognized (Tesseract's own advice)
+RENDER_DPI = 300  # a PDF page is rendered at most at this resolution to be recognized (Tesseract's advice)
+MIN_DPI = 150  # and at least at this one (a coarser scan is enlarged: Tesseract misreads small letters)
 FEW_CHARACTERS = 32  # a text layer of fewer non-space characters over a full-page image is a scan's stamp
 IMAGE_COVER = 0.5  # an image over this share of the page is a full-page one
 
@@ -67,13 +68,17 @@ def needs_recognition(page: Any, text: str, extraction: Extraction) -> bool:
     if extraction.ocr == "always":
         return True
     visible = len("".join(text.split()))
-    return visible == 0 or (visible < FEW_CHARACTERS and _image_cover(page) >= IMAGE_COVER)
+    return visible == 0 or (visible < FEW_CHARACTERS and _largest_image(page)[0] >= IMAGE_COVER)
 
 
-def pdf_page_text(page: Any, number: int, extraction: Extraction) -> str:
-    """A PDF page (pypdfium2's PdfPage) rendered in grey at RENDER_DPI, at most PIXEL_LIMIT pixels, recognized."""
+def pdf_page_text(page: Any, extraction: Extraction) -> str:
+    """A PDF page (pypdfium2's PdfPage) rendered in grey and recognized: at the resolution of the scan it holds
+    (within MIN_DPI and RENDER_DPI: more pixels than the scan's add time, not letters), else at RENDER_DPI; at
+    most PIXEL_LIMIT pixels."""
     width, height = page.get_size()
-    scale = min(RENDER_DPI / 72, (PIXEL_LIMIT / max(width * height, 1)) ** 0.5)
+    cover, dpi = _largest_image(page)
+    dpi = min(RENDER_DPI, max(MIN_DPI, dpi)) if dpi and cover >= IMAGE_COVER else RENDER_DPI
+    scale = min(dpi / 72, (PIXEL_LIMIT / max(width * height, 1)) ** 0.5)
     bitmap = page.render(scale=scale, grayscale=True)
     image = bitmap.to_pil()
     try:
@@ -83,14 +88,15 @@ def pdf_page_text(page: Any, number: int, extraction: Extraction) -> str:
         bitmap.close()
 
 
-def _image_cover(page: Any) -> float:
+def _largest_image(page: Any) -> tuple[float, float | None]:
+    """The share of the page its largest image covers, and that image's resolution in dots per inch."""
     import pypdfium2.raw as raw
 
     width, height = page.get_size()
-    covered = 0.0
+    covered, dpi = 0.0, None
     for item in page.get_objects(filter=(raw.FPDF_PAGEOBJ_IMAGE,), max_depth=2):
-        left, bottom, right, top = item.get_pos()
-        covered = max(
-            covered, max(0.0, min(right, width) - max(left, 0)) * max(0.0, min(top, height) - max(bottom, 0))
-        )
-    return covered / max(width * height, 1)
+        left, bottom, right, top = item.get_bounds()
+        area = max(0.0, min(right, width) - max(left, 0)) * max(0.0, min(top, height) - max(bottom, 0))
+        if area > covered:
+            covered, dpi = area, item.get_px_size()[0] / max((right - left) / 72, 1e-6)
+    return covered / max(width * height, 1), dpi

@@ -19,13 +19,15 @@ from typing import Any
 
 from ...documents import Document
 from ...errors import DataError
-from ..ocr import TEXT_LAYERS_ONLY, Extraction
+from ..ocr import OCR_KINDS, TEXT_LAYERS_ONLY, Extraction
 from ..reachable import check_id
 from .base import Entry, Place, Source
 from .fields import check_values
 from .formats import DOCUMENT_KINDS, LIBRARIES, MISSING_EXTRA, Unreadable, kind_of, parser
 
 MAX_FILE_BYTES = 64 << 20  # a document file larger than this is refused (a table or JSONL file is streamed)
+# a scan's pages are pictures: a PDF or image file may be this large (its pages are decoded one at a time)
+MAX_PICTURES_BYTES = 1 << 30
 HEAD_BYTES = 4096  # what is read to tell a file's kind by its content
 PARSE_WORKERS = max(1, min(4, os.cpu_count() or 1))
 POOL_FROM = 32  # fewer light files than this are parsed in this process (a pool costs more than it saves)
@@ -50,8 +52,13 @@ def read_document(task: FileTask) -> tuple[str, Any]:
     try:
         with open(task.path, "rb") as handle:
             info = os.fstat(handle.fileno())
-            if info.st_size > MAX_FILE_BYTES:
-                return "error", f"larger than {MAX_FILE_BYTES >> 20} MiB ({info.st_size} bytes)"
+            limit = (
+                MAX_PICTURES_BYTES
+                if task.extraction.recognizes and task.kind in OCR_KINDS
+                else MAX_FILE_BYTES
+            )
+            if info.st_size > limit:
+                return "error", f"larger than {limit >> 20} MiB ({info.st_size} bytes)"
             data = handle.read()
     except OSError as error:
         return "error", f"cannot read: {error.strerror or error}"

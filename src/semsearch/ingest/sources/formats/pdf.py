@@ -36,7 +36,7 @@ def parse(data: bytes, kind: str = "pdf", extraction: Extraction = TEXT_LAYERS_O
                 textpage = page.get_textpage()
                 text = plain(textpage.get_text_range())
                 textpage.close()
-                if recognized := _recognized(page, number + 1, text, extraction):
+                if recognized := _recognized(page, text, extraction):
                     text, ocr = recognized, extraction.described()
                 out.page(number + 1, text)
                 page.close()
@@ -49,18 +49,18 @@ def parse(data: bytes, kind: str = "pdf", extraction: Extraction = TEXT_LAYERS_O
     return parsed
 
 
-def _recognized(page, number: int, text: str, extraction: Extraction) -> str | None:
+def _recognized(page, text: str, extraction: Extraction) -> str | None:
     """The page's text read by OCR, if it is a page to recognize (ocr/pages.py)."""
     if not extraction.recognizes:
         return None
     from ...ocr.pages import needs_recognition, pdf_page_text
 
-    return pdf_page_text(page, number, extraction) if needs_recognition(page, text, extraction) else None
+    return pdf_page_text(page, extraction) if needs_recognition(page, text, extraction) else None
 
 
 def _no_text(extraction: Extraction) -> str:
     if extraction.recognizes:
-        return "no text found on any page (blank pages?)"
+        return "no text layer, and OCR found no text on any page (blank pages?)"
     if extraction.wants_engine:
         return f"no text layer (scanned images?): reading it needs OCR: {INSTALL}"
     return "no text layer (scanned images?): nothing to index (--ocr never)"
