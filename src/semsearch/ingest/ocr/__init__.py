@@ -12,7 +12,6 @@ import os
 from dataclasses import dataclass, replace
 from functools import cache
 from glob import glob
-from importlib.metadata import PackageNotFoundError, version
 
 from ...errors import DataError
 
@@ -149,6 +148,8 @@ def _language(name: str) -> str:
 
 @cache
 def _version(package: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
     try:
         return version(package)
     except PackageNotFoundError:

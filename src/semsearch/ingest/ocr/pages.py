@@ -41,6 +41,10 @@ def image_pages(data: bytes) -> Iterator[tuple[int, Image]]:
             warnings.simplefilter("error", Image.DecompressionBombWarning)
             picture = Image.open(io.BytesIO(data))
             for number, frame in enumerate(ImageSequence.Iterator(picture), start=1):
+                if (
+                    frame.size[0] * frame.size[1] > PIXEL_LIMIT
+                ):  # a later frame of a TIFF: not checked on open
+                    raise Image.DecompressionBombError(frame.size)
                 frame.load()
                 yield number, frame.convert("L")
     except (Image.DecompressionBombError, Image.DecompressionBombWarning):

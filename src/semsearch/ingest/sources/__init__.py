@@ -42,10 +42,6 @@ def open_source(
 
     if is_table(paths):
         return TableSource(paths, fields)
-    if extraction is None:
-        from ..ocr import extraction as default_extraction
-
-        extraction = default_extraction()
     if isinstance(paths, (str, Path)):
         paths = [paths]
     paths = list(paths)
@@ -58,6 +54,10 @@ def open_source(
         return JsonlSource(path, fields) if kind == "jsonl" else TableSource(path, fields, kind, found=True)
 
     parts: list[Source] = []
+    if extraction is None and any(str(path) != "-" for path in paths):
+        from ..ocr import extraction as default_extraction
+
+        extraction = default_extraction()
     for path in paths:
         if str(path) == "-":
             parts.append(JsonlSource(path, fields, vectors))
