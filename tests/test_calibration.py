@@ -802,18 +802,19 @@ def _places_hold_their_sentences(targets, store) -> None:
     docs = store.get(pks.tolist())
     spans = store.spans([pk + i for pk, n in counts.items() if n > 1 for i in range(n)])
     owner = {pk + i: pk for pk, n in counts.items() for i in range(n)}
-    renewed = set(targets.rows.tolist())
+    renewed, dropped = set(targets.rows.tolist()), set(targets.dropped.tolist())
     held = {row: text for row, _, text in targets.passages}
-    assert sorted(held) == sorted(owner)  # every passage of the corpus, once
+    assert sorted([*held, *(dropped - renewed)]) == sorted(owner)  # every passage of the corpus, once
+    assert len(renewed) == len(targets.queries) == len(targets.texts) and renewed <= dropped
     for q in targets.queries:
         text = docs[owner[q.pk]]["text"]
         assert text[q.span[0] : q.span[1]] == q.query and q.pk in renewed
         start, end = spans.get(q.pk, (0, len(text)))
         assert start <= q.span[0] < q.span[1] <= end  # inside its passage
-        for row in (q.pk - 1, q.pk, q.pk + 1):
+        assert q.query not in held[q.pk] and q.query not in targets.texts[sorted(renewed).index(q.pk)]
+        for row in (q.pk - 1, q.pk + 1):  # a neighbour holding part of it: left out of both sides
             if row in spans and spans[row][0] < q.span[1] and q.span[0] < spans[row][1]:
-                assert row in renewed and q.query not in held[row]
-    assert len(targets.rows) == len(set(targets.rows.tolist()))
+                assert row in dropped and row not in held
     for row, text in held.items():
         if row not in renewed:
             start, end = spans.get(row, (0, len(docs[owner[row]]["text"])))

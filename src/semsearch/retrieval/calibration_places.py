@@ -2,15 +2,15 @@
 than the pseudo-queries it wants (one manual, a book, a few long reports), a search answers places, and a
 document's rest always holds its sentence's neighbours: every query finds its document first whatever the weight
 (one 311-page manual: 1.000 at every weight). So there the query is a sentence lying inside a passage, and its
-target that passage, re-encoded without it: the place. A sentence reaching into the next passage's overlap is
-taken out of both, and either found counts as the place found (the row holding all of it names it).
+target that passage, re-encoded without it: the place. A neighbour passage holding part of the sentence (the
+passages' overlap) is left out of the scratch copy, as a document's passages holding its query are (cropping.py).
 
 Passages are read in the draw's order (drawing.py: keys of their document's content and their place in it), one
 sentence a passage (drawn by the passage's key), no two sharing a passage, SCANNED passages read at most per
 query wanted. Ranked as a search of places ranks them: dense, the scratch copy's vector rows (ScratchDense: the
 targets' rows replaced by their new vectors), re-scored by the raw vectors as queries are; keyword, bm25 over
 the passages as documents (their texts as the scratch holds them, each under its document's title), FUSION_DEPTH
-of each. Its cost: a document's sentences found once, and one passage encoded again a query (two at most)."""
+of each. Its cost: a document's sentences found once, and one passage encoded again a query."""
 
 from __future__ import annotations
 
@@ -37,21 +37,20 @@ from .vectorindex import one_faiss_thread
 
 Encode = Callable[[Sequence[str]], np.ndarray]
 REST_WORDS = 8  # a passage keeps at least these words without its sentence (else it is no place to find)
-EXTRA = 16  # places read beyond FUSION_DEPTH: a target's two rows count once
 
 
 @dataclass(frozen=True)
 class PlaceTargets:
-    """The places drawn, as the scratch copy holds them: each query's `pk` its place (the row holding all of its sentence), `rest` that
-    passage without the sentence; every target row with its text to encode (`rows`, `texts`, sorted by row),
-    `dropped` those same rows; `place_of` a target's second row -> its place; `passages` every row's (row,
-    title, text) as the scratch's keyword side ranks them."""
+    """The places drawn, as the scratch copy holds them: each query's `pk` its place (the row holding all of
+    its sentence), `rest` that passage without the sentence; each place's row with its text to encode (`rows`,
+    `texts`, sorted by row); `dropped` those rows and their neighbours holding part of a sentence (left out);
+    `passages` every row's (row, title, text) as the scratch's keyword side ranks them, those neighbours
+    left out."""
 
     queries: list[PseudoQuery]
     rows: np.ndarray
     texts: list[str]
     dropped: np.ndarray
-    place_of: dict[int, int]
     passages: list[tuple[int, str | None, str]]
     vectors: np.ndarray | None = None
 
@@ -112,10 +111,10 @@ def drawn_places(
             continue
         taken.update(holding)
         chosen.append((PseudoQuery(row, text[s:e], rest, (s, e), CLOZE, key), document, holding))
-    return _targets(chosen, docs, counts, pks, spans, cut)
+    return place_targets(chosen, docs, counts, pks, spans, cut)
 
 
-def _targets(
+def place_targets(
     chosen: list[tuple[PseudoQuery, int, list[int]]],
     docs: dict[int, dict[str, Any]],
     counts: np.ndarray,
@@ -123,29 +122,27 @@ def _targets(
     spans: dict[int, tuple[int, int]],
     cut: Callable[[Sequence[Document]], Sequence[Sequence[Any]]],
 ) -> PlaceTargets:
-    """The places chosen as the scratch copy holds them (PlaceTargets)."""
-    texts: dict[int, str] = {}
+    """The places chosen as the scratch copy holds them (PlaceTargets): each place's own row re-encoded without
+    its sentence; a neighbour holding part of it (the passages' overlap) left out of both sides."""
     title_of = {int(pk): docs.get(int(pk), {}).get("title") for pk in pks}
-    for q, document, holding in chosen:
-        for r in holding:
-            texts[r] = _without(docs[document]["text"], spans[r], q.span)
+    texts = {q.pk: _without(docs[document]["text"], spans[q.pk], q.span) for q, document, _ in chosen}
     rows = sorted(texts)
-    owners = {r: document for _, document, holding in chosen for r in holding}
+    owners = {q.pk: document for q, document, _ in chosen}
     parts = cut([Document(str(r), texts[r], title_of[owners[r]]) for r in rows])
     encoded = [" ".join(p.embedding_text for p in passage) for passage in parts]
+    gone = {r for q, _, holding in chosen for r in holding if r != q.pk}
     passages = []
     for pk, n in zip(pks.tolist(), counts.tolist()):
         text = docs.get(pk, {}).get("text", "")
         for r in range(pk, pk + n):
-            start, end = spans.get(r, (0, len(text)))
-            passages.append((r, title_of[pk], texts.get(r, text[start:end])))
-    place_of = {r: q.pk for q, _, holding in chosen for r in holding if r != q.pk}
+            if r not in gone:
+                start, end = spans.get(r, (0, len(text)))
+                passages.append((r, title_of[pk], texts.get(r, text[start:end])))
     return PlaceTargets(
         [q for q, _, _ in chosen],
         np.asarray(rows, dtype=np.int64),
         encoded,
-        np.asarray(rows, dtype=np.int64),
-        place_of,
+        np.asarray(sorted([*rows, *gone]), dtype=np.int64),
         passages,
     )
 
@@ -185,25 +182,23 @@ def place_rankings(
         encoded = targets if targets.vectors is not None else targets.encoded(encode_targets or encode)
         vectors = encode(list(asked))
         scratch = ScratchDense(dense, encoded.dropped, OverlaidRaw(dense.raw, encoded.rows, encoded.vectors))
-        depth = max(FUSION_DEPTH, rerank_depth) + EXTRA
+        depth = max(FUSION_DEPTH, rerank_depth)
         ranked = scratch.ranked_rows(vectors, depth, None)
         if rerank_depth:
             ranked = rerank(scratch.raw, vectors, ranked, depth)
-        return [_placed(rows, scores, targets.place_of) for rows, scores in ranked]
+        return [_placed(rows, scores) for rows, scores in ranked]
 
     with one_faiss_thread(), ThreadPoolExecutor(1) as beside:
         dense_found = beside.submit(dense_side)
         matrix = Bm25Matrix.of_rows(SCRATCH, term_rows(targets.passages), len(targets.passages))
         keyword = KeywordRetriever(store, store.count())
         terms = [keyword.terms(text) for text in asked]
-        found = matrix.top_many(terms, FUSION_DEPTH + EXTRA, None)
-        keyword_found = [_placed(rows, scores, targets.place_of) for rows, scores in found]
+        found = matrix.top_many(terms, FUSION_DEPTH, None)
+        keyword_found = [_placed(rows, scores) for rows, scores in found]
         return dense_found.result(), keyword_found
 
 
-def _placed(rows: np.ndarray, scores: np.ndarray, place_of: dict[int, int]) -> Documents:
-    """Ranked rows as places, best first: a target's second row as its place, each place once, FUSION_DEPTH."""
-    places = np.fromiter((place_of.get(r, r) for r in rows.tolist()), np.int64, len(rows))
-    _, first = np.unique(places, return_index=True)
-    first = np.sort(first)[:FUSION_DEPTH]
-    return Documents(places[first], np.asarray(scores, np.float64)[first], places[first])
+def _placed(rows: np.ndarray, scores: np.ndarray) -> Documents:
+    """Ranked rows as places, best first, FUSION_DEPTH of them."""
+    rows = np.asarray(rows, np.int64)[:FUSION_DEPTH]
+    return Documents(rows, np.asarray(scores, np.float64)[:FUSION_DEPTH], rows)
