@@ -220,12 +220,6 @@ class DocumentStore(StoreReads, SyncedFiles, PlaceUpdates):
         """Every document's pk, sorted."""
         return self._pks("SELECT pk FROM documents", {})
 
-    def content_names(self) -> tuple[np.ndarray, list[str]]:
-        """Every document's pk (sorted) and what it is whatever its pk or when it was stored: its id and content
-        hash (title, text, metadata), joined by a NUL."""
-        rows = self.db.execute("SELECT pk, id || char(0) || hash FROM documents ORDER BY pk").fetchall()
-        return np.array([pk for pk, _ in rows], dtype=np.int64), [name for _, name in rows]
-
     def vector_pks(self) -> np.ndarray:
         """Every vector row (a passage of a document), sorted: the rows of the raw vectors and the index."""
         return self.passage_pks(self.all_pks())
