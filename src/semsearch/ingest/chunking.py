@@ -11,7 +11,11 @@ crosses one. A section longer than a passage is cut as above inside it; neighbou
 are one passage when they share their place (page, anchor, heading path), so a passage's location is right for
 all of its text. Joining sections under the first's heading path as well (a heading's lone sentence with its
 subsections) found nothing more on real documentation and pointed 1.4% more hits at a section around the one
-holding the words (benchmarks/results/html-docs.md)."""
+holding the words (benchmarks/results/html-docs.md).
+
+A stretch that only lists other places (a table of contents, a back-of-book index: listings.py) is cut into no
+passage, so the section it names answers a query for its title instead: a section that is one, or a passage of a
+document without sections. A document that is all listing keeps its passages (it has nothing else to answer)."""
 
 from __future__ import annotations
 
@@ -22,9 +26,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..cjk import CJK_SENTENCE_ENDS, HAN
-from ..documents import Document, Location, Section
+from ..documents import Document, Location, Section, passage_locations
 from ..encoding import Tokenizer
 from ..encoding.external import UnitTokenizer
+from .listings import MIN_LINES, is_listing
 
 Span = tuple[int, int]  # character offsets [start, end) in a document's text
 SENTENCE_ENDS = ".!?;:"
@@ -50,6 +55,7 @@ class Chunker:
     chunk_tokens: int  # a passage's tokens, title and special tokens included
     overlap: int
     merge: str = "same"  # which neighbouring sections share a passage (MERGES)
+    headings: bool = False  # a passage is encoded with its section's heading after the title
 
     def split(self, docs: Sequence[Document]) -> list[list[Passage]]:
         """Each document's passages, in order: one (the whole document) unless it is longer than a passage;
@@ -69,15 +75,32 @@ class Chunker:
         titles = self._titles([docs[i].title or "" for i in long])
         for i, title, offsets in zip(long, titles, self._offsets([docs[i].text for i in long])):
             doc = docs[i]
-            budget = self.chunk_tokens - self.specials - title[1]
+            prefixes = self._heading_prefixes(doc) if self.headings and doc.sections else {}
+            budget = self.chunk_tokens - self.specials - max([title[1], *(n for _, n in prefixes.values())])
             overlap = min(self.overlap, budget // 2)
             if doc.sections:
                 spans = sectioned(doc, offsets, budget, overlap, MERGES[self.merge])
             else:
-                spans = cut(doc.text, offsets, budget, overlap)
+                spans = unlisted(doc.text, cut(doc.text, offsets, budget, overlap))
             prefix = f"{title[0]} " if title[0] else ""
-            out[i] = [Passage(span, prefix + doc.text[span[0] : span[1]]) for span in spans]
+            if prefixes:
+                places = passage_locations(doc, spans)
+                befores = [f"{prefixes[place.headings][0]} " if place else prefix for place in places]
+            else:
+                befores = [prefix] * len(spans)
+            out[i] = [
+                Passage(span, before + doc.text[span[0] : span[1]]) for span, before in zip(spans, befores)
+            ]
         return out
+
+    def _heading_prefixes(self, doc: Document) -> dict[tuple[str, ...], tuple[str, int]]:
+        """Each heading path of the document's sections -> what precedes its passages (the title and the
+        innermost heading, cut to the title's share of the tokens) and its length in tokens."""
+        paths = list(dict.fromkeys(section.location.headings for section in doc.sections or ()))
+        texts = [
+            " ".join(part for part in (doc.title or "", path[-1] if path else "") if part) for path in paths
+        ]
+        return dict(zip(paths, self._titles(texts)))
 
     @property
     def specials(self) -> int:
@@ -143,6 +166,8 @@ def sectioned(
         for section in doc.sections or ()
     ]
     pieces = [(section, low, high) for section, low, high in pieces if high > low]
+    places = [piece for piece in pieces if not is_listing(doc.text[piece[0].start : piece[0].end])]
+    pieces = places or pieces
     spans: list[Span] = []
     at = 0
     while at < len(pieces):
@@ -161,6 +186,26 @@ def sectioned(
             spans += _within(doc.text, section, offsets[low:high], budget, overlap)
         at = stop
     return spans or [(0, len(doc.text))]
+
+
+def unlisted(text: str, spans: list[Span]) -> list[Span]:
+    """The spans that are not listings (all of them where every one is), each judged on its whole lines and, where
+    it holds fewer than MIN_LINES, as many lines around it (a passage holds a line or two of dot leaders)."""
+    if len(spans) < 2:
+        return spans
+    kept = [span for span in spans if not is_listing(text[slice(*_lines_around(text, span))])]
+    return kept or spans
+
+
+def _lines_around(text: str, span: Span) -> Span:
+    start = text.rfind("\n", 0, span[0]) + 1
+    end = text.find("\n", span[1])
+    end = len(text) if end < 0 else end
+    while text.count("\n", start, end) + 1 < MIN_LINES and (start > 0 or end < len(text)):
+        start = text.rfind("\n", 0, max(start - 1, 0)) + 1
+        following = text.find("\n", end + 1)
+        end = len(text) if following < 0 else following
+    return start, end
 
 
 def _within(text: str, section: Section, offsets: np.ndarray, budget: int, overlap: int) -> list[Span]:
