@@ -217,7 +217,7 @@ def main() -> None:
         subprocess.run([*call, "--pdfs", *pdfs], env=environment, check=True)
         rows += json.loads(out.read_text())
     rows += run_systems(args, places, "this")
-    pages = sum(1 for _ in open(args.work / "pages.jsonl"))
+    pages = (args.work / "pages.jsonl").read_text().count("\n")
     lines = [
         *results_header(
             "Known places in real manuals",

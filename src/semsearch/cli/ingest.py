@@ -22,6 +22,7 @@ from ..settings import (
     TransformKind,
     at_least,
 )
+from .encodingbar import EncodingBar as encoding_bar
 from .options import (
     calibrated_again,
     calibration_line,
@@ -32,7 +33,6 @@ from .options import (
     index_type_option,
     ingest_summary,
     kept_line,
-    progress,
     quiet_option,
     recall_target_option,
     stale_words,
@@ -321,7 +321,7 @@ def ingest(
             click.echo(f"encoding on {executor.describe()}", err=True)
         with (
             Index.open_or_create(build_path, options, corpus=corpus, wait=wait) as index,
-            progress(total, quiet, "encoding") as bar,
+            encoding_bar(total, quiet) as bar,
         ):
             if corpus.export:
                 exported.check_model(corpus.export, index.settings, str(corpus.path))
@@ -330,7 +330,7 @@ def ingest(
                 keep_tuning_queries(index.path, tuning_queries, index.settings.encoder_dim)
             report = index.ingest(
                 corpus,
-                progress=bar.update,
+                progress=bar,
                 refit=refit,
                 cluster=executor,
                 recalibrate=recalibrate,

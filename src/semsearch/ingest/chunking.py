@@ -189,18 +189,27 @@ def sectioned(
 
 
 def unlisted(text: str, spans: list[Span]) -> list[Span]:
-    """The spans that are not listings (all of them where every one is), each judged on its whole lines and, where
-    it holds fewer than MIN_LINES, as many lines around it (a passage holds a line or two of dot leaders)."""
+    """The spans that are not listings (all of them where every one is): a span is one when its own whole lines
+    are and, where they are fewer than MIN_LINES, so are as many lines around them (a passage holds a line or two
+    of dot leaders)."""
     if len(spans) < 2:
         return spans
-    kept = [span for span in spans if not is_listing(text[slice(*_lines_around(text, span))])]
+
+    def listing(span: Span) -> bool:
+        own = _whole_lines(text, span)
+        return is_listing(text[slice(*own)], 1) and is_listing(text[slice(*_lines_around(text, own))])
+
+    kept = [span for span in spans if not listing(span)]
     return kept or spans
 
 
-def _lines_around(text: str, span: Span) -> Span:
-    start = text.rfind("\n", 0, span[0]) + 1
+def _whole_lines(text: str, span: Span) -> Span:
     end = text.find("\n", span[1])
-    end = len(text) if end < 0 else end
+    return text.rfind("\n", 0, span[0]) + 1, len(text) if end < 0 else end
+
+
+def _lines_around(text: str, lines: Span) -> Span:
+    start, end = lines
     while text.count("\n", start, end) + 1 < MIN_LINES and (start > 0 or end < len(text)):
         start = text.rfind("\n", 0, max(start - 1, 0)) + 1
         following = text.find("\n", end + 1)

@@ -15,8 +15,8 @@ from __future__ import annotations
 import re
 
 # page references at a line's end: 168 | xii | 16, 52 | 30-34
-_REFERENCE = r"(?:\d{1,4}|[ivxlcdm]{1,7})"
-PAGE_REFERENCES = re.compile(rf"{_REFERENCE}(?:\s*[,\u2013-]\s*{_REFERENCE})*\s*$", re.IGNORECASE)
+_REFERENCE = r"(?:\d{1,4}|(?=[ivxlcdm])m{0,3}(?:cm|cd|d?c{0,3})(?:xc|xl|l?x{0,3})(?:ix|iv|v?i{0,3})\b)"
+PAGE_REFERENCES = re.compile(rf"\b{_REFERENCE}(?:\s*[,\u2013-]\s*{_REFERENCE})*\s*$", re.IGNORECASE)
 DOT_LEADER = re.compile(r"(?:\.\s?){2,}\s*$|[\u2026\u00b7]\s*$")
 SEPARATORS = " \t.,\u2026\u00b7\u2013-"
 LISTED_SHARE = 0.5
@@ -39,10 +39,10 @@ def listed_place(line: str) -> int:
     return 2 if DOT_LEADER.search(before) or before.rstrip().endswith(",") else 1
 
 
-def is_listing(text: str) -> bool:
+def is_listing(text: str, min_lines: int = MIN_LINES) -> bool:
     """Whether a stretch of text (a page, a section) only lists other places (the module's rule)."""
     lines = [line for line in text.splitlines() if any(char.isalnum() for char in line)]
-    if len(lines) < MIN_LINES:
+    if len(lines) < max(min_lines, 1):
         return False
     kinds = [listed_place(line) for line in lines]
     listed = sum(1 for kind in kinds if kind)
