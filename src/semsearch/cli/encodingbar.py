@@ -10,15 +10,16 @@ import sys
 FEW_DOCUMENTS = 256  # at most this many documents: the bar counts passages (the first partition of a folder)
 
 
-def counts_passages(documents: int) -> bool:
-    """Whether an ingest of this many documents reports passages (the bar, the summary's rate)."""
-    return 0 < documents <= FEW_DOCUMENTS
+def counts_passages(documents: int | None) -> bool:
+    """Whether an ingest of this many documents (None: not known before it is read, a folder's tables) reports
+    passages (the bar, the summary's rate)."""
+    return documents is not None and 0 < documents <= FEW_DOCUMENTS
 
 
 class EncodingBar:
     """A progress callable (documents done) that also takes `passages(found=, done=)` (pipeline.py)."""
 
-    def __init__(self, documents: int, quiet: bool, label: str = "encoding"):
+    def __init__(self, documents: int | None, quiet: bool, label: str = "encoding"):
         from tqdm import tqdm
 
         self.documents, self.done = documents, 0
