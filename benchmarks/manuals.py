@@ -14,14 +14,13 @@ search has it; else the document answer, a manual once at its best place, and `b
 that place is one of the pages); and the careful user's conversion, one JSONL line per page (id, text, manual and
 page as metadata). Each is searched as the index's default (hybrid, calibrated) and keyword and dense alone.
 `--before` measures the same on another source tree (a checkout's src/, e.g. main before this change) in the same
-run; `--variants` adds a folder ingest whose passages are encoded with their section's heading (chunking.py's
-`headings`).
+run; `--variants` adds a folder ingest whose passages are encoded without their section's heading (chunking.py's
+`headings` off).
 """
 
 from __future__ import annotations
 
 import argparse
-import inspect
 import json
 import os
 import re
@@ -123,20 +122,29 @@ def scores(places: list[dict], results, conversion: bool) -> dict:
     return out
 
 
-def measure(label: str, corpus: Path, places: list[dict], work: Path, headings: bool = False) -> list[dict]:
+def takes_per_document(index) -> bool:
+    """Whether the search answers places (`per_document`, issue 52), else documents."""
+    try:
+        index.search_many(["a"], k=1, crop=0, per_document=0)
+    except TypeError:
+        return False
+    return True
+
+
+def measure(label: str, corpus: Path, places: list[dict], work: Path, headings: bool = True) -> list[dict]:
     from semsearch import Index
 
-    if headings:  # the variant: passages encoded with their section's heading
+    if not headings:  # the variant: passages encoded without their section's heading
         from dataclasses import replace
 
         from semsearch.ingest import creation
         from semsearch.operations import calibrating, writes
 
-        def with_headings(*args):
+        def without_headings(*args):
             made = creation.make_chunker(*args)
-            return made and replace(made, headings=True)
+            return made and replace(made, headings=False)
 
-        writes.make_chunker = calibrating.make_chunker = with_headings
+        writes.make_chunker = calibrating.make_chunker = without_headings
     conversion = corpus.suffix == ".jsonl"
     path = work / f"index-{label}"
     shutil.rmtree(path, ignore_errors=True)
@@ -144,10 +152,7 @@ def measure(label: str, corpus: Path, places: list[dict], work: Path, headings: 
     with Index.create(path) as index:
         index.ingest(corpus)
         seconds = time.perf_counter() - started
-        places_asked = "per_document" in inspect.signature(index.search_many).parameters or hasattr(
-            index, "search_places"
-        )
-        extra = {"per_document": 0} if places_asked and not conversion else {}
+        extra = {} if conversion or not takes_per_document(index) else {"per_document": 0}
         texts = [place["query"] for place in places]
         rows = []
         for mode in MODES:
@@ -177,7 +182,7 @@ def run_systems(args, places: list[dict], tree: str) -> list[dict]:
     rows = measure(f"{tree}: folder of PDFs", folder, places, args.work)
     rows += measure(f"{tree}: JSONL line a page", args.work / "pages.jsonl", places, args.work)
     if args.variants:
-        rows += measure(f"{tree}: folder, headings encoded", folder, places, args.work, headings=True)
+        rows += measure(f"{tree}: folder, headings not encoded", folder, places, args.work, headings=False)
     return rows
 
 
@@ -188,7 +193,7 @@ def main() -> None:
     parser.add_argument("--pdfs", nargs="*", type=Path, default=[Path(p) for p in MANUALS])
     parser.add_argument("--work", type=Path, default=REPO / "indexes" / "manuals")
     parser.add_argument("--before", type=Path, help="another source tree measured in the same run")
-    parser.add_argument("--variants", action="store_true", help="also the folder with headings encoded")
+    parser.add_argument("--variants", action="store_true", help="also the folder without headings encoded")
     parser.add_argument("--tree", default="this", help=argparse.SUPPRESS)
     parser.add_argument("--rows", type=Path, help=argparse.SUPPRESS)  # a --before run's rows, as JSON
     args = parser.parse_args()
