@@ -103,7 +103,8 @@ def section_pages() -> list[tuple[str, str, int]]:
     return out
 
 
-def write_manual(path: Path) -> Path:
+def write_manual(path: Path, outline: bool = True) -> Path:
+    """The manual at `path`; without `outline`, no bookmarks (its headings are then only in its contents)."""
     from fpdf import FPDF
 
     pdf = FPDF(format="A4")
@@ -132,16 +133,19 @@ def write_manual(path: Path) -> Path:
         for section, text in CHAPTERS[chapter].items():
             pdf.add_page()
             if section == next(iter(CHAPTERS[chapter])):
-                pdf.start_section(f"{number} {chapter}", level=0)
+                if outline:
+                    pdf.start_section(f"{number} {chapter}", level=0)
                 pdf.set_font("Helvetica", "B", 14)
                 pdf.multi_cell(0, 8, f"{number} {chapter}", new_x="LMARGIN", new_y="NEXT")
-            pdf.start_section(section, level=1)
+            if outline:
+                pdf.start_section(section, level=1)
             pdf.set_font("Helvetica", "B", 12)
             pdf.multi_cell(0, 8, f"{numbered[section]} {section}", new_x="LMARGIN", new_y="NEXT")
             pdf.set_font("Helvetica", "", 10)
             pdf.multi_cell(0, 5, text, new_x="LMARGIN", new_y="NEXT")
     pdf.add_page()
-    pdf.start_section("Index", level=0)
+    if outline:
+        pdf.start_section("Index", level=0)
     pdf.set_font("Helvetica", "B", 14)
     pdf.cell(0, 10, "Index", new_x="LMARGIN", new_y="NEXT")
     pdf.set_font("Helvetica", "", 10)

@@ -51,6 +51,21 @@ def test_the_outline_gives_each_section_its_heading_path(manual, manual_module):
     assert parsed.text[section_part.start : section_part.end].startswith("2.1 Tables and Columns")
 
 
+def test_without_an_outline_the_headings_come_from_the_contents_page(manual_module, tmp_path):
+    bare = manual_module.write_manual(tmp_path / "bare.pdf", outline=False)
+    assert not pdf.outline(pdfium_document(bare))
+    parsed = pdf.parse(bare.read_bytes())
+    last = {section.location.page: section.location.headings for section in parsed.sections}
+    for _, section, page in manual_module.section_pages():
+        assert last[page][-1] == section  # the contents' page numbers, found where the title begins a line
+
+
+def pdfium_document(path):
+    import pypdfium2
+
+    return pypdfium2.PdfDocument(path.read_bytes())
+
+
 def test_contents_and_index_pages_are_listings_and_cut_into_no_passage(manual, manual_index):
     parsed = pdf.parse(manual.read_bytes())
     listings = [s.location.page for s in parsed.sections if is_listing(parsed.text[s.start : s.end])]

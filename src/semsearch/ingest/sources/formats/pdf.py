@@ -2,7 +2,7 @@
 1-based); the title from the file's metadata. A PDF with an outline (bookmarks) gives each section its heading
 path (`headings`, as HTML and Markdown have them): a page where a bookmarked heading starts is cut where its title
 is found in the page's text (at its start when it is not), and each part takes the path of the heading it falls
-under. An encrypted file (no empty password opens it) or one with no
+under. A PDF without an outline takes its headings from its own table of contents (contents.py). An encrypted file (no empty password opens it) or one with no
 text layer (scanned images) is refused with that reason. PDFium reads Debian's manuals 10x faster than pypdf
 did, the same text (benchmarks/results/files.md)."""
 
@@ -14,6 +14,7 @@ from collections.abc import Iterable
 
 from . import Parsed, Unreadable
 from .blocks import Assembly
+from .contents import contents_headings
 
 # PDFium is not thread-safe: one document at a time in a process (ingest parses in a pool of processes)
 _LOCK = threading.Lock()
@@ -37,17 +38,20 @@ def parse(data: bytes, kind: str = "pdf") -> Parsed:
                 raise Unreadable("encrypted (a password is needed)") from None
             raise Unreadable(f"not a readable PDF ({error})") from None
         try:
-            starts = heading_paths(outline(document))
+            texts = []
             for number in range(len(document)):
                 page = document[number]
                 textpage = page.get_textpage()
-                text = plain(textpage.get_text_range())
+                texts.append(plain(textpage.get_text_range()))
                 textpage.close()
                 page.close()
-                out.page_parts(number + 1, page_parts(text, starts.get(number, ()), starts.above(number)))
+            marks = outline(document)
             title = document.get_metadata_dict(skip_empty=True).get("Title")
         finally:
             document.close()
+    starts = heading_paths(marks or contents_headings(texts, title_at))
+    for number, text in enumerate(texts):
+        out.page_parts(number + 1, page_parts(text, starts.get(number, ()), starts.above(number)))
     parsed = out.parsed(title)
     if not parsed.text.strip():
         raise Unreadable("no text layer (scanned images?): nothing to index")
