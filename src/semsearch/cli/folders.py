@@ -9,7 +9,8 @@ from pathlib import Path
 import click
 
 from ..errors import DataError, IndexStateError
-from .options import ingest_summary, progress
+from .encodingbar import EncodingBar
+from .options import ingest_summary
 
 
 def folder_sync(
@@ -106,8 +107,8 @@ def sync_once(
         known = len(changes.refused)
         stream = read_changes(folder, changes, refuse=refuse) if changes.pending else None
         total = len(changes.documents) if stream is None else folder.expected(changes.pending)
-        with progress(total, quiet or watching or total == 0, "encoding") as bar:
-            report = index.sync(changes, documents=stream, prune=prune, progress=bar.update, **add)
+        with EncodingBar(total, quiet or watching or total == 0) as bar:
+            report = index.sync(changes, documents=stream, prune=prune, progress=bar, **add)
         for error in changes.refused[known:]:  # found as the files were parsed
             click.echo(f"skipped: {error}", err=True)
             refused.append(error)

@@ -22,6 +22,7 @@ from ..settings import (
     TransformKind,
     at_least,
 )
+from .encodingbar import EncodingBar as encoding_bar
 from .ocr import extraction_of, ocr_options
 from .options import (
     calibrated_again,
@@ -33,7 +34,6 @@ from .options import (
     index_type_option,
     ingest_summary,
     kept_line,
-    progress,
     quiet_option,
     recall_target_option,
     stale_words,
@@ -326,7 +326,7 @@ def ingest(
             click.echo(f"encoding on {executor.describe()}", err=True)
         with (
             Index.open_or_create(build_path, options, corpus=corpus, wait=wait) as index,
-            progress(total, quiet, "encoding") as bar,
+            encoding_bar(total, quiet) as bar,
         ):
             if corpus.export:
                 exported.check_model(corpus.export, index.settings, str(corpus.path))
@@ -335,7 +335,7 @@ def ingest(
                 keep_tuning_queries(index.path, tuning_queries, index.settings.encoder_dim)
             report = index.ingest(
                 corpus,
-                progress=bar.update,
+                progress=bar,
                 refit=refit,
                 cluster=executor,
                 recalibrate=recalibrate,

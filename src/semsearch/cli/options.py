@@ -199,12 +199,6 @@ def calibrated_again(before: dict | None, after: dict | None) -> bool:
     return after is not None and made(before) != made(after)
 
 
-def progress(total: int, quiet: bool, label: str):
-    from tqdm import tqdm
-
-    return tqdm(total=total, desc=label, unit="doc", disable=quiet, file=sys.stderr, dynamic_ncols=True)
-
-
 def shorten(text: str, width: int) -> str:
     text = " ".join(text.split())
     return text if len(text) <= width else text[: width - 1] + "…"
@@ -252,8 +246,18 @@ def ingest_summary(report, refused: int, documents: int, index_path: Path, ignor
     return (
         f"read {read} documents, {refused} refused{passed}: {report.added} documents added ({report.replaced} "
         f"replaced, {report.unchanged} unchanged{moved}{passages}) to {index_path} in {report.seconds:.1f} s "
-        f"({report.docs_per_second:.1f} docs/s); {documents} in the index"
+        f"({rate(report)}); {documents} in the index"
     )
+
+
+def rate(report) -> str:
+    """The summary's rate: in passages a second where the documents are few and long (a manual's passages are
+    the work), else in documents a second."""
+    from .encodingbar import counts_passages
+
+    if report.passages > report.added and counts_passages(report.added) and report.seconds > 0:
+        return f"{report.passages / report.seconds:.1f} passages/s"
+    return f"{report.docs_per_second:.1f} docs/s"
 
 
 def page_options(func):

@@ -3,15 +3,22 @@ many word pieces of the model's own tokenizer, overlapping, cut at a sentence en
 second half, else at a word's end, else (one word longer than half a passage) anywhere. Chinese and Japanese
 text has no spaces: there every boundary between word pieces beside a Han or kana character is a word's end,
 and a sentence ends at 。！？；… without a space after it. Each passage is encoded
-with the document's title before it, and within `chunk_tokens` with the special tokens, so the encoder
-truncates nothing. A passage is a character span of the document's text (its text is never copied).
+with the document's title before it and, in a document whose sections have headings, its section's innermost
+heading unless it begins with it (a section's later passages, a PDF page under a heading begun pages before:
+on four Debian manuals this finds a section's page first for 0.82 of its titles against 0.69 without,
+benchmarks/results/manuals.md), all within `chunk_tokens` with the special tokens, so the encoder truncates
+nothing. A passage is a character span of the document's text (its text is never copied).
 
 A document read from a file brings its sections (a heading's text, a page, a run of paragraphs): no passage
 crosses one. A section longer than a passage is cut as above inside it; neighbouring sections that fit together
 are one passage when they share their place (page, anchor, heading path), so a passage's location is right for
 all of its text. Joining sections under the first's heading path as well (a heading's lone sentence with its
 subsections) found nothing more on real documentation and pointed 1.4% more hits at a section around the one
-holding the words (benchmarks/results/html-docs.md)."""
+holding the words (benchmarks/results/html-docs.md).
+
+A stretch that only lists other places (a table of contents, a back-of-book index: listings.py) is cut into no
+passage, so the section it names answers a query for its title instead: a section that is one, or a passage of a
+document without sections. A document that is all listing keeps its passages (it has nothing else to answer)."""
 
 from __future__ import annotations
 
@@ -22,9 +29,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..cjk import CJK_SENTENCE_ENDS, HAN
-from ..documents import Document, Location, Section
+from ..documents import Document, Location, Section, passage_locations
 from ..encoding import Tokenizer
 from ..encoding.external import UnitTokenizer
+from .listings import MIN_LINES, is_listing
 
 Span = tuple[int, int]  # character offsets [start, end) in a document's text
 SENTENCE_ENDS = ".!?;:"
@@ -50,6 +58,7 @@ class Chunker:
     chunk_tokens: int  # a passage's tokens, title and special tokens included
     overlap: int
     merge: str = "same"  # which neighbouring sections share a passage (MERGES)
+    headings: bool = True  # a passage is encoded with its section's heading after the title (HEADINGS)
 
     def split(self, docs: Sequence[Document]) -> list[list[Passage]]:
         """Each document's passages, in order: one (the whole document) unless it is longer than a passage;
@@ -69,15 +78,37 @@ class Chunker:
         titles = self._titles([docs[i].title or "" for i in long])
         for i, title, offsets in zip(long, titles, self._offsets([docs[i].text for i in long])):
             doc = docs[i]
-            budget = self.chunk_tokens - self.specials - title[1]
+            prefixes = self._heading_prefixes(doc) if self.headings and doc.sections else {}
+            budget = self.chunk_tokens - self.specials - max([title[1], *(n for _, n in prefixes.values())])
             overlap = min(self.overlap, budget // 2)
             if doc.sections:
                 spans = sectioned(doc, offsets, budget, overlap, MERGES[self.merge])
             else:
-                spans = cut(doc.text, offsets, budget, overlap)
+                spans = unlisted(doc.text, cut(doc.text, offsets, budget, overlap))
             prefix = f"{title[0]} " if title[0] else ""
-            out[i] = [Passage(span, prefix + doc.text[span[0] : span[1]]) for span in spans]
+            if prefixes:
+                places = passage_locations(doc, spans)
+                befores = [
+                    prefix
+                    if place is None or _opens_with(doc.text, span, place.headings)
+                    else f"{prefixes[place.headings][0]} "
+                    for span, place in zip(spans, places)
+                ]
+            else:
+                befores = [prefix] * len(spans)
+            out[i] = [
+                Passage(span, before + doc.text[span[0] : span[1]]) for span, before in zip(spans, befores)
+            ]
         return out
+
+    def _heading_prefixes(self, doc: Document) -> dict[tuple[str, ...], tuple[str, int]]:
+        """Each heading path of the document's sections -> what precedes its passages (the title and the
+        innermost heading, cut to the title's share of the tokens) and its length in tokens."""
+        paths = list(dict.fromkeys(section.location.headings for section in doc.sections or ()))
+        texts = [
+            " ".join(part for part in (doc.title or "", path[-1] if path else "") if part) for path in paths
+        ]
+        return dict(zip(paths, self._titles(texts)))
 
     @property
     def specials(self) -> int:
@@ -106,6 +137,15 @@ class Chunker:
         for owner, (begin, _), offsets in zip(owners, pieces, found):
             out[owner].append(np.asarray(offsets, dtype=np.int64).reshape(-1, 2) + begin)
         return [np.concatenate(parts) if parts else np.zeros((0, 2), np.int64) for parts in out]
+
+
+def _opens_with(text: str, span: Span, headings: tuple[str, ...]) -> bool:
+    """Whether a passage begins with its own heading (a section's first, as HTML and Markdown put it): no
+    heading before it then, or it would be said twice (no heading path: nothing to say)."""
+    if not headings:
+        return True
+    head = " ".join(text[span[0] : span[0] + 2 * len(headings[-1]) + 16].split())
+    return head.startswith(headings[-1]) or head.partition(" ")[2].startswith(headings[-1])
 
 
 def given_passages(doc: Document) -> list[Passage]:
@@ -143,6 +183,8 @@ def sectioned(
         for section in doc.sections or ()
     ]
     pieces = [(section, low, high) for section, low, high in pieces if high > low]
+    places = [piece for piece in pieces if not is_listing(doc.text[piece[0].start : piece[0].end])]
+    pieces = places or pieces
     spans: list[Span] = []
     at = 0
     while at < len(pieces):
@@ -161,6 +203,35 @@ def sectioned(
             spans += _within(doc.text, section, offsets[low:high], budget, overlap)
         at = stop
     return spans or [(0, len(doc.text))]
+
+
+def unlisted(text: str, spans: list[Span]) -> list[Span]:
+    """The spans that are not listings (all of them where every one is): a span is one when its own whole lines
+    are and, where they are fewer than MIN_LINES, so are as many lines around them (a passage holds a line or two
+    of dot leaders)."""
+    if len(spans) < 2:
+        return spans
+
+    def listing(span: Span) -> bool:
+        own = _whole_lines(text, span)
+        return is_listing(text[slice(*own)], 1) and is_listing(text[slice(*_lines_around(text, own))])
+
+    kept = [span for span in spans if not listing(span)]
+    return kept or spans
+
+
+def _whole_lines(text: str, span: Span) -> Span:
+    end = text.find("\n", span[1])
+    return text.rfind("\n", 0, span[0]) + 1, len(text) if end < 0 else end
+
+
+def _lines_around(text: str, lines: Span) -> Span:
+    start, end = lines
+    while text.count("\n", start, end) + 1 < MIN_LINES and (start > 0 or end < len(text)):
+        start = text.rfind("\n", 0, max(start - 1, 0)) + 1
+        following = text.find("\n", end + 1)
+        end = len(text) if following < 0 else following
+    return start, end
 
 
 def _within(text: str, section: Section, offsets: np.ndarray, budget: int, overlap: int) -> list[Span]:

@@ -173,11 +173,18 @@ def encode_documents(
 
 def whole_documents(passage_counts: Sequence[int], progress: Progress) -> Progress:
     """A progress that takes passages done (in order) and tells `progress` the documents they complete: a bar
-    counts whole documents, never a share of one."""
+    counts whole documents, never a share of one. A progress that counts passages too (a `passages(found=,
+    done=)` method: the CLI's bar of a few long documents) is told the partition's passages once they are cut,
+    and each batch of them as it is encoded."""
     ends = np.cumsum(passage_counts)
     done = [0, 0]  # passages, documents
+    passages_of = getattr(progress, "passages", None)
+    if passages_of is not None:
+        passages_of(found=int(ends[-1]) if len(ends) else 0)
 
     def count(passages: int) -> None:
+        if passages_of is not None:
+            passages_of(done=passages)
         done[0] += passages
         documents = int(np.searchsorted(ends, done[0], side="right"))
         if documents > done[1]:

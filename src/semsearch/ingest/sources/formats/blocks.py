@@ -53,6 +53,14 @@ class Assembly:
         self.add(text)
         self.close()
 
+    def page_parts(self, number: int, parts: list[tuple[str, tuple[str, ...]]]) -> None:
+        """A page in parts, each a section of its own under its heading path (a PDF's outline)."""
+        for text, headings in parts:
+            self.close()
+            self.place = Location(page=number, headings=headings)
+            self.add(text)
+        self.close()
+
     def parsed(self, title: str | None = None, **metadata) -> Parsed:
         self.close()
         first_heading = self.headings[0][1] if self.headings else None
