@@ -95,6 +95,8 @@ def open_inside(root: str, relative: str) -> int | None:
     """A read-only descriptor of root/relative if that is a regular file inside root once every link is
     resolved, opened without following any link on the way (None otherwise)."""
     real_root = os.path.realpath(root)
+    if real_root != os.path.normpath(root):  # recorded resolved: the folder, or one above it, is a link now
+        return None
     target = os.path.realpath(os.path.join(real_root, *relative.split("/")))
     if os.path.commonpath([real_root, target]) != real_root or target == real_root:
         return None

@@ -1,0 +1,104 @@
+"""`serve`'s /files route on a real folder ingested by `semsearch ingest` and a real server on 127.0.0.1: the
+files the index holds come back byte for byte (a text file as a page of its escaped lines, HTML sandboxed), hits
+carry `location.url` that opens them, and every traversal form of tests/traversal.py (encodings of `..` and `/`,
+absolute paths, NUL bytes, links out, a link swapped in after the ingest, a deleted document's file, files never
+recorded, a folder swapped for a link) is refused without one byte of what it aimed at."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import traversal
+from test_server import SEARCHER, running_server
+
+httpx = pytest.importorskip("httpx")
+pytest.importorskip("fpdf", reason="fpdf2 (the test extra) writes the PDF")
+pytestmark = pytest.mark.xdist_group("files-route")
+
+
+@pytest.fixture(scope="module")
+def layout(tmp_path_factory) -> traversal.Layout:
+    return traversal.build(tmp_path_factory.mktemp("files-route"), traversal.SEMSEARCH)
+
+
+@pytest.fixture(scope="module")
+def url(layout):
+    with running_server(layout.index) as base:
+        yield base
+
+
+def test_every_traversal_form_is_refused(layout, url):
+    tried = traversal.forms(layout)
+    assert len(tried) > 400
+    for what, target in tried:
+        answer = traversal.request(url, target)
+        assert answer.status in (400, 404), (what, target, answer.status, answer.body[:200])
+        assert not traversal.leaked(answer), (what, target, traversal.leaked(answer))
+
+
+def test_the_files_held_come_back_as_they_are(layout, url):
+    for what, target, expected in traversal.served_right(layout):
+        answer = traversal.request(url, target)
+        assert answer.status == 200 and answer.body == expected, (what, answer.status, answer.body[:200])
+    pdf = traversal.request(url, "/files/manual.pdf")
+    assert pdf.headers["content-type"] == "application/pdf" and pdf.body.startswith(b"%PDF-")
+    html = traversal.request(url, "/files/page.html")
+    assert html.headers["content-type"].startswith("text/html")
+    assert "sandbox" in html.headers["content-security-policy"]  # none of its scripts would run
+    lines = traversal.request(url, "/files/notes.md")
+    assert lines.headers["content-type"].startswith("text/html")
+    assert b'id="L3"' in lines.body and b"The zebra crossing rules." in lines.body
+    assert b"script-src 'self'" in lines.headers["content-security-policy"].encode()
+    assert traversal.request(url, "/files/notes.md?raw=1").headers["content-type"].startswith("text/plain")
+
+
+def test_hits_carry_the_address_that_opens_their_place(url):
+    hits = httpx.get(f"{url}/search", params={"q": "zebra", "k": 10}, timeout=60).json()["hits"]
+    places = {hit["id"]: hit["location"]["url"] for hit in hits if "url" in (hit.get("location") or {})}
+    assert places["manual.pdf"].startswith("/files/") and "#page=" in places["manual.pdf"]
+    assert places["notes.md"].split("#")[1].startswith("L")
+    assert "sub/gone.md" not in places and "link.txt" in places  # the link's document is held, its file not
+    for doc_id, place in places.items():
+        status = httpx.get(url + place.split("#")[0], timeout=60).status_code
+        assert status == (404 if doc_id in ("link.txt", "linkdir/secret2.txt", "sub/swap.md") else 200), (
+            doc_id
+        )
+
+
+def test_no_files_and_the_search_key(layout):
+    with running_server(layout.index, files=False) as base:
+        assert httpx.get(f"{base}/files/notes.md", timeout=60).status_code == 404
+        hits = httpx.get(f"{base}/search", params={"q": "zebra"}, timeout=60).json()["hits"]
+        assert hits and not any("url" in (hit.get("location") or {}) for hit in hits)
+    with running_server(layout.index, search_key=SEARCHER) as base:
+        assert traversal.request(base, "/files/notes.md?raw=1").status == 401
+        assert traversal.request(base, "/files/notes.md?raw=1", key="wrong").status == 403
+        answer = traversal.request(base, "/files/notes.md?raw=1", key=SEARCHER)
+        assert answer.status == 200 and answer.body == (layout.docs / "notes.md").read_bytes()
+
+
+def test_a_folder_swapped_for_a_link_serves_nothing(tmp_path_factory):
+    """The ingested folder itself replaced by a link to another holding a file at a recorded path."""
+    base = tmp_path_factory.mktemp("swapped")
+    docs, other = base / "docs", base / "other"
+    docs.mkdir()
+    other.mkdir()
+    (docs / "notes.md").write_text("# Notes\n\nAbout harbours.\n")
+    (other / "notes.md").write_bytes(b"# Notes\n\n" + traversal.SECRET + b"\n")
+    layout = traversal.Layout(base, docs, base / "index", other / "notes.md")
+    done = traversal.subprocess.run(
+        [*traversal.SEMSEARCH, "ingest", str(docs), "--index", str(layout.index), "--quiet"],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    with running_server(layout.index) as url:
+        assert traversal.request(url, "/files/notes.md").status == 200
+        os.rename(docs, base / "docs-moved")
+        os.symlink(other, docs)
+        for target in ("/files/notes.md", "/files/notes.md?raw=1", "/files/docs/notes.md"):
+            answer = traversal.request(url, target)
+            assert answer.status == 404 and not traversal.leaked(answer), target
+    assert Path(docs).is_symlink()
