@@ -23,6 +23,7 @@ from starlette.staticfiles import StaticFiles
 from ..settings import FACET_VALUES, MAX_FACET_VALUES
 from .backups import backup_options, make_backup
 from .documents import add_documents, delete_documents, get_document, stored, text_searchable
+from .facetranges import facet_range_routes
 from .files import file_routes, placed
 from .mcp_http import McpEndpoint
 from .protocol import (
@@ -335,6 +336,7 @@ def create_app(open_index: Callable[[float], Index], settings: ServerSettings | 
         Route("/backup", endpoint(post_backup), methods=["POST"]),
         Route("/mcp", mcp, methods=["GET", "POST", "DELETE"]),
         *(file_routes(svc) if settings.files else []),
+        *facet_range_routes(svc),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: http_error})
