@@ -5,7 +5,7 @@ values to offer one each (a folder's `size` and `modified`: a value a file).
 The documents counted are those the search's facets count (retrieval/facets.py): the filter's (every document
 without one), in keyword mode those that also hold one of the query's words. The edges are quantiles of the values
 (so each range holds a share of the documents, whatever their skew: file sizes), rounded to two significant
-figures for numbers and to the day for dates; a range is `FIELD>=low` and `FIELD<high` (the first has no low
+figures (or finer: rounder) for numbers and to the day for dates; a range is `FIELD>=low` and `FIELD<high` (the first has no low
 bound, the last no high one), and its count is of exactly those values."""
 
 from __future__ import annotations
@@ -40,12 +40,17 @@ def members_of(index: Index, q: str | None, where: list[str], mode: str | None) 
     return matching if allowed is None else np.intersect1d(matching, allowed, assume_unique=True)
 
 
-def rounded(value: float) -> float:
-    """Two significant figures, rounded down (an edge never passes a value it was drawn from upwards)."""
-    if value <= 0:
-        return float(np.floor(value))
-    scale = 10.0 ** (np.floor(np.log10(value)) - 1)
-    return float(np.floor(value / scale) * scale)
+def rounder(values: np.ndarray, buckets: int) -> Callable[[float], float]:
+    """Rounds an edge down to two significant figures, or to the power of ten below the values' span over the
+    buckets where that is finer (years 2000-2019 keep 2004; sizes of 15 B to 43 kB round to 1,200)."""
+    span = float(values[-1] - values[0]) / buckets
+    step = 10.0 ** np.floor(np.log10(span)) if span > 0 else 1.0
+
+    def rounded(value: float) -> float:
+        scale = min(step, 10.0 ** (np.floor(np.log10(abs(value))) - 1)) if value else step
+        return float(np.floor(value / scale) * scale)
+
+    return rounded
 
 
 def edges_of(values: np.ndarray, buckets: int, key: Callable[[Any], Any]) -> list[Any]:
@@ -78,7 +83,7 @@ def field_ranges(index: Index, field: str, members: np.ndarray | None, buckets: 
     numbers = facet.numbers.values if members is None else facet.numbers.of_members(members)
     if len(numbers):
         numbers = np.sort(numbers)
-        edges = edges_of(numbers, buckets, rounded)
+        edges = edges_of(numbers, buckets, rounder(numbers, buckets))
         return ranges(field, numbers, edges, lambda v: value_text("real", float(v), None))
     counts = facet.count(members)
     dated = [(name, int(n)) for name, n in zip(facet.names, counts) if n and is_date(name)]
