@@ -102,3 +102,41 @@ def test_a_folder_swapped_for_a_link_serves_nothing(tmp_path_factory):
             answer = traversal.request(url, target)
             assert answer.status == 404 and not traversal.leaked(answer), target
     assert Path(docs).is_symlink()
+
+
+def test_files_named_alone_are_served_too(tmp_path):
+    """`semsearch ingest pdfs/manual.pdf notes.md`: the files are recorded as a folder's are, and served."""
+    (tmp_path / "pdfs").mkdir()
+    traversal.write_pdf(tmp_path / "pdfs" / "manual.pdf", ["First page.", "The walrus chapter.", "Last."])
+    (tmp_path / "notes.md").write_text("# Notes\n\nAbout walruses.\n")
+    (tmp_path / "corpus.jsonl").write_text('{"id": "j1", "text": "walrus facts", "path": "notes.md"}\n')
+    index = tmp_path / "index"
+    done = traversal.subprocess.run(
+        [
+            *traversal.SEMSEARCH,
+            "ingest",
+            "pdfs/manual.pdf",
+            "notes.md",
+            "corpus.jsonl",
+            "--index",
+            str(index),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    with running_server(index) as url:
+        hits = httpx.get(f"{url}/search", params={"q": "walrus"}, timeout=60).json()["hits"]
+        places = {hit["id"]: (hit.get("location") or {}).get("url") for hit in hits}
+        assert places["manual.pdf"] == "/files/pdfs/manual.pdf#page=2"
+        assert places["j1"] is None  # a JSON line's `path` is no file the index read
+        for target, name in (
+            ("/files/pdfs/manual.pdf", "pdfs/manual.pdf"),
+            ("/files/manual.pdf", "pdfs/manual.pdf"),
+        ):
+            answer = traversal.request(url, target)
+            assert answer.status == 200 and answer.body == (tmp_path / name).read_bytes()
+        answer = traversal.request(url, "/files/notes.md?raw=1")
+        assert answer.status == 200 and answer.body == (tmp_path / "notes.md").read_bytes()
+        assert traversal.request(url, "/files/corpus.jsonl").status == 404  # read, but not a document file
