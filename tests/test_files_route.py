@@ -140,3 +140,39 @@ def test_files_named_alone_are_served_too(tmp_path):
         answer = traversal.request(url, "/files/notes.md?raw=1")
         assert answer.status == 200 and answer.body == (tmp_path / "notes.md").read_bytes()
         assert traversal.request(url, "/files/corpus.jsonl").status == 404  # read, but not a document file
+
+
+def test_the_mcp_hit_and_the_address_of_each_kind(layout, url):
+    """The MCP tool's hit of a real search carries the same address; place_url for each kind and odd names."""
+    from semsearch import Index
+    from semsearch.placeurl import place_url
+    from semsearch.server.mcp_tools import hit_json
+
+    with Index.open(layout.index) as index:
+        hit = next(
+            hit for hit in index.search("a name with a space, a hash", k=10) if hit.id == traversal.ODD_NAME
+        )
+        shaped = hit_json(hit)
+    address = shaped["location"]["url"]
+    assert address == place_url(hit.metadata, hit.location)
+    assert address.split("#")[0].endswith(
+        "/docs/odd%20name%20%231%20%C3%BC%3F.md"
+    )  # the ingest's absolute path
+    assert (
+        traversal.request(url, address.split("#")[0] + "?raw=1").body
+        == (layout.docs / traversal.ODD_NAME).read_bytes()
+    )
+    pdf = {"path": "pdfs/m.pdf", "type": "pdf"}
+    assert (
+        place_url(pdf, {"page": 7}) == "/files/pdfs/m.pdf#page=7"
+        and place_url(pdf, None) == "/files/pdfs/m.pdf"
+    )
+    text = {"path": "/home/me/../me/notes.txt", "type": "text"}
+    assert place_url(text, {"line_start": 3, "line_end": 3}) == "/files/home/me/notes.txt#L3"
+    assert (
+        place_url({"path": "../up/a.md", "type": "markdown"}, {"line_start": 2, "line_end": 9})
+        == "/files/up/a.md#L2-L9"
+    )
+    assert place_url({"path": "s/a.html", "type": "html"}, {"anchor": "x y"}) == "/files/s/a.html#x%20y"
+    assert place_url({"path": "a.md"}, {"line_start": 1}) is None  # no file kind: a JSON line's own `path`
+    assert place_url({"path": "..", "type": "text"}, None) is None

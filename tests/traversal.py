@@ -13,6 +13,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import quote
 
 SECRET = b"SECRET-OUTSIDE-7f3a9c"
 SECRET_DIR = b"SECRET-LINKED-FOLDER-51be02"
@@ -56,6 +57,7 @@ def build(base: Path, semsearch: list[str]) -> Layout:
     (docs / "sub" / "gone.md").write_bytes(b"# Gone\n\n" + GONE + b" soon deleted from the index.\n")
     (docs / "sub" / "swap.md").write_text("# Swap\n\nReplaced by a link after the ingest.\n")
     (docs / "page.html").write_text('<html><body><h1 id="top">Page</h1><p>An HTML page.</p></body></html>')
+    (docs / ODD_NAME).write_text("# Odd\n\nA name with a space, a hash, a question mark and an umlaut.\n")
     (docs / ".hidden.md").write_bytes(b"# Hidden\n\n" + HIDDEN + b"\n")
     write_pdf(docs / "manual.pdf", ["A manual's first page.", "Its second page on zebras.", "A third."])
     os.symlink(secret, docs / "link.txt")  # a file link out: the walk follows it, the route must not
@@ -73,6 +75,8 @@ def build(base: Path, semsearch: list[str]) -> Layout:
     (docs / "later.md").write_bytes(b"# Later\n\n" + LATER + b"\n")  # inside, never recorded
     return Layout(base, docs, index, secret)
 
+
+ODD_NAME = "odd name #1 \u00fc?.md"  # its address must be percent-encoded to be found
 
 DOTS = [  # `..` as a path may spell it
     "..",
@@ -152,6 +156,7 @@ def served_right(layout: Layout) -> list[tuple[str, str, bytes]]:
         ("nested", "/files/sub/inner.md?raw=1", (docs / "sub" / "inner.md").read_bytes()),
         ("a PDF", "/files/manual.pdf", (docs / "manual.pdf").read_bytes()),
         ("an HTML file", "/files/page.html", (docs / "page.html").read_bytes()),
+        ("an odd name, encoded", "/files/" + quote(ODD_NAME) + "?raw=1", (docs / ODD_NAME).read_bytes()),
     ]
 
 
