@@ -189,3 +189,52 @@ def test_size_and_modified_offer_ranges(browser, folder, files_url):  # noqa: F8
     assert page.input_value("#filter-inputs input[data-field=size]") == bounds
     assert "where=size%3E%3D" in page.url
     page.close()
+
+
+def test_places_of_one_document_show_under_it(browser, folder, files_url):  # noqa: F811
+    """The hit JSON of places (several hits of one id, as the per-document cap gives them): the server's real
+    answer, its PDF hit repeated at other pages, grouped under one document with a link to each page."""
+    import json
+
+    page = browser.new_page(viewport={"width": 1200, "height": 900}, bypass_csp=True)
+
+    def with_places(route):
+        body = route.fetch().json()
+        pdf = next(hit for hit in body["hits"] if hit["id"] == "manual.pdf")
+        more = [
+            {**pdf, "score": pdf["score"] / n, "location": {"page": n, "url": f"/files/manual.pdf#page={n}"}}
+            for n in (1, 4)
+        ]
+        body["hits"] = body["hits"][:1] + more[:1] + body["hits"][1:] + more[1:]
+        route.fulfill(status=200, content_type="application/json", body=json.dumps(body))
+
+    page.route("**/search?*", with_places)
+    page.goto(files_url + "/?q=lighthouse+keeper+compost")
+    page.wait_for_selector('#results li[data-id="manual.pdf"][data-places="3"]', timeout=TIMEOUT_MS)
+    ids = page.eval_on_selector_all("#results > li", "items => items.map(item => item.dataset.id)")
+    assert ids.count("manual.pdf") == 1 and len(ids) == len(set(ids))
+    links = page.eval_on_selector_all(
+        '#results li[data-id="manual.pdf"] .hit-place a.place',
+        "links => links.map(a => a.getAttribute('href'))",
+    )
+    assert len(links) == 3 and {"/files/manual.pdf#page=1", "/files/manual.pdf#page=4"} < set(links)
+    assert any(link.endswith("manual.pdf#page=3") for link in links)  # the server's own hit
+    assert "places" in page.text_content("#status")
+    page.close()
+
+
+def test_with_a_search_key_a_place_opens_with_the_key(browser, folder):  # noqa: F811
+    from test_server import SEARCHER
+
+    with running_server(folder[1], search_key=SEARCHER) as url:
+        page = browser.new_page(viewport={"width": 1200, "height": 700}, bypass_csp=True)
+        page.goto(url + "/?q=heron+nests+mill+pond")
+        page.wait_for_selector("#key-box:not([hidden])", timeout=TIMEOUT_MS)
+        page.fill("#key", SEARCHER)
+        page.dispatch_event("#key", "change")
+        page.wait_for_selector('#results li[data-id="notes/long.md"] a.place', timeout=TIMEOUT_MS)
+        page.click('#results li[data-id="notes/long.md"] a.place')
+        page.wait_for_url("blob:**", timeout=TIMEOUT_MS)  # fetched with the key, opened from what came
+        page.wait_for_selector(f"#L{MARKED_LINE}.marked", timeout=TIMEOUT_MS)
+        assert "heron nests" in page.text_content(f"#L{MARKED_LINE}")
+        page.close()
