@@ -133,13 +133,15 @@ def open_file(index: Index, path: str) -> Opened:
 
 
 def chunks(fd: int) -> Iterator[bytes]:
-    try:
-        offset = 0
-        while block := os.pread(fd, CHUNK, offset):
-            offset += len(block)
-            yield block
-    finally:
-        os.close(fd)
+    """The file's bytes; the descriptor is closed at their end, or with its file object if they are never read
+    (a client gone before its body: the object is made here, not in the generator)."""
+    handle = os.fdopen(fd, "rb", buffering=0)
+
+    def read() -> Iterator[bytes]:
+        with handle:
+            yield from iter(lambda: handle.read(CHUNK), b"")
+
+    return read()
 
 
 def lines_page(opened: Opened, base: str) -> HTMLResponse:
