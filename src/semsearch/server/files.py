@@ -144,16 +144,23 @@ def chunks(fd: int) -> Iterator[bytes]:
     return read()
 
 
+def numbered(text: str) -> list[str]:
+    """The text's lines numbered as ingest numbers them (formats.decoded: \r\n and \r are newlines; no other
+    character is, unlike str.splitlines)."""
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    return lines[:-1] if lines and not lines[-1] else lines
+
+
 def lines_page(opened: Opened, base: str) -> HTMLResponse:
     """The text file as a page of numbered lines, every character of it escaped; `base`: the server's URL
     (absolute, so a copy opened from a blob: address finds its script too)."""
     try:
-        text = b"".join(chunks(opened.fd)).decode("utf-8", errors="replace")
+        text = b"".join(chunks(opened.fd)).decode("utf-8-sig", errors="replace")
     finally:
         opened.fd = -1
     rows = "".join(
         f'<span class="line" id="L{n}"><a class="n" href="#L{n}">{n}</a>{html.escape(line)}\n</span>'
-        for n, line in enumerate(text.splitlines(), start=1)
+        for n, line in enumerate(numbered(text), start=1)
     )
     name = html.escape(opened.path)
     raw = html.escape(f"{base}files/{quote(opened.path, safe='/')}?raw=1")
