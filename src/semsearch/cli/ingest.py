@@ -274,6 +274,7 @@ def ingest(
     from ..ingest.distributed import executor_for
     from ..ingest.documents import Corpus, FieldNames
     from ..ingest.first import building, is_index, is_partial, target_of
+    from ..ingest.recordfiles import record_document_files
     from ..ingest.sources import open_source
     from ..ingest.vectorfiles import keep_tuning_queries
     from .folders import folder_sync
@@ -342,6 +343,7 @@ def ingest(
                 resumable=is_partial(build_path),
             )
             advice = _script_advice(index) if report.added else None
+            record_document_files(index.store, corpus.source)  # so that `serve` serves them
     for refused in corpus.refused[known:]:  # files found unreadable as they were parsed, during the ingest
         click.echo(f"skipped: {refused}", err=True)
     if report.resumed:

@@ -23,6 +23,8 @@ from starlette.staticfiles import StaticFiles
 from ..settings import FACET_VALUES, MAX_FACET_VALUES
 from .backups import backup_options, make_backup
 from .documents import add_documents, delete_documents, get_document, stored, text_searchable
+from .facetranges import facet_range_routes
+from .files import file_routes, placed
 from .mcp_http import McpEndpoint
 from .protocol import (
     ApiError,
@@ -323,16 +325,18 @@ def create_app(open_index: Callable[[float], Index], settings: ServerSettings | 
         Route("/", page),
         Route("/health", endpoint(health)),
         Route("/info", endpoint(info)),
-        Route("/search", endpoint(get_search), methods=["GET"]),
-        Route("/search", endpoint(post_search), methods=["POST"]),
-        Route("/search/batch", endpoint(post_batch), methods=["POST"]),
+        Route("/search", endpoint(placed(get_search, settings)), methods=["GET"]),
+        Route("/search", endpoint(placed(post_search, settings)), methods=["POST"]),
+        Route("/search/batch", endpoint(placed(post_batch, settings)), methods=["POST"]),
         Route("/documents", endpoint(post_documents, invalid_documents=True), methods=["POST"]),
         Route("/documents", endpoint(delete_where), methods=["DELETE"]),
-        Route("/documents/{doc_id:path}/similar", endpoint(get_similar), methods=["GET"]),
+        Route("/documents/{doc_id:path}/similar", endpoint(placed(get_similar, settings)), methods=["GET"]),
         Route("/documents/{doc_id:path}", endpoint(document), methods=["GET", "DELETE"]),
-        Route("/similar", endpoint(post_similar), methods=["POST"]),
+        Route("/similar", endpoint(placed(post_similar, settings)), methods=["POST"]),
         Route("/backup", endpoint(post_backup), methods=["POST"]),
         Route("/mcp", mcp, methods=["GET", "POST", "DELETE"]),
+        *(file_routes(svc) if settings.files else []),
+        *facet_range_routes(svc),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: http_error})

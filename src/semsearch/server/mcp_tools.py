@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import SemsearchError
 from ..ingest.jsonl import MAX_DEPTH, depth
 from ..operations.language import model_languages
+from ..placeurl import with_place_url
 from ..settings import NO_MODEL, SearchMode
 from . import documents
 from .documents import stored, text_searchable
@@ -70,7 +71,7 @@ def hit_json(hit: Any) -> dict[str, Any]:
     if snippet := getattr(hit, "snippet", None):
         out["snippet"] = snippet
     out["metadata"] = hit.metadata
-    return out
+    return with_place_url(out)
 
 
 def cut(text: str, limit: int) -> dict[str, Any]:

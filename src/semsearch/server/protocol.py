@@ -45,6 +45,7 @@ class ServerSettings:
     write_wait: float = 2.0  # seconds a write waits for another writer before answering 503
     threads: int = 2  # searches at once in a process, each thread with the index open (the cores here)
     backup_dir: str | None = None  # where POST /backup writes backups (None: it is refused)
+    files: bool = True  # GET /files/{path} serves the files the index ingested (server/files.py)
 
 
 class ApiError(Exception):
