@@ -144,7 +144,8 @@ class FilesSource(Source):
     """Document files (of the kinds in formats/), each one document. Subclasses list the files."""
 
     rereadable = False
-    extraction = Extraction()
+    extraction = TEXT_LAYERS_ONLY
+    walked = True  # files met in a walk: a picture no engine reads is listed, not refused (one named is)
 
     def tasks(self) -> Iterator[FileTask | None]:  # None: a file passed over (no known kind)
         raise NotImplementedError
@@ -172,7 +173,7 @@ class FilesSource(Source):
         for task in tasks:
             if task is None:
                 self.ignored += 1
-            elif task.kind == "image" and not task.extraction.recognizes:
+            elif task.kind == "image" and not task.extraction.recognizes and self.walked:
                 self.needs_ocr.append(task.shown)
             else:
                 yield task
@@ -180,6 +181,8 @@ class FilesSource(Source):
 
 class FileSource(FilesSource):
     """One document file named on the command line: its id is its name."""
+
+    walked = False
 
     def __init__(self, path: Path, kind: str, extraction: Extraction = TEXT_LAYERS_ONLY):
         super().__init__(path)
