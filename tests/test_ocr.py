@@ -6,6 +6,7 @@ nothing else does; Chinese rendered from Debian's Noto CJK font is found by a tw
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 from pathlib import Path
@@ -285,3 +286,16 @@ def test_a_scanned_page_of_chinese_is_found_by_a_two_character_word(tmp_path):
             hits = opened.search(word, k=3, mode="keyword")
             assert [hit.id for hit in hits] == ["notice.png"], word
             assert "chi_sim" in hits[0].metadata["ocr"]
+
+
+@pytest.mark.slow  # RapidOCR's models load and run in ~15 s here
+@pytest.mark.skipif(importlib.util.find_spec("rapidocr_onnxruntime") is None, reason="RapidOCR not installed")
+def test_the_other_engine_reads_a_line_behind_the_same_interface(tmp_path):
+    from semsearch.ingest.ocr.engines import engine
+
+    page = rendered(text_pdf(tmp_path / "text.pdf"), 150)[0]
+    line = page.crop(
+        (0, 0, page.width, page.height // 8)
+    )  # the heading and the first lines: seconds, not a page
+    text = engine("rapidocr", ("eng",)).recognize(line).lower().replace(" ", "")
+    assert "section1" in text and "hydraulicpumps" in text
