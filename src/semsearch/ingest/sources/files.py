@@ -106,8 +106,9 @@ def parsed_in_order(
     tasks: Iterable[FileTask], workers: int = PARSE_WORKERS
 ) -> Iterator[tuple[FileTask, Any]]:
     """Each task with read_document's result, in the tasks' order, as the results come: from a pool of
-    `workers` processes when there are at least POOL_FROM files, at most AHEAD_PER_WORKER a worker ahead of
-    the reader (a slow reader, the encoder, holds back the parsing instead of piling up parsed files)."""
+    `workers` processes when there are at least POOL_FROM files or one of HEAVY_KINDS among the first, at most
+    AHEAD_PER_WORKER a worker ahead of the reader (a slow reader, the encoder, holds back the parsing instead
+    of piling up parsed files)."""
     tasks = iter(tasks)
     first = list(islice(tasks, POOL_FROM))
     light = not any(task.kind in HEAVY_KINDS for task in first)
