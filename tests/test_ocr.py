@@ -6,6 +6,7 @@ nothing else does; Chinese rendered from Debian's Noto CJK font is found by a tw
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 from pathlib import Path
@@ -230,9 +231,27 @@ def test_without_an_engine_pictures_are_counted_and_named_with_the_install_comma
     (error,) = errors
     assert "reading it needs OCR: pip install 'semsearch[ocr]'" in error.reason
     line = needs_ocr_line(source.needs_ocr)
-    assert line.startswith("1 files need OCR to be read (") and "pip install 'semsearch[ocr]'" in line
+    assert line.startswith("1 file needs OCR to be read (") and "pip install 'semsearch[ocr]'" in line
     never = open_source(tmp_path, extraction=Extraction("never"))
     assert [type(item) for _, item in never.entries()] and never.ignored == 1 and never.needs_ocr == []
+
+
+def test_an_ingest_without_an_engine_names_the_pictures_in_one_line_and_reads_the_rest(tmp_path, monkeypatch):
+    import semsearch.ingest.ocr as ocr
+
+    monkeypatch.setattr(ocr, "engine_for", lambda languages: None)  # as where neither engine is installed
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    for name in ("a.png", "b.jpg"):
+        (folder / name).write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(32))
+    (folder / "note.md").write_text("# Note\n\nThe gardens open at nine.\n")
+    result = run("ingest", folder, "--index", tmp_path / "index")
+    assert result.exit_code == 0, result.output
+    (line,) = [line for line in result.stderr.splitlines() if "need OCR" in line]
+    assert line.startswith("2 files need OCR to be read (") and "a.png" in line and "b.jpg" in line
+    assert "read 1 documents, 0 refused" in result.stderr
+    alone = run("ingest", folder / "a.png", "--index", tmp_path / "alone")
+    assert alone.exit_code == 1 and "a picture: reading it needs OCR: pip install" in alone.stderr
 
 
 def test_ocr_options_are_checked_before_anything_is_read(tmp_path):
@@ -267,3 +286,16 @@ def test_a_scanned_page_of_chinese_is_found_by_a_two_character_word(tmp_path):
             hits = opened.search(word, k=3, mode="keyword")
             assert [hit.id for hit in hits] == ["notice.png"], word
             assert "chi_sim" in hits[0].metadata["ocr"]
+
+
+@pytest.mark.slow  # RapidOCR's models load and run in ~15 s here
+@pytest.mark.skipif(importlib.util.find_spec("rapidocr_onnxruntime") is None, reason="RapidOCR not installed")
+def test_the_other_engine_reads_a_line_behind_the_same_interface(tmp_path):
+    from semsearch.ingest.ocr.engines import engine
+
+    page = rendered(text_pdf(tmp_path / "text.pdf"), 150)[0]
+    line = page.crop(
+        (0, 0, page.width, page.height // 8)
+    )  # the heading and the first lines: seconds, not a page
+    text = engine("rapidocr", ("eng",)).recognize(line).lower().replace(" ", "")
+    assert "section1" in text and "hydraulicpumps" in text

@@ -93,7 +93,12 @@ def sync_once(
             or changes.gone
             or changes.refused
         ):
-            raise DataError("no documents", path=folder.root)  # no file of a known type, none recorded
+            from ..ingest.ocr import needs_ocr_line  # no file of a known type, none recorded
+
+            needs = folder.source.needs_ocr
+            raise DataError(
+                f"no documents: {needs_ocr_line(needs)}" if needs else "no documents", path=folder.root
+            )
     refuse = not (skip_invalid or watching)
     refused = [error for _, changes in scanned for error in changes.refused]
     if refused and refuse:

@@ -159,4 +159,5 @@ def _version(package: str) -> str:
 def needs_ocr_line(names: list[str]) -> str:
     """The one line of the picture files left unread for want of an engine."""
     shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
-    return f"{len(names)} files need OCR to be read ({shown}): {INSTALL}"
+    counted = "1 file needs" if len(names) == 1 else f"{len(names)} files need"
+    return f"{counted} OCR to be read ({shown}): {INSTALL}"

@@ -106,8 +106,9 @@ def parsed_in_order(
     tasks: Iterable[FileTask], workers: int = PARSE_WORKERS
 ) -> Iterator[tuple[FileTask, Any]]:
     """Each task with read_document's result, in the tasks' order, as the results come: from a pool of
-    `workers` processes when there are at least POOL_FROM files, at most AHEAD_PER_WORKER a worker ahead of
-    the reader (a slow reader, the encoder, holds back the parsing instead of piling up parsed files)."""
+    `workers` processes when there are at least POOL_FROM files or one of HEAVY_KINDS among the first, at most
+    AHEAD_PER_WORKER a worker ahead of the reader (a slow reader, the encoder, holds back the parsing instead
+    of piling up parsed files)."""
     tasks = iter(tasks)
     first = list(islice(tasks, POOL_FROM))
     light = not any(task.kind in HEAVY_KINDS for task in first)
@@ -144,7 +145,8 @@ class FilesSource(Source):
     """Document files (of the kinds in formats/), each one document. Subclasses list the files."""
 
     rereadable = False
-    extraction = Extraction()
+    extraction = TEXT_LAYERS_ONLY
+    walked = True  # files met in a walk: a picture no engine reads is listed, not refused (one named is)
 
     def tasks(self) -> Iterator[FileTask | None]:  # None: a file passed over (no known kind)
         raise NotImplementedError
@@ -172,7 +174,7 @@ class FilesSource(Source):
         for task in tasks:
             if task is None:
                 self.ignored += 1
-            elif task.kind == "image" and not task.extraction.recognizes:
+            elif task.kind == "image" and not task.extraction.recognizes and self.walked:
                 self.needs_ocr.append(task.shown)
             else:
                 yield task
@@ -180,6 +182,8 @@ class FilesSource(Source):
 
 class FileSource(FilesSource):
     """One document file named on the command line: its id is its name."""
+
+    walked = False
 
     def __init__(self, path: Path, kind: str, extraction: Extraction = TEXT_LAYERS_ONLY):
         super().__init__(path)

@@ -5,7 +5,7 @@ page or a photo without writing: nothing to index)."""
 
 from __future__ import annotations
 
-from ...ocr import TEXT_LAYERS_ONLY, Extraction
+from ...ocr import INSTALL, TEXT_LAYERS_ONLY, Extraction
 from ...ocr.pages import image_pages, recognized_pages
 from . import Parsed, Unreadable
 from .blocks import Assembly
@@ -15,7 +15,7 @@ TAKES_EXTRACTION = True
 
 def parse(data: bytes, kind: str = "image", extraction: Extraction = TEXT_LAYERS_ONLY) -> Parsed:
     if not extraction.recognizes:
-        raise Unreadable("a picture: reading it needs OCR (--ocr auto and the ocr extra)")
+        raise Unreadable(f"a picture: reading it needs OCR: {INSTALL}")
     out = Assembly()
     blank = []
     for number, text in recognized_pages(image_pages(data), extraction):
