@@ -27,6 +27,7 @@ from ..errors import (
     os_error_message,
 )
 from ..ingest.jsonl import MAX_DEPTH, depth
+from ..retrieval.hits import error_json
 
 MAX_LINE_BYTES = 16 << 20  # as ingest's longest line
 
@@ -85,8 +86,7 @@ def answer(payload: dict[str, Any], started: float, status: int = 200, headers=N
 
 
 def error_answer(error: ApiError, started: float) -> JSONResponse:
-    body = {"error": {"code": error.code, "message": error.message}}
-    return answer(body, started, error.status, error.headers)
+    return answer(error_json(error.code, error.message), started, error.status, error.headers)
 
 
 Handler = Callable[[Request], Awaitable[dict[str, Any]]]
