@@ -34,7 +34,9 @@ SEED = 52
 
 def ingested(corpus: Path, index: Path) -> Path:
     if not (index / "manifest.json").exists():
-        subprocess.run([sys.executable, "-m", "semsearch", "ingest", str(corpus), "--index", str(index)], check=True)
+        subprocess.run(
+            [sys.executable, "-m", "semsearch", "ingest", str(corpus), "--index", str(index)], check=True
+        )
     return index
 
 
@@ -42,7 +44,9 @@ def wordnet(work: Path, count: int) -> tuple[Path, list[str]]:
     corpus = DATA / "wordnet" / "corpus.jsonl"
     titles = [json.loads(line)["title"] for line in corpus.open()]
     rng = np.random.default_rng(SEED)
-    return ingested(corpus, work / "wordnet"), [titles[i] for i in rng.choice(len(titles), count, replace=False)]
+    return ingested(corpus, work / "wordnet"), [
+        titles[i] for i in rng.choice(len(titles), count, replace=False)
+    ]
 
 
 def long_set(work: Path, count: int, documents: int) -> tuple[Path, list[str]]:
@@ -70,7 +74,9 @@ def arms_of(index, queries: list[str]) -> dict[str, callable]:
     }
     for mode in ("dense", "keyword", "hybrid"):
         arms[f"{mode}, text, snippets"] = lambda n, mode=mode: index.search(queries[n], k=10, mode=mode)
-        arms[f"{mode}, text, no snippets"] = lambda n, mode=mode: index.search(queries[n], k=10, mode=mode, crop=0)
+        arms[f"{mode}, text, no snippets"] = lambda n, mode=mode: index.search(
+            queries[n], k=10, mode=mode, crop=0
+        )
         arms[f"{mode}, text, per_document 0"] = lambda n, mode=mode: index.search(
             queries[n], k=10, mode=mode, per_document=0
         )
@@ -92,16 +98,27 @@ def measure(path: Path, queries: list[str]) -> dict:
         for n in range(len(queries)):
             for name, run in arms.items():
                 times[name].append(timed(lambda: run(n)))
-        info = {"documents": len(index), "passages": index.state.rows, "default_mode": index.default_mode.value}
+        info = {
+            "documents": len(index),
+            "passages": index.state.rows,
+            "default_mode": index.default_mode.value,
+        }
     return {"info": info, "p50_ms": {name: float(np.median(ms)) for name, ms in times.items()}}
 
 
 def ratios(p50: dict[str, float]) -> dict[str, float]:
     default = next(name for name in p50 if name.endswith("(default), default cap"))
-    out = {"per_document 0 / default cap (default mode)": p50[default.replace("default cap", "per_document 0")] / p50[default]}
+    out = {
+        "per_document 0 / default cap (default mode)": p50[default.replace("default cap", "per_document 0")]
+        / p50[default]
+    }
     for mode in ("dense", "keyword", "hybrid"):
-        out[f"{mode}: per_document 0 / default cap"] = p50[f"{mode}, text, per_document 0"] / p50[f"{mode}, text, snippets"]
-        out[f"{mode}: snippets' share"] = 1 - p50[f"{mode}, text, no snippets"] / p50[f"{mode}, text, snippets"]
+        out[f"{mode}: per_document 0 / default cap"] = (
+            p50[f"{mode}, text, per_document 0"] / p50[f"{mode}, text, snippets"]
+        )
+        out[f"{mode}: snippets' share"] = (
+            1 - p50[f"{mode}, text, no snippets"] / p50[f"{mode}, text, snippets"]
+        )
     out["vector: per_document 0 / default cap"] = p50["vector, per_document 0"] / p50["vector, snippets"]
     out["vector: snippets' share"] = 1 - p50["vector, no snippets"] / p50["vector, snippets"]
     return out
@@ -134,11 +151,19 @@ def main() -> None:
     body = []
     for name, result in results.items():
         info = result["info"]
-        body += ["", f"## {name}: {info['documents']:,} documents, {info['passages']:,} passages "
-                 f"(default mode {info['default_mode']})", ""]
-        body += markdown_table(["arm", "p50 ms"], [[arm, f"{ms:.2f}"] for arm, ms in result["p50_ms"].items()])
+        body += [
+            "",
+            f"## {name}: {info['documents']:,} documents, {info['passages']:,} passages "
+            f"(default mode {info['default_mode']})",
+            "",
+        ]
+        body += markdown_table(
+            ["arm", "p50 ms"], [[arm, f"{ms:.2f}"] for arm, ms in result["p50_ms"].items()]
+        )
         body += [""]
-        body += markdown_table(["ratio", "value"], [[arm, f"{value:.2f}"] for arm, value in result["ratios"].items()])
+        body += markdown_table(
+            ["ratio", "value"], [[arm, f"{value:.2f}"] for arm, value in result["ratios"].items()]
+        )
     OUT.mkdir(exist_ok=True)
     (OUT / "places-cost.md").write_text("\n".join(header + body) + "\n")
     (OUT / "places-cost.json").write_text(json.dumps(results, indent=2) + "\n")

@@ -128,7 +128,9 @@ def test_files_named_alone_are_served_too(tmp_path):
     assert done.returncode == 0, done.stderr
     with running_server(index) as url:
         hits = httpx.get(f"{url}/search", params={"q": "walrus"}, timeout=60).json()["hits"]
-        places = {hit["id"]: (hit.get("location") or {}).get("url") for hit in hits}
+        places: dict[str, str | None] = {}  # each document's best place (fewer match than k: more follow)
+        for hit in hits:
+            places.setdefault(hit["id"], (hit.get("location") or {}).get("url"))
         assert places["manual.pdf"] == "/files/pdfs/manual.pdf#page=2"
         assert places["j1"] is None  # a JSON line's `path` is no file the index read
         for target, name in (
@@ -146,13 +148,15 @@ def test_the_mcp_hit_and_the_address_of_each_kind(layout, url):
     """The MCP tool's hit of a real search carries the same address; place_url for each kind and odd names."""
     from semsearch import Index
     from semsearch.placeurl import place_url
-    from semsearch.server.mcp_tools import hit_json
+    from semsearch.server.mcp_tools import search_job
 
+    query = "a name with a space, a hash"
     with Index.open(layout.index) as index:
-        hit = next(
-            hit for hit in index.search("a name with a space, a hash", k=10) if hit.id == traversal.ODD_NAME
-        )
-        shaped = hit_json(hit)
+        hit = next(hit for hit in index.search(query, k=10) if hit.id == traversal.ODD_NAME)
+        answer = search_job(index, query, 10, [], None, {}, True)
+        shaped = next(shaped for shaped in answer["hits"] if shaped["id"] == traversal.ODD_NAME)
+        unplaced = search_job(index, query, 10, [], None, {}, False)
+    assert all("url" not in (shaped["location"] or {}) for shaped in unplaced["hits"])  # MCP over stdio
     address = shaped["location"]["url"]
     assert address == place_url(hit.metadata, hit.location)
     assert address.split("#")[0].endswith(

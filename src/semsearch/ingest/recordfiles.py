@@ -22,8 +22,10 @@ def document_files(source: Any) -> Iterator[tuple[Path, str, str]]:
         for part in source.parts:
             yield from document_files(part)
     elif isinstance(source, FileSource):
-        path = Path(source.task.path).resolve()
-        yield path.parent, path.name, source.task.id
+        for task in source.tasks():
+            if task is not None:
+                path = Path(task.path).resolve()
+                yield path.parent, path.name, task.id
     elif isinstance(source, DirectorySource):
         root = Path(source.root).resolve()
         for task in source.tasks():

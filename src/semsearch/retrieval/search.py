@@ -248,7 +248,9 @@ def dense_places(
     return out
 
 
-dense_documents = dense_places  # at its default cap of 1: documents by their best passage, as calibration asks
+dense_documents = (
+    dense_places  # at its default cap of 1: documents by their best passage, as calibration asks
+)
 
 
 def fuse(dense: Found, keyword: Found, alpha: float, fusion: Fusion, k: int) -> Found:
