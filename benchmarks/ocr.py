@@ -14,7 +14,8 @@ the same pages' text layer.
 - encoding: the image-only PDF and the text PDF of the same pages each ingested, the encoder's own seconds
   (Encoder.encode timed) beside the ingest's wall time (recognition runs in the parse pool).
 
-    .venv/bin/python benchmarks/ocr.py [--first 7] [--pages 24] [--engine-pages 4] [--rounds 2] [--work DIR]
+    .venv/bin/python benchmarks/ocr.py [--sections engines,quality,search,encoding] [--first 7] [--pages 24]
+                                       [--engine-pages 4] [--encoding-pages N] [--rounds 2] [--work DIR]
 """
 
 from __future__ import annotations
@@ -271,7 +272,11 @@ def encoding_section(document, numbers, work: Path, spent, auto, rounds: int) ->
     subset = pdfium.PdfDocument.new()
     subset.import_pages(document, [n - 1 for n in numbers])
     subset.save(text_pdf)
-    scan_pdf = work / "scan-150-grey.pdf"
+    scan_pdf = work / f"encoding-scan-{len(numbers)}.pdf"
+    images = [rendered(document, number, 150, True) for number in numbers]
+    image_pdf(images, scan_pdf, 150)
+    for image in images:
+        image.close()
     lines = [
         "| round | the same pages as | passages | ingest wall s | of it in the encoder s |",
         "|---|---|---|---|---|",
@@ -296,11 +301,31 @@ def encoding_section(document, numbers, work: Path, spent, auto, rounds: int) ->
     return lines
 
 
+SECTIONS = ("engines", "quality", "search", "encoding")
+
+
+def kept_sections() -> dict[str, list[str]]:
+    """The sections of the current results file, by name (a run of some sections keeps the others)."""
+    kept: dict[str, list[str]] = {}
+    name = None
+    if OUT.is_file():
+        for line in OUT.read_text().splitlines():
+            if line.startswith("## "):
+                name = next((known for known in SECTIONS if line.lower()[3:].startswith(known)), line)
+            if name is not None:
+                kept.setdefault(name, []).append(line)
+    return kept
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
+    parser.add_argument("--sections", default=",".join(SECTIONS))
     parser.add_argument("--first", type=int, default=7, help="the first page (1-based) of the manual taken")
     parser.add_argument("--pages", type=int, default=24)
     parser.add_argument("--engine-pages", type=int, default=4)
+    parser.add_argument(
+        "--encoding-pages", type=int, help="encoding: pages of the two PDFs (default --pages)"
+    )
     parser.add_argument("--rounds", type=int, default=2, help="encoding: interleaved ingests of each")
     parser.add_argument("--work", help="where the scans and indexes are made (default: a temporary folder)")
     args = parser.parse_args()
@@ -318,39 +343,39 @@ def main() -> None:
     numbers = list(range(args.first, args.first + args.pages))
     truth = text_layer(document, numbers)
     spent = timed_encoder()
-    engine_lines, chosen = engines_section(document, numbers[: args.engine_pages], truth, work)
-    quality = quality_section(document, numbers, truth, work, auto)
-    search = search_section(document, numbers, truth, work, spent, auto)
-    encoding = encoding_section(document, numbers, work, spent, auto, args.rounds)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO)
     command = "OMP_NUM_THREADS=1 python benchmarks/ocr.py " + " ".join(sys.argv[1:])
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    out = [
-        "# Reading scans (issue 55)",
-        "",
-        f"`{command.strip()}` at commit {commit.stdout.strip()}, {when}; 2 shared cores, one OpenMP thread.",
-        f"Pages {numbers[0]}-{numbers[-1]} of {MANUAL} ({len(document)} pages), rendered with pypdfium2.",
-        "",
-        f"## Engines: {len(numbers[: args.engine_pages])} pages at 150 dpi grey",
-        "",
-        *engine_lines,
-        "",
-        f"Chosen: {chosen} (first of ingest/ocr's ENGINES installed).",
-        "",
-        f"## Quality: {len(numbers)} pages, {auto.described()}",
-        "",
-        *quality,
-        "",
-        "## Search: the pages as text and as scans",
-        "",
-        *search,
-        "",
-        "## Encoding beside recognition: one PDF of the pages, text layer against image-only",
-        "",
-        *encoding,
-        "",
-    ]
-    OUT.write_text("\n".join(out))
+    made = (
+        f"`{command.strip()}` at commit {commit.stdout.strip()}, {when}; 2 shared cores, one OpenMP thread."
+    )
+
+    def pages_of(chosen: list[int]) -> str:
+        return f"pages {chosen[0]}-{chosen[-1]} of {MANUAL} ({len(document)} pages), rendered with pypdfium2"
+
+    blocks = kept_sections()
+    for section in args.sections.split(","):
+        if section == "engines":
+            chosen_pages = numbers[: args.engine_pages]
+            lines, chosen = engines_section(document, chosen_pages, truth, work)
+            title = f"## Engines: {len(chosen_pages)} {pages_of(chosen_pages)}, 150 dpi grey"
+            lines += ["", f"Chosen: {chosen} (the first of ingest/ocr's ENGINES installed)."]
+        elif section == "quality":
+            title = f"## Quality: {auto.described()}, {pages_of(numbers)}"
+            lines = quality_section(document, numbers, truth, work, auto)
+        elif section == "search":
+            title = f"## Search: the pages as text and as scans, {pages_of(numbers)}"
+            lines = search_section(document, numbers, truth, work, spent, auto)
+        elif section == "encoding":
+            chosen_pages = list(range(args.first, args.first + (args.encoding_pages or args.pages)))
+            title = f"## Encoding beside recognition: one PDF of {pages_of(chosen_pages)}, text against scan"
+            lines = encoding_section(document, chosen_pages, work, spent, auto, args.rounds)
+        else:
+            sys.exit(f"no section {section!r}: {', '.join(SECTIONS)}")
+        blocks[section] = [title, "", made, "", *lines, ""]
+    order = [name for name in SECTIONS if name in blocks] + [name for name in blocks if name not in SECTIONS]
+    out = ["# Reading scans (issue 55)", "", *[line for name in order for line in blocks[name]]]
+    OUT.write_text("\n".join(out).rstrip("\n") + "\n")
     print("\n".join(out))
 
 
