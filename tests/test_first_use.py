@@ -110,7 +110,8 @@ def test_a_first_ingest_of_one_document_works(tmp_path):
     result = shell(f"semsearch ingest {one} --index {tmp_path / 'index'} --quiet", tmp_path)
     assert result.returncode == 0, result.stderr
     with Index.open(tmp_path / "index") as index:
-        assert [h.id for h in index.search("command line parsing", k=3)] == ["argparse"]
+        # one document: its three best places
+        assert [h.id for h in index.search("command line parsing", k=3)] == ["argparse"] * 3
 
 
 def test_a_failed_first_ingest_leaves_no_index_behind(tmp_path):
