@@ -58,9 +58,69 @@ def long_set(work: Path, count: int, documents: int) -> tuple[Path, list[str]]:
     return ingested(beir / "corpus.jsonl", work / "scifact-long-index"), queries[:count]
 
 
-def timed(run) -> float:
+def sts_sentences(work: Path) -> Path:
+    """STS-B dev's distinct sentences, a document each."""
+    path = work / "sts-dev-sentences.jsonl"
+    if not path.exists():
+        rows = [line.split("\t") for line in (DATA / "stsb" / "sts-dev.csv").read_text().splitlines()]
+        sentences = dict.fromkeys(sentence for row in rows for sentence in row[5:7])
+        path.write_text(
+            "".join(json.dumps({"id": f"s{n}", "text": t}) + "\n" for n, t in enumerate(sentences))
+        )
+    return path
+
+
+CALIBRATION = """
+import json, sys
+from semsearch import Index
+with Index.open(sys.argv[1]) as index:
+    print(json.dumps(index.info().get("calibration")))
+"""
+
+
+def calibration_before_and_after(work: Path, base: str) -> dict:
+    """The calibration an ingest records with the code of commit `base` and with this tree's, on the same
+    corpora (STS-B dev's sentences; Cranfield's documents): what it chose and its figures."""
+    source = work / f"source-{base}"
+    if not source.exists():
+        source.mkdir()
+        archive = subprocess.run(["git", "archive", base, "src"], cwd=REPO, capture_output=True, check=True)
+        subprocess.run(["tar", "-x", "-C", str(source)], input=archive.stdout, check=True)
+    corpora = {"STS-B dev sentences": sts_sentences(work)}
+    out = {}
+    for name, corpus in corpora.items():
+        if not corpus.exists():
+            continue
+        records = {}
+        for side, src in (("before", source / "src"), ("after", REPO / "src")):
+            index = work / f"calibration-{corpus.stem}-{side}"
+            env = {**os.environ, "PYTHONPATH": str(src)}
+            if not (index / "manifest.json").exists():
+                ingest = [
+                    sys.executable,
+                    "-m",
+                    "semsearch",
+                    "ingest",
+                    str(corpus),
+                    "--index",
+                    str(index),
+                    "-q",
+                ]
+                subprocess.run(ingest, check=True, env=env)
+            shown = subprocess.run(
+                [sys.executable, "-c", CALIBRATION, str(index)], env=env, capture_output=True
+            )
+            records[side] = json.loads(shown.stdout)
+        out[name] = records
+    return out
+
+
+CHOICE_KEYS = ("mode", "alpha", "sides", "sweep", "bands", "per_query")
+
+
+def timed(run, n: int) -> float:
     started = time.perf_counter()
-    run()
+    run(n)
     return (time.perf_counter() - started) * 1000
 
 
@@ -97,7 +157,7 @@ def measure(path: Path, queries: list[str]) -> dict:
         times: dict[str, list[float]] = {name: [] for name in arms}
         for n in range(len(queries)):
             for name, run in arms.items():
-                times[name].append(timed(lambda: run(n)))
+                times[name].append(timed(run, n))
         info = {
             "documents": len(index),
             "passages": index.state.rows,
@@ -129,8 +189,10 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "places-bench")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--scifact-docs", type=int, default=1500)
+    parser.add_argument("--base", default="686b7d0", help="the commit whose calibration is compared (before)")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
+    calibrations = calibration_before_and_after(args.work, args.base)
     corpora = {
         "WordNet glosses": wordnet(args.work, args.queries),
         "SciFact mixed-topic long documents": long_set(args.work, args.queries, args.scifact_docs),
@@ -157,13 +219,22 @@ def main() -> None:
             f"(default mode {info['default_mode']})",
             "",
         ]
+        body += markdown_table([{"arm": arm, "p50 ms": f"{ms:.2f}"} for arm, ms in result["p50_ms"].items()])
         body += markdown_table(
-            ["arm", "p50 ms"], [[arm, f"{ms:.2f}"] for arm, ms in result["p50_ms"].items()]
+            [{"ratio": arm, "value": f"{value:.2f}"} for arm, value in result["ratios"].items()]
         )
-        body += [""]
-        body += markdown_table(
-            ["ratio", "value"], [[arm, f"{value:.2f}"] for arm, value in result["ratios"].items()]
+    body += ["", f"## Calibration before (commit {args.base}, documents as the unit) and after (places)", ""]
+    rows = []
+    for name, records in calibrations.items():
+        for side, record in records.items():
+            kept = {key: record.get(key) for key in ("mode", "alpha", "sides", "sweep")}
+            rows.append({"corpus": name, "code": side, **{k: json.dumps(v) for k, v in kept.items()}})
+        same = all(records["before"].get(key) == records["after"].get(key) for key in CHOICE_KEYS)
+        rows.append(
+            {"corpus": name, "code": "equal (mode, alpha, sides, sweep, bands, per_query)", "mode": same}
         )
+    body += markdown_table(rows)
+    results["calibration"] = calibrations
     OUT.mkdir(exist_ok=True)
     (OUT / "places-cost.md").write_text("\n".join(header + body) + "\n")
     (OUT / "places-cost.json").write_text(json.dumps(results, indent=2) + "\n")

@@ -158,33 +158,45 @@ def placed(store: DocumentStore, found: list[Found], texts: Sequence[str] | None
 
 
 def keyword_places(
-    store: DocumentStore, documents: Sequence[Sequence[tuple[int, float]]], texts: Sequence[str], cap: int
+    store: DocumentStore,
+    documents: Sequence[Sequence[tuple[int, float]]],
+    texts: Sequence[str],
+    cap: int,
+    n: int,
 ) -> list[Found]:
-    """Each query's keyword places from its documents by bm25 (best first): a document of one passage that
-    passage; of several, its passages holding the query's words (the one holding most first), each scored its
-    document's score times its share of the most words a passage of it holds; at most `cap` a document (0: all),
-    every query's places by score, ties in the documents' order."""
-    pks = sorted({pk for scored in documents for pk, _ in scored})
-    counts = dict(zip(pks, store.passages().counts_of(np.array(pks, dtype=np.int64)).tolist()))
-    long = [pk for pk in pks if counts[pk] > 1]
-    spans = store.spans([row for pk in long for row in range(pk, pk + counts[pk])]) if long else {}
-    docs = store.get(long) if long else {}
+    """Each query's n best keyword places from its documents by bm25 (best first): a document of one passage
+    that passage; of several, its passages holding the query's words (the one holding most first), each scored
+    its document's score times its share of the most words a passage of it holds; at most `cap` a document (0:
+    all), by score, ties in the documents' order. A place scores at most its document, so documents are opened
+    in their order only until n places score at least the next document: the first n at any n are the same
+    (nested, as bm25's documents are)."""
+    passages = store.passages()
     out = []
     for scored, text in zip(documents, texts):
         words = set(query_words(text))
         places: Found = []
-        for pk, score in scored:
-            rows = [r for r in range(pk, pk + counts[pk]) if r in spans] if pk in docs else []
-            if not rows:
-                places.append(Match(pk, score, pk))
-                continue
-            body = docs[pk]["text"]
-            held = [
-                len(words & {w.lower() for w in WORD.findall(body[s:e])}) for s, e in map(spans.get, rows)
-            ]
-            most = max(held)
-            order = sorted(range(len(rows)), key=lambda i: (-held[i], i))
-            chosen = [i for i in order if held[i] or i == order[0]][: cap or None]
-            places += [Match(pk, score * (held[i] / most if most else 1.0), rows[i]) for i in chosen]
-        out.append(sorted(places, key=lambda match: -match.score))  # stable: the documents' order on ties
+        for at, (pk, score) in enumerate(scored):
+            places += document_places(store, passages, pk, score, words, cap)
+            following = scored[at + 1][1] if at + 1 < len(scored) else -np.inf
+            if sum(match.score >= following for match in places) >= n:
+                break
+        out.append(sorted(places, key=lambda match: -match.score)[:n])  # stable: the documents' order on ties
     return out
+
+
+def document_places(
+    store: DocumentStore, passages: PassageMap, pk: int, score: float, words: set[str], cap: int
+) -> Found:
+    """One keyword document's places, best first (keyword_places)."""
+    count = int(passages.counts_of(np.array([pk]))[0])
+    spans = store.spans(range(pk, pk + count)) if count > 1 else {}
+    rows = [row for row in range(pk, pk + count) if row in spans]
+    docs = store.get([pk]) if rows else {}
+    if pk not in docs:
+        return [Match(pk, score, pk)]
+    body = docs[pk]["text"]
+    held = [len(words & {w.lower() for w in WORD.findall(body[s:e])}) for s, e in map(spans.get, rows)]
+    most = max(held)
+    order = sorted(range(len(rows)), key=lambda i: (-held[i], i))
+    chosen = [i for i in order if held[i] or i == order[0]][: cap or None]
+    return [Match(pk, score * (held[i] / most if most else 1.0), rows[i]) for i in chosen]

@@ -305,9 +305,11 @@ def search(
     if request.per_document is None and short and len(store.passages().long):
         more = ranked_places(request, np.array(short), 0, allowed, store, dense, keyword)
         texts = None if request.texts is None else [request.texts[query] for query in short]
-        for query, found in zip(short, placed(store, [ranked[query] for query in short], texts)):
+        listed = placed(store, [ranked[query] for query in short], texts)
+        further = placed(store, [more[query][:needed] for query in short], texts)
+        for found, extra in zip(listed, further):
             held = {match.row for match in found}
-            found += [match for match in more[query] if match.row not in held][: needed - len(found)]
+            found += [match for match in extra if match.row not in held][: needed - len(found)]
     page = join(
         store, [ranked[query][request.offset : needed] for query in range(request.count)], request.texts
     )
@@ -331,6 +333,8 @@ def ranked_places(
     ranked: dict[int, Found] = {query: [] for query in todo.tolist()}
     taken: dict[int, set[int]] = {query: set() for query in ranked}  # places held (at a cap of 1: documents)
     held: dict[int, dict[int, int]] = {query: {} for query in ranked}  # places held of each document
+    # a keyword side's document held without its passage chosen (that is left to the join: it reads the text)
+    open_places: dict[int, dict[int, Match]] = {query: {} for query in ranked}
     first, nested, ties = first_window(request, store, dense, allowed, cap)
     # a nested first window's first places, as many as the page needs (one more: a tie across the cut)
     depth = min(first, needed + len(request.exclude) * max(cap, 1)) if nested else first
@@ -345,9 +349,17 @@ def ranked_places(
                     continue
                 found = found[:depth]
             for match in found:
-                key, count = match.pk if cap == 1 else match.row, held[query].get(match.pk, 0)
+                if cap != 1 and match.row is not None and match.pk in open_places[query]:
+                    # the document's keyword place gets its passage now, so that no place is listed twice
+                    opened = open_places[query].pop(match.pk)
+                    placed(store, [[opened]], None if request.texts is None else [request.texts[query]])
+                    taken[query].add(opened.row)
+                key = match.pk if cap == 1 else match.row if match.row is not None else -1 - match.pk
+                count = held[query].get(match.pk, 0)
                 if match.pk in request.exclude or key in taken[query] or (cap and count >= cap):
                     continue
+                if cap != 1 and match.row is None:
+                    open_places[query][match.pk] = match
                 taken[query].add(key)
                 held[query][match.pk] = count + 1
                 ranked[query].append(match)
@@ -367,8 +379,8 @@ def first_window(
     options = request.options
     if options.mode is SearchMode.HYBRID:  # min-max over each side's list: fusion's own depth
         return FUSION_DEPTH, False, False
-    if options.mode is SearchMode.KEYWORD:  # bm25 is exact, ties by pk; places within documents are not
-        return PAGE_WINDOW, cap == 1, False
+    if options.mode is SearchMode.KEYWORD:  # bm25 is exact, ties by pk; its places are nested too
+        return PAGE_WINDOW, True, False
     if options.rerank:  # the index's `rerank` best rows re-scored, the same rows at every depth up to it
         return options.rerank, True, False
     long = len(store.passages().long) > 0 and cap != 0  # at no cap a row is a place
@@ -389,7 +401,7 @@ def window(
     cap: int,
 ) -> list[Found]:
     """The `depth` best places of each of these queries by the mode's steps (rerank and fusion included), at
-    most `cap` of a document; at a cap other than 1 each with its passage chosen."""
+    most `cap` of a document."""
     options = request.options
     mode = options.mode
     dense_found: list[Found] = [[] for _ in queries]
@@ -403,17 +415,16 @@ def window(
     if mode is not SearchMode.DENSE:
         documents = keyword.top(texts, depth, allowed)
         if mode is SearchMode.KEYWORD and cap != 1:
-            return [places[:depth] for places in keyword_places(store, documents, texts, cap)]
+            return keyword_places(store, documents, texts, cap, depth)
         keyword_found = [[Match(pk, score) for pk, score in scored] for scored in documents]
     if mode is SearchMode.DENSE:
         return dense_found
     if mode is SearchMode.KEYWORD:
         return keyword_found
-    fused = [
+    return [
         fuse(d, kw, options.alpha_of(query), options.fusion, depth)
         for query, d, kw in zip(queries, dense_found, keyword_found)
     ]
-    return fused if cap == 1 else placed(store, fused, texts)
 
 
 def check_offset(offset: int) -> int:
