@@ -48,7 +48,8 @@ from semsearch.storage.rawvectors import as_kept
 pytestmark = pytest.mark.xdist_group("calibration")
 
 DOCUMENTS = 160  # over MIN_PASSAGES in passages (973 at 64 tokens overlapping by 8): calibrated
-OPTIONS = dict(transform="none", chunk_tokens=64)  # raw vectors: the same scores in both indexes; passages
+# raw vectors (int4: a transformed index's default): the same scores in both indexes; passages
+OPTIONS = dict(transform="none", chunk_tokens=64, raw_precision="int4")
 
 
 @pytest.fixture(scope="module")
