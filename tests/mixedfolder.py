@@ -116,7 +116,7 @@ def write_tables(root: Path) -> None:
 
 
 def write_folder(root: Path) -> Path:
-    """The mixed folder under `root`, with an ignored image and a file of no known kind."""
+    """The mixed folder under `root`, with an ignored HEIF photo and a file of no known kind."""
     for name in SENTENCES:
         (root / name).parent.mkdir(parents=True, exist_ok=True)
     (root / "notes/garden.md").write_text(markdown())
@@ -131,6 +131,7 @@ def write_folder(root: Path) -> Path:
     )
     write_tables(root)
     (root / "images").mkdir(exist_ok=True)
-    (root / "images/photo.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(64))
+    # a HEIF photo: a picture of a kind not read (PNG, JPEG, TIFF and WebP are: tests/test_ocr.py)
+    (root / "images/photo.heic").write_bytes(b"\x00\x00\x00\x18ftypheic" + bytes(64))
     (root / "data.bin").write_bytes(bytes(range(256)))
     return root

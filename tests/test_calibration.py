@@ -457,11 +457,11 @@ def test_a_calibration_counts_its_age_and_an_export_keeps_it(index, cranfield, c
 
 @pytest.mark.slow
 def test_a_renewal_encodes_only_the_pseudo_queries_of_changed_documents(index, tmp_path):
-    """The calibration keeps its draw and the vectors it encoded (storage/calibrationcache.py): after a fifth of
-    the draw's documents are deleted, a renewal asks the documents still stored the same queries and encodes only
-    the texts of the queries drawn anew; its record equals a calibration of the same draw encoding every text.
-    The cache keeps the vectors as the index keeps raw vectors (int4 codes), the encoder's vectors at that
-    precision (encoded here again)."""
+    """The calibration draws by its documents' content (drawing.py) and keeps the vectors it encoded
+    (storage/calibrationcache.py): after a fifth of the draw's documents are deleted, a renewal asks the
+    documents still stored the same queries and encodes only the texts it did not encode before; its draw and
+    record equal a fresh calibration's of the same corpus encoding every text. The cache keeps the vectors as
+    the index keeps raw vectors (int4 codes), the encoder's vectors at that precision (encoded here again)."""
     from semsearch.operations.calibrating import calibration
     from semsearch.storage.calibrationcache import FILE, CalibrationCache, encoder_name, text_key
 
@@ -488,26 +488,17 @@ def test_a_renewal_encodes_only_the_pseudo_queries_of_changed_documents(index, t
         as_kept(source.encoder.encode(asked), "int8"),
     )
     live = set(source.store.all_pks().tolist())
-    still = [row for row in before.panel.tolist() if row[0] in live][
-        : len(after.panel)
-    ]  # fewer are drawn now
-    assert after.panel[: len(still)].tolist() == still  # the same queries of the documents kept, first
-    assert len(after.panel) > len(still) > len(after.panel) / 2  # ... and new ones for those deleted
-    assert renewed["reused"] >= len(still)  # ... their texts not encoded again
-    asked, asked_now = (
-        before.kept_paragraphs(),
-        CalibrationCache.load(source.path, after.encoder_name).kept_paragraphs(),
-    )
-    again = [tuple(row) for row in still if tuple(row) in asked]
-    assert len(again) > len(still) / 2 and all(asked_now[row] == asked[row] for row in again)  # as paragraphs
+    still = [row for row in before.panel.tolist() if row[0] in live]
+    now = {row[0]: row for row in after.panel.tolist()}
+    assert all(now[row[0]] == row for row in still if row[0] in now)  # a document kept: its same query
+    assert len(after.panel) > len(set(now) & {row[0] for row in still}) > len(after.panel) / 2
+    assert renewed["reused"] >= len(still) / 2  # ... their texts not encoded again
 
-    everything = CalibrationCache(source.path, "another", panel=after.panel)  # the same draw, nothing cached
+    everything = CalibrationCache(source.path, "another")  # a fresh calibration: nothing cached
     fresh = calibration(source.directory, cache=everything)
     assert everything.reused == 0 and everything.encoded > renewed["reused"] > 0
-    assert fresh.ranks == renewed["ranks"] and (fresh.mode, fresh.alpha) == (
-        renewed["mode"],
-        renewed["alpha"],
-    )
+    assert fresh.ranks == renewed["ranks"] and fresh.bands == renewed["bands"]
+    assert (fresh.mode, fresh.alpha, fresh.sweep) == (renewed["mode"], renewed["alpha"], renewed["sweep"])
     source.close()
 
 
@@ -540,8 +531,8 @@ def test_an_upsert_that_leaves_the_calibration_stale_readies_its_renewal(
         source.recalibrate()
     renewed = source.state.calibration
     assert renewed["changed"] == 0 and renewed["reused"] > renewed["queries"]
-    # the same draw and paragraphs, nothing cached
-    everything = CalibrationCache(source.path, "another", panel=readied.panel, paragraphs=readied.paragraphs)
+    # a fresh calibration, nothing cached: the same draw, the same choice
+    everything = CalibrationCache(source.path, "another")
     fresh = calibration(source.directory, cache=everything)
     assert everything.reused == 0 and everything.encoded == renewed["reused"]
     assert fresh.ranks == renewed["ranks"] and fresh.bands == renewed["bands"]
@@ -727,20 +718,27 @@ def test_a_band_moves_from_where_the_sentences_peak_not_from_the_sentence_band()
 
 def test_the_targets_asked_by_length_are_every_one_or_a_sample_fixed_by_their_documents():
     """Every target is asked short and as a paragraph (in its order) where they are LENGTH_TARGETS or fewer;
-    of more, a sample: the same in any order of the draw, and a renewal that replaced a fifth of the targets
-    keeps those of the others that still draw before the last one sampled."""
+    of more, a sample fixed by their draw keys (their documents' content), not their pks: the same in any
+    order of the draw, and a renewal that replaced a fifth of the targets keeps those of the others that still
+    draw before the last one sampled."""
     from semsearch.retrieval.bands import by_length
     from semsearch.retrieval.calibration import QUERIES, PseudoQuery
 
-    def key(pk: int) -> float:
-        return float(np.random.default_rng([16, pk]).random())
+    def key(n: int) -> float:
+        return float(np.random.default_rng([16, 7919 * n + 1]).random())
 
-    drawn = [PseudoQuery(pk, f"sentence {pk}", f"rest {pk}") for pk in range(200)]
+    def query(n: int, pk: int) -> PseudoQuery:
+        return PseudoQuery(pk, f"sentence {n}", f"rest {n}", key=7919 * n + 1)
+
+    drawn = [query(n, n) for n in range(200)]
     assert LENGTH_TARGETS == QUERIES and by_length(drawn, 16, 200) == drawn
     sampled = by_length(drawn, 16, 64)
     first = sorted(range(200), key=key)[:64]  # counted independently
-    assert [q.pk for q in sampled] == first and [q.pk for q in by_length(drawn[::-1], 16, 64)] == first
-    renewed = drawn[40:] + [PseudoQuery(pk, f"sentence {pk}", f"rest {pk}") for pk in range(1000, 1040)]
+    assert [q.key for q in sampled] == [7919 * n + 1 for n in first]
+    assert by_length(drawn[::-1], 16, 64) == sampled
+    moved = [query(n, 5000 - n) for n in range(200)]  # the same texts stored under other pks
+    assert [q.key for q in by_length(moved, 16, 64)] == [q.key for q in sampled]
+    renewed = drawn[40:] + [query(n, n) for n in range(1000, 1040)]
     resampled = {q.pk for q in by_length(renewed, 16, 64)}
     last = max(key(pk) for pk in resampled)
     stayed = {pk for pk in first if pk >= 40 and key(pk) <= last}
@@ -792,95 +790,92 @@ def few_long(cranfield_beir, tmp_path_factory):
     index.close()
 
 
-def _unfindable(targets, store) -> None:
-    """Every target's query is out of its scratch text and out of each of its document's rows left."""
-    pks = sorted({q.pk for q in targets.queries})
-    counts = dict(zip(pks, store.passages().counts_of(np.array(pks, dtype=np.int64)).tolist()))
-    spans = store.spans([pk + i for pk in pks for i in range(counts[pk])])
-    dropped, renewed = set(targets.dropped.tolist()), set(targets.rows.tolist())
-    rests: dict[int, set[str]] = {}
+def _places_hold_their_sentences(targets, store) -> None:
+    """Each place's sentence lies in its passage and in no passage of the scratch copy (every row holding any
+    of it re-encoded without it, and ranked so by the keyword side); no two places share a row; every other
+    passage is its text as stored."""
+    from semsearch.retrieval.calibration_places import PlaceTargets
+
+    assert isinstance(targets, PlaceTargets)
+    pks = store.all_pks()
+    counts = dict(zip(pks.tolist(), store.passages().counts_of(pks).tolist()))
+    docs = store.get(pks.tolist())
+    spans = store.spans([pk + i for pk, n in counts.items() if n > 1 for i in range(n)])
+    owner = {pk + i: pk for pk, n in counts.items() for i in range(n)}
+    renewed, dropped = set(targets.rows.tolist()), set(targets.dropped.tolist())
+    held = {row: text for row, _, text in targets.passages}
+    assert sorted([*held, *(dropped - renewed)]) == sorted(owner)  # every passage of the corpus, once
+    assert len(renewed) == len(targets.queries) == len(targets.texts) and renewed <= dropped
     for q in targets.queries:
-        rests.setdefault(q.pk, set()).add(q.rest)
-        start, end = q.span
-        kept = [row for row in range(q.pk, q.pk + counts[q.pk]) if row not in dropped]
-        assert not any(spans[row][0] < end and start < spans[row][1] for row in kept if row in spans)
-        assert all(row in renewed for row in range(q.pk, q.pk + counts[q.pk]) if counts[q.pk] == 1)
-    assert all(len(rest) == 1 for rest in rests.values())  # the scratch copy holds one text a document
-    for q in targets.queries:  # ... without any sentence drawn from it
-        assert not any(other.query in q.rest for other in targets.queries if other.pk == q.pk)
+        text = docs[owner[q.pk]]["text"]
+        assert text[q.span[0] : q.span[1]] == q.query and q.pk in renewed
+        start, end = spans.get(q.pk, (0, len(text)))
+        assert start <= q.span[0] < q.span[1] <= end  # inside its passage
+        assert q.query not in held[q.pk] and q.query not in targets.texts[sorted(renewed).index(q.pk)]
+        for row in (q.pk - 1, q.pk + 1):  # a neighbour holding part of it: left out of both sides
+            if row in spans and spans[row][0] < q.span[1] and q.span[0] < spans[row][1]:
+                assert row in dropped and row not in held
+    for row, text in held.items():
+        if row not in renewed:
+            start, end = spans.get(row, (0, len(docs[owner[row]]["text"])))
+            assert text == docs[owner[row]]["text"][start:end]
 
 
 @pytest.mark.slow
-def test_a_corpus_of_few_long_documents_draws_several_sentences_of_each_taken_out_together(few_long, index):
-    """Fewer documents than queries wanted: every document gives several sentences, spread evenly (the first
-    round the one-a-document draw), each out of its document's scratch text and passages; a corpus of at
-    least as many documents as queries draws one a document, as before."""
+def test_a_corpus_of_few_long_documents_calibrates_on_places(few_long, index):
+    """Fewer documents than queries wanted: the pseudo-queries are drawn from passages (calibration_places.py),
+    each one's target its passage without it, so the weights are measured on places (not every query 1.000 as
+    its document alone is found); a corpus of at least as many documents as queries draws one a document."""
+    from semsearch.retrieval.calibration import MIN_QUERIES, QUERY_WORDS, SCANNED, draw
+    from semsearch.retrieval.calibration_places import drawn_places
+
     calibration = few_long.state.calibration
     documents, wanted = few_long.state.count, calibration["passages"] // QUERY_SHARE
     assert documents == 24 < wanted and "skipped" not in calibration
-    assert calibration["queries"] > 2 * documents  # not one a document
-    store = few_long.store
-    drawn = pseudo_queries(store, wanted)
-    per_document = np.bincount(np.unique([q.pk for q in drawn], return_inverse=True)[1])
-    assert len(drawn) == wanted and len(per_document) == documents
-    assert per_document.max() - per_document.min() <= 1  # spread evenly
-    assert drawn[:documents] == pseudo_queries(store, documents)  # round one: the draw of one a document
-    spans: dict[int, list[tuple[int, int]]] = {}
-    for q in drawn:  # a document's sentences do not overlap
-        assert not any(s < q.span[1] and q.span[0] < e for s, e in spans.get(q.pk, []))
-        spans.setdefault(q.pk, []).append(q.span)
+    assert calibration["targets"] == "places" and calibration["queries"] >= max(MIN_QUERIES, 2 * documents)
+    assert max(calibration["sweep"].values()) < 0.99 and len(set(calibration["sweep"].values())) > 3
     chunker = make_chunker(few_long.settings, lambda: few_long.encoder)
-    targets = Targets.drawn(drawn, store, partial(split, chunker=chunker))
-    assert len(targets.queries) >= 0.9 * len(drawn) and not len(targets.rows)  # cropped, none re-encoded
-    _unfindable(targets, store)
+    cut = partial(split, chunker=chunker)
+    asking = draw(few_long.store, calibration["passages"], cut)
+    assert len(asking.targets.queries) == calibration["queries"]
+    _places_hold_their_sentences(asking.targets, few_long.store)
+    again = drawn_places(few_long.store, wanted, 16, cut, QUERY_WORDS, SCANNED)
+    assert again.queries == asking.targets.queries  # the same draw, by the content
 
-    many = index.store  # 160 documents: one sentence of each, as before; more asked, several of some
-    assert len({q.pk for q in pseudo_queries(many, 100)}) == 100
-    several = pseudo_queries(many, 400)
-    assert len(several) > 160 and len({q.pk for q in several}) < len(several)
-    targets = Targets.drawn(several, many, partial(split, chunker=chunker))
-    assert len(targets.rows)  # some documents of one passage re-encoded without their several sentences
-    _unfindable(targets, many)
+    many = index.state.calibration  # 160 documents, fewer queries wanted: one sentence a document
+    assert many["targets"] == "documents" and many["documents"] >= many["queries"]
 
 
 @pytest.mark.slow
-def test_a_kept_draw_of_several_sentences_a_document_renews(few_long, cranfield_beir, tmp_path):
-    """The renewal (calibrationcache.py) of a corpus of few long documents: nothing changed, the same queries
-    again; two documents deleted, each other document's kept queries the first it gives, the deleted ones' share
-    drawn anew; grown past the queries wanted, one query a document again, a kept document's its first."""
+def test_a_renewal_of_few_long_documents_draws_as_a_fresh_calibration(few_long, tmp_path):
+    """The renewal of a corpus of few long documents: nothing changed, the same places again; two documents
+    deleted, every place of the others drawn again and the record that of a fresh calibration (nothing
+    cached) of the corpus as it is now."""
+    from semsearch.operations.calibrating import calibration
     from semsearch.storage.calibrationcache import CalibrationCache, encoder_name
 
     source = Index.open(copy_index(few_long.path, tmp_path / "source"))
     name = encoder_name(source.settings)
     before = CalibrationCache.load(source.path, name).panel.tolist()
-    assert len(before) > len({row[0] for row in before}) == source.state.count
     source.recalibrate()
     again = source.state.calibration
     assert CalibrationCache.load(source.path, name).panel.tolist() == before
     assert again["ranks"] == few_long.state.calibration["ranks"] and again["reused"] > 0
 
-    def rows_by_document(panel: list[list[int]]) -> dict[int, list[list[int]]]:
-        out: dict[int, list[list[int]]] = {}
-        for row in panel:
-            out.setdefault(row[0], []).append(row)
-        return out
-
-    kept = rows_by_document(before)
-    gone = sorted(kept)[:2]
+    owners = source.store.passages()
+    owner_of = dict(
+        zip([row[0] for row in before], owners.owners(np.array([row[0] for row in before])).tolist())
+    )
+    gone = sorted(set(owner_of.values()))[:2]
     source.delete([row["id"] for row in source.store.get(gone).values()])
     source.recalibrate()
-    after = rows_by_document(CalibrationCache.load(source.path, name).panel.tolist())
-    assert not set(after) & set(gone) and set(after) == set(kept) - set(gone)
-    for pk, rows in after.items():  # its kept queries first (all, or as many as the draw still wants)
-        assert rows[: len(kept[pk])] == kept[pk][: len(rows)]
-    assert any(len(rows) > len(kept[pk]) for pk, rows in after.items())  # the deleted ones' share
-
-    lines = (cranfield_beir / "corpus.jsonl").read_text().splitlines()[240:340]
-    source.ingest(write_jsonl(tmp_path / "more.jsonl", [json.loads(line) for line in lines]))
-    source.recalibrate()
-    grown = CalibrationCache.load(source.path, name).panel.tolist()
-    assert source.state.count > source.state.calibration["passages"] // QUERY_SHARE  # as many as wanted
-    assert len(grown) == len({row[0] for row in grown})  # one a document
-    firsts = [rows[0] for rows in after.values()]
-    assert grown[: len(firsts)] == firsts  # a kept document's first query, first
+    after = CalibrationCache.load(source.path, name).panel.tolist()
+    kept = [row for row in before if owner_of[row[0]] not in gone]
+    assert all(row in after for row in kept) and len(after) >= len(kept)
+    renewed = source.state.calibration
+    fresh = calibration(source.directory, cache=CalibrationCache(source.path, "another"))
+    assert fresh.ranks == renewed["ranks"] and (fresh.mode, fresh.alpha) == (
+        renewed["mode"],
+        renewed["alpha"],
+    )
     source.close()

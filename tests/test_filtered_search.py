@@ -8,7 +8,6 @@ import json
 import shutil
 import sqlite3
 
-import faiss
 import numpy as np
 import pytest
 from click.testing import CliRunner
@@ -91,23 +90,11 @@ def indexes(data, tmp_path_factory):
         index.close()
 
 
-def kept_codes(index: Index) -> np.ndarray:
-    """hnsw-sq8's vectors as it keeps them, a row per pk: its 8-bit codes decoded by FAISS's own
-    reconstruction (the engine decodes them for its exact path by another call)."""
-    inner = faiss.downcast_index(index.vectors.index.index)
-    decoded = faiss.downcast_index(inner.storage).reconstruct_n(0, inner.ntotal)
-    out = np.empty_like(decoded)
-    out[faiss.vector_to_array(index.vectors.index.id_map)] = decoded
-    return out
-
-
-def brute_force(docs, vectors, queries, where, index=None) -> list[list[tuple[str, float]]]:
+def brute_force(docs, vectors, queries, where) -> list[list[tuple[str, float]]]:
+    """Exact over the raw vectors as the index keeps them (hnsw-sq8's codes only find its candidates)."""
     keep = set.intersection(*(expected(docs, condition) for condition in where))
     rows = np.array([i for i, doc in enumerate(docs) if doc["id"] in keep])
-    if index is not None and index.vectors.kind == "hnsw-sq8":
-        scores = queries @ kept_codes(index)[rows].T
-    else:
-        scores = queries @ unit(as_kept(vectors[rows])).T  # exact over the vectors as the index keeps them
+    scores = queries @ unit(as_kept(vectors[rows])).T
     order = np.argsort(-scores, axis=1, kind="stable")[:, :K]
     return [[(docs[rows[j]]["id"], float(s[j])) for j in o] for s, o in zip(scores, order)]
 
@@ -147,7 +134,7 @@ def test_the_approximate_types_are_really_approximate(data, indexes):
 def test_filtered_results_equal_brute_force(data, indexes, kind, where):
     docs, vectors, queries = data
     index = indexes[kind]
-    truth = brute_force(docs, vectors, queries, where, index)
+    truth = brute_force(docs, vectors, queries, where)
     assert len(truth[0]) > 0, "a filter that keeps nothing tests nothing"
     found = index.search_vectors(queries, K, where=where, rerank=0)
     allowed = len(set.intersection(*(expected(docs, c) for c in where)))
@@ -171,7 +158,7 @@ def test_the_approximate_path_when_taken_reaches_its_recall(data, indexes, kind,
     approximate = 0
     for where in (["b<600"], ["b<300"], ["b<100"], ["b<30"]):
         approximate += strategy.plan(index.vectors, len(expected(docs, where[0]))) is not None
-        truth = brute_force(docs, vectors, queries, where, index)
+        truth = brute_force(docs, vectors, queries, where)
         found = index.search_vectors(queries, K, where=where, rerank=0)
         assert recall(found, truth) >= strategy.FILTERED_RECALL, (kind, where)
         assert all(len(f) == K for f in found)

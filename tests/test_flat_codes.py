@@ -1,5 +1,6 @@
 """flat-sq8 (issue 37): an exact scan over 8-bit codes, `auto`'s choice from AUTO_CODED_ROWS rows to the flat
-budget. It answers exactly over its codes (decoded here by the scheme, not by FAISS), unfiltered and filtered;
+budget. It answers exactly over its codes (decoded here by the scheme, not by FAISS) unfiltered, and filtered
+exactly over the raw vectors (projected), which re-score its codes' shortlist;
 its codes are trained again as the index doubles; an index an older release made flat keeps answering as flat
 and turns flat-sq8 at its next write; the transform's matrix is kept in float32 only where that is exact."""
 
@@ -10,7 +11,7 @@ import numpy as np
 import pytest
 
 from semsearch import Index
-from semsearch.retrieval import vectorindex
+from semsearch.retrieval import strategy, vectorindex
 from semsearch.retrieval.search import DenseRetriever
 from semsearch.retrieval.vectorindex import AUTO_CODED_ROWS, AUTO_FLAT_LIMIT, outgrown, resolve_index_type
 from semsearch.settings import TransformKind, TransformSpec
@@ -88,11 +89,13 @@ def test_flat_sq8_answers_exactly_over_its_codes(coded):
     projected = coded.transform.project(queries)
     retriever = DenseRetriever(coded.transform, coded.vectors, coded.raw)
     assert_exact(retriever.candidates(queries, 10, None), projected, rows, held, 10)
-    # filtered: few rows (decoded and scored by id), more (a scan of the codes with the rows as a selector)
+    # filtered, exactly over the raw vectors projected (strategy.py): few rows (scored from them), more (the
+    # codes' shortlist, a scan of the codes with the rows as a selector, re-scored from them)
     for where in ("h", 7), ("g", 3):
         allowed = np.array([pk for pk in range(ROWS) if pk % {"h": 200, "g": 10}[where[0]] == where[1]])
-        kept = np.isin(held, allowed)
-        assert_exact(retriever.candidates(queries, 10, allowed), projected, rows[kept], held[kept], 10)
+        assert (len(allowed) < strategy.SHORTLIST_ROWS) == (where[0] == "h")
+        raw = coded.transform.project(coded.raw.get(allowed))
+        assert_exact(retriever.candidates(queries, 10, allowed), projected, raw, allowed, 10)
         hits = coded.search_vectors(queries, k=10, mode="dense", rerank=0, where=[f"{where[0]}={where[1]}"])
         assert all(h.metadata[where[0]] == where[1] for found in hits for h in found)
         assert [[h.id for h in found] for found in hits] == [

@@ -133,7 +133,7 @@ def test_dense_search_is_the_best_passage_of_each_document_by_brute_force(chunke
 
 def deep_keyword(index: Index, query: str) -> list[tuple[str, float]]:
     """Every document matching any word, by bm25 (n above the corpus size)."""
-    return [(h.id, h.score) for h in index.search(query, k=10_000, mode="keyword")]
+    return [(h.id, h.score) for h in index.search(query, k=10_000, mode="keyword", per_document=1)]
 
 
 @pytest.mark.parametrize("listed", [True, False])
@@ -147,12 +147,14 @@ def test_filtered_keyword_and_hybrid_equal_the_unfiltered_lists_restricted(chunk
     with Index.open(chunked) as index:
         module = {d["id"] for d in sample_docs() if d.get("module") == MODULE}
         restricted = [(i, s) for i, s in deep_keyword(index, query) if i in module]
-        filtered = [(h.id, h.score) for h in index.search(query, k=10, mode="keyword", where=where)]
+        asked = dict(where=where, per_document=1)  # documents: a document once, however few match
+        filtered = [(h.id, h.score) for h in index.search(query, k=10, mode="keyword", **asked)]
         assert len(restricted) >= 3 and filtered == restricted[:10]
-        dense = [(h.id, h.score) for h in index.search(query, k=100, mode="dense", where=where, rerank=0)]
+        asked = dict(asked, rerank=0)
+        dense = [(h.id, h.score) for h in index.search(query, k=100, mode="dense", **asked)]
         assert {i for i, _ in dense} == module  # fewer than 100 match: all of them
         keyword = [(i, s) for i, s in restricted[:100]]
-        hybrid = index.search(query, k=10, mode="hybrid", alpha=0.3, where=where, rerank=0)
+        hybrid = index.search(query, k=10, mode="hybrid", alpha=0.3, **asked)
         assert [h.id for h in hybrid] == fused(dense, keyword, 0.3)[:10]
         assert all(h.metadata["module"] == MODULE for h in hybrid)
 

@@ -55,9 +55,14 @@ def test_where_filters_before_the_search_and_returns_exactly_k(scifact_index):
     hits = scifact_index.search("cancer", k=7, where=["kind=odd", "year>=2015"])
     assert len(hits) == 7
     assert all(h.metadata["kind"] == "odd" and h.metadata["year"] >= 2015 for h in hits)
-    # 300 documents, years 2000..2019: year=2019 and kind=odd leaves exactly 15; k=50 gives all 15.
-    narrow = scifact_index.search("cancer", k=50, where={"year": 2019, "kind": "odd"})
+    # 300 documents, years 2000..2019: year=2019 and kind=odd leaves exactly 15; k=50 gives all 15 once each,
+    # then (the default cap) their further places, each place once
+    narrow = scifact_index.search("cancer", k=50, where={"year": 2019, "kind": "odd"}, per_document=1)
     assert len(narrow) == 15
+    filled = scifact_index.search("cancer", k=50, where={"year": 2019, "kind": "odd"})
+    assert [h.id for h in filled[:15]] == [h.id for h in narrow] and len(filled) > 15
+    assert {h.id for h in filled} == {h.id for h in narrow}
+    assert len({(h.id, h.passage["start"] if h.passage else 0) for h in filled}) == len(filled)
     unfiltered = scifact_index.search("cancer", k=50)
     assert not {h.id for h in narrow} <= {h.id for h in unfiltered[:15]}  # a post-filter would lose these
 

@@ -8,6 +8,7 @@ from semsearch.evaluation.datasets import load_beir
 from semsearch.evaluation.longdoc_sets import (
     PIECES,
     documents_subset,
+    glossary,
     mixed_topic,
     single_topic,
     sts_retrieval,
@@ -106,3 +107,33 @@ def test_a_lemma_is_a_query_and_every_synset_carrying_it_relevant(tmp_path):
         d["_id"]: d["title"] for d in map(json.loads, (aliases / "corpus.jsonl").read_text().splitlines())
     }
     assert first["n1"] == "bank" and first["n3"] == "5"  # "five" is n3's alias: its title lacks it
+
+
+def test_a_glossary_groups_glosses_by_their_file_and_carries_the_lemma_judgements(tmp_path):
+    """Glosses grouped by lexicographer file into long documents of GLOSSARY_ENTRIES "lemmas: gloss" lines; a
+    lemma query relevant to every glossary document holding a synset that carries it."""
+    from semsearch.evaluation.longdoc_sets import GLOSSARY_ENTRIES
+
+    synsets = [
+        ("n1", "bank, depository financial institution", "a financial institution", "noun", 1),
+        ("n2", "bank", "sloping land beside a body of water", "noun", 2),
+        ("n3", "five", "the cardinal number", "noun", 1),
+        ("n4", "five", "a team of basketball players", "noun", 2),
+        *[(f"x{i:02}", f"other{i}", f"an unrelated gloss {i}", "noun", i % 3) for i in range(60)],
+    ]
+    source = tmp_path / "wordnet.jsonl"
+    source.write_text(
+        "".join(
+            json.dumps({"id": i, "title": t, "text": x, "pos": p, "lexname": n}) + "\n"
+            for i, t, x, p, n in synsets
+        )
+    )
+    out = glossary(source, tmp_path / "glossary", documents=2)
+    data = load_beir(out)
+    corpus = _corpus(out)
+    assert len(corpus) == 2 and all(len(text.splitlines()) == GLOSSARY_ENTRIES for text in corpus.values())
+    holding = {pk: {line.split(":")[0] for line in text.splitlines()} for pk, text in corpus.items()}
+    for query, text in data.queries.items():
+        wanted = {pk for pk, lemmas in holding.items() if any(text in lemma.split(", ") for lemma in lemmas)}
+        assert set(data.qrels[query]) == wanted
+    assert "bank, depository financial institution: a financial institution." in "\n".join(corpus.values())

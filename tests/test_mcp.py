@@ -66,6 +66,9 @@ def reference(sample_encoded):
         yield index
 
 
+HIT_FIELDS = {"id", "title", "score", "metadata", "passage", "location", "snippet", "scores"}
+
+
 def expected_ids(index: Index, query: str, **options) -> list[str]:
     return [hit.id for hit in index.search(query, **options)]
 
@@ -76,7 +79,8 @@ async def check_reads(session: ClientSession, reference: Index, index: dict) -> 
     found = answer(await session.call_tool("search", {"query": QUERY, "k": 5, **index}))
     assert [hit["id"] for hit in found["hits"]] == expected_ids(reference, QUERY, k=5)
     assert all(
-        len(hit["text"]) <= 1000 and set(hit) >= {"id", "title", "score", "metadata"} for hit in found["hits"]
+        len(hit["passage"]["text"]) <= 1000 and "text" not in hit and set(hit) >= HIT_FIELDS
+        for hit in found["hits"]
     )
     filtered = {"query": QUERY, "k": 4, "offset": 3, "where": ["year>=2010", "kind=even"], "mode": "dense"}
     paged = answer(await session.call_tool("search", {**filtered, **index}))

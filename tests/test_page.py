@@ -179,13 +179,29 @@ def test_facets_pages_similar_and_marks(browser, served, tmp_path):
     assert page_marks(page) == [
         [hit.snippet["text"][start:end] for start, end in hit.snippet["highlights"]] for hit in first
     ]
-    # the facet counts as buttons, one per value the index counts for the query
+    # the facet counts as buttons, one per value the index counts for the query, for the fields of few values;
+    # a field of many numbers as ranges (year: 20 values), one of many strings (module: 46) none
+    few = [name for name in fields if len(first.facets[name]) <= 8]
+    assert few == ["kind"]
+    page.wait_for_selector("#facets .facet-ranges[data-field=year]", timeout=TIMEOUT_MS)
     shown = page.eval_on_selector_all(
-        "#facets .facet-value", "bs => bs.map(b => [b.dataset.field, b.dataset.value, b.textContent])"
+        "#facets .facet-value[data-value]",
+        "bs => bs.map(b => [b.dataset.field, b.dataset.value, b.textContent])",
     )
     assert shown == [
-        [name, value, f"{value} ({count})"] for name in fields for value, count in first.facets[name].items()
+        [name, value, f"{value} ({count})"] for name in few for value, count in first.facets[name].items()
     ]
+    assert page.locator("#facets [data-field=module]").count() == 0
+    ranges = page.eval_on_selector_all(
+        "#facets .facet-ranges[data-field=year] button", "bs => bs.map(b => [b.dataset.range, b.textContent])"
+    )
+    years = [2000 + i % 20 for i in range(300)]  # the sample's years (conftest.encoded_once), counted here
+    assert len(ranges) >= 4
+    for bounds, label in ranges:
+        low, high = (float(side) if side else None for side in bounds.split(".."))
+        inside = [y for y in years if (low is None or y >= low) and (high is None or y < high)]
+        assert label.endswith(f"({len(inside)})"), (bounds, label)
+    assert sum(int(label.rsplit("(", 1)[1].rstrip(")")) for _, label in ranges) == 300
 
     page.click("#next")  # page 2 is Index.search's offset 10
     wait_for_ids(page, second)

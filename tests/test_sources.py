@@ -225,7 +225,19 @@ def test_kind_by_suffix_and_content():
     assert kind_of("page.pdf", html) == "html"
     assert kind_of("page", html) == "html" and kind_of("LICENSE", b"MIT License\n") == "text"
     assert kind_of("notes.md", b"# x") == "markdown" and kind_of("x.py", b"import os") == "code"
-    assert kind_of("photo.png", b"\x89PNG") is None and kind_of("blob", bytes(range(256))) is None
+    assert (
+        kind_of("photo.heic", b"\x00\x00\x00\x18ftypheic") is None
+        and kind_of("blob", bytes(range(256))) is None
+    )
+    assert (
+        kind_of("photo.png", b"\x89PNG\r\n\x1a\n") == "image"
+        and kind_of("x.jpg", b"\xff\xd8\xff\xe0") == "image"
+    )
+    assert (
+        kind_of("scan", b"II*\x00") == "image"
+        and kind_of("shot.webp", b"RIFF\x00\x00\x00\x00WEBPVP8 ") == "image"
+    )
+    assert kind_of("fake.png", b"# not a picture\n") == "text"
     assert kind_of("corpus.data", jsonl, given=True) == "jsonl"  # named on the command line: JSONL as always
     assert kind_of("corpus.data", jsonl) is None  # met in a directory: an unknown suffix is ignored
 

@@ -40,6 +40,7 @@ from .operations.directory import IndexDirectory, derived_files
 from .operations.export import export as export_documents
 from .operations.syncing import SyncReport
 from .retrieval.calibration_age import age
+from .retrieval.hits import QUERY_OPTIONS
 from .retrieval.query import Page, QueryDefaults, QueryOptions
 from .retrieval.search import Hit, Results, Where, allowed_rows
 from .retrieval.similar import Examples
@@ -59,7 +60,6 @@ from .storage.manifest import FILE, PENDING, IndexState, Manifest
 from .transforms.stats import RunningStats
 
 # How a query ranks; search's other options are its page's.
-QUERY_OPTIONS = ("mode", "alpha", "fusion", "typos", "crop")
 
 __all__ = ["AddReport", "Hit", "Index", "Page", "Results"]
 
@@ -339,13 +339,14 @@ class Index:
     def search(
         self, text: str, k: int = 10, where: Where = None, rerank: int | None = None, **options: Any
     ) -> Results:
-        """The k documents that best match `text`; `where` filters first (k come back whenever k match). `rerank=N`
-        re-scores N candidates by cosine of the kept raw vectors (None: the index's setting, 0: off). `options`
-        as `search_many` takes them: `mode` dense, keyword or hybrid, `alpha` hybrid's dense weight (None: as
-        calibrated), `fusion` convex or rrf, `typos` the edits a keyword query word may hold (0, 1 or 2, the
-        default: retrieval/typos.py), `crop` each hit's snippet in words (retrieval/snippets.py; 0: no snippets),
-        `offset` where the page starts, `facets` the fields to count, `generation` the generation an earlier page
-        read. The hits come as a list (Results) that also carries the generation read and the facets."""
+        """The k places that best match `text` (a passage of a document each); `where` filters first (k come back
+        whenever k match). `rerank=N` re-scores N candidates by the kept raw vectors (None: the index's setting,
+        0: off). `options` as `search_many` takes them: `mode` dense, keyword or hybrid, `alpha` hybrid's dense
+        weight (None: as calibrated), `fusion` convex or rrf, `typos` the edits a keyword query word may hold (0-2:
+        retrieval/typos.py), `crop` each hit's snippet in words (0: none), `per_document` the hits one document
+        may fill (0: no cap; None: a document once, its further places where fewer documents match than k),
+        `full_text` the whole text in each hit's JSON, `offset`, `facets`, `generation` (Page). The hits come as a
+        list (Results) that also carries the generation read and the facets."""
         return self.search_many([text], k, where, rerank, **options)[0]
 
     def search_many(
@@ -363,7 +364,7 @@ class Index:
         **page: Any,
     ) -> list[Results]:
         """`search` for several texts at once (encoded in one batch); `page`: `offset`, `facets`,
-        `facet_values`, `generation` (Page)."""
+        `facet_values`, `generation`, `per_document`, `full_text` (Page)."""
         if any(not text.strip() for text in texts):
             raise DataError("the query text is empty")
         asked = dict(mode=mode, alpha=alpha, fusion=fusion, rerank=rerank, typos=typos, crop=crop)
@@ -411,9 +412,9 @@ class Index:
         crop: int | None = None,
         **page: Any,
     ) -> Results:
-        """The k documents closest to the documents `ids` by their stored vectors and distinctive words, away
-        from those of `negative` (retrieval/similar.py), the examples left out, in the index's default mode;
-        `where`, `rerank`, `crop` and the page's `offset` and `generation` as for `search`."""
+        """The k places closest to the documents `ids` by their stored vectors and distinctive words, away from
+        those of `negative` (retrieval/similar.py), the examples left out, in the index's default mode; `where`,
+        `rerank`, `crop` and the page's options as for `search`."""
         with self.directory.pinned():  # the examples read from the generation searched
             examples = Examples.of(self.store, ids, negative)
             words = examples.words(self.store) if self.query_defaults.mode is not SearchMode.DENSE else ""

@@ -93,7 +93,12 @@ def sync_once(
             or changes.gone
             or changes.refused
         ):
-            raise DataError("no documents", path=folder.root)  # no file of a known type, none recorded
+            from ..ingest.ocr import needs_ocr_line  # no file of a known type, none recorded
+
+            needs = folder.source.needs_ocr
+            raise DataError(
+                f"no documents: {needs_ocr_line(needs)}" if needs else "no documents", path=folder.root
+            )
     refuse = not (skip_invalid or watching)
     refused = [error for _, changes in scanned for error in changes.refused]
     if refused and refuse:
@@ -119,6 +124,10 @@ def sync_once(
             click.echo(folder_line(folder.root, report, len(index) if watching else None), err=True)
     if not quiet and not watching:
         ignored = sum(folder.source.ignored for folder in folders)
+        if needs := [name for folder in folders for name in folder.source.needs_ocr]:
+            from ..ingest.ocr import needs_ocr_line
+
+            click.echo(needs_ocr_line(needs), err=True)
         click.echo(
             ingest_summary(combined(reports), len(refused), len(index), target or index.path, ignored),
             err=True,

@@ -23,6 +23,7 @@ from ..settings import (
     at_least,
 )
 from .encodingbar import EncodingBar as encoding_bar
+from .ocr import extraction_of, ocr_options
 from .options import (
     calibrated_again,
     calibration_line,
@@ -203,6 +204,7 @@ from .options import (
     help="Ingesting an export into a new index: calibrate the fusion weight again on its documents instead of "
     "keeping the calibration the export records (and the query defaults it gave).",
 )
+@ocr_options
 @wait_option
 @quiet_option
 def ingest(
@@ -243,6 +245,8 @@ def ingest(
     yes,
     watch,
     recalibrate,
+    ocr,
+    ocr_languages,
     wait,
     quiet,
 ):
@@ -270,6 +274,7 @@ def ingest(
     from ..ingest.distributed import executor_for
     from ..ingest.documents import Corpus, FieldNames
     from ..ingest.first import building, is_index, is_partial, target_of
+    from ..ingest.recordfiles import record_document_files
     from ..ingest.sources import open_source
     from ..ingest.vectorfiles import keep_tuning_queries
     from .folders import folder_sync
@@ -294,6 +299,7 @@ def ingest(
         raw_precision=raw_precision,
     )
     walk = dict(include=include, exclude=exclude, hidden=hidden, no_ignore=no_ignore)
+    walk["extraction"] = extraction_of(ocr, ocr_languages)
     if all(str(path) != "-" and path.is_dir() for path in paths) and not vectors:
         if tuning_queries:
             raise click.UsageError("--tuning-queries goes with files and corpora, not directories")
@@ -337,6 +343,7 @@ def ingest(
                 resumable=is_partial(build_path),
             )
             advice = _script_advice(index) if report.added else None
+            record_document_files(index.store, corpus.source)  # so that `serve` serves them
     for refused in corpus.refused[known:]:  # files found unreadable as they were parsed, during the ingest
         click.echo(f"skipped: {refused}", err=True)
     if report.resumed:
@@ -368,6 +375,10 @@ def ingest(
         )
     if advice:  # the corpus is in a script the model was not trained on: once, before the last line
         click.echo(advice, err=True)
+    if corpus.needs_ocr:
+        from ..ingest.ocr import needs_ocr_line
+
+        click.echo(needs_ocr_line(corpus.needs_ocr), err=True)
     if not quiet:
         summary = ingest_summary(report, len(corpus.refused), len(index), index_path, corpus.ignored)
         click.echo(summary, err=True)

@@ -20,7 +20,7 @@ from ..settings import (
 )
 
 if TYPE_CHECKING:
-    from ..retrieval.search import Hit
+    from ..retrieval.hits import Hit, Results
 from .options import (
     choice_option,
     index_option,
@@ -29,6 +29,23 @@ from .options import (
     search_options,
     shorten,
 )
+
+
+def place_options(func):
+    """--per-document and --full-text: how many hits one document may fill, and whether --json carries each
+    hit's whole document (query and similar take them)."""
+    func = click.option(
+        "--full-text",
+        is_flag=True,
+        help="--json: each hit with its document's whole text as `text` (else its passage and snippet only).",
+    )(func)
+    return click.option(
+        "--per-document",
+        type=click.IntRange(min=0),
+        metavar="N",
+        help="At most N hits of one document (0: no cap). Default: a document once, at its best place, while "
+        "at least k documents match; where fewer do, their further places fill the k.",
+    )(func)
 
 
 @click.command()
@@ -59,6 +76,7 @@ from .options import (
     f"fusion). Default: {DEFAULT_FUSION}.",
 )
 @page_options
+@place_options
 @click.option(
     "--facets",
     metavar="FIELD[,FIELD]",
@@ -102,6 +120,8 @@ def query(
     fusion,
     offset,
     generation,
+    per_document,
+    full_text,
     facets,
     facet_values,
     typos,
@@ -121,7 +141,7 @@ def query(
 
     how = dict(mode=mode, alpha=alpha, fusion=fusion, offset=offset, generation=generation)
     how |= dict(facets=list(facets), facet_values=facet_values)
-    how |= dict(typos=typos, crop=crop)
+    how |= dict(typos=typos, crop=crop, per_document=per_document, full_text=full_text)
     with Index.open(index_path) as index:
         if vector is None:
             hits = index.search(text, k=k, where=list(where), rerank=rerank, **how)
@@ -133,23 +153,24 @@ def query(
     print_results(hits, as_json)
 
 
-def print_results(hits, as_json: bool) -> None:
-    """The hits, a line each in JSON or a few for people, ranked from the page's offset; then the facets."""
-    for rank, hit in enumerate(hits, start=hits.offset + 1):
-        if as_json:
-            click.echo(json.dumps(hit.to_json(), ensure_ascii=False))
-        else:
-            title = f"{hit.title}: " if hit.title else ""
-            click.echo(f"{rank:>3}. [{hit.score:.3f}] {hit.id}  {shorten(title + hit.text, 100)}")
-            if hit.location:
-                click.echo(f"      at {place(hit)}")
-            if hit.passage:
-                start, end = hit.passage["start"], hit.passage["end"]
-                click.echo(f"      passage [{start}:{end}]")
-            if hit.snippet:
-                click.echo("      " + emphasized(hit.snippet))
-            if hit.metadata:
-                click.echo("      " + shorten(", ".join(f"{k}={v}" for k, v in hit.metadata.items()), 100))
+def print_results(hits: Results, as_json: bool) -> None:
+    """The hits, a JSON line each (hits.py's shape), or for people the places of one document under it, in the
+    order of its best (each place with its rank from the page's offset); then the facets."""
+    from ..retrieval.hits import hit_json
+
+    if as_json:
+        for hit in hits:
+            click.echo(json.dumps(hit_json(hit, hits.full_text), ensure_ascii=False))
+    for (rank, hit), *further in grouped(hits) if not as_json else []:
+        title = f"{hit.title}: " if hit.title else ""
+        opening = hit.text if hit.passage is None else hit.passage["text"]
+        click.echo(f"{rank:>3}. [{hit.score:.3f}] {hit.id}  {shorten(title + opening, 100)}")
+        print_place(hit, "      ")
+        if hit.metadata:
+            click.echo("      " + shorten(", ".join(f"{k}={v}" for k, v in hit.metadata.items()), 100))
+        for rank, hit in further:
+            click.echo(f"      {rank:>3}. [{hit.score:.3f}] another place of {hit.id}")
+            print_place(hit, "           ")
     if not hits and not as_json:
         click.echo("no results", err=True)
     if hits.facets is None:
@@ -162,6 +183,25 @@ def print_results(hits, as_json: bool) -> None:
         stats = hits.facet_stats.get(name)
         bounds = f" (min {stats['min']}, max {stats['max']})" if stats else ""
         click.echo(f"facet {name}: {values}{bounds}")
+
+
+def grouped(hits: Results) -> list[list[tuple[int, Hit]]]:
+    """The ranked hits by document, each document's places together (in rank order), documents in the order of
+    their best place."""
+    documents: dict[str, list[tuple[int, Hit]]] = {}
+    for rank, hit in enumerate(hits, start=hits.offset + 1):
+        documents.setdefault(hit.id, []).append((rank, hit))
+    return list(documents.values())
+
+
+def print_place(hit: Hit, indent: str) -> None:
+    """A place's lines: where it is in its file, its passage's span, its snippet."""
+    if hit.location:
+        click.echo(f"{indent}at {place(hit)}")
+    if hit.passage:
+        click.echo(f"{indent}passage [{hit.passage['start']}:{hit.passage['end']}]")
+    if hit.snippet:
+        click.echo(indent + emphasized(hit.snippet))
 
 
 def place(hit: Hit) -> str:

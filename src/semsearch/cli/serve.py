@@ -25,8 +25,11 @@ from .options import (
               "searching in parallel, each with the index open (its memory once per process).")  # fmt: skip
 @click.option("--backup-dir", type=click.Path(file_okay=False, exists=True, path_type=Path),
               envvar="SEMSEARCH_BACKUP_DIR", help="Where POST /backup (api key) writes backups; none: refused.")  # fmt: skip
-def serve(index_path, host, port, api_key, search_key, wait, threads, workers, backup_dir):
-    """Serve the index over HTTP: a JSON API and a search page at /.
+@click.option("--no-files", is_flag=True, help="Do not serve the ingested files (GET /files/PATH, "
+              "where hits' location.url points).")  # fmt: skip
+def serve(index_path, host, port, api_key, search_key, wait, threads, workers, backup_dir, no_files):
+    """Serve the index over HTTP: a JSON API, a search page at / and the files the index ingested at
+    /files/PATH (read-only; --no-files: not).
 
     \b
     Example:
@@ -44,5 +47,6 @@ def serve(index_path, host, port, api_key, search_key, wait, threads, workers, b
         write_wait=wait,
         threads=threads,
         backup_dir=str(backup_dir) if backup_dir else None,
+        files=not no_files,
     )
     run(partial(Index.open, index_path), host, port, settings, workers)

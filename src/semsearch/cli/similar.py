@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from .options import index_option, json_option, page_options, search_options
-from .query import print_results
+from .query import place_options, print_results
 
 
 @click.command()
@@ -16,8 +16,11 @@ from .query import print_results
 )
 @search_options
 @page_options
+@place_options
 @json_option
-def similar(ids, index_path, negative, k, where, rerank, offset, generation, as_json):
+def similar(
+    ids, index_path, negative, k, where, rerank, offset, generation, per_document, full_text, as_json
+):
     """The documents most like the documents ID... (their stored vectors and most distinctive words, fused as a
     query is; the examples themselves left out).
 
@@ -36,5 +39,7 @@ def similar(ids, index_path, negative, k, where, rerank, offset, generation, as_
             negative=list(negative),
             offset=offset,
             generation=generation,
+            per_document=per_document,
+            full_text=full_text,
         )
     print_results(hits, as_json)

@@ -15,6 +15,10 @@ on kinds of corpora the source sets are not:
   or without titles and asked as a question ("what does X mean"), a short web-like query (MS MARCO's shape)
   whose words the documents rarely hold.
 
+- a glossary (WordNet glosses grouped by their lexicographer file, GLOSSARY_ENTRIES an entry "lemmas: gloss" a
+  line, like a manual's glossary or a dictionary's chapter): a lemma query (as the entity names') is relevant to
+  every long document holding a synset that carries it: many short entries a document, each on its own topic.
+
 Each is written once as a BEIR directory (corpus.jsonl, queries.jsonl, qrels/test.tsv) and reused.
 `subset` keeps every judged document and draws the rest (seeded) up to that many source documents."""
 
@@ -41,6 +45,8 @@ TITLED = {
     "none": lambda lemmas: "",
 }
 # a query: one to three words of letters, no numerals
+GLOSSARY_ENTRIES = 24  # glosses per glossary document
+GLOSSARY_DOCUMENTS = 300
 LEMMA = re.compile(r"[a-z][a-z'-]+( [a-z][a-z'-]*){0,2}")
 
 
@@ -154,6 +160,47 @@ def wordnet_lemmas(
     asking = {f"q{n}": asked.format(lemma) for n, lemma in enumerate(lemmas)}
     qrels = {f"q{n}": {synsets[at]["id"]: 1 for at in carrying[lemma]} for n, lemma in enumerate(lemmas)}
     _write(target, corpus, asking, qrels)
+    return target
+
+
+def glossary(
+    source: Path,
+    target: Path,
+    documents: int = GLOSSARY_DOCUMENTS,
+    queries: int = LEMMA_QUERIES,
+    seed: int = SEED,
+) -> Path:
+    """Long glossary documents of WordNet glosses (the module's docstring): the synsets of `queries` lemma
+    queries and others drawn up to `documents` x GLOSSARY_ENTRIES, grouped by lexicographer file in id order."""
+    if _complete(target):
+        return target
+    lemmas_set = target.parent / f"{target.name}-lemmas"
+    wordnet_lemmas(source, lemmas_set, "all", "{}", queries, documents * GLOSSARY_ENTRIES, seed)
+    data = load_beir(lemmas_set)
+    synsets = {
+        row["id"]: row
+        for row in map(json.loads, source.read_text(encoding="utf-8").splitlines())
+        if row.get("id")
+    }
+    entries = [json.loads(line) for line in data.corpus_path.read_text().splitlines() if line.strip()]
+    entries.sort(key=lambda e: (synsets[e["_id"]].get("lexname", 0), e["_id"]))
+    owner: dict[str, str] = {}
+    corpus = []
+    for n, start in enumerate(range(0, len(entries), GLOSSARY_ENTRIES)):
+        group = entries[start : start + GLOSSARY_ENTRIES]
+        corpus.append(
+            {
+                "_id": f"glossary-{n}",
+                "title": "",
+                "text": "\n".join(f"{e['title']}: {e['text']}." for e in group),
+            }
+        )
+        owner.update((e["_id"], f"glossary-{n}") for e in group)
+    qrels = {
+        q: {owner[d]: 1 for d in judged if d in owner}
+        for q, judged in read_qrels(lemmas_set / "qrels" / "test.tsv").items()
+    }
+    _write(target, corpus, data.queries, qrels)
     return target
 
 

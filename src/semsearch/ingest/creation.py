@@ -38,6 +38,8 @@ from ..settings import (
     IndexOptions,
     Pooling,
     Quantize,
+    RawPrecision,
+    TransformKind,
     TransformSpec,
 )
 from ..storage.generations import WriterLock
@@ -126,9 +128,20 @@ def _settings(
         rerank=rerank,
         batch_size=options.batch_size,
         recall_target=options.recall_target or DEFAULT_RECALL_TARGET,
-        raw_precision=options.raw_precision or DEFAULT_RAW_PRECISION.value,
+        raw_precision=options.raw_precision or default_raw_precision(spec.kind),
         **_chunking(options, max_length if model_path is not None else 0),
     )
+
+
+def default_raw_precision(transform: TransformKind) -> str:
+    """The raw vectors' precision where none is asked. Untransformed (`--transform none`), the index ranks by
+    the vectors' own cosine and exact search (a filter's exact path, rerank) scores the raw rows as kept, so
+    their precision is the ranking's: float16, whose top 10 of a filter is brute force's over the float32
+    vectors (recall@10 1.000 on 200,000 given vectors where int4 finds 0.92-0.94 and int8 0.99-1.00,
+    benchmarks/results/filter.md). Transformed, DEFAULT_RAW_PRECISION (the index ranks in the transform's
+    space, and the bytes a passage stay within their bound)."""
+    untransformed = transform is TransformKind.NONE
+    return RawPrecision.FLOAT16.value if untransformed else DEFAULT_RAW_PRECISION.value
 
 
 def _chunking(options: IndexOptions, max_length: int) -> dict[str, int]:

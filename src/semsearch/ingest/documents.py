@@ -108,6 +108,7 @@ class Corpus:
     vectors = property(lambda self: self.source.vectors)
     fields = property(lambda self: getattr(self.source, "fields", FieldNames()))
     ignored = property(lambda self: self.source.ignored)
+    needs_ocr = property(lambda self: self.source.needs_ocr)
     streamed = property(lambda self: not self.source.rereadable)
 
     def identity(self) -> list | None:
@@ -172,6 +173,12 @@ class Corpus:
             if self.refused and not self.skip_invalid:
                 self.refused.append(error)
                 raise self._refusal() from None
+            if error.reason == "no documents" and self.source.needs_ocr:  # only pictures, and no engine
+                from .ocr import needs_ocr_line
+
+                raise DataError(
+                    f"no documents: {needs_ocr_line(self.source.needs_ocr)}", path=self.name
+                ) from None
             raise
         if self.refused and not self.skip_invalid:
             raise self._refusal()

@@ -36,6 +36,10 @@ class Folder(Protocol):
 
     def files(self) -> Iterable[tuple[str, Path]]: ...
 
+    def extraction_key(self, relative: str) -> str:
+        """How the file would be read now (storage/synced.py's FileRecord.extraction): another reads it again."""
+        ...
+
     def read(self, files: Sequence[tuple[str, Path]]) -> Iterator[list[Document] | DataError]:
         """Each file's documents, in order, or the DataError naming it and why it cannot be read."""
         ...
@@ -94,9 +98,11 @@ def scan(folder: Folder, store: DocumentStore, *, parse: bool = True, later: boo
     for relative, path in folder.files():
         seen.add(relative)
         old = recorded.get(relative)
+        key = folder.extraction_key(relative)
         try:
             status = path.stat()
-            if old is not None and (old.size, old.mtime_ns) == (status.st_size, status.st_mtime_ns):
+            same_reading = old is not None and old.extraction == key
+            if same_reading and (old.size, old.mtime_ns) == (status.st_size, status.st_mtime_ns):
                 maybe_same.append((relative, path, old))
                 continue
             digest = file_hash(path)
@@ -104,8 +110,8 @@ def scan(folder: Folder, store: DocumentStore, *, parse: bool = True, later: boo
             changes.refused.append(DataError(f"cannot read: {error.strerror or error}", path=path))
             continue
         when = status.st_mtime_ns if status.st_mtime_ns < started - UNSURE_NS else UNSURE_TIME
-        record = FileRecord(relative, status.st_size, when, digest, old.documents if old else {})
-        (maybe_same if old is not None and old.hash == digest else to_parse).append((relative, path, record))
+        record = FileRecord(relative, status.st_size, when, digest, old.documents if old else {}, key)
+        (maybe_same if same_reading and old.hash == digest else to_parse).append((relative, path, record))
     stored = store.existing_ids([doc_id for _, _, r in maybe_same for doc_id in r.documents])
     for relative, path, record in maybe_same:
         if all(stored.get(doc_id, (0, None))[1] == digest for doc_id, digest in record.documents.items()):
@@ -160,7 +166,9 @@ def _parsed(
     (changes.added if old is None else changes.changed).append(record.path)
     changes.documents += documents
     ids = {doc.id: doc.content_hash for doc in documents}
-    changes.records.append(FileRecord(record.path, record.size, record.mtime_ns, record.hash, ids))
+    changes.records.append(
+        FileRecord(record.path, record.size, record.mtime_ns, record.hash, ids, record.extraction)
+    )
     if old is not None:
         changes.stale.update({doc_id: h for doc_id, h in old.documents.items() if doc_id not in ids})
 
@@ -176,14 +184,24 @@ class DirectoryFolder:
         self.kinds: dict[str, str] = {}
 
     def files(self) -> Iterator[tuple[str, Path]]:
+        from .sources.files import DOCUMENT_KINDS
+
+        source = self.source
         self.kinds = {}
-        self.source.ignored = 0
-        for path, relative, kind in self.source.files():
-            if kind is None:
-                self.source.ignored += 1
+        source.ignored, source.needs_ocr = 0, []
+        for path, relative, kind in source.files():
+            task = source.task(str(path), relative, source.shown(relative), kind)
+            if task is not None and not task.extraction.recognizes and kind == "image":
+                source.needs_ocr.append(task.shown)
+                continue
+            if kind is None or (task is None and kind in DOCUMENT_KINDS):
+                source.ignored += 1
                 continue
             self.kinds[relative] = kind
             yield relative, path
+
+    def extraction_key(self, relative: str) -> str:
+        return self.source.extraction.key(self.kinds.get(relative))
 
     def expected(self, pending: Sequence[tuple[str, Any, Any, Any]]) -> int | None:
         """How many documents the pending files give, if known before reading them (not for a table)."""
@@ -197,7 +215,7 @@ class DirectoryFolder:
 
         source, kinds = self.source, self.kinds
         tasks = [
-            FileTask(str(path), relative, source.shown(relative), kinds[relative])
+            FileTask(str(path), relative, source.shown(relative), kinds[relative], source.extraction)
             for relative, path in files
             if kinds[relative] in DOCUMENT_KINDS
         ]

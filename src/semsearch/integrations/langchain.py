@@ -7,7 +7,11 @@ LangChain `Embeddings`, the index holds vectors made elsewhere (model "none", as
 when the first documents arrive, and queries are that model's vectors. Ids are semsearch's: adding an id again
 replaces the document. `filter` takes the `--where` language (a list of 'FIELD OP VALUE' strings) or a dict
 (`{"year": {"$gte": 2015}, "lang": "en"}`), ANDed; search_kwargs may name `mode` (dense, keyword, hybrid, or
-calibrated: the index's own choice), `alpha`, `fusion` and `rerank`.
+calibrated: the index's own choice), `alpha`, `fusion`, `rerank`, `typos` and `per_document`.
+
+A search answers places, the unit a model is fed: each LangChain Document is one hit's passage
+(`page_content`), its `id` the document's; a passage of a document cut into several adds `document_id` and its
+`start` and `end` in the document's text to the metadata, and `location` (page, lines, headings) where known.
 
 An Index's SQLite connection belongs to the thread that opened it, so the store keeps one thread that owns the
 index and runs every call there: LangChain's async defaults (a call in an executor thread) work as they are."""
@@ -35,13 +39,14 @@ except ImportError as error:  # pragma: no cover - the message is the point
 from ..documents import Document
 from ..errors import SettingsError
 from ..index import Index
+from ..retrieval.hits import SEARCH_OPTIONS as HIT_OPTIONS
 from ..settings import NO_MODEL, IndexOptions
 from ..storage.manifest import FILE
 
 __all__ = ["SemsearchEmbeddings", "SemsearchVectorStore", "where_of"]
 
 T = TypeVar("T")
-SEARCH_OPTIONS = ("mode", "alpha", "fusion", "rerank")
+SEARCH_OPTIONS = ("rerank", *(name for name in HIT_OPTIONS if name not in ("crop", "full_text")))
 CALIBRATED = "calibrated"  # search_kwargs' mode for the index's own calibrated choice (mode and weight)
 OPERATORS = {"$eq": "=", "$ne": "!=", "$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
 
@@ -234,18 +239,20 @@ class SemsearchVectorStore(VectorStore):
         return [doc for doc, _ in hits]
 
     def _search(self, query: str | None, vector, k: int, where: list[str], kwargs: dict) -> list:
+        return [(as_document(hit), float(hit.score)) for hit in self._hits(query, vector, k, where, kwargs)]
+
+    def _hits(self, query: str | None, vector, k: int, where: list[str], kwargs: dict) -> list:
         index = self._open(None)
         if index is None:
             return []
         options = {name: kwargs[name] for name in SEARCH_OPTIONS if kwargs.get(name) is not None}
+        options["crop"] = 0  # the passage is the answer: no snippet made
         if options.get("mode") == CALIBRATED:
             del options["mode"]
         if vector is None:
-            hits = index.search(query, k=k, where=where, **options)
-        else:
-            texts = [query] if query is not None and options.get("mode") in ("keyword", "hybrid") else None
-            hits = index.search_vectors(np.asarray([vector], "float32"), k, where, texts=texts, **options)[0]
-        return [(as_document(hit), float(hit.score)) for hit in hits]
+            return index.search(query, k=k, where=where, **options)
+        texts = [query] if query is not None and options.get("mode") in ("keyword", "hybrid") else None
+        return index.search_vectors(np.asarray([vector], "float32"), k, where, texts=texts, **options)[0]
 
     def _select_relevance_score_fn(self) -> Callable[[float], float]:
         """Relevance in [0, 1] from a dense search's cosine (-1 .. 1)."""
@@ -296,13 +303,12 @@ class SemsearchVectorStore(VectorStore):
         return self.run(self._mmr, None, embedding, k, fetch_k, lambda_mult, where, kwargs)
 
     def _mmr(self, query, vector, k: int, fetch_k: int, lambda_mult: float, where, kwargs) -> list:
-        found = [doc for doc, _ in self._search(query, vector, max(k, fetch_k), where, kwargs)]
-        if not found:
+        hits = self._hits(query, vector, max(k, fetch_k), where, kwargs)
+        if not hits:
             return []
-        index = self.index
+        found, index = [as_document(hit) for hit in hits], self.index
         raw_query = index.encoder.encode([query]) if vector is None else np.asarray([vector], "float32")
-        pks = index.store.existing_ids([doc.id for doc in found])
-        raw = index.raw.get(np.array([pks[doc.id][0] for doc in found]))
+        raw = index.raw.get(np.array([hit.row for hit in hits]))  # each place's own passage
         query_vector, vectors = (unit(index.transform.apply(x)) for x in (raw_query, raw))
         chosen = maximal_marginal_relevance(query_vector[0], vectors.tolist(), lambda_mult, k)
         return [found[n] for n in chosen]
@@ -341,7 +347,14 @@ class IndexEmbeddings(Embeddings):
 
 
 def as_document(hit: Any) -> LangchainDocument:
-    return LangchainDocument(id=hit.id, page_content=hit.text, metadata=hit.metadata)
+    """A hit as LangChain's Document: its place's passage, with where it is."""
+    metadata = dict(hit.metadata)
+    if hit.passage is not None:
+        metadata |= {"document_id": hit.id, "start": hit.passage["start"], "end": hit.passage["end"]}
+    if hit.location:
+        metadata["location"] = hit.location
+    text = hit.text if hit.passage is None else hit.passage["text"]
+    return LangchainDocument(id=hit.id, page_content=text, metadata=metadata)
 
 
 def unit(vectors: np.ndarray) -> np.ndarray:

@@ -12,7 +12,6 @@ from ..retrieval.keywords import KeywordRetriever
 from ..retrieval.query import Page, QueryOptions
 from ..retrieval.search import DenseRetriever, Hit, Request, Results
 from ..retrieval.search import search as run_search
-from ..settings import NO_MODEL
 from .directory import IndexDirectory
 
 
@@ -27,9 +26,8 @@ def search(
     exclude: frozenset[int] = frozenset(),
 ) -> list[Results]:
     """Each query's page of hits, with the generation it read and, if asked, the facets of what it covers."""
-    request = Request.checked(
-        k, options, vectors, texts, where, directory.settings.encoder_dim, page.offset, exclude
-    )
+    dim = directory.settings.encoder_dim
+    request = Request.checked(k, options, vectors, texts, where, dim, page.offset, exclude, page.per_document)
     with directory.pinned():  # the store read as the generation searched committed it
         generation = page.check(directory.state.generation)
         keyword = KeywordRetriever(directory.store, directory.state.count, options.typos)
@@ -40,9 +38,11 @@ def search(
                 if vectors is not None
                 else None
             )
-            encoder = None if directory.settings.model == NO_MODEL else directory.encoder  # meaning snippets
-            hits = run_search(request, store=directory.store, dense=dense, keyword=keyword, encoder=encoder)
-        results = [Results(found, generation=generation, offset=page.offset) for found in hits]
+            hits = run_search(request, store=directory.store, dense=dense, keyword=keyword)
+        results = [
+            Results(found, generation=generation, offset=page.offset, full_text=page.full_text)
+            for found in hits
+        ]
         if fields := facet_fields(page.facets):
             for result, counted in zip(
                 results, request_facets(request, directory.store, keyword, fields, page)

@@ -39,6 +39,7 @@ class Drawn(Protocol):
 
 class Target(Drawn, Protocol):
     pk: int  # the document
+    key: int  # its draw key (drawing.py)
 
 
 def short_query(sentence: str) -> str:
@@ -74,11 +75,11 @@ def paragraph_queries(drawn: Sequence[Drawn], rng: np.random.Generator) -> list[
 
 def by_length(drawn: Sequence[Target], seed: int, most: int) -> list[Target]:
     """The targets asked short and as a paragraph too: every one if they are `most` or fewer (in their order),
-    else the `most` first in an order each document's pk fixes, whatever else was drawn (a renewal keeps those
-    still drawn)."""
+    else the `most` first in an order each one's draw key fixes (its document's content: drawing.py), whatever
+    else was drawn."""
     if len(drawn) <= most:
         return list(drawn)
-    return sorted(drawn, key=lambda q: np.random.default_rng([seed, q.pk]).random())[:most]
+    return sorted(drawn, key=lambda q: np.random.default_rng([seed, q.key]).random())[:most]
 
 
 def spaced(words: Sequence[str]) -> str:

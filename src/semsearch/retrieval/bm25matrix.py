@@ -55,8 +55,13 @@ class Bm25Matrix:
             return None
         # fts5vocab reads the FTS5 index's own tokens: every document's terms, one row per occurrence, in order
         # of term, document, column; per term, its occurrences as pk * 2 + 1 for a title's.
-        rows = store.keyword_term_rows()
-        documents = store.count()
+        return cls.of_rows(key, store.keyword_term_rows(), store.count())
+
+    @classmethod
+    def of_rows(
+        cls, key: tuple[int, int], rows: Sequence[tuple[str, int, str]], documents: int
+    ) -> Bm25Matrix:
+        """The matrix of term rows as DocumentStore.keyword_term_rows gives them, over `documents` documents."""
         counts = np.array([count for _, count, _ in rows], dtype=np.int64)
         coded = np.array(",".join(joined for _, _, joined in rows).split(",") if rows else [], dtype=np.int64)
         docs, in_title = coded >> 1, (coded & 1).astype(bool)

@@ -1,12 +1,14 @@
 """Calibration: the keyword/vector balance a corpus chooses for itself, without labelled queries.
 
 Inverse-cloze pseudo-queries (Lee et al., ACL 2019): a sentence taken out of a document is a query, and the rest of
-that document its one relevant answer. Documents are drawn with a fixed seed; their sentence is removed from them in
-a scratch copy of the index (the targets re-encoded and overlaid on the vector index's rows, their text changed in
-the keyword index inside a SQLite savepoint that is rolled back), so neither side can find the sentence's own words
-or vector. A corpus of fewer documents than the queries it wants (a folder of a few dozen long pages) gives several
-sentences of each, spread evenly and taken out of it together (`several_of_each`): one a document, its sweep rested on
-50 queries where its passages asked for 256 (benchmarks/results/html-docs.md). Each query is searched as a real one
+that document its one relevant answer. Documents are drawn in an order their content fixes (drawing.py: a key
+of the seed, each one's id and content hash, never its pk or an earlier draw, so a corpus calibrates as a fresh
+calibration of it does however it was ingested); their sentence is removed from them in a scratch copy of the
+index (the targets re-encoded and overlaid on the vector index's rows, their text changed in the keyword index
+inside a SQLite savepoint that is rolled back), so neither side can find the sentence's own words or vector. A
+corpus of fewer documents than the queries it wants (a manual, a folder of a few dozen long pages) is asked of
+its passages instead: a sentence's target is its passage, the place a search of few documents answers
+(calibration_places.py). Each query is searched as a real one
 is (dense: the vector index, rerank, MaxP; keyword: bm25, by a matrix of the scratch content read once; each side
 FUSION_DEPTH deep), and every fusion weight of a grid scored by nDCG@10 of the target.
 
@@ -24,10 +26,10 @@ sentences glued together, whose rest says nothing about the sentence taken out),
 sentence's first words asked of the index as it is (`known_items`). Each target is also asked short and as a
 paragraph, and a band per query length moves the weight toward where those peak (bands.py). The cost is the encoding of
 at most QUERIES sentences and their one-passage documents and 2 x QUERIES searches, whatever the corpus's size.
-A renewal (`refit`) keeps the last draw where its documents are still stored and their vectors, kept beside the
-index (storage/calibrationcache.py), and asks a query it keeps the paragraph it asked before: after a fifth of
-the corpus changed, about a fifth of that is encoded, and by the upsert that made the calibration stale, whose
-model runs already (`encode_ahead`): the renewal then starts none.
+A renewal (`refit`) draws as a fresh calibration does, and finds the vectors of the texts it encoded before
+in the calibration cache (storage/calibrationcache.py): after a fifth of the corpus changed, about a fifth of
+its texts is encoded, and by the upsert that made the calibration stale, whose model runs already
+(`encode_ahead`): the renewal then starts none.
 
 Size: the draw, the targets, the sweep's searches and the known items share one pseudo-query type and its
 encoder; the scratch copy's searches (calibration_scratch.py), the bands' lengths (bands.py), the choice
@@ -35,8 +37,6 @@ encoder; the scratch copy's searches (calibration_scratch.py), the bands' length
 
 from __future__ import annotations
 
-import itertools
-import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, fields, replace
@@ -44,17 +44,19 @@ from typing import Any
 
 import numpy as np
 
-from ..cjk import CJK_SENTENCE_ENDS, word_count
+from ..cjk import word_count
 from ..documents import Document
 from ..settings import FUSION_DEPTH, RawPrecision, SearchMode
 from ..storage.calibrationcache import CalibrationCache
 from ..storage.rawvectors import as_kept
 from ..storage.store import DocumentStore
-from . import perquery
+from . import drawing, perquery
 from .bands import banded_ranks, by_length, chosen_bands, paragraph_queries, short_query
+from .calibration_places import PlaceTargets, drawn_places, place_rankings
 from .calibration_scratch import rankings
 from .choice import NOISE, TIE, choose
-from .cropping import CROP_WORDS, crop, cropped, joined
+from .cropping import CROP_WORDS, crop, cropped
+from .drawing import CLOZE, CROP, PseudoQuery, sentences
 from .keywords import KeywordRetriever
 from .search import DenseRetriever, Match, dense_documents
 from .sweep import WEIGHTS, gains_of, sweep_ranks
@@ -64,8 +66,7 @@ QUERIES = 256  # pseudo-queries at most
 # ... and at most one per QUERY_SHARE passages (vector rows): a target of one passage is re-encoded (1/16 of the
 # ingest's encoding at most), a target of several is cropped, not re-encoded (targets.py), so a calibration stays
 # under 10% of the ingest it follows (benchmarks/results/calibration/cost.md). Passages, not documents: 500 long
-# documents of 5,000 passages give queries enough, and 50 give several each (`several_of_each`), whose 256
-# searches cost a folder of 50-93 long pages about a fifth of its ingest's CPU (html-docs-calibration.md).
+# documents of 5,000 passages give queries enough; fewer documents than queries are asked of their places.
 QUERY_SHARE = 16
 MIN_QUERIES = 50  # fewer than this: too little to judge, not calibrated
 MIN_PASSAGES = MIN_QUERIES * QUERY_SHARE  # 800: a smaller index keeps the default weight
@@ -82,10 +83,6 @@ UNINFORMED = 0.05
 # the bands' noise test needs them all where a band moves (of samples of 128 of their ~250 targets, 43% keep
 # SciFact's moves and 37% Cranfield's; of 96, 7% and 7%: benchmarks/results/calibration/bands-cost.md)
 LENGTH_TARGETS = QUERIES
-# A full stop, question or exclamation mark and the space after it; or a Chinese/Japanese sentence end (。！？；…),
-# which no space follows, and its closing quotes or brackets.
-SENTENCE_END = re.compile(r"[.!?]+[\"')\]]*\s+|[。！？；…｡]+[”’」』）)\]]*\s*")
-ABBREVIATION = 3  # a word this short before a full stop ("al.", "Fig.", "e.g.") does not end a sentence
 Encode = Callable[[Sequence[str]], np.ndarray]
 # The pseudo-queries' vectors at int8 at least, as the calibration cache keeps them (388 bytes at 384 dims, not
 # float32's 1,536): real queries are float32, and at the default raw vectors' int4 the pseudo-queries' ranks moved
@@ -131,6 +128,9 @@ class Calibration:
     bands: dict[str, dict[str, Any]] | None = None
     # targets asked short and as a paragraph too (LENGTH_TARGETS at most); None: every one, or no bands
     by_length: int | None = None
+    # what a pseudo-query's target was: its document ("documents"), or its passage where documents are fewer
+    # than the queries wanted ("places": calibration_places.py)
+    targets: str = "documents"
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -167,100 +167,22 @@ class Skipped:
         return asdict(self)
 
 
-@dataclass(frozen=True)
-class PseudoQuery:
-    pk: int  # the target document
-    query: str  # the sentence (or cropped span) taken out
-    rest: str  # the document's text without it
-    span: tuple[int, int] | None = None  # the query's characters in the document's text
-    cut: int = 0  # CLOZE (a sentence) or CROP (a span of words): how the rest was joined
-
-
-CLOZE, CROP = 0, 1  # how a pseudo-query was cut from its document (a panel row's last column)
-
-
-def pseudo_queries(
-    store: DocumentStore, count: int, seed: int = SEED, kept: np.ndarray | None = None
-) -> list[PseudoQuery]:
-    """Up to `count` pseudo-queries from documents drawn with `seed`, reading at most SCANNED x count of them,
-    one a document; a corpus of fewer documents than `count` gives several of each (`several_of_each`).
-    `kept`: an earlier draw's `panel`, whose documents still stored give their same queries first (one a
-    document, its first row), the rest drawn as before among the others (a renewal re-encodes only what changed:
-    a document rewritten since is another pk, drawn again or not like any other)."""
-    rng = np.random.default_rng(seed)
-    order = rng.permutation(store.all_pks())[: SCANNED * count]
-    if len(order) < count:  # fewer documents than queries wanted: several sentences of each
-        return several_of_each(store, [int(pk) for pk in order], _kept(store, kept), count, rng)
+def pseudo_queries(store: DocumentStore, count: int, seed: int = SEED) -> list[PseudoQuery]:
+    """Up to `count` pseudo-queries, one a document, reading documents in the draw's order (drawing.py: by a key
+    of the seed and each one's id and content, never its pk or an earlier draw) and at most SCANNED x count of
+    them; each one's sentence drawn by a generator of its key. A corpus of fewer documents than `count` is asked
+    of its passages instead (calibration_places.py)."""
+    pks, keys = drawing.document_keys(store, seed)
+    pks, keys = pks[: SCANNED * count].tolist(), keys[: SCANNED * count].tolist()
     out: list[PseudoQuery] = []
-    taken: set[int] = set()
-    for q in _kept(store, kept):  # a document's first, as a draw of one a document gives
-        if q.pk not in taken and len(out) < count:
-            out.append(q)
-            taken.add(q.pk)
-    for start in range(0, len(order), count):
-        if len(out) == count:
-            break
-        batch = [int(pk) for pk in order[start : start + count] if int(pk) not in taken]
-        rows = store.get(batch)
-        for pk in batch:
-            found = _drawn(pk, rows[pk]["text"] if pk in rows else "", rng)
+    for start in range(0, len(pks), count):
+        rows = store.get(pks[start : start + count])
+        for pk, key in zip(pks[start : start + count], keys[start : start + count]):
+            found = _drawn(pk, rows[pk]["text"] if pk in rows else "", drawing.generator(key))
             if found is not None:
-                out.append(found)
+                out.append(replace(found, key=key))
                 if len(out) == count:
-                    break
-    return out
-
-
-def several_of_each(
-    store: DocumentStore, order: list[int], kept: list[PseudoQuery], count: int, rng: np.random.Generator
-) -> list[PseudoQuery]:
-    """Up to `count` pseudo-queries from every document of a corpus of fewer (`order`, the draw's), spread
-    evenly: in rounds, each document that gave one in every round before gives one more, in `order`, until
-    `count` or none is left to give one. The first round is the draw of one a document; then a sentence not
-    overlapping those its document gave, while it keeps MIN_SENTENCES - 1 others (a cropped span, CROP, is a
-    short document's only one). `kept` (a renewal's): a document's kept queries are the ones it gives first,
-    so a corpus unchanged gives its kept draw again. A document's sentences are taken out of it together
-    (Targets, cropping.py)."""
-    texts = {pk: row["text"] for pk, row in store.get(order).items()}
-    waiting: dict[int, list[PseudoQuery]] = {}
-    for q in kept:
-        waiting.setdefault(q.pk, []).append(q)
-    given: dict[int, list[tuple[int, int]]] = {pk: [] for pk in order}
-    short: set[int] = set()
-    out: list[PseudoQuery] = []
-    for round_ in itertools.count(1):
-        before = len(out)
-        for pk in order:
-            spans = given[pk]
-            if len(out) == count or len(spans) != round_ - 1 or pk in short:
-                continue
-            text = texts.get(pk, "")
-            if waiting.get(pk):
-                found: PseudoQuery | None = waiting[pk].pop(0)
-            elif round_ == 1:
-                found = _drawn(pk, text, rng)
-            else:
-                sentence = _cloze(text, rng, spans)
-                found = None if sentence is None else PseudoQuery(pk, *sentence, CLOZE)
-            if found is not None:
-                out.append(found)
-                spans.append(found.span)
-                short.update([pk] if found.cut == CROP else [])
-        if len(out) in (before, count):
-            return out
-    return out  # unreached: a round that gives none ends the draw
-
-
-def _kept(store: DocumentStore, kept: np.ndarray | None) -> list[PseudoQuery]:
-    """The pseudo-queries of a kept panel whose documents are still stored (the same text: the same pk)."""
-    if kept is None or not len(kept):
-        return []
-    rows, out = store.get([int(pk) for pk in kept[:, 0]]), []
-    for pk, start, end, cut in kept.tolist():
-        text = rows[pk]["text"] if pk in rows else ""
-        if 0 <= start < end <= len(text):
-            rest = (text[:start] + text[end:]).strip() if cut == CLOZE else joined(text[:start], text[end:])
-            out.append(PseudoQuery(pk, text[start:end], rest, (start, end), cut))
+                    return out
     return out
 
 
@@ -302,27 +224,6 @@ def _cloze(
     return text[start:end], (text[:start] + text[end:]).strip(), (start, end)
 
 
-def sentences(text: str) -> list[tuple[int, int]]:
-    """Character spans of the text's sentences: cut after a full stop, question or exclamation mark and the
-    space after it, unless the word before it is an abbreviation's length or dotted ("e.g."); a stop with a
-    space before it (tokenized text, as Cranfield's " .") always ends one. Lower-case text is cut alike. A
-    Chinese or Japanese sentence end (。！？；…) always ends one, no space needed, its closing quotes with it."""
-    spans, begin = [], 0
-    for end in SENTENCE_END.finditer(text):
-        if end.group()[0] not in CJK_SENTENCE_ENDS:
-            before = text[begin : end.start()]
-            word = "" if not before or before[-1].isspace() else before.rsplit(None, 1)[-1]
-            if word and (len(word) <= ABBREVIATION or "." in word):
-                continue
-            spans.append((begin, end.start() + 1))
-        else:
-            spans.append((begin, end.start() + len(end.group().rstrip())))
-        begin = end.end()
-    if begin < len(text):
-        spans.append((begin, len(text)))
-    return spans
-
-
 def calibrate(
     *,
     store: DocumentStore,
@@ -348,11 +249,13 @@ def calibrate(
     `length_targets`: how many targets at most are asked short and as a paragraph too (LENGTH_TARGETS)."""
     started = time.perf_counter()
     documents, passages = store.count(), dense.vectors.count
-    if isinstance(asking := draw(store, passages, cut, queries, seed, cache, lengths, length_targets), str):
+    if isinstance(asking := draw(store, passages, cut, queries, seed, lengths, length_targets), str):
         return Skipped(asking, documents, passages)
     targets, kept, sampled, asked = asking.targets, asking.targets.queries, asking.sampled, asking.asked
     encode_target, encode = encoders(encode, precision, cache)
-    every_dense, every_keyword = rankings(targets, store, dense, encode, rerank, asked, encode_target)
+    places = isinstance(targets, PlaceTargets)
+    ranked_by = place_rankings if places else rankings
+    every_dense, every_keyword = ranked_by(targets, store, dense, encode, rerank, asked, encode_target)
     every_rank = sweep_ranks(kept + sampled + sampled, every_dense, every_keyword)
     dense_found, keyword_found = every_dense[: len(kept)], every_keyword[: len(kept)]
     ranks = {weight: ranked[: len(kept)] for weight, ranked in every_rank.items()}
@@ -360,7 +263,7 @@ def calibrate(
     sweep = {weight: round(float(gain.mean()), 5) for weight, gain in gains.items()}
     mode, alpha, rule = choose(gains)
     known = None
-    if uninformed(sweep, kept):
+    if not places and uninformed(sweep, kept):  # a place's neighbours are its document's
         known = known_items(kept, store, dense, encode, rerank)
         mode, alpha, rule = choose({weight: gains_of(ranked) for weight, ranked in known["ranks"].items()})
         rule = f"known items: the sentences find no neighbours (best {max(sweep.values()):.3f}); {rule}"
@@ -393,6 +296,7 @@ def calibrate(
         bands=bands,
         by_length=len(sampled) if lengths else None,
         known=known,
+        targets="places" if places else "documents",
         seconds=round(time.perf_counter() - started, 3),
     )
 
@@ -428,7 +332,6 @@ def draw(
     cut: Cut,
     queries: int | None = None,
     seed: int = SEED,
-    cache: CalibrationCache | None = None,
     lengths: bool = True,
     length_targets: int = LENGTH_TARGETS,
 ) -> Asking | str:
@@ -441,7 +344,9 @@ def draw(
             f"(one per {QUERY_SHARE} passages)"
         )
     wanted = queries or min(QUERIES, passages // QUERY_SHARE)
-    drawn = pseudo_queries(store, wanted, seed, None if cache is None else cache.panel)
+    if store.count() < wanted:  # few documents (one manual): the places their passages are
+        return places_asked(store, wanted, seed, cut, lengths, length_targets)
+    drawn = pseudo_queries(store, wanted, seed)
     if len(drawn) < MIN_QUERIES:  # before encoding anything
         return (
             f"only {len(drawn)} pseudo-queries among the documents read, fewer than {MIN_QUERIES}: too few "
@@ -453,17 +358,30 @@ def draw(
             f"only {len(targets.queries)} pseudo-queries keep a target, fewer than {MIN_QUERIES} (their "
             "documents' every passage holds the query)"
         )
-    # every target asked as its sentence, which alone chooses the index's weight as before bands; up to
-    # `length_targets` of them short and as a paragraph too (bands.py)
+    return asked_by_length(drawn, targets, seed, lengths, length_targets)
+
+
+def places_asked(
+    store: DocumentStore, wanted: int, seed: int, cut: Cut, lengths: bool, length_targets: int
+) -> Asking | str:
+    """What a calibration asks of an index of fewer documents than `wanted`: places (calibration_places.py)."""
+    targets = drawn_places(store, wanted, seed, cut, QUERY_WORDS, SCANNED)
+    if len(targets.queries) < MIN_QUERIES:
+        return (
+            f"only {len(targets.queries)} passages among those read hold a sentence of {QUERY_WORDS[0]} to "
+            f"{QUERY_WORDS[1]} words, fewer than {MIN_QUERIES}"
+        )
+    return asked_by_length(targets.queries, targets, seed, lengths, length_targets)
+
+
+def asked_by_length(
+    drawn: list[PseudoQuery], targets: Any, seed: int, lengths: bool, length_targets: int
+) -> Asking:
+    """What is asked of these targets: every one as its sentence, which alone chooses the index's weight as
+    before bands; up to `length_targets` of them short and as a paragraph too (bands.py), sampled by their
+    keys and their paragraphs drawn in that order, so the same corpus asks the same."""
     sampled = by_length(targets.queries, seed, length_targets) if lengths else []
-    paragraphs = paragraph_queries(sampled, np.random.default_rng(seed))
-    if cache is not None:  # a query kept from the last draw asked as the paragraph it was: its vector cached
-        before = cache.kept_paragraphs()
-        paragraphs = [
-            q.query + before[row_of(q)] if row_of(q) in before else text
-            for q, text in zip(sampled, paragraphs)
-        ]
-    return Asking(drawn, targets, sampled, paragraphs)
+    return Asking(drawn, targets, sampled, paragraph_queries(sampled, np.random.default_rng(seed)))
 
 
 def encoders(encode: Encode, precision: str, cache: CalibrationCache | None) -> tuple[Encode, Encode]:
@@ -482,7 +400,7 @@ def encode_ahead(
     """Encode into `cache` every text the next calibration of this index will draw and encode, and keep that
     draw: the calibration then encodes nothing (a stale index's upsert, whose model runs already, readies its
     renewal so). Returns how many texts were encoded (0 where it could not judge)."""
-    if isinstance(asking := draw(store, passages, cut, cache=cache), str):
+    if isinstance(asking := draw(store, passages, cut), str):
         return 0
     encode_target, encode_query = encoders(encode, precision, cache)
     before = cache.encoded

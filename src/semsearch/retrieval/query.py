@@ -150,13 +150,22 @@ class QueryOptions:
 @dataclass(frozen=True)
 class Page:
     """What a search asks beside its query: where the page starts (`offset`), the metadata fields to count
-    (`facets`: names, or one comma-separated string) and how many values of each (`facet_values`), and the
-    generation an earlier page read (`generation`: refused with GenerationChanged once the index has moved on)."""
+    (`facets`: names, or one comma-separated string) and how many values of each (`facet_values`), the
+    generation an earlier page read (`generation`: refused with GenerationChanged once the index has moved on),
+    how many hits one document may fill (`per_document`: 0 no cap; None a document once, its further places
+    where fewer documents match than the page holds: search.py), and whether a hit's JSON carries its
+    document's whole text (`full_text`; else its passage and snippet: hits.py)."""
 
     offset: int = 0
     facets: Sequence[str] | str | None = None
     facet_values: int = FACET_VALUES
     generation: int | None = None
+    per_document: int | None = None
+    full_text: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.full_text, bool):
+            raise SettingsError(f"must be true or false, got {self.full_text!r}", setting="full_text")
 
     def check(self, generation: int) -> int:
         """The generation this page reads: the index's now, which must be the one asked if one was."""

@@ -1,16 +1,21 @@
-"""Search as composable steps: prefilter (the documents a `where` allows) -> candidates from each retriever the
-mode uses -> fuse -> join with the stored documents.
+"""Search as composable steps over one ranked list of places (places.py: a passage of a document and its
+score): prefilter (the documents a `where` allows) -> candidates from each retriever the mode uses -> fuse ->
+cap (at most `per_document` places of one document) -> join with the stored documents (hits.py).
 
 - dense: the vector index's passages (strategy.py; rows of the documents allowed), re-scored by the raw vectors
-  when asked (rerank), then a document scored by its best passage (MaxP), read deeper until enough documents.
-- keyword: bm25 over the documents (keywords.py), the filter applied inside.
-- hybrid: both lists, FUSION_DEPTH deep (or k), fused: a convex combination of each side's min-max normalised
-  scores, `alpha` the dense side's weight, a document missing from one side taking that side's 0 (Bruch et al.,
-  TOIS 2023); or reciprocal rank fusion.
+  when asked (rerank), capped (at 1: a document by its best passage, MaxP), read deeper until enough places.
+- keyword: bm25 over the documents (keywords.py), the filter applied inside; a document a place (its passage
+  chosen at the join), or with several places a document allowed, its passages holding the query's words.
+- hybrid: both lists, FUSION_DEPTH deep (or k), fused by place: a convex combination of each side's min-max
+  normalised scores, `alpha` the dense side's weight, a document's keyword score counting for each of its places
+  and a place missing from one side taking that side's 0 (Bruch et al., TOIS 2023); or reciprocal rank fusion.
+
+The default cap (None): 1 while documents last; a query that finds fewer documents than its page needs goes on
+with their further places (the same steps with no cap), best first, each place once.
 
 Pages (`offset`): a query's ranked list is built in windows, the first W deep, then twice, four times ... as deep:
-the first window is the steps above at depth W, each further window appends, in its own order, the documents
-that the same steps twice as deep find and the list does not hold yet. A page is a slice of that list, reading
+the first window is the steps above at depth W, each further window appends, in its own order, the places
+that the same steps twice as deep find and the list does not hold yet (nor its document past the cap). A page is a slice of that list, reading
 the windows up to offset + k, so every page continues the one before exactly (no hit twice, none skipped) in
 every mode and index type: a deeper search never reorders what a shallower one ranked (re-scoring a larger
 candidate set, fusing deeper lists, an approximate index asked for more would). A hit's score is the one of the
@@ -29,7 +34,7 @@ order they run in reads from top to bottom."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -48,99 +53,29 @@ from ..storage.passages import PassageMap
 from ..storage.rawvectors import RawVectors
 from ..storage.store import DocumentStore
 from ..transforms import Transform, normalize_rows
-from . import snippets, strategy
-from .keywords import KeywordRetriever, best_span
+from . import strategy
+from .hits import Hit, Results, join, with_snippets
+from .keywords import KeywordRetriever
+from .places import (
+    Documents,
+    Found,
+    Match,
+    Places,
+    RankedRows,
+    available,
+    capped,
+    check_cap,
+    keyword_places,
+    placed,
+)
 from .query import QueryOptions
 from .vectorindex import TUNED_K, VectorIndex
 
+# the list's types and the hit's, where callers have always found them
+__all__ = ["Documents", "Found", "Hit", "Match", "Places", "RankedRows", "Request", "Results", "search"]
 Where = Sequence[str | Condition] | dict[str, Any] | None
 Ranked = strategy.Ranked
 PAGE_WINDOW = FUSION_DEPTH  # the first window's depth (pages: above)
-
-
-@dataclass(frozen=True)
-class Hit:
-    id: str
-    score: float
-    title: str | None
-    text: str
-    metadata: dict[str, Any] = field(default_factory=dict)
-    # The best passage of a document cut into several: {"start", "end"} (character offsets in text) and "text".
-    passage: dict[str, Any] | None = None
-    # hybrid: each side's own score of the document (None: not among that side's candidates)
-    scores: dict[str, float | None] | None = None
-    # Where the passage (or the document) is in its file: Location.to_json() (page, line_start, line_end, anchor,
-    # headings, each only where known); None for a document without sections.
-    location: dict[str, Any] | None = None
-    # The part that answers, cropped, with what matched marked: {"text", "highlights", "kind"} (snippets.py)
-    snippet: dict[str, Any] | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        """The hit as JSON-ready fields (shallow: dataclasses.asdict deep-copies, 0.1 ms a page of hits)."""
-        return {name: getattr(self, name) for name in HIT_FIELDS}
-
-
-HIT_FIELDS = tuple(f.name for f in fields(Hit))
-
-
-class Results(list):
-    """One query's hits (a list of Hit) and what the answer was read from: the index `generation`, the page's
-    `offset`, and with facets asked their counts (`facets`, `facet_stats`: facets.py)."""
-
-    def __init__(self, hits: Sequence[Hit] = (), *, generation: int = 0, offset: int = 0):
-        super().__init__(hits)
-        self.generation, self.offset = generation, offset
-        self.facets: dict[str, dict[str, int]] | None = None
-        self.facet_stats: dict[str, dict[str, int | float]] | None = None
-
-
-@dataclass
-class Match:
-    """A document found: its pk, score, the vector row of its best passage (None: not known), side scores."""
-
-    pk: int
-    score: float
-    row: int | None = None
-    sides: dict[str, float | None] | None = None
-
-
-Found = list[Match]  # of one query, best first
-# One query's vector rows and their scores (float64), best first: how candidates pass between the dense side's
-# steps (a Python pair per candidate cost a calibration's hundreds of searches more than the searches did)
-RankedRows = tuple[np.ndarray, np.ndarray]
-
-
-@dataclass(frozen=True)
-class Documents:
-    """One query's documents as arrays, best first: pks, scores (float64) and the vector row of each one's best
-    passage (None: not known, a keyword side's); `found()` is the same as a Found."""
-
-    pks: np.ndarray
-    scores: np.ndarray
-    rows: np.ndarray | None = None
-
-    def __len__(self) -> int:
-        return len(self.pks)
-
-    def first(self, n: int) -> Documents:
-        return Documents(self.pks[:n], self.scores[:n], None if self.rows is None else self.rows[:n])
-
-    def found(self) -> Found:
-        rows = [None] * len(self.pks) if self.rows is None else self.rows.tolist()
-        return [
-            Match(pk, score, row) for pk, score, row in zip(self.pks.tolist(), self.scores.tolist(), rows)
-        ]
-
-    @classmethod
-    def scored(cls, pairs: Sequence[tuple[int, float]]) -> Documents:
-        """(pk, score) pairs, best first, as Documents without rows."""
-        pks = np.fromiter((pk for pk, _ in pairs), np.int64, len(pairs))
-        return cls(pks, np.fromiter((score for _, score in pairs), np.float64, len(pairs)))
-
-    @classmethod
-    def of(cls, found: Found | Documents) -> Documents:
-        """A Found (its pks and scores) as Documents; Documents as they are."""
-        return found if isinstance(found, Documents) else cls.scored([(m.pk, m.score) for m in found])
 
 
 @dataclass(frozen=True)
@@ -154,6 +89,7 @@ class Request:
     where: Where = None
     offset: int = 0  # hits skipped: the page starts there
     exclude: frozenset[int] = frozenset()  # document pks never returned (similar's examples)
+    per_document: int | None = None  # hits one document may fill (0: no cap; None: the default rule, above)
 
     @classmethod
     def checked(
@@ -166,10 +102,12 @@ class Request:
         dim: int,
         offset: int = 0,
         exclude: frozenset[int] = frozenset(),
+        per_document: int | None = None,
     ) -> Request:
         """A request whose inputs are those its mode needs."""
         check_k(k)
         check_offset(offset)
+        check_cap(per_document)
         mode = options.mode
         if vectors is not None:
             vectors = np.asarray(vectors, dtype=np.float32)
@@ -181,7 +119,7 @@ class Request:
             raise SettingsError(f"{mode} search needs the queries' text", setting="mode")
         if mode is not SearchMode.KEYWORD and vectors is None:
             raise SettingsError(f"{mode} search needs query vectors", setting="mode")
-        return cls(k, options, vectors, texts, where, offset, exclude)
+        return cls(k, options, vectors, texts, where, offset, exclude, per_document)
 
     @property
     def count(self) -> int:
@@ -277,52 +215,32 @@ def rerank(raw: RawVectors, queries: np.ndarray, ranked: list[RankedRows], k: in
     return out
 
 
-def best_passages(ranked: list[RankedRows], passages: PassageMap) -> list[Documents]:
-    """Each query's documents in the order of their best passage among its ranked rows (MaxP), every query's
-    rows looked up at once (a lookup per query was a tenth of a calibration's hundreds of searches)."""
-    if not len(passages.long):  # every document one row: its own pk
-        return [Documents(rows, scores, rows) for rows, scores in ranked]
-    counts = [len(rows) for rows, _ in ranked]
-    rows = np.concatenate([rows for rows, _ in ranked] or [np.zeros(0, np.int64)]).astype(np.int64)
-    scores = np.concatenate([scores for _, scores in ranked] or [np.zeros(0)])
-    owners = passages.owners(rows)
-    query = np.repeat(np.arange(len(ranked)), counts)
-    # each (query, document)'s first row: sorted, they are every query's in turn, in the order of its rows
-    _, first = np.unique(query * (int(owners.max(initial=0)) + 1) + owners, return_index=True)
-    first = np.sort(first)
-    ends = np.searchsorted(query[first], np.arange(len(ranked)), side="right").tolist()
-    return [
-        Documents(owners[first[start:end]], scores[first[start:end]], rows[first[start:end]])
-        for start, end in zip([0, *ends[:-1]], ends)
-    ]
-
-
-def dense_documents(
+def dense_places(
     retriever: Retriever,
     passages: PassageMap,
     queries: np.ndarray,
     n: int,
     allowed: np.ndarray | None,
     rerank_depth: int,
-) -> list[Documents]:
-    """The n best documents of each query by their best passage. `rerank_depth` documents' passages are taken
-    from the index and re-scored by the raw vectors first (0: not re-scored). Passages are read deeper, 4x at a
-    time, for a query whose candidates hold fewer documents than wanted while more rows remain; no more
-    documents are wanted than there are (a folder of 50 pages read every row of each query to find 100: half
-    of its calibration's 10 s)."""
+    cap: int = 1,
+) -> list[Places]:
+    """The n best places of each query, at most `cap` of a document (0: no cap; 1: documents by their best
+    passage). `rerank_depth` places' rows are taken from the index and re-scored by the raw vectors first (0:
+    not re-scored). Passages are read deeper, 4x at a time, for a query whose candidates hold fewer places than
+    wanted while more rows remain; no more places are wanted than the cap leaves (a folder of 50 pages read
+    every row of each query to find 100: half of its calibration's 10 s)."""
     rows = None if allowed is None else passages.rows_of(allowed)
     total = retriever.vectors.count if rows is None else len(rows)
-    documents = total - int(passages.counts.sum()) + len(passages.long) if allowed is None else len(allowed)
-    wanted = min(max(n, rerank_depth), documents)
-    depth = min(total, wanted * (2 if len(passages.long) else 1))
-    out = [Documents(np.zeros(0, np.int64), np.zeros(0), np.zeros(0, np.int64)) for _ in queries]
+    wanted = min(max(n, rerank_depth), available(passages, total, allowed, cap))
+    depth = min(total, wanted * (2 if len(passages.long) and cap != 0 else 1))
+    out = [Places(np.zeros(0, np.int64), np.zeros(0), np.zeros(0, np.int64)) for _ in queries]
     todo = np.arange(len(queries))
     while len(todo) and depth > 0:
         ranked = retriever.ranked_rows(queries[todo], depth, rows)
         if rerank_depth:
             ranked = rerank(retriever.raw, queries[todo], ranked, depth)
         again = []
-        for query, (result, _), found in zip(todo, ranked, best_passages(ranked, passages)):
+        for query, (result, _), found in zip(todo, ranked, capped(ranked, passages, cap)):
             if len(found) < wanted and len(result) >= depth and depth < total:
                 again.append(query)
             out[query] = found.first(n)
@@ -330,24 +248,36 @@ def dense_documents(
     return out
 
 
+dense_documents = (
+    dense_places  # at its default cap of 1: documents by their best passage, as calibration asks
+)
+
+
 def fuse(dense: Found, keyword: Found, alpha: float, fusion: Fusion, k: int) -> Found:
-    """The k best of both lists by fused score; ties keep the dense side's order first."""
-    merged: dict[int, Match] = {}
-    for side, found in (("dense", dense), ("keyword", keyword)):
-        if fusion is Fusion.RRF:
-            values = [1.0 / (RRF_K + rank) for rank in range(1, len(found) + 1)]
-        else:
-            values = min_max([match.score for match in found])
-        weight = alpha if side == "dense" else 1 - alpha
-        for match, value in zip(found, values):
-            fused = merged.get(match.pk)
-            if fused is None:
-                fused = merged[match.pk] = Match(match.pk, 0.0, match.row, {"dense": None, "keyword": None})
-            fused.score += weight * value
-            fused.sides[side] = match.score
-            fused.row = fused.row if fused.row is not None else match.row
-    order = sorted(merged.values(), key=lambda match: -match.score)  # stable: dense first on ties
+    """The k best places of both lists by fused score: a dense place with its document's keyword value (0 if
+    the keyword side lacks it), a keyword side's document that no dense place holds a place of its own (its
+    passage chosen at the join); ties keep the dense side's order first."""
+    dense_values, keyword_values = side_values(dense, fusion), side_values(keyword, fusion)
+    worded = {match.pk: (match.score, value) for match, value in zip(keyword, keyword_values)}
+    merged = []
+    for match, value in zip(dense, dense_values):
+        score, keyword_value = worded.get(match.pk, (None, 0.0))
+        fused = alpha * value + (1 - alpha) * keyword_value
+        merged.append(Match(match.pk, fused, match.row, {"dense": match.score, "keyword": score}))
+    placed_pks = {match.pk for match in dense}
+    for match, value in zip(keyword, keyword_values):
+        if match.pk not in placed_pks:
+            fused = 0.0 + (1 - alpha) * value
+            merged.append(Match(match.pk, fused, match.row, {"dense": None, "keyword": match.score}))
+    order = sorted(merged, key=lambda match: -match.score)  # stable: dense first on ties
     return order[:k]
+
+
+def side_values(found: Found, fusion: Fusion) -> list[float]:
+    """A side's list as fusion weighs it: its min-max normalised scores, or reciprocal ranks."""
+    if fusion is Fusion.RRF:
+        return [1.0 / (RRF_K + rank) for rank in range(1, len(found) + 1)]
+    return min_max([match.score for match in found])
 
 
 def min_max(scores: list[float]) -> list[float]:
@@ -357,150 +287,91 @@ def min_max(scores: list[float]) -> list[float]:
     return [1.0] * len(scores) if high == low else [(s - low) / (high - low) for s in scores]
 
 
-def join(store: DocumentStore, found: list[Found], texts: Sequence[str] | None) -> list[list[Hit]]:
-    """Hits with their documents, fetched in one query, and the best passage of a document cut into several
-    (for a keyword-only match, the passage with most of the query's words); rows deleted meanwhile are left
-    out."""
-    pks = [match.pk for matches in found for match in matches]
-    docs = store.get(pks)
-    # the documents found that have several passages, with their counts (not every long one: per query)
-    long = {pk: int(n) for pk, n in zip(pks, store.passages().counts_of(pks)) if n > 1}
-    wanted = [
-        row
-        for matches in found
-        for match in matches
-        if match.pk in long
-        for row in ([match.row] if match.row is not None else range(match.pk, match.pk + long[match.pk]))
-    ]
-    spans = store.spans(wanted) if wanted else {}
-    chosen: list[list[tuple[Match, int, dict[str, Any] | None]]] = []  # each hit's passage row and passage
-    for n, matches in enumerate(found):
-        hits = []
-        for match in matches:
-            if match.pk not in docs:
-                continue
-            row, passage = match.pk, None
-            if match.pk in long:
-                rows = [r for r in range(match.pk, match.pk + long[match.pk]) if r in spans]
-                if match.row is not None and match.row in spans:
-                    row = match.row
-                else:
-                    options = [spans[r] for r in rows]
-                    best = best_span(docs[match.pk]["text"], options, texts[n] if texts else "")
-                    row = rows[options.index(best)]
-                start, end = spans[row]
-                passage = {"start": start, "end": end, "text": docs[match.pk]["text"][start:end]}
-            hits.append((match, row, passage))
-        chosen.append(hits)
-    locations = store.locations([row for hits in chosen for _, row, _ in hits])
-    return [
-        [
-            Hit(
-                score=match.score,
-                **docs[match.pk],
-                passage=passage,
-                scores=match.sides,
-                location=locations.get(row),
-            )
-            for match, row, passage in hits
-        ]
-        for hits in chosen
-    ]
-
-
-def with_snippets(
-    hits: list[list[Hit]],
-    request: Request,
-    keyword: KeywordRetriever,
-    encoder: snippets.Encoding | None,
-) -> list[list[Hit]]:
-    """The hits with their snippets (snippets.py): the words the keyword side matched marked in the best part;
-    where none is there, a dense or hybrid hit's sentence closest to the query in meaning (encoded here, one
-    batch for every such hit)."""
-    crop, mode = request.options.crop, request.options.mode
-    if not crop:
-        return hits
-    meaning = mode is not SearchMode.KEYWORD and encoder is not None and request.vectors is not None
-    out: list[list[Hit]] = []
-    unmarked: list[tuple[int, int, str]] = []  # (query, hit, part) of the hits with no word marked
-    for n, found in enumerate(hits):
-        terms = keyword.terms(request.texts[n]) if request.texts is not None and keyword is not None else {}
-        parts = [hit.passage["text"] if hit.passage else hit.text for hit in found]
-        done = []
-        for i, (hit, part, marks) in enumerate(zip(found, parts, snippets.marks_of(parts, terms))):
-            if not marks and meaning:
-                unmarked.append((n, i, part))
-            done.append(replace(hit, snippet=snippets.snippet(part, marks, crop, "words")))
-        out.append(done)
-    if unmarked:
-        queries = np.asarray(request.vectors, dtype=np.float32)[[n for n, _, _ in unmarked]]
-        closest = snippets.closest_sentences([part for _, _, part in unmarked], queries, encoder)
-        for (n, i, part), sentence in zip(unmarked, closest):
-            if sentence is not None:
-                meant = snippets.snippet(part, [sentence], crop, "meaning", anchor=sentence[0])
-                out[n][i] = replace(out[n][i], snippet=meant)
-    return out
-
-
 def search(
-    request: Request,
-    *,
-    store: DocumentStore,
-    dense: DenseRetriever | None,
-    keyword: KeywordRetriever | None,
-    encoder: snippets.Encoding | None = None,
+    request: Request, *, store: DocumentStore, dense: DenseRetriever | None, keyword: KeywordRetriever | None
 ) -> list[list[Hit]]:
     """The steps in order (the caller has checked that the mode's inputs and retrievers are there), each query's
-    page of its ranked list (pages: above)."""
-    mode = request.options.mode
-    if mode is not SearchMode.DENSE and not store.has_keywords:
+    page of its ranked list (pages: above), the default cap filled where documents are fewer than the page."""
+    if request.options.mode is not SearchMode.DENSE and not store.has_keywords:
         raise IndexStateError(
             f"{store.path.parent} has no keyword index (made by an older semsearch and open read-only): open it "
             "once with write access to add one, or search with mode dense"
         )
     allowed = allowed_rows(store, request.where)
     needed = request.offset + request.k
-    ranked: list[Found] = [[] for _ in range(request.count)]
-    taken = [set(request.exclude) for _ in range(request.count)]
-    first, nested, ties = first_window(request, store, dense, allowed)
-    # a nested first window's first documents, as many as the page needs (one more: a tie across the cut)
-    depth = min(first, needed + len(request.exclude)) if nested else first
-    todo = np.arange(request.count)
+    cap = 1 if request.per_document is None else request.per_document
+    ranked = ranked_places(request, np.arange(request.count), cap, allowed, store, dense, keyword)
+    short = [query for query, found in ranked.items() if len(found) < needed]
+    if request.per_document is None and short and len(store.passages().long):
+        more = ranked_places(request, np.array(short), 0, allowed, store, dense, keyword)
+        texts = None if request.texts is None else [request.texts[query] for query in short]
+        for query, found in zip(short, placed(store, [ranked[query] for query in short], texts)):
+            held = {match.row for match in found}
+            found += [match for match in more[query] if match.row not in held][: needed - len(found)]
+    page = join(
+        store, [ranked[query][request.offset : needed] for query in range(request.count)], request.texts
+    )
+    texts = request.texts or [""] * request.count
+    terms = [keyword.terms(text) if keyword is not None and text else {} for text in texts]
+    return with_snippets(page, request.options.crop, terms)
+
+
+def ranked_places(
+    request: Request,
+    todo: np.ndarray,
+    cap: int,
+    allowed: np.ndarray | None,
+    store: DocumentStore,
+    dense: DenseRetriever | None,
+    keyword: KeywordRetriever | None,
+) -> dict[int, Found]:
+    """Each of these queries' ranked list at this cap, as deep as its page needs (pages: above): a place once,
+    a document at most `cap` times (0: no cap), none of the documents excluded."""
+    needed = request.offset + request.k
+    ranked: dict[int, Found] = {query: [] for query in todo.tolist()}
+    taken: dict[int, set[int]] = {query: set() for query in ranked}  # places held (at a cap of 1: documents)
+    held: dict[int, dict[int, int]] = {query: {} for query in ranked}  # places held of each document
+    first, nested, ties = first_window(request, store, dense, allowed, cap)
+    # a nested first window's first places, as many as the page needs (one more: a tie across the cut)
+    depth = min(first, needed + len(request.exclude) * max(cap, 1)) if nested else first
     while len(todo):
         again = []
         shallow = depth < first
-        for query, found in zip(todo, window(request, todo, depth + shallow, allowed, store, dense, keyword)):
+        found_now = window(request, todo, depth + shallow, allowed, store, dense, keyword, cap)
+        for query, found in zip(todo.tolist(), found_now):
             if shallow:
                 if ties and len(found) > depth and found[depth - 1].score == found[depth].score:
                     again.append(query)  # a tie across the cut: the whole first window orders it
                     continue
                 found = found[:depth]
             for match in found:
-                if match.pk not in taken[query]:
-                    taken[query].add(match.pk)
-                    ranked[query].append(match)
+                key, count = match.pk if cap == 1 else match.row, held[query].get(match.pk, 0)
+                if match.pk in request.exclude or key in taken[query] or (cap and count >= cap):
+                    continue
+                taken[query].add(key)
+                held[query][match.pk] = count + 1
+                ranked[query].append(match)
             if len(ranked[query]) < needed and len(found) >= depth:  # more may be found deeper
                 again.append(query)
         todo, depth = np.array(again, dtype=np.int64), first if shallow else depth * 2
-    page = join(store, [found[request.offset : needed] for found in ranked], request.texts)
-    return with_snippets(page, request, keyword, encoder)
+    return ranked
 
 
 def first_window(
-    request: Request, store: DocumentStore, dense: DenseRetriever | None, allowed: np.ndarray | None
+    request: Request, store: DocumentStore, dense: DenseRetriever | None, allowed: np.ndarray | None, cap: int
 ) -> tuple[int, bool, bool]:
-    """How deep a query's first window is (pages: above); whether it is nested (its first d documents are those
+    """How deep a query's first window is (pages: above); whether it is nested (its first d places are those
     its steps find at depth d, so it is computed only as deep as the page needs); and whether which of tied
-    documents its first d hold may depend on d (FAISS's heaps: a tie across the cut is left to the whole
+    places its first d hold may depend on d (FAISS's heaps: a tie across the cut is left to the whole
     window)."""
     options = request.options
     if options.mode is SearchMode.HYBRID:  # min-max over each side's list: fusion's own depth
         return FUSION_DEPTH, False, False
-    if options.mode is SearchMode.KEYWORD:  # bm25 is exact, ties by pk
-        return PAGE_WINDOW, True, False
+    if options.mode is SearchMode.KEYWORD:  # bm25 is exact, ties by pk; places within documents are not
+        return PAGE_WINDOW, cap == 1, False
     if options.rerank:  # the index's `rerank` best rows re-scored, the same rows at every depth up to it
         return options.rerank, True, False
-    long = len(store.passages().long) > 0
+    long = len(store.passages().long) > 0 and cap != 0  # at no cap a row is a place
     rows = strategy.nested_rows(dense.vectors, None if allowed is None else len(allowed), long)
     if rows < TUNED_K:  # ivf, pq, a filter's approximate search: a plain query's depth
         return TUNED_K, False, False
@@ -515,30 +386,34 @@ def window(
     store: DocumentStore,
     dense: DenseRetriever | None,
     keyword: KeywordRetriever | None,
+    cap: int,
 ) -> list[Found]:
-    """The `depth` best documents of each of these queries by the mode's steps (rerank and fusion included)."""
+    """The `depth` best places of each of these queries by the mode's steps (rerank and fusion included), at
+    most `cap` of a document; at a cap other than 1 each with its passage chosen."""
     options = request.options
     mode = options.mode
     dense_found: list[Found] = [[] for _ in queries]
     keyword_found: list[Found] = [[] for _ in queries]
+    texts = None if request.texts is None else [request.texts[query] for query in queries]
     if mode is not SearchMode.KEYWORD:
-        found = dense_documents(
-            dense, store.passages(), request.vectors[queries], depth, allowed, options.rerank
+        found = dense_places(
+            dense, store.passages(), request.vectors[queries], depth, allowed, options.rerank, cap
         )
-        dense_found = [documents.found() for documents in found]
+        dense_found = [places.found() for places in found]
     if mode is not SearchMode.DENSE:
-        texts = [request.texts[query] for query in queries]
-        keyword_found = [
-            [Match(pk, score) for pk, score in scored] for scored in keyword.top(texts, depth, allowed)
-        ]
+        documents = keyword.top(texts, depth, allowed)
+        if mode is SearchMode.KEYWORD and cap != 1:
+            return [places[:depth] for places in keyword_places(store, documents, texts, cap)]
+        keyword_found = [[Match(pk, score) for pk, score in scored] for scored in documents]
     if mode is SearchMode.DENSE:
         return dense_found
     if mode is SearchMode.KEYWORD:
         return keyword_found
-    return [
+    fused = [
         fuse(d, kw, options.alpha_of(query), options.fusion, depth)
         for query, d, kw in zip(queries, dense_found, keyword_found)
     ]
+    return fused if cap == 1 else placed(store, fused, texts)
 
 
 def check_offset(offset: int) -> int:

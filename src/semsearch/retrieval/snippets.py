@@ -6,21 +6,18 @@ tokenizer: storage/keywordterms.py), so a mark is a whole word whose index term 
 (corrections of a typo included, stopwords never, as keywords.py drops them), or a Han or Hangul bigram the
 query holds (a single Han character only where the query has it alone); never a substring of a longer word
 ("zip" is not marked inside "gzip"). The crop: the window of `crop` reader's words (cjk.word_spans) holding the
-most marks, a few words of context before the first. Kind "meaning": where no word of the part matches, the
-part's sentence closest to the query in meaning (cosine of the model's raw vectors: each sentence of the part is
-encoded at query time, in one batch for all such hits; a part of one sentence is not encoded) is marked, and the
-window starts at it.
+most marks, a few words of context before the first. Kind "passage": where no word of the part matches (a
+query by meaning, or by vector alone), the part's opening window, nothing marked: the place was found by its
+passage's own vector, and nothing is encoded at query time (encoding each hit's sentences cost a query by vector
+ten times its search).
 
 A snippet is JSON-ready: {"text", "highlights": [[start, end], ...] (character offsets in text), "kind"}."""
 
 from __future__ import annotations
 
 import re
-import threading
-import weakref
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
@@ -35,10 +32,6 @@ CJK_RUN = re.compile(f"[{HAN}{HANGUL}]")
 STEM_SLACK = 3  # letters at a word's end its stem may differ in (two, and one for safety: marks_of)
 SENTENCE_END = re.compile(f"\n\\s*\n|[.!?;:]+[\"')\\]]*(?=\\s)|[{CJK_SENTENCE_ENDS}]+")
 Span = tuple[int, int]
-
-
-class Encoding(Protocol):
-    def encode(self, texts: Sequence[str]) -> np.ndarray: ...
 
 
 def word_marks(text: str, terms: Mapping[str, Any]) -> list[Span]:
@@ -148,69 +141,3 @@ def snippet(text: str, marks: list[Span], crop: int, kind: str, anchor: int | No
     start, end = crop_window(text, marks, crop, anchor)
     highlights = [[max(s, start) - start, min(e, end) - start] for s, e in marks if s < end and e > start]
     return {"text": text[start:end], "highlights": highlights, "kind": kind}
-
-
-# Sentences encoded a batch at a time, by length: a batch this small runs on one thread and is padded little
-# (SciFact's sentences, 35 tokens on average, 12 at a time: 380 ms against 675 for one batch of 12 on two
-# threads, 155 ms of CPU against 257, on the shared 2-core machine).
-SENTENCE_BATCH = 4
-
-
-class SentenceVectors:
-    """The sentences an encoder has encoded for snippets, normalised, the CACHED most recent kept: a hit found
-    again (the page searching as one types, a popular document) costs no encoding."""
-
-    CACHED = 10_000
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.by_encoder: weakref.WeakKeyDictionary[Any, OrderedDict[str, np.ndarray]] = (
-            weakref.WeakKeyDictionary()
-        )
-
-    def get(self, encoder: Encoding, texts: list[str]) -> np.ndarray:
-        """The texts' normalised vectors, those not kept encoded in one batch."""
-        with self.lock:
-            known = self.by_encoder.setdefault(encoder, OrderedDict())
-            found = {text: known.get(text) for text in texts}
-        new = sorted((text for text, vector in found.items() if vector is None), key=len)
-        if new:  # encoded outside the lock: another thread's snippets need not wait
-            vectors = np.concatenate(
-                [
-                    np.asarray(encoder.encode(new[start : start + SENTENCE_BATCH]), dtype=np.float32)
-                    for start in range(0, len(new), SENTENCE_BATCH)
-                ]
-            )
-            vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
-            found.update(zip(new, vectors))
-        with self.lock:
-            for text, vector in found.items():
-                known[text] = vector
-                known.move_to_end(text)
-            while len(known) > self.CACHED:
-                known.popitem(last=False)
-        return np.stack([found[text] for text in texts])
-
-
-SENTENCE_VECTORS = SentenceVectors()
-
-
-def closest_sentences(
-    parts: Sequence[str], query_vectors: np.ndarray, encoder: Encoding
-) -> list[Span | None]:
-    """Of each part, its sentence of the highest cosine to its query's raw vector (new sentences encoded in one
-    batch; a part of one sentence needs none: that sentence is its closest)."""
-    sentences = [sentence_spans(part) for part in parts]
-    several = [len(spans) > 1 for spans in sentences]
-    texts = [part[s:e] for part, spans, many in zip(parts, sentences, several) if many for s, e in spans]
-    vectors = SENTENCE_VECTORS.get(encoder, texts) if texts else None
-    out: list[Span | None] = []
-    at = 0
-    for spans, query, many in zip(sentences, query_vectors, several):
-        if not many:
-            out.append(spans[0] if spans else None)
-            continue
-        cosines = vectors[at : at + len(spans)] @ (query / max(float(np.linalg.norm(query)), 1e-12))
-        out.append(spans[int(np.argmax(cosines))])
-        at += len(spans)
-    return out

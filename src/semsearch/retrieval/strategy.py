@@ -3,12 +3,17 @@ ranks them in the index's own space (the transform's output), for every index ty
 
 The rule, with m rows allowed of the n indexed (measurements: benchmarks/results/filter.md):
 - m <= exact_rows: score the m rows exactly. flat and hnsw score their stored vectors in place (FAISS reads
-  only those rows: 20,000 rows of 384 floats in 1.5 ms), hnsw-sq8 its codes of them decoded (the vectors it
-  keeps), ivf scans every inverted list with the rows as a selector, pq (whose codes only find candidates)
-  projects their raw vectors. Exact by construction.
+  only those rows: 20,000 rows of 384 floats in 1.5 ms), ivf scans every inverted list with the rows as a
+  selector, pq (whose codes only find candidates) projects their raw vectors. Exact by construction.
+  flat-sq8 and hnsw-sq8 scan their 8-bit codes of the m rows for a shortlist, the codes' best
+  max(SHORTLIST_ROWS, SHORTLIST_FACTOR x k), and score it from the raw vectors, projected: a code differs
+  from its row by up to half a step a dimension, which swaps near-ties (recall@10 0.91-0.99 against the
+  raw rows where their precision allows more), while the rows the raw vectors rank first lie well inside the
+  codes' best 40 (at 200,000 rows of 384 dims, every query's true top 10 was in the codes' best 20).
 - m > exact_rows: the approximate index with the rows as a selector (a bitmap), its efSearch / nprobe those
   tuned at build for FILTERED_RECALL at the nearest measured selectivity at or below m / n (tuning.py), pq's
-  candidates re-scored exactly; then verified: a query that finds fewer than k, or for which one of a sample
+  candidates (k_factor x k) and the 8-bit kinds' (CODED_K_FACTOR x k) re-scored from the raw vectors; then
+  verified: a query that finds fewer than k, or for which one of a sample
   of the allowed rows spread over them scores above its k-th result (proof that one was missed), is scored
   exactly.
 - exact_rows is the crossover, measured at build (tuning.py): going down the selectivities 1/2, 1/4, ..., the
@@ -26,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from .vectorindex import GRAPHS, VectorIndex
+from .vectorindex import CODED, GRAPHS, VectorIndex
 from .vectorindex import ranked as listed
 
 Ranked = list[list[tuple[int, float]]]  # per query: (pk, score), best first
@@ -37,24 +42,37 @@ LEGACY_EXACT_FLOATS = 4_000_000  # untuned: exact up to this many allowed rows x
 LEGACY_SCALING = 0.6  # untuned: efSearch / nprobe grow as (n / m) ** this
 LEGACY_K_FACTOR = 8  # untuned pq: candidates found per result wanted, re-scored exactly
 MAX_EF_SEARCH = 8192
+# flat-sq8, hnsw-sq8: the exact path re-scores the codes' best max(SHORTLIST_ROWS, SHORTLIST_FACTOR x k) rows
+# from the raw vectors (the same shortlist for every k up to SHORTLIST_ROWS / SHORTLIST_FACTOR: nested so deep);
+# their approximate path the graph's best CODED_K_FACTOR x k
+SHORTLIST_ROWS, SHORTLIST_FACTOR, CODED_K_FACTOR = 40, 2, 4
 TIE = 1e-5  # scores closer than this are ties (the same vector projected in different blocks)
 
 
 @dataclass
 class Exact:
-    """Exact scores in the index's own space: from its stored vectors where it keeps them, else from the raw
-    vectors projected by the transform (`project_rows`: pks -> projected vectors)."""
+    """Exact scores in the index's own space: from its stored vectors where they are the rows as kept (flat,
+    hnsw, ivf), else from the raw vectors projected by the transform (`project_rows`: pks -> projected
+    vectors): pq's codes and the 8-bit kinds' only find candidates."""
 
     vectors: VectorIndex
     project_rows: Callable[[np.ndarray], np.ndarray]
 
+    @property
+    def from_raw(self) -> bool:
+        """Whether exact scores come from the raw vectors (pq, flat-sq8, hnsw-sq8), not the index's own."""
+        return self.vectors.exact_source in (None, "codes")
+
     def vectors_of(self, pks: np.ndarray) -> np.ndarray:
-        stored = self.vectors.vectors_of(pks)
+        stored = None if self.from_raw else self.vectors.vectors_of(pks)
         return stored if stored is not None else self.project_rows(pks)
 
     def top(self, queries: np.ndarray, k: int, pks: np.ndarray) -> Ranked:
         """The exact k best of `pks` (sorted unique) for each query."""
-        found = self.vectors.exact(queries, k, pks)
+        depth = shortlist(k)
+        if self.vectors.exact_source == "codes" and len(pks) > depth:  # the codes' shortlist, re-scored
+            return self.rescore(queries, self.vectors.scanned_codes(queries, depth, pks)[1], k)
+        found = None if self.from_raw else self.vectors.exact(queries, k, pks)
         if found is not None:
             return found
         best_scores = np.full((len(queries), 0), -np.inf, dtype=np.float32)
@@ -70,8 +88,8 @@ class Exact:
         return [list(zip(map(int, p), map(float, s))) for p, s in zip(best_pks, best_scores)]
 
     def rescore(self, queries: np.ndarray, found: np.ndarray, k: int) -> Ranked:
-        """Candidates (ids, a row per query, -1 padding) re-scored exactly and cut to k (pq's approximate
-        scores are only for finding them); the vectors of every query's candidates are read at once."""
+        """Candidates (ids, a row per query, -1 padding) re-scored exactly and cut to k (pq's and the 8-bit
+        codes' scores are only for finding them); the vectors of every query's candidates are read at once."""
         pks, rows = np.unique(found, return_inverse=True)
         rows = rows.reshape(found.shape)
         held = pks >= 0
@@ -109,9 +127,20 @@ def unfiltered_arrays(
 def approximate(
     exact: Exact, queries: np.ndarray, k: int, allowed: np.ndarray | None, params: dict[str, Any]
 ) -> Ranked:
-    """The approximate index searched with `params`; pq asks for k_factor x k and re-scores them exactly."""
-    found = exact.vectors.search_arrays(queries, k * int(params.get("k_factor", 1)), allowed, params)
-    return listed(*found) if exact.vectors.exact_source is not None else exact.rescore(queries, found[1], k)
+    """The approximate index searched with `params`; pq asks for k_factor x k and re-scores them exactly, and
+    so do the 8-bit kinds with a filter (CODED_K_FACTOR x k: a filter's search is promised FILTERED_RECALL
+    against the raw vectors, the unfiltered one `--recall-target` against them through its codes)."""
+    coded_filter = allowed is not None and exact.vectors.kind in CODED
+    factor = CODED_K_FACTOR if coded_filter else int(params.get("k_factor", 1))
+    found = exact.vectors.search_arrays(queries, k * factor, allowed, params)
+    if coded_filter or exact.vectors.exact_source is None:
+        return exact.rescore(queries, found[1], k)
+    return listed(*found)
+
+
+def shortlist(k: int) -> int:
+    """How many of the codes' best rows the exact path of flat-sq8 and hnsw-sq8 re-scores for k results."""
+    return max(SHORTLIST_ROWS, SHORTLIST_FACTOR * k)
 
 
 def plan(vectors: VectorIndex, allowed: int) -> dict[str, Any] | None:
@@ -143,7 +172,10 @@ def nested_rows(vectors: VectorIndex, allowed: int | None, long: bool) -> float:
     max(efSearch, depth) nodes, the same ones at every depth up to efSearch), where documents have one
     passage each (a long document's passages are read deeper, 4x at a time). ivf and pq (nprobe grows with
     depth, pq re-scores more candidates) and a filter's approximate search (verified against its k-th
-    result): 0."""
+    result): 0. flat-sq8 and hnsw-sq8 filtered exactly: up to SHORTLIST_ROWS / SHORTLIST_FACTOR (the same
+    shortlist re-scored at every depth up to it); unfiltered, flat-sq8's scan of its codes: at any depth."""
+    if allowed is not None and vectors.kind in CODED:
+        return SHORTLIST_ROWS // SHORTLIST_FACTOR if not long and plan(vectors, allowed) is None else 0
     if vectors.exhaustive:
         return np.inf
     if allowed is not None:

@@ -20,9 +20,12 @@ from starlette.responses import FileResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from ..retrieval.hits import QUERY_OPTIONS, results_json
 from ..settings import FACET_VALUES, MAX_FACET_VALUES
 from .backups import backup_options, make_backup
 from .documents import add_documents, delete_documents, get_document, stored, text_searchable
+from .facetranges import facet_range_routes
+from .files import file_routes, placed
 from .mcp_http import McpEndpoint
 from .protocol import (
     ApiError,
@@ -46,14 +49,8 @@ if TYPE_CHECKING:
 
 MAX_GENERATION = (1 << 63) - 1
 STATIC = Path(__file__).parent / "static"
-EXTRAS = (
-    "mode",
-    "alpha",
-    "fusion",
-    "typos",
-    "crop",
-)  # passed to Index.search only when the client sends them
-PAGE_FIELDS = {"offset", "generation"}
+EXTRAS = QUERY_OPTIONS  # passed to Index.search only when the client sends them
+PAGE_FIELDS = {"offset", "generation", "per_document", "full_text"}
 SEARCH_FIELDS = {"q", "k", "where", "rerank", "facets", "facet_values", *PAGE_FIELDS, *EXTRAS}
 SIMILAR_FIELDS = {"ids", "not", "k", "where", "rerank", *PAGE_FIELDS}
 MAX_CROP = 1_000  # words of a snippet
@@ -96,14 +93,17 @@ class Service:
 
 
 def page_options(values: dict[str, Any], settings: ServerSettings) -> dict[str, Any]:
-    """What search and similar share: k, where, rerank, offset and generation."""
+    """What search and similar share: k, where, rerank, offset, generation, per_document and full_text."""
     where = values.get("where")
+    full_text = values.get("full_text")
     return {
         "k": bounded_int(values.get("k"), "k", 1, settings.max_k) or 10,
         "where": where if isinstance(where, dict) else string_list(where, "where"),
         "rerank": bounded_int(values.get("rerank"), "rerank", 0, settings.max_k),
         "offset": bounded_int(values.get("offset"), "offset", 0, settings.max_offset) or 0,
         "generation": bounded_int(values.get("generation"), "generation", 0, MAX_GENERATION),
+        "per_document": bounded_int(values.get("per_document"), "per_document", 0, settings.max_k),
+        "full_text": full_text if isinstance(full_text, bool) else flag(full_text, "full_text"),
     }
 
 
@@ -147,11 +147,9 @@ def query_text(value: Any, name: str = "q") -> str:
 
 
 def answered(hits: Results) -> dict[str, Any]:
-    """A query's answer: its page's hits, where the page starts, the generation read, the facets if asked."""
-    out = {"offset": hits.offset, "generation": hits.generation, "hits": [hit.to_json() for hit in hits]}
-    if hits.facets is not None:
-        out |= {"facets": hits.facets, "facet_stats": hits.facet_stats}
-    return out
+    """A query's answer: its page's hits (hits.py's shape), where the page starts, the generation read, the
+    facets if asked."""
+    return results_json(hits)
 
 
 def search_one(index: Index, q: str, options: dict[str, Any]) -> dict[str, Any]:
@@ -323,16 +321,18 @@ def create_app(open_index: Callable[[float], Index], settings: ServerSettings | 
         Route("/", page),
         Route("/health", endpoint(health)),
         Route("/info", endpoint(info)),
-        Route("/search", endpoint(get_search), methods=["GET"]),
-        Route("/search", endpoint(post_search), methods=["POST"]),
-        Route("/search/batch", endpoint(post_batch), methods=["POST"]),
+        Route("/search", endpoint(placed(get_search, settings)), methods=["GET"]),
+        Route("/search", endpoint(placed(post_search, settings)), methods=["POST"]),
+        Route("/search/batch", endpoint(placed(post_batch, settings)), methods=["POST"]),
         Route("/documents", endpoint(post_documents, invalid_documents=True), methods=["POST"]),
         Route("/documents", endpoint(delete_where), methods=["DELETE"]),
-        Route("/documents/{doc_id:path}/similar", endpoint(get_similar), methods=["GET"]),
+        Route("/documents/{doc_id:path}/similar", endpoint(placed(get_similar, settings)), methods=["GET"]),
         Route("/documents/{doc_id:path}", endpoint(document), methods=["GET", "DELETE"]),
-        Route("/similar", endpoint(post_similar), methods=["POST"]),
+        Route("/similar", endpoint(placed(post_similar, settings)), methods=["POST"]),
         Route("/backup", endpoint(post_backup), methods=["POST"]),
         Route("/mcp", mcp, methods=["GET", "POST", "DELETE"]),
+        *(file_routes(svc) if settings.files else []),
+        *facet_range_routes(svc),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: http_error})

@@ -77,7 +77,11 @@ class McpEndpoint:
         async def write(request: Any, fn: Callable[..., Any], *args: Any) -> Any:
             return await self.service().write(request, fn, *args)
 
-        tools = Tools([Served("index", read, write)], allow_writes=self.settings.api_key is not None)
+        tools = Tools(
+            [Served("index", read, write)],
+            allow_writes=self.settings.api_key is not None,
+            place_urls=self.settings.files,
+        )
         manager = StreamableHTTPSessionManager(app=mcp_server(tools), stateless=True, json_response=True)
         ready = anyio.Event()
 

@@ -19,9 +19,10 @@ MAX_QUERY = 4000  # characters of a query (the model reads its first 256 tokens;
 LIMITS = {"k": MAX_K, "offset": MAX_OFFSET, "hit_text": MAX_HIT_TEXT, "document_text": MAX_DOCUMENT_TEXT}
 
 HIT_SHAPE = (
-    "Answers {hits: [{id, title, score (higher is better), text (the passage that answers, at most "
-    f"{MAX_HIT_TEXT} characters; truncated: true when cut), location (file line or page, where the document "
-    "came from a file), metadata}]}; get_document(id) reads a whole document."
+    "Answers {hits: [{id (the document's), title, score (higher is better), passage: {start, end, text (the "
+    f"passage that answers, at most {MAX_HIT_TEXT} characters; truncated: true when cut)}}, location (file line "
+    "or page, where the document came from a file), snippet, metadata}]}: each hit one place, several places "
+    "of one long document where per_document allows; get_document(id) reads a whole document."
 )
 
 
@@ -60,6 +61,20 @@ def tool_list(fields: dict[str, dict[str, Any]], names: list[str], writes: bool)
         "hybrid (both fused). Default: the index's own (describe_index says which).",
     }
     paging = {"k": k_schema(), "where": where, "offset": offset_schema()}
+    places = {
+        "per_document": {
+            "type": "integer",
+            "minimum": 0,
+            "maximum": MAX_K,
+            "description": "At most this many hits of one document (0: no cap). Default: a document once, at "
+            "its best place, while at least k documents match; where fewer do, their further places fill k.",
+        },
+        "full_text": {
+            "type": "boolean",
+            "default": False,
+            "description": "Each hit with its document's whole text as `text` (else its passage only).",
+        },
+    }
     query = {**text, "maxLength": MAX_QUERY, "description": "What to look for, in words."}
     document_offset = {
         "type": "integer",
@@ -72,7 +87,7 @@ def tool_list(fields: dict[str, dict[str, Any]], names: list[str], writes: bool)
             "search",
             "Search the documents for passages that answer a question or match a topic, best first. Returns at "
             f"most {MAX_K} hits a call; use offset for more. " + HIT_SHAPE,
-            obj({"query": query, **paging, "mode": mode, **several}, "query"),
+            obj({"query": query, **paging, "mode": mode, **places, **several}, "query"),
             "search",
         ),
         Tool(

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 from ..errors import SemsearchError
 from ..ingest.jsonl import MAX_DEPTH, depth
 from ..operations.language import model_languages
+from ..placeurl import with_place_url
+from ..retrieval.hits import results_json
 from ..settings import NO_MODEL, SearchMode
 from . import documents
 from .documents import stored, text_searchable
@@ -55,34 +57,19 @@ class ToolError(Exception):
 # ---- what the tools do, on the index's thread -----------------------------------------------------------------
 
 
-def hit_json(hit: Any) -> dict[str, Any]:
-    """A hit for an agent: the answering passage (the best passage of a long document, else its text), cut
-    to MAX_HIT_TEXT characters, and its location in the file it came from where known."""
-    passage = hit.passage["text"] if hit.passage else hit.text
-    out = {
-        "id": hit.id,
-        "title": hit.title,
-        "score": round(float(hit.score), 6),
-        **cut(passage, MAX_HIT_TEXT),
-    }
-    if location := getattr(hit, "location", None):
-        out["location"] = location if isinstance(location, dict) else location.to_json()
-    if snippet := getattr(hit, "snippet", None):
-        out["snippet"] = snippet
-    out["metadata"] = hit.metadata
-    return out
-
-
-def cut(text: str, limit: int) -> dict[str, Any]:
-    return {"text": text[:limit], "truncated": True} if len(text) > limit else {"text": text}
-
-
-def search_job(index: Index, query: str, k: int, where: list[str], mode: str | None, offset: int) -> dict:
+def search_job(
+    index: Index, query: str, k: int, where: list[str], mode: str | None, page: dict, place_urls: bool
+) -> dict:
+    """A page of hits in hits.py's shape, each passage cut to MAX_HIT_TEXT characters (`page`: offset,
+    per_document, full_text); `place_urls`: each hit's `location.url` where its file is served."""
     if mode != SearchMode.KEYWORD.value:
         text_searchable(index)
     options = {"mode": mode} if mode else {}
-    hits = index.search(query, k=k + offset, where=where, **options)[offset:]
-    return {"hits": [hit_json(hit) for hit in hits], "k": k, "offset": offset}
+    hits = index.search(query, k=k, where=where, **options, **page)
+    out = results_json(hits, MAX_HIT_TEXT)
+    if place_urls:
+        out["hits"] = [with_place_url(hit) for hit in out["hits"]]
+    return {**out, "k": k}
 
 
 def document_job(index: Index, doc_id: str, offset: int) -> dict:
@@ -142,13 +129,14 @@ def description_job(index: Index) -> dict[str, dict[str, Any]]:
 
 
 class Tools:
-    """The tools over some named indexes (the first is the default); `allow_writes` adds the writing tools."""
+    """The tools over some named indexes (the first is the default); `allow_writes` adds the writing tools;
+    `place_urls`: hits carry `location.url` (served over HTTP beside the /files route)."""
 
-    def __init__(self, served: list[Served], allow_writes: bool = False):
+    def __init__(self, served: list[Served], allow_writes: bool = False, place_urls: bool = False):
         if not served:
             raise ValueError("no index to serve")
         self.served = {s.name: s for s in served}
-        self.allow_writes = allow_writes
+        self.allow_writes, self.place_urls = allow_writes, place_urls
         self.listed: list[Tool] | None = None
 
     def index(self, arguments: dict[str, Any]) -> Served:
@@ -191,7 +179,8 @@ class Tools:
 
     async def search(self, served: Served, a: dict[str, Any], request: Any) -> Any:
         where = a.get("where", [])
-        args = (a["query"], a.get("k", 10), where, a.get("mode"), a.get("offset", 0))
+        page = {name: a[name] for name in ("offset", "per_document", "full_text") if name in a}
+        args = (a["query"], a.get("k", 10), where, a.get("mode"), page, self.place_urls)
         if not a["query"].strip():
             raise ToolError("query: an empty query")
         return await served.read(request, search_job, *args)

@@ -27,6 +27,7 @@ from ..errors import (
     os_error_message,
 )
 from ..ingest.jsonl import MAX_DEPTH, depth
+from ..retrieval.hits import error_json
 
 MAX_LINE_BYTES = 16 << 20  # as ingest's longest line
 
@@ -45,6 +46,7 @@ class ServerSettings:
     write_wait: float = 2.0  # seconds a write waits for another writer before answering 503
     threads: int = 2  # searches at once in a process, each thread with the index open (the cores here)
     backup_dir: str | None = None  # where POST /backup writes backups (None: it is refused)
+    files: bool = True  # GET /files/{path} serves the files the index ingested (server/files.py)
 
 
 class ApiError(Exception):
@@ -84,8 +86,7 @@ def answer(payload: dict[str, Any], started: float, status: int = 200, headers=N
 
 
 def error_answer(error: ApiError, started: float) -> JSONResponse:
-    body = {"error": {"code": error.code, "message": error.message}}
-    return answer(body, started, error.status, error.headers)
+    return answer(error_json(error.code, error.message), started, error.status, error.headers)
 
 
 Handler = Callable[[Request], Awaitable[dict[str, Any]]]

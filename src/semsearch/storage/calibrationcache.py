@@ -1,8 +1,8 @@
 """What the last calibration drew and encoded (retrieval/calibration.py), kept beside the index so that renewing
-it re-encodes only what changed: its pseudo-queries (each a document's pk, the query's character span in its
-text and how it was cut), the paragraph each was asked as (retrieval/bands.py: a renewal asks a query kept the
-same one, so its vector is found here too; kept as the words after the query, which the span gives back) and the
-encoder's vector of every text it encoded, found by a hash of the exact text.
+it re-encodes only texts it has not encoded before: the encoder's vector of every text it encoded, found by a
+hash of the exact text, and a record of its draw (each pseudo-query's pk, character span and cut, the paragraph
+each was asked as). A calibration draws by the corpus alone (retrieval/drawing.py) and never reads the record:
+the cache spares encodings, it never changes what is asked, so a renewal chooses as a fresh calibration does.
 
 The calibration takes every vector it encodes at a precision of raw vectors (storage/rawvectors.py), fresh or
 cached: its targets at the index's own (int4 by default), as an ingest keeps them; its queries at int8 or finer

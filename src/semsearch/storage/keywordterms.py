@@ -48,3 +48,20 @@ class Stemmer:
 
 
 STEMMER = Stemmer()
+
+
+def term_rows(texts: Sequence[tuple[int, str | None, str]]) -> list[tuple[str, int, str]]:
+    """The terms of these (pk, title, text) rows as the keyword index would hold them were each a document, in
+    the form of DocumentStore.keyword_term_rows (term, occurrences, each occurrence as `pk * 2 + 1 if in the
+    title else 0`): FTS5's own tokenizer in a private in-memory table (a calibration's passages, ranked as
+    places: retrieval/calibration_places.py)."""
+    db = sqlite3.connect(":memory:")
+    try:
+        db.execute(f"CREATE VIRTUAL TABLE texts USING fts5(title, text, tokenize='{KEYWORD_TOKENIZER}')")
+        db.execute("CREATE VIRTUAL TABLE tokens USING fts5vocab(texts, 'instance')")
+        db.executemany("INSERT INTO texts (rowid, title, text) VALUES (?, ?, ?)", texts)
+        return db.execute(
+            "SELECT term, count(*), group_concat(doc * 2 + (col = 'title')) FROM tokens GROUP BY term"
+        ).fetchall()
+    finally:
+        db.close()

@@ -1,7 +1,8 @@
 """The reads other stages ask of the document store, as its methods named for what they return: keyword rankings,
 the documents a keyword expression matches and the keyword index's terms (retrieval), a metadata field's typed
 values (facets) and the fields' types (info), the committed content's version (the bm25 matrix's cache key), a
-read snapshot and every row in order (export), the passages' locations in their files (a hit's). SQL stays in
+read snapshot and every row in order (export), what each document is whatever its pk (the calibration's
+draw), the passages' locations in their files (a hit's). SQL stays in
 storage/ (issue 24); every value is a bound parameter."""
 
 from __future__ import annotations
@@ -106,6 +107,12 @@ class StoreReads:
         """Each term of the keyword index and how many documents hold it (fts5vocab)."""
         self.keyword_postings()  # makes the vocabulary table
         return dict(self.db.conn.execute("SELECT term, doc FROM temp.keyword_terms WHERE doc > 0").fetchall())
+
+    def content_names(self) -> tuple[np.ndarray, list[str]]:
+        """Every document's pk (sorted) and what it is whatever its pk or when it was stored: its id and content
+        hash (title, text, metadata), joined by a NUL."""
+        rows = self.db.execute("SELECT pk, id || char(0) || hash FROM documents ORDER BY pk").fetchall()
+        return np.array([pk for pk, _ in rows], dtype=np.int64), [name for _, name in rows]
 
     def keyword_term_rows(self) -> list[tuple[str, int, str]]:
         """Each term of the keyword index, in term order: (term, occurrences, the occurrences as one string of

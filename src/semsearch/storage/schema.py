@@ -156,5 +156,9 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "CREATE INDEX meta_str ON meta (path, str, pk) WHERE str IS NOT NULL",
         "PRAGMA user_version = 8",
     ),
+    (  # how each file's text was extracted (ingest/ocr: OCR mode, engine, languages): another reads it again
+        "ALTER TABLE files ADD COLUMN extraction TEXT NOT NULL DEFAULT ''",
+        "PRAGMA user_version = 9",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -24,6 +24,8 @@ class FileRecord:
     mtime_ns: int  # UNSURE_TIME: read again next time
     hash: str  # of the file's bytes
     documents: dict[str, str] = field(default_factory=dict)  # id -> the content hash stored with it
+    # how its text was extracted (ocr.Extraction.key: OCR mode, engine, languages; '' where no setting matters)
+    extraction: str = ""
 
 
 class SyncedFiles:
@@ -36,19 +38,27 @@ class SyncedFiles:
         if not self._has_files_table():
             return {}
         rows = self.db.execute(
-            "SELECT path, size, mtime_ns, hash, documents FROM files WHERE root = ?", [root]
+            "SELECT path, size, mtime_ns, hash, documents, extraction FROM files WHERE root = ?", [root]
         ).fetchall()
-        return {row[0]: FileRecord(*row[:4], json.loads(row[4])) for row in rows}
+        return {row[0]: FileRecord(*row[:4], json.loads(row[4]), row[5]) for row in rows}
 
     def record_files(self, root: str, records: Sequence[FileRecord], forget: Sequence[str] = ()) -> None:
         """Record these files under the root (replacing what was recorded of them) and forget those paths,
         in one transaction of its own."""
         with self.db.conn:
             self.db.conn.executemany(
-                "INSERT OR REPLACE INTO files (root, path, size, mtime_ns, hash, documents) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
+                "INSERT OR REPLACE INTO files (root, path, size, mtime_ns, hash, documents, extraction) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
                 [
-                    (root, r.path, r.size, r.mtime_ns, r.hash, json.dumps(r.documents, ensure_ascii=False))
+                    (
+                        root,
+                        r.path,
+                        r.size,
+                        r.mtime_ns,
+                        r.hash,
+                        json.dumps(r.documents, ensure_ascii=False),
+                        r.extraction,
+                    )
                     for r in records
                 ],
             )

@@ -31,10 +31,12 @@ def open_source(
     exclude: Sequence[str] = (),
     hidden: bool = False,
     no_ignore: bool = False,
+    extraction: Any = None,
 ) -> Source:
     """The source of one path (or of several, read in turn), or of an in-memory table. A directory is walked
     (files.DirectorySource: `include`, `exclude`, `hidden`, `no_ignore`); a file is read by its kind; `vectors`
-    (an .npy file) goes with a single JSONL file."""
+    (an .npy file) goes with a single JSONL file; `extraction` (ocr.Extraction: how pictures are read, by default
+    as an ingest reads them: --ocr auto) goes to the document files."""
     from .jsonl import JsonlSource
     from .tables import TableSource
 
@@ -52,6 +54,10 @@ def open_source(
         return JsonlSource(path, fields) if kind == "jsonl" else TableSource(path, fields, kind, found=True)
 
     parts: list[Source] = []
+    if extraction is None and any(str(path) != "-" for path in paths):
+        from ..ocr import extraction as default_extraction
+
+        extraction = default_extraction()
     for path in paths:
         if str(path) == "-":
             parts.append(JsonlSource(path, fields, vectors))
@@ -62,7 +68,11 @@ def open_source(
         if path.is_dir():
             from .files import DirectorySource
 
-            parts.append(DirectorySource(path, include, exclude, hidden, no_ignore, tables=table_or_jsonl))
+            parts.append(
+                DirectorySource(
+                    path, include, exclude, hidden, no_ignore, tables=table_or_jsonl, extraction=extraction
+                )
+            )
             continue
         kind = _given_kind(path)
         if vectors is not None and kind != "jsonl":
@@ -70,7 +80,7 @@ def open_source(
         if kind in DOCUMENT_KINDS:
             from .files import FileSource
 
-            parts.append(FileSource(path, kind))
+            parts.append(FileSource(path, kind, extraction))
         elif kind in TABLE_KINDS:
             parts.append(TableSource(path, fields, kind))
         else:

@@ -43,7 +43,8 @@ class Source(ABC):
     """Documents from somewhere. `entries` may be called more than once and gives the same entries each time;
     `rereadable` False: reading is costly (files parsed), so a corpus reads them once, as it ingests them,
     and checks first what `planned` knows without parsing.
-    `ignored`: files passed over as of no known type (counted after a full read)."""
+    `ignored`: files passed over as of no known type (counted after a full read); `needs_ocr`: the pictures
+    passed over for want of an OCR engine (named, with the install command)."""
 
     rereadable = True
     export: dict[str, Any] | None = None  # the header of a `semsearch export`, for the JSONL source of one
@@ -52,6 +53,7 @@ class Source(ABC):
     def __init__(self, name: str | Path):
         self.name = name  # as messages name it
         self.ignored = 0
+        self.needs_ocr: list[str] = []
 
     @abstractmethod
     def entries(self) -> Iterator[Entry]: ...
@@ -91,3 +93,4 @@ class Sources(Source):
             part.ignored = 0
             yield from read(part)
         self.ignored = sum(part.ignored for part in self.parts)
+        self.needs_ocr = [name for part in self.parts for name in part.needs_ocr]

@@ -19,15 +19,21 @@ from typing import Any
 
 from ...documents import Document
 from ...errors import DataError
+from ..ocr import OCR_KINDS, TEXT_LAYERS_ONLY, Extraction
 from ..reachable import check_id
 from .base import Entry, Place, Source
 from .fields import check_values
 from .formats import DOCUMENT_KINDS, LIBRARIES, MISSING_EXTRA, Unreadable, kind_of, parser
 
 MAX_FILE_BYTES = 64 << 20  # a document file larger than this is refused (a table or JSONL file is streamed)
+# a scan's pages are pictures: a PDF or image file may be this large (its pages are decoded one at a time)
+MAX_PICTURES_BYTES = 1 << 30
 HEAD_BYTES = 4096  # what is read to tell a file's kind by its content
 PARSE_WORKERS = max(1, min(4, os.cpu_count() or 1))
-POOL_FROM = 32  # fewer files than this are parsed in this process (a pool costs more than it saves)
+POOL_FROM = 32  # fewer light files than this are parsed in this process (a pool costs more than it saves)
+# Kinds slow to parse (a PDF's pages, OCR): one such file among the first sends them all to the pool, so the
+# encoder runs beside their parsing whatever their count
+HEAVY_KINDS = frozenset({"pdf", "image", "docx"})
 AHEAD_PER_WORKER = 8  # files parsed or waiting, ahead of the reader, per worker: bounds the memory they hold
 FILES_A_TRIP = 4  # files a worker is sent at once: each trip costs the reader and the worker (10% of the CPU)
 
@@ -38,6 +44,7 @@ class FileTask:
     id: str  # relative to the directory given
     shown: str  # as the user reaches it: metadata `path` and messages
     kind: str
+    extraction: Extraction = TEXT_LAYERS_ONLY  # how its text is extracted (OCR)
 
 
 def read_document(task: FileTask) -> tuple[str, Any]:
@@ -45,13 +52,18 @@ def read_document(task: FileTask) -> tuple[str, Any]:
     try:
         with open(task.path, "rb") as handle:
             info = os.fstat(handle.fileno())
-            if info.st_size > MAX_FILE_BYTES:
-                return "error", f"larger than {MAX_FILE_BYTES >> 20} MiB ({info.st_size} bytes)"
+            limit = (
+                MAX_PICTURES_BYTES
+                if task.extraction.recognizes and task.kind in OCR_KINDS
+                else MAX_FILE_BYTES
+            )
+            if info.st_size > limit:
+                return "error", f"larger than {limit >> 20} MiB ({info.st_size} bytes)"
             data = handle.read()
     except OSError as error:
         return "error", f"cannot read: {error.strerror or error}"
     try:
-        parsed = parser(task.kind)(data, task.shown)
+        parsed = parser(task.kind, task.extraction)(data, task.shown)
     except Unreadable as error:
         return "error", str(error)
     except ImportError as error:
@@ -94,11 +106,13 @@ def parsed_in_order(
     tasks: Iterable[FileTask], workers: int = PARSE_WORKERS
 ) -> Iterator[tuple[FileTask, Any]]:
     """Each task with read_document's result, in the tasks' order, as the results come: from a pool of
-    `workers` processes when there are at least POOL_FROM files, at most AHEAD_PER_WORKER a worker ahead of
-    the reader (a slow reader, the encoder, holds back the parsing instead of piling up parsed files)."""
+    `workers` processes when there are at least POOL_FROM files or one of HEAVY_KINDS among the first, at most
+    AHEAD_PER_WORKER a worker ahead of the reader (a slow reader, the encoder, holds back the parsing instead
+    of piling up parsed files)."""
     tasks = iter(tasks)
     first = list(islice(tasks, POOL_FROM))
-    if len(first) < POOL_FROM or workers < 2:
+    light = not any(task.kind in HEAVY_KINDS for task in first)
+    if (len(first) < POOL_FROM and light) or workers < 2:
         for task in chain(first, tasks):  # every task (one core: more than POOL_FROM files too)
             yield task, read_document(task)
         return
@@ -131,9 +145,18 @@ class FilesSource(Source):
     """Document files (of the kinds in formats/), each one document. Subclasses list the files."""
 
     rereadable = False
+    extraction = TEXT_LAYERS_ONLY
+    walked = True  # files met in a walk: a picture no engine reads is listed, not refused (one named is)
 
     def tasks(self) -> Iterator[FileTask | None]:  # None: a file passed over (no known kind)
         raise NotImplementedError
+
+    def task(self, path: str, relative: str, shown: str, kind: str | None) -> FileTask | None:
+        """The task of reading a file, None if it is passed over: of no known kind, or a picture with --ocr
+        never (as before OCR); a picture with no engine to read it is listed in `needs_ocr`."""
+        if kind not in DOCUMENT_KINDS or (kind == "image" and not self.extraction.wants_engine):
+            return None
+        return FileTask(path, relative, shown, kind, self.extraction)
 
     def entries(self) -> Iterator[Entry]:
         self.ignored = 0
@@ -147,9 +170,12 @@ class FilesSource(Source):
             yield Place(task.shown), Document(id=task.id, text="")
 
     def _kept(self, tasks: Iterable[FileTask | None]) -> Iterator[FileTask]:
+        self.needs_ocr = []
         for task in tasks:
             if task is None:
                 self.ignored += 1
+            elif task.kind == "image" and not task.extraction.recognizes and self.walked:
+                self.needs_ocr.append(task.shown)
             else:
                 yield task
 
@@ -157,12 +183,14 @@ class FilesSource(Source):
 class FileSource(FilesSource):
     """One document file named on the command line: its id is its name."""
 
-    def __init__(self, path: Path, kind: str):
+    walked = False
+
+    def __init__(self, path: Path, kind: str, extraction: Extraction = TEXT_LAYERS_ONLY):
         super().__init__(path)
-        self.task = FileTask(str(path), path.name, path.as_posix(), kind)
+        self.path, self.kind, self.extraction = path, kind, extraction
 
     def tasks(self) -> Iterator[FileTask | None]:
-        yield self.task
+        yield self.task(str(self.path), self.path.name, self.path.as_posix(), self.kind)
 
 
 class DirectorySource(FilesSource):
@@ -180,8 +208,10 @@ class DirectorySource(FilesSource):
         hidden: bool = False,
         no_ignore: bool = False,
         tables: Any = None,
+        extraction: Extraction = TEXT_LAYERS_ONLY,
     ):
         super().__init__(path)
+        self.extraction = extraction
         self.root, self.include, self.exclude = path, list(include), list(exclude)
         self.hidden, self.no_ignore = hidden, no_ignore
         self.tables = tables  # makes the source of a table or JSONL file met in the walk
@@ -252,9 +282,7 @@ class DirectorySource(FilesSource):
 
     def tasks(self) -> Iterator[FileTask | None]:
         for path, relative, kind in self.files():
-            yield (
-                FileTask(str(path), relative, self.shown(relative), kind) if kind in DOCUMENT_KINDS else None
-            )
+            yield self.task(str(path), relative, self.shown(relative), kind)
 
     def entries(self) -> Iterator[Entry]:
         yield from self._with_tables(super().entries())

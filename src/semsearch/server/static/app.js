@@ -8,7 +8,7 @@ const form = $("search-form"), input = $("q"), kSelect = $("k"), statusLine = $(
 const results = $("results"), filterBox = $("filters"), filterInputs = $("filter-inputs");
 const keyBox = $("key-box"), keyInput = $("key");
 const facetBox = $("facets"), pager = $("pager"), previousButton = $("previous"), nextButton = $("next");
-const pageLabel = $("page");
+const pageLabel = $("page"), modeSelect = $("mode");
 const FACET_FIELDS = 6; // facet counts asked for the first fields the index lists
 
 // What the results show: a search, or the documents like one (similar); which page, of which generation.
@@ -57,37 +57,71 @@ function snippetNode(hit) {
 }
 
 // Where a hit is in its file (path:line, path (page 3), path (row 7), path#anchor, then the heading path),
-// linked: the path made relative to the page and percent-encoded, so no document's text becomes a scheme
-// (javascript:) or markup.
+// linked to the server's address of that place (location.url: its /files route, built by the server from the
+// document's path, percent-encoded) and never to anything a document's text could make a scheme of.
 function placeLink(hit) {
-  const location = hit.location;
-  const path = String((hit.metadata && hit.metadata.path) || hit.id);
-  let label = path;
-  let fragment = "";
-  if (location.line_start != null) {
-    label += ":" + location.line_start;
-    fragment = "#L" + location.line_start;
-  } else if (location.page != null) {
-    label += " (page " + location.page + ")";
-    fragment = "#page=" + location.page;
-  } else if (location.row != null) {
-    label += " (row " + location.row + ")";
-  }
-  if (location.anchor) {
-    label += "#" + location.anchor;
-    fragment = "#" + encodeURIComponent(location.anchor);
-  }
+  const location = hit.location || {};
+  let label = String((hit.metadata && hit.metadata.path) || hit.id);
+  if (location.line_start != null) label += ":" + location.line_start;
+  else if (location.page != null) label += " (page " + location.page + ")";
+  else if (location.row != null) label += " (row " + location.row + ")";
+  if (location.anchor) label += "#" + location.anchor;
   if (Array.isArray(location.headings) && location.headings.length) label += "  " + location.headings.join(" > ");
+  const url = typeof location.url === "string" && location.url.startsWith("/files/") ? location.url : null;
+  if (!url) return el("span", "place", label);
   const link = el("a", "place", label);
-  link.href = "./" + path.split("/").map(encodeURIComponent).join("/") + fragment;
+  link.href = url;
+  link.addEventListener("click", (event) => {
+    if (keyInput.value) {  // a keyed server: a link cannot send the key, so the file is fetched with it
+      event.preventDefault();
+      openWithKey(url);
+    }
+  });
   return link;
 }
 
+async function openWithKey(url) {
+  const [path, fragment] = [url.split("#")[0], url.includes("#") ? "#" + url.split("#")[1] : ""];
+  const response = await fetch(path, { headers: { Authorization: "Bearer " + keyInput.value } });
+  if (!response.ok) {
+    showStatus("cannot open " + path + ": " + response.status, true);
+    return;
+  }
+  window.location.assign(URL.createObjectURL(await response.blob()) + fragment);
+}
+
+// The hits grouped by document, in the order each document first comes: a document's several places (hits of
+// one id) under it. A hit of the JSON before places is a document with its one place.
+function byDocument(hits) {
+  const groups = new Map();
+  for (const hit of hits) {
+    if (!groups.has(hit.id)) groups.set(hit.id, []);
+    groups.get(hit.id).push(hit);
+  }
+  return [...groups.values()];
+}
+
+function placeNode(hit, several) {
+  const node = el("div", "hit-place");
+  const where = el("div", "where");
+  if (hit.location || (hit.metadata && hit.metadata.path)) where.append(placeLink(hit));
+  if (several) where.append(el("span", "score", Number(hit.score).toFixed(3)));
+  const passage = el("p", "passage");
+  passage.append(snippetNode(hit));
+  if (hit.snippet && hit.snippet.kind === "meaning") {
+    passage.title = "No word of the query is here: the marked sentence is the closest in meaning";
+  }
+  node.append(where, passage);
+  return node;
+}
+
 function render(hits) {
-  const items = hits.map((hit) => {
+  const items = byDocument(hits).map((places) => {
+    const hit = places[0];
     const item = el("li");
     item.tabIndex = 0;
     item.dataset.id = hit.id;
+    item.dataset.places = String(places.length);
     const head = el("div", "hit-head");
     head.append(el("span", "title", hit.title || hit.id), el("span", "score", "score " + Number(hit.score).toFixed(3)));
     if (paging) {
@@ -97,18 +131,12 @@ function render(hits) {
       like.addEventListener("click", () => showSimilar(hit.id));
       head.append(like);
     }
-    const passage = el("p", "passage");
-    passage.append(snippetNode(hit));
-    if (hit.snippet && hit.snippet.kind === "meaning") {
-      passage.title = "No word of the query is here: the marked sentence is the closest in meaning";
-    }
     const meta = el("div", "meta");
-    if (hit.location) meta.append(placeLink(hit));
     meta.append(el("span", "doc-id", "id " + hit.id));
     for (const [name, value] of Object.entries(hit.metadata || {})) {
       meta.append(el("span", null, name + ": " + (typeof value === "string" ? value : JSON.stringify(value))));
     }
-    item.append(head, passage, meta);
+    item.append(head, ...places.map((place) => placeNode(place, places.length > 1)), meta);
     return item;
   });
   results.replaceChildren(...items);
@@ -121,45 +149,127 @@ function showStatus(text, isError = false) {
   statusLine.classList.toggle("error", isError);
 }
 
-function whereConditions() {
-  const conditions = [];
-  for (const box of filterInputs.querySelectorAll("input")) {
-    const value = box.value.trim();
-    if (!value) continue;
-    const match = value.match(/^(!=|<=|>=|=|<|>)\s*(.*)$/);
-    conditions.push(box.dataset.field + (match ? match[1] + match[2] : "=" + value));
+const OPERATOR = /^(!=|<=|>=|=|<|>)\s*(.*)$/;
+const RANGE = /^([^.\s]*|\d+(?:\.\d+)?)\.\.([^.\s]*|\d+(?:\.\d+)?)$/; // LOW..HIGH, either side left open
+const BOUND = /^-?\d+(\.\d+)?([eE][-+]?\d+)?$|^\d{4}-\d{2}-\d{2}/; // a number or a date
+
+// A filter box's text as `where` conditions: a value (field=value), an operator and a value, or a range
+// LOW..HIGH of numbers or dates (field>=LOW and field<HIGH; a side left empty is open).
+function boxConditions(field, text) {
+  const value = text.trim();
+  if (!value) return [];
+  const range = value.match(RANGE);
+  if (range && (range[1] || range[2]) && [range[1], range[2]].every((side) => !side || BOUND.test(side))) {
+    return [...(range[1] ? [field + ">=" + range[1]] : []), ...(range[2] ? [field + "<" + range[2]] : [])];
   }
+  const match = value.match(OPERATOR);
+  return [field + (match ? match[1] + match[2] : "=" + value)];
+}
+
+let extraWhere = []; // conditions from the address on fields the page has no box for: kept as they came
+
+function whereConditions() {
+  const conditions = [...extraWhere];
+  for (const box of filterInputs.querySelectorAll("input")) conditions.push(...boxConditions(box.dataset.field, box.value));
   return conditions;
 }
 
-// The facet counts as buttons: a value's button puts it in that field's filter and searches again.
-function renderFacets(facets) {
-  const groups = [];
+// The boxes from `where` conditions (the address's): a field's >= and < pair as its range LOW..HIGH.
+function fillBoxes(conditions) {
+  for (const box of filterInputs.querySelectorAll("input")) box.value = "";
+  extraWhere = [];
+  const byField = new Map();
+  for (const condition of conditions) {
+    const field = fieldNames.filter((name) => condition.startsWith(name) && OPERATOR.test(condition.slice(name.length)))
+      .sort((a, b) => b.length - a.length)[0];
+    if (field === undefined) {
+      extraWhere.push(condition);
+      continue;
+    }
+    if (!byField.has(field)) byField.set(field, []);
+    byField.get(field).push(condition.slice(field.length));
+  }
+  for (const [field, parts] of byField) {
+    const box = filterInputs.querySelector(`input[data-field="${CSS.escape(field)}"]`);
+    const low = parts.find((part) => part.startsWith(">=")), high = parts.find((part) => /^<[^=]/.test(part));
+    if (parts.length === 2 && low && high) box.value = low.slice(2) + ".." + high.slice(1);
+    else if (parts.length === 1) box.value = parts[0];
+    else {
+      box.value = parts[0];
+      extraWhere.push(...parts.slice(1).map((part) => field + part));
+    }
+  }
+}
+
+const FEW_VALUES = 8; // a field offering more values than this gets ranges (numbers, dates) or no buttons
+const DATE = /^\d{4}-\d{2}-\d{2}/;
+
+function facetButton(field, label, count, filter) {
+  const button = el("button", "facet-value", `${label} (${Number(count)})`);
+  button.type = "button";
+  button.dataset.field = field;
+  button.addEventListener("click", () => {
+    const box = filterInputs.querySelector(`input[data-field="${CSS.escape(field)}"]`);
+    if (box) box.value = filter;
+    view = { kind: "search", id: null, offset: 0, generation: null };
+    search(false, "commit");
+  });
+  return button;
+}
+
+// The facet counts as buttons, for the fields of few values: a value's button puts it in that field's filter
+// and searches again. A field of many numbers or dates gets ranges instead (asked of /facets/ranges: their
+// counts are exact); one of many other values (a path, a title) none. Returns the fields to ask ranges of.
+function renderFacets(facets, stats) {
+  const groups = [], ranged = [];
   for (const [field, values] of Object.entries(facets || {})) {
     // the API's order (most frequent first, ties by value) again: an object lists integer-like keys (years)
     // first, in numeric order, whatever order the JSON gave them
     const entries = Object.entries(values || {}).sort(
       ([a, m], [b, n]) => Number(n) - Number(m) || (a < b ? -1 : a > b ? 1 : 0));
     if (!entries.length) continue;
+    if (entries.length > FEW_VALUES) {
+      if ((stats && stats[field]) || entries.every(([value]) => DATE.test(value))) ranged.push(field);
+      continue;
+    }
     const group = el("div", "facet");
+    group.dataset.field = field;
     group.append(el("span", "facet-field", field));
     for (const [value, count] of entries) {
-      const button = el("button", "facet-value", `${value} (${Number(count)})`);
-      button.type = "button";
-      button.dataset.field = field;
+      const button = facetButton(field, value, count, "=" + value);
       button.dataset.value = value;
-      button.addEventListener("click", () => {
-        const box = filterInputs.querySelector(`input[data-field="${CSS.escape(field)}"]`);
-        if (box) box.value = "=" + value;
-        view = { kind: "search", id: null, offset: 0, generation: null };
-        search();
-      });
       group.append(button);
     }
     groups.push(group);
   }
   facetBox.replaceChildren(...groups);
   facetBox.hidden = groups.length === 0;
+  return ranged;
+}
+
+const shortDate = (text) => (DATE.test(text) ? text.slice(0, 10) : text);
+
+async function renderRanges(fields, mine) {
+  const params = new URLSearchParams({ q: input.value.trim() });
+  for (const field of fields) params.append("fields", field);
+  for (const condition of whereConditions()) params.append("where", condition);
+  if (modeSelect.value) params.set("mode", modeSelect.value);
+  const answer = await api("/facets/ranges?" + params);
+  if (mine !== sequence || !answer.ok) return;
+  for (const [field, ranges] of Object.entries(answer.body.ranges || {})) {
+    const group = el("div", "facet facet-ranges");
+    group.dataset.field = field;
+    group.append(el("span", "facet-field", field));
+    for (const range of ranges) {
+      const low = range.where.find((c) => c.startsWith(field + ">=")), high = range.where.find((c) => c.startsWith(field + "<"));
+      const filter = (low ? low.slice(field.length + 2) : "") + ".." + (high ? high.slice(field.length + 1) : "");
+      const button = facetButton(field, `${shortDate(String(range.from))} – ${shortDate(String(range.to))}`, range.count, filter);
+      button.dataset.range = filter;
+      group.append(button);
+    }
+    facetBox.append(group);
+  }
+  facetBox.hidden = facetBox.children.length === 0;
 }
 
 function renderPager(count) {
@@ -173,7 +283,54 @@ function renderPager(count) {
 function turnPage(step) {
   const k = Number(kSelect.value);
   view.offset = Math.max(0, view.offset + step * k);
-  (view.kind === "similar" ? showSimilar(view.id, true) : search(true));
+  (view.kind === "similar" ? showSimilar(view.id, true, "commit") : search(true, "commit"));
+}
+
+// ---- the search in the address: /?q=...&where=...&mode=...&k=...&offset=... (or similar=ID), so a search can be
+// bookmarked, shared and gone back to. A search typed as you type replaces the entry it started (one entry per
+// search, not per key); a search asked for (Enter, a facet, a page, a filter given) is an entry of its own.
+
+function addressOfView() {
+  const params = new URLSearchParams();
+  if (view.kind === "similar") params.set("similar", view.id);
+  else if (input.value.trim()) params.set("q", input.value.trim());
+  for (const condition of whereConditions()) params.append("where", condition);
+  if (modeSelect.value && view.kind !== "similar") params.set("mode", modeSelect.value);
+  if (kSelect.value !== "10") params.set("k", kSelect.value);
+  if (view.offset) params.set("offset", String(view.offset));
+  const text = params.toString();
+  return "/" + (text ? "?" + text : "");
+}
+
+function remember(how) {
+  if (how === "restore") return;
+  const address = addressOfView(), typing = how === "typing";
+  const here = window.location.pathname + window.location.search;
+  const state = history.state || {};
+  if (address === here) {
+    if (!typing && state.typing) history.replaceState({ typing: false }, "", address);
+    return;
+  }
+  if (state.typing) history.replaceState({ typing }, "", address);
+  else history.pushState({ typing }, "", address);
+}
+
+// The page as the address says (its load, back and forward): the boxes filled, the search run again.
+function restoreAddress() {
+  const params = new URLSearchParams(window.location.search);
+  input.value = params.get("q") || "";
+  const k = params.get("k") || "10";
+  if (![...kSelect.options].some((option) => option.value === k) && /^\d+$/.test(k)) kSelect.append(el("option", null, k));
+  kSelect.value = k;
+  modeSelect.value = [...modeSelect.options].some((option) => option.value === params.get("mode")) ? params.get("mode") : "";
+  fillBoxes(params.getAll("where"));
+  const offset = Math.max(0, Number(params.get("offset")) || 0);
+  if (params.get("similar")) {
+    view = { kind: "similar", id: params.get("similar"), offset, generation: null };
+    return showSimilar(view.id, true, "restore");
+  }
+  view = { kind: "search", id: null, offset, generation: null };
+  return search(true, "restore");
 }
 
 // One request of the results' view; a page of a generation the index has left (409) starts again at page 1.
@@ -207,12 +364,13 @@ async function fetchView(path, params, paging) {
     return null;
   }
   if (answer.body.generation !== undefined) view.generation = answer.body.generation;
-  return { body: answer.body, ms: performance.now() - started };
+  return { body: answer.body, ms: performance.now() - started, mine };
 }
 
-async function search(paging = false) {
+async function search(paging = false, how = "commit") {
   const query = input.value.trim();
   if (!paging) view = { kind: "search", id: null, offset: 0, generation: null };
+  remember(how);
   if (!query) {
     ++sequence;
     results.replaceChildren();
@@ -222,20 +380,24 @@ async function search(paging = false) {
     return;
   }
   const params = new URLSearchParams({ q: query });
+  if (modeSelect.value) params.set("mode", modeSelect.value);
   for (const field of fieldNames.slice(0, FACET_FIELDS)) params.append("facets", field);
   const answer = await fetchView("/search", params, paging);
   if (!answer) return;
-  const { body, ms } = answer;
+  const { body, ms, mine } = answer;
   render(body.hits);
-  renderFacets(body.facets);
+  const ranged = renderFacets(body.facets, body.facet_stats);
+  if (ranged.length) renderRanges(ranged, mine);
   renderPager(body.hits.length);
-  const count = body.hits.length;
-  showStatus(`${count} result${count === 1 ? "" : "s"} in ${ms.toFixed(0)} ms (search ${body.took_ms.toFixed(1)} ms)`);
+  const count = body.hits.length, documents = results.children.length;
+  const places = count === documents ? "" : ` (${count} places)`;
+  showStatus(`${documents} result${documents === 1 ? "" : "s"}${places} in ${ms.toFixed(0)} ms (search ${body.took_ms.toFixed(1)} ms)`);
   results.dataset.query = query;
 }
 
-async function showSimilar(id, paging = false) {
+async function showSimilar(id, paging = false, how = "commit") {
   if (!paging) view = { kind: "similar", id, offset: 0, generation: null };
+  remember(how);
   const answer = await fetchView("/documents/" + encodeURIComponent(id) + "/similar", new URLSearchParams(), paging);
   if (!answer) return;
   const { body } = answer;
@@ -248,7 +410,7 @@ async function showSimilar(id, paging = false) {
 
 function later() {
   clearTimeout(timer);
-  timer = setTimeout(() => search(), DEBOUNCE_MS);
+  timer = setTimeout(() => search(false, "typing"), DEBOUNCE_MS);
 }
 
 const INFO_FIELDS = [
@@ -340,10 +502,12 @@ async function loadInfo() {
 
 form.addEventListener("submit", (event) => {
   event.preventDefault();
-  search();
+  search(false, "commit");
 });
 input.addEventListener("input", later);
-kSelect.addEventListener("change", () => search());
+kSelect.addEventListener("change", () => search(false, "commit"));
+modeSelect.addEventListener("change", () => search(false, "commit"));
+window.addEventListener("popstate", () => restoreAddress());
 previousButton.addEventListener("click", () => turnPage(-1));
 nextButton.addEventListener("click", () => turnPage(1));
 keyInput.addEventListener("change", () => {
@@ -376,5 +540,5 @@ document.addEventListener("keydown", (event) => {
 });
 
 if (window.matchMedia("(max-width: 720px)").matches) document.querySelector("aside details").open = false;
-loadInfo();
-if (input.value.trim()) search();
+// the address's search once the filter boxes exist (loadInfo makes them from the index's fields)
+loadInfo().then(() => (window.location.search ? restoreAddress() : input.value.trim() && search(false, "typing")));

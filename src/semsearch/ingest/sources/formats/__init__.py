@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ....documents import Section
+from ...ocr import TEXT_LAYERS_ONLY, Extraction
 
 
 class Unreadable(Exception):
@@ -33,6 +34,7 @@ DOCUMENT_KINDS: dict[str, tuple[str, tuple[str, ...]]] = {
     "html": ("html", (".html", ".htm", ".xhtml")),
     "pdf": ("pdf", (".pdf",)),
     "docx": ("docx", (".docx",)),
+    "image": ("image", (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".webp")),
     "code": (
         "text",
         tuple(
@@ -98,6 +100,7 @@ LIBRARIES = {
     "pdf": ("pypdfium2",),
     "docx": ("docx",),
     "rst": ("docutils.core",),
+    "image": ("PIL.Image",),
 }
 # A table or a JSONL corpus: each row or line a document (sources/tables.py, sources/jsonl.py).
 TABLE_KINDS = {"csv": (".csv",), "tsv": (".tsv", ".tab"), "parquet": (".parquet", ".pq")}
@@ -107,12 +110,17 @@ SUFFIX_KIND = {suffix: kind for kind, (_, suffixes) in DOCUMENT_KINDS.items() fo
 }
 SUFFIX_KIND.update({suffix: "jsonl" for suffix in JSONL_SUFFIXES})
 BINARY_KINDS = {"pdf": b"%PDF-", "docx": b"PK\x03\x04", "parquet": b"PAR1"}
+# PNG, JPEG, TIFF (both byte orders), WebP (a RIFF file whose form is WEBP)
+IMAGE_MAGIC = (b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff", b"II*\x00", b"MM\x00*")
 MISSING_EXTRA = "the files extra is needed to read {kind} files: pip install 'semsearch[files]'"
 
 
-def parser(kind: str) -> Callable[[bytes, str], Parsed]:
-    """The parse function of a document kind, imported on first use."""
+def parser(kind: str, extraction: Extraction = TEXT_LAYERS_ONLY) -> Callable[[bytes, str], Parsed]:
+    """The parse function of a document kind, imported on first use; the kinds whose text depends on how it
+    is extracted (OCR) take the ingest's `extraction`."""
     module = importlib.import_module(f".{DOCUMENT_KINDS[kind][0]}", __name__)
+    if getattr(module, "TAKES_EXTRACTION", False):
+        return lambda data, name: module.parse(data, kind, extraction)
     return lambda data, name: module.parse(data, kind)
 
 
@@ -122,13 +130,15 @@ def kind_of(name: str, head: bytes, given: bool = False) -> str | None:
     JSON lines as JSONL. `given`: named on the command line, where any other file is read as JSONL, as always."""
     lowered = name.lower()
     suffix = lowered[lowered.rfind(".") :] if "." in lowered.lstrip(".") else ""
+    if head.startswith(IMAGE_MAGIC) or (head[:4] == b"RIFF" and head[8:12] == b"WEBP"):
+        return "image"
     for kind, magic in BINARY_KINDS.items():
         if head.startswith(magic) and (kind != "docx" or suffix == ".docx" or b"word/" in head):
             return kind
     by_suffix = SUFFIX_KIND.get(suffix)
     if suffix == ".gz" and not given and not lowered.endswith((".jsonl.gz", ".ndjson.gz")):
         return None
-    if by_suffix in BINARY_KINDS:  # the content is not what the suffix says
+    if by_suffix in BINARY_KINDS or by_suffix == "image":  # the content is not what the suffix says
         return _sniffed(head)
     if by_suffix in (None, "text"):
         sniffed = _sniffed(head)

@@ -12,9 +12,12 @@ import re
 import threading
 from collections.abc import Iterable
 
+from ...ocr import INSTALL, TEXT_LAYERS_ONLY, Extraction
 from . import Parsed, Unreadable
 from .blocks import Assembly
 from .contents import contents_headings
+
+TAKES_EXTRACTION = True  # pages without a text layer are recognized (ocr/pages.py)
 
 # PDFium is not thread-safe: one document at a time in a process (ingest parses in a pool of processes)
 _LOCK = threading.Lock()
@@ -26,10 +29,11 @@ NUMBERING = r"(?-i:(?:(?:Appendix|Chapter|Part|Section)\s+[0-9A-Z]{1,3}:?|[0-9]{
 Heading = tuple[int, int, str]  # (0-based page index, 0-based level, title), in the outline's order
 
 
-def parse(data: bytes, kind: str = "pdf") -> Parsed:
+def parse(data: bytes, kind: str = "pdf", extraction: Extraction = TEXT_LAYERS_ONLY) -> Parsed:
     import pypdfium2 as pdfium
 
     out = Assembly()
+    ocr = None
     with _LOCK:
         try:
             document = pdfium.PdfDocument(data)
@@ -42,8 +46,11 @@ def parse(data: bytes, kind: str = "pdf") -> Parsed:
             for number in range(len(document)):
                 page = document[number]
                 textpage = page.get_textpage()
-                texts.append(plain(textpage.get_text_range()))
+                text = plain(textpage.get_text_range())
                 textpage.close()
+                if recognized := _recognized(page, text, extraction):
+                    text, ocr = recognized, extraction.described()
+                texts.append(text)
                 page.close()
             marks = outline(document)
             title = document.get_metadata_dict(skip_empty=True).get("Title")
@@ -52,10 +59,27 @@ def parse(data: bytes, kind: str = "pdf") -> Parsed:
     starts = heading_paths(marks or contents_headings(texts, title_at))
     for number, text in enumerate(texts):
         out.page_parts(number + 1, page_parts(text, starts.get(number, ()), starts.above(number)))
-    parsed = out.parsed(title)
+    parsed = out.parsed(title, **({"ocr": ocr} if ocr else {}))
     if not parsed.text.strip():
-        raise Unreadable("no text layer (scanned images?): nothing to index")
+        raise Unreadable(_no_text(extraction))
     return parsed
+
+
+def _recognized(page, text: str, extraction: Extraction) -> str | None:
+    """The page's text read by OCR, if it is a page to recognize (ocr/pages.py)."""
+    if not extraction.recognizes:
+        return None
+    from ...ocr.pages import needs_recognition, pdf_page_text
+
+    return pdf_page_text(page, extraction) if needs_recognition(page, text, extraction) else None
+
+
+def _no_text(extraction: Extraction) -> str:
+    if extraction.recognizes:
+        return "no text layer, and OCR found no text on any page (blank pages?)"
+    if extraction.wants_engine:
+        return f"no text layer (scanned images?): reading it needs OCR: {INSTALL}"
+    return "no text layer (scanned images?): nothing to index (--ocr never)"
 
 
 def plain(text: str) -> str:

@@ -1,0 +1,106 @@
+"""Pictures into pages of text: the frames of an image file (a TIFF's every page; any other image is page 1)
+and the PDF pages that have no text layer of their own, each decoded or rendered, recognized and let go before
+the next (a 1,000-page scan is never held at once: one page image at a time, its text kept).
+
+Limits: an image of more than PIXEL_LIMIT pixels is refused unread (a decompression bomb: a few kilobytes that
+decode to gigabytes); Pillow's own limit, enforced as an error rather than its warning."""
+
+from __future__ import annotations
+
+import io
+import warnings
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from ..sources.formats import Unreadable
+from . import Extraction
+from .engines import engine
+
+if TYPE_CHECKING:
+    from PIL.Image import Image
+
+PIXEL_LIMIT = 89_478_485  # Pillow's Image.MAX_IMAGE_PIXELS: 1/4 GiB of 24-bit pixels
+RENDER_DPI = 300  # a PDF page is rendered at most at this resolution to be recognized (Tesseract's advice)
+MIN_DPI = 150  # and at least at this one (a coarser scan is enlarged: Tesseract misreads small letters)
+FEW_CHARACTERS = 32  # a text layer of fewer non-space characters over a full-page image is a scan's stamp
+IMAGE_COVER = 0.5  # an image over this share of the page is a full-page one
+
+
+def recognized(image: Image, extraction: Extraction) -> str:
+    return engine(extraction.engine or "", extraction.languages).recognize(image)
+
+
+def image_pages(data: bytes) -> Iterator[tuple[int, Image]]:
+    """(page number, decoded image) for each frame of an image file, one at a time."""
+    from PIL import Image, ImageSequence, UnidentifiedImageError
+
+    Image.MAX_IMAGE_PIXELS = PIXEL_LIMIT
+    number = 0
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            picture = Image.open(io.BytesIO(data))
+            for number, frame in enumerate(ImageSequence.Iterator(picture), start=1):
+                if (
+                    frame.size[0] * frame.size[1] > PIXEL_LIMIT
+                ):  # a later frame of a TIFF: not checked on open
+                    raise Image.DecompressionBombError(frame.size)
+                frame.load()
+                yield number, frame.convert("L")
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning):
+        raise Unreadable(
+            f"page {number + 1}: an image over the limit of {PIXEL_LIMIT:,} pixels (a decompression bomb?)"
+        ) from None
+    except UnidentifiedImageError:
+        raise Unreadable("not an image Pillow can read (damaged or of another kind)") from None
+    except (OSError, ValueError, SyntaxError) as error:  # what Pillow raises on a truncated or damaged image
+        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise Unreadable(f"page {max(number, 1)}: a truncated or damaged image ({reason})") from None
+
+
+def recognized_pages(pages: Iterator[tuple[int, Image]], extraction: Extraction) -> Iterator[tuple[int, str]]:
+    for number, image in pages:
+        yield number, recognized(image, extraction)
+        image.close()
+
+
+def needs_recognition(page: Any, text: str, extraction: Extraction) -> bool:
+    """A PDF page to recognize: every page with --ocr always; with auto one with no text layer, or whose text
+    layer is only a few characters over a full-page image (a scanner's stamp, a page number)."""
+    if not extraction.recognizes:
+        return False
+    if extraction.ocr == "always":
+        return True
+    visible = len("".join(text.split()))
+    return visible == 0 or (visible < FEW_CHARACTERS and _largest_image(page)[0] >= IMAGE_COVER)
+
+
+def pdf_page_text(page: Any, extraction: Extraction) -> str:
+    """A PDF page (pypdfium2's PdfPage) rendered in grey and recognized: at the resolution of the scan it holds
+    (within MIN_DPI and RENDER_DPI: more pixels than the scan's add time, not letters), else at RENDER_DPI; at
+    most PIXEL_LIMIT pixels."""
+    width, height = page.get_size()
+    cover, dpi = _largest_image(page)
+    dpi = min(RENDER_DPI, max(MIN_DPI, dpi)) if dpi and cover >= IMAGE_COVER else RENDER_DPI
+    scale = min(dpi / 72, (PIXEL_LIMIT / max(width * height, 1)) ** 0.5)
+    bitmap = page.render(scale=scale, grayscale=True)
+    image = bitmap.to_pil()
+    try:
+        return recognized(image, extraction)
+    finally:
+        image.close()
+        bitmap.close()
+
+
+def _largest_image(page: Any) -> tuple[float, float | None]:
+    """The share of the page its largest image covers, and that image's resolution in dots per inch."""
+    import pypdfium2.raw as raw
+
+    width, height = page.get_size()
+    covered, dpi = 0.0, None
+    for item in page.get_objects(filter=(raw.FPDF_PAGEOBJ_IMAGE,), max_depth=2):
+        left, bottom, right, top = item.get_bounds()
+        area = max(0.0, min(right, width) - max(left, 0)) * max(0.0, min(top, height) - max(bottom, 0))
+        if area > covered:
+            covered, dpi = area, item.get_px_size()[0] / max((right - left) / 72, 1e-6)
+    return covered / max(width * height, 1), dpi

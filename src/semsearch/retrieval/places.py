@@ -1,0 +1,190 @@
+"""A query's ranked list, keyed by the passage: a place is a passage of a document (its vector row) with its
+score, best first, and the per-document cap one step of the list.
+
+Every step passes places: the dense side's rows (strategy.py, a row a passage), capped (`capped`: at most N
+places of one document, 0 no cap; at 1 a document once at its best passage, MaxP); the keyword side's documents
+by bm25 (keywords.py), each a place whose passage is chosen where it is joined (the one holding most of the
+query's words), or, asked for several places of a document, its passages holding the query's words
+(`keyword_places`); fusion (search.py) takes both.
+
+The default cap (`per_document` None): a document once while the documents last, then, when fewer documents
+match than the page needs, the further places of those that do, best first (`filled`): an index of one long
+document answers k of its places."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import SettingsError
+from ..storage.passages import PassageMap
+from ..storage.store import DocumentStore
+from .keywords import WORD, best_span, query_words
+
+# One query's vector rows and their scores (float64), best first: what a retriever answers (a Python pair per
+# candidate cost a calibration's hundreds of searches more than the searches did)
+RankedRows = tuple[np.ndarray, np.ndarray]
+
+
+@dataclass
+class Match:
+    """A place found: its document's pk, its score, its passage's vector row (None: not chosen yet, a keyword
+    side's document), and hybrid's side scores."""
+
+    pk: int
+    score: float
+    row: int | None = None
+    sides: dict[str, float | None] | None = None
+
+
+Found = list[Match]  # of one query, best first
+
+
+@dataclass(frozen=True)
+class Places:
+    """One query's places as arrays, best first: document pks, scores (float64) and each place's vector row
+    (None: not known, a keyword side's); `found()` is the same list as Matches."""
+
+    pks: np.ndarray
+    scores: np.ndarray
+    rows: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self.pks)
+
+    def first(self, n: int) -> Places:
+        return Places(self.pks[:n], self.scores[:n], None if self.rows is None else self.rows[:n])
+
+    def found(self) -> Found:
+        rows = [None] * len(self.pks) if self.rows is None else self.rows.tolist()
+        return [
+            Match(pk, score, row) for pk, score, row in zip(self.pks.tolist(), self.scores.tolist(), rows)
+        ]
+
+    @classmethod
+    def scored(cls, pairs: Sequence[tuple[int, float]]) -> Places:
+        """(pk, score) pairs, best first, without rows."""
+        pks = np.fromiter((pk for pk, _ in pairs), np.int64, len(pairs))
+        return cls(pks, np.fromiter((score for _, score in pairs), np.float64, len(pairs)))
+
+    @classmethod
+    def of(cls, found: Found | Places) -> Places:
+        """A Found (its pks and scores) as Places; Places as they are."""
+        return found if isinstance(found, Places) else cls.scored([(m.pk, m.score) for m in found])
+
+
+Documents = Places  # the list at a cap of 1 (a place a document), as calibration names it
+
+
+def check_cap(per_document: int | None) -> int | None:
+    """How many hits one document may fill: None (the default rule), 0 (no cap) or more."""
+    if per_document is None:
+        return None
+    if isinstance(per_document, bool) or not isinstance(per_document, int) or per_document < 0:
+        raise SettingsError(f"must be an integer of 0 or more, got {per_document!r}", setting="per_document")
+    return per_document
+
+
+def capped(ranked: list[RankedRows], passages: PassageMap, cap: int) -> list[Places]:
+    """Each query's places among its ranked rows, in their order, at most `cap` of one document (0: every
+    row), every query's rows looked up at once (a lookup per query was a tenth of a calibration's searches)."""
+    if not len(passages.long):  # every document one row: its own pk
+        return [Places(rows, scores, rows) for rows, scores in ranked]
+    counts = [len(rows) for rows, _ in ranked]
+    rows = np.concatenate([rows for rows, _ in ranked] or [np.zeros(0, np.int64)]).astype(np.int64)
+    scores = np.concatenate([scores for _, scores in ranked] or [np.zeros(0)])
+    owners = passages.owners(rows)
+    query = np.repeat(np.arange(len(ranked)), counts)
+    keep = np.arange(len(rows))
+    if cap:  # each row's rank among its (query, document)'s rows, in their order
+        key = query * (int(owners.max(initial=0)) + 1) + owners
+        order = np.argsort(key, kind="stable")
+        ordered = key[order]
+        starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+        within = np.arange(len(rows)) - np.repeat(starts, np.diff(np.r_[starts, len(rows)]))
+        rank = np.empty_like(within)
+        rank[order] = within
+        keep = np.flatnonzero(rank < cap)
+    ends = np.searchsorted(query[keep], np.arange(len(ranked)), side="right").tolist()
+    return [
+        Places(owners[keep[start:end]], scores[keep[start:end]], rows[keep[start:end]])
+        for start, end in zip([0, *ends[:-1]], ends)
+    ]
+
+
+def best_passages(ranked: list[RankedRows], passages: PassageMap) -> list[Places]:
+    """Each query's documents in the order of their best passage among its ranked rows (MaxP)."""
+    return capped(ranked, passages, 1)
+
+
+def available(passages: PassageMap, total_rows: int, allowed: np.ndarray | None, cap: int) -> int:
+    """How many places a cap leaves among the documents allowed (None: all): a document's passages, at most
+    `cap` of them (0: all)."""
+    if allowed is None:
+        documents = total_rows - int(passages.counts.sum()) + len(passages.long)
+        if cap == 1 or cap == 0:
+            return documents if cap == 1 else total_rows
+        return documents - len(passages.long) + int(np.minimum(passages.counts, cap).sum())
+    if cap == 1:
+        return len(allowed)
+    counts = passages.counts_of(allowed)
+    return int(counts.sum() if cap == 0 else np.minimum(counts, cap).sum())
+
+
+def placed(store: DocumentStore, found: list[Found], texts: Sequence[str] | None) -> list[Found]:
+    """The places with their passage chosen where a side left it open (a keyword side's document): its only
+    one, or of a document cut into several, the one holding most of the query's words."""
+    open_pks = sorted({m.pk for matches in found for m in matches if m.row is None})
+    if not open_pks:
+        return found
+    counts = dict(zip(open_pks, store.passages().counts_of(np.array(open_pks)).tolist()))
+    long = [pk for pk in open_pks if counts[pk] > 1]
+    spans = store.spans([row for pk in long for row in range(pk, pk + counts[pk])]) if long else {}
+    docs = store.get(long) if long else {}
+    out = []
+    for n, matches in enumerate(found):
+        query = texts[n] if texts else ""
+        for match in matches:
+            if match.row is None:
+                match.row = match.pk
+                rows = [r for r in range(match.pk, match.pk + counts[match.pk]) if r in spans]
+                if match.pk in docs and rows:
+                    options = [spans[r] for r in rows]
+                    match.row = rows[options.index(best_span(docs[match.pk]["text"], options, query))]
+        out.append(matches)
+    return out
+
+
+def keyword_places(
+    store: DocumentStore, documents: Sequence[Sequence[tuple[int, float]]], texts: Sequence[str], cap: int
+) -> list[Found]:
+    """Each query's keyword places from its documents by bm25 (best first): a document of one passage that
+    passage; of several, its passages holding the query's words (the one holding most first), each scored its
+    document's score times its share of the most words a passage of it holds; at most `cap` a document (0: all),
+    every query's places by score, ties in the documents' order."""
+    pks = sorted({pk for scored in documents for pk, _ in scored})
+    counts = dict(zip(pks, store.passages().counts_of(np.array(pks, dtype=np.int64)).tolist()))
+    long = [pk for pk in pks if counts[pk] > 1]
+    spans = store.spans([row for pk in long for row in range(pk, pk + counts[pk])]) if long else {}
+    docs = store.get(long) if long else {}
+    out = []
+    for scored, text in zip(documents, texts):
+        words = set(query_words(text))
+        places: Found = []
+        for pk, score in scored:
+            rows = [r for r in range(pk, pk + counts[pk]) if r in spans] if pk in docs else []
+            if not rows:
+                places.append(Match(pk, score, pk))
+                continue
+            body = docs[pk]["text"]
+            held = [
+                len(words & {w.lower() for w in WORD.findall(body[s:e])}) for s, e in map(spans.get, rows)
+            ]
+            most = max(held)
+            order = sorted(range(len(rows)), key=lambda i: (-held[i], i))
+            chosen = [i for i in order if held[i] or i == order[0]][: cap or None]
+            places += [Match(pk, score * (held[i] / most if most else 1.0), rows[i]) for i in chosen]
+        out.append(sorted(places, key=lambda match: -match.score))  # stable: the documents' order on ties
+    return out
