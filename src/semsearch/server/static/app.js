@@ -37,18 +37,23 @@ async function api(path, options = {}) {
 }
 
 // A hit's snippet (the server's: its text and the [start, end) spans to mark) as text nodes and <mark> elements:
-// the text is only ever textContent, never HTML. A "meaning" mark (no word matched: the sentence closest in
-// meaning) has its own class.
+// the text is only ever textContent, never HTML. The snippet is cut from the place's passage (a snippet of kind
+// "passage": no word matched, the place was found by meaning, its passage's opening).
+function passageText(hit) {
+  if (hit.passage && typeof hit.passage.text === "string") return hit.passage.text;
+  return typeof hit.text === "string" ? hit.text : "";
+}
+
 function snippetNode(hit) {
-  const snippet = hit.snippet && typeof hit.snippet.text === "string" ? hit.snippet : { text: hit.text || "", highlights: [] };
+  const snippet = hit.snippet && typeof hit.snippet.text === "string" ? hit.snippet : { text: passageText(hit), highlights: [] };
   const text = snippet.text, fragment = document.createDocumentFragment();
-  const whole = typeof hit.text === "string" ? hit.text : text;
+  const whole = passageText(hit) || text;
   if (!whole.startsWith(text)) fragment.append("… ");
   let last = 0;
   for (const [start, end] of snippet.highlights || []) {
     const from = Math.max(Number(start), last), to = Math.min(Number(end), text.length);
     if (!(to > from)) continue;
-    fragment.append(text.slice(last, from), el("mark", snippet.kind === "meaning" ? "meaning" : null, text.slice(from, to)));
+    fragment.append(text.slice(last, from), el("mark", null, text.slice(from, to)));
     last = to;
   }
   fragment.append(text.slice(last));
@@ -108,8 +113,8 @@ function placeNode(hit, several) {
   if (several) where.append(el("span", "score", Number(hit.score).toFixed(3)));
   const passage = el("p", "passage");
   passage.append(snippetNode(hit));
-  if (hit.snippet && hit.snippet.kind === "meaning") {
-    passage.title = "No word of the query is here: the marked sentence is the closest in meaning";
+  if (hit.snippet && hit.snippet.kind === "passage") {
+    passage.title = "No word of the query is here: found by meaning";
   }
   node.append(where, passage);
   return node;
