@@ -47,7 +47,7 @@ from semsearch.storage.rawvectors import as_kept
 # its module fixtures are built once: the whole module runs on one worker (--dist loadgroup)
 pytestmark = pytest.mark.xdist_group("calibration")
 
-DOCUMENTS = 160  # over MIN_PASSAGES in passages (973 at 64 tokens overlapping by 8, more at 16): calibrated
+DOCUMENTS = 160  # over MIN_PASSAGES in passages (973 at 64 tokens overlapping by 8): calibrated
 OPTIONS = dict(transform="none", chunk_tokens=64)  # raw vectors: the same scores in both indexes; passages
 
 
