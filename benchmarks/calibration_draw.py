@@ -1,5 +1,6 @@
 """What the draw by content (retrieval/drawing.py) does to a small SMART collection's calibrated default
-(issue 53: held-out CISI's default 0.456 against 0.459; we have no CISI, Cranfield is its kind). Written to
+(issue 53: held-out CISI's default 0.456 against 0.459; we have no CISI, Cranfield is its kind), beside what
+the passages' overlap does to it. Written to
 benchmarks/results/calibration-draw.md and .json.
 
     .venv/bin/python benchmarks/calibration_draw.py --against /work/main/src [--set cranfield] [--work DIR]
@@ -53,6 +54,7 @@ def main() -> None:
     parser.add_argument("--against", type=Path, required=True, help="the src/ of a tree to compare with")
     parser.add_argument("--set", default="cranfield")
     parser.add_argument("--work", type=Path, default=Path("/tmp/semsearch-calibration-draw"))
+    parser.add_argument("--overlaps", default="8,16", help="the passages' overlaps an index is built at")
     args = parser.parse_args()
     from semsearch.evaluation.datasets import ensure_beir
     from semsearch.storage.calibrationcache import FILE
@@ -65,18 +67,24 @@ def main() -> None:
     args.work.mkdir(parents=True, exist_ok=True)
     beir = ensure_beir(source, args.work)
     here = REPO / "src"
-    base = args.work / "index"
-    if not (base / "manifest.json").exists():
-        shutil.rmtree(base, ignore_errors=True)
-        process(here, "-m", "semsearch", "ingest", str(beir / "corpus.jsonl"), "--index", str(base))
     rows = {}
-    for name, src in (("draw by content (this tree)", here), (f"draw by pk ({args.against})", args.against)):
-        copy = args.work / name.split()[2]
-        shutil.rmtree(copy, ignore_errors=True)
-        shutil.copytree(base, copy)
-        (copy / FILE).unlink(missing_ok=True)
-        process(src, "-m", "semsearch", "refit", "--index", str(copy), "--calibrate")
-        rows[name] = json.loads(process(here, "-c", SCORE, str(copy), str(beir)))
+    for overlap in args.overlaps.split(","):
+        base = args.work / f"index-{overlap}"
+        if not (base / "manifest.json").exists():
+            shutil.rmtree(base, ignore_errors=True)
+            corpus = str(beir / "corpus.jsonl")
+            process(
+                here, "-m", "semsearch", "ingest", corpus, "--index", str(base), "--chunk-overlap", overlap
+            )
+        for name, src in (("by content (this tree)", here), (f"by pk ({args.against})", args.against)):
+            copy = args.work / f"{name.split()[1]}-{overlap}"
+            shutil.rmtree(copy, ignore_errors=True)
+            shutil.copytree(base, copy)
+            (copy / FILE).unlink(missing_ok=True)
+            process(src, "-m", "semsearch", "refit", "--index", str(copy), "--calibrate")
+            rows[f"overlap {overlap}, draw {name}"] = json.loads(
+                process(here, "-c", SCORE, str(copy), str(beir))
+            )
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO)
     command = "python benchmarks/calibration_draw.py " + " ".join(sys.argv[1:])
     lines = [
@@ -84,10 +92,10 @@ def main() -> None:
         "",
         f"`{command}`, commit {commit.stdout.strip()}, {started}, 1-minute load {load:.1f} (2 shared cores).",
         "",
-        "One index (every default); copies calibrated afresh by each tree; nDCG@10 of the default mode on the",
+        "An index at each overlap (every other default); copies calibrated afresh by each tree; nDCG@10 of the default mode on the",
         "set's queries (every band by its length); `pseudo` the calibration's own figures (dense / hybrid).",
         "",
-        "| calibrated by | chose | bands | pseudo dense / hybrid | pseudo-queries | default nDCG@10 |",
+        "| index, calibrated by | chose | bands | pseudo dense / hybrid | pseudo-queries | default nDCG@10 |",
         "|---|---|---|---|---|---|",
     ]
     for name, row in rows.items():

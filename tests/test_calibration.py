@@ -47,9 +47,10 @@ from semsearch.storage.rawvectors import as_kept
 # its module fixtures are built once: the whole module runs on one worker (--dist loadgroup)
 pytestmark = pytest.mark.xdist_group("calibration")
 
-DOCUMENTS = 160  # over MIN_PASSAGES in passages (973 at 64 tokens overlapping by 8): calibrated
-# raw vectors (int4: a transformed index's default): the same scores in both indexes; passages
-OPTIONS = dict(transform="none", chunk_tokens=64, raw_precision="int4")
+DOCUMENTS = 160  # over MIN_PASSAGES in passages (at 64 tokens overlapping by 16): calibrated
+# raw vectors (int4: a transformed index's default) and an exact index (flat-sq8, past 1,024 rows, trains its
+# codes on each corpus): the same scores in both indexes; passages
+OPTIONS = dict(transform="none", chunk_tokens=64, index_type="flat", raw_precision="int4")
 
 
 @pytest.fixture(scope="module")

@@ -159,7 +159,7 @@ def test_a_hit_carries_its_passage_not_its_document_unless_asked(places_index):
     run = CliRunner().invoke(main, ["query", QUERY, "--index", path, "--where", "module=manual", "--json"])
     assert run.exit_code == 0, run.output
     lines = [json.loads(line) for line in run.output.splitlines()]
-    assert len(lines) == 10 and all("text" not in hit and hit["passage"]["text"] for hit in lines)
+    assert len(lines) == 10 and all(hit["text"] == hit["passage"]["text"] != "" for hit in lines)
     assert max(len(line) for line in run.output.splitlines()) < 8_000
     full = CliRunner().invoke(main, ["query", QUERY, "--index", path, "-k", "2", "--json", "--full-text"])
     assert all(json.loads(line)["text"] for line in full.output.splitlines())
@@ -185,7 +185,7 @@ def test_the_http_api_and_mcp_take_per_document_and_full_text(places_index):
         asked = {"q": QUERY, "k": 6, "where": "module=manual", "per_document": 0}
         got = client.get("/search", params=asked).json()
         assert [(h["id"], h["passage"]["start"]) for h in got["hits"]] == want
-        assert all("text" not in h for h in got["hits"])
+        assert all(h["text"] == h["passage"]["text"] for h in got["hits"])
         full = client.post("/search", json={**asked, "where": ["module=manual"], "full_text": True}).json()
         assert all(h["text"] and len(h["text"]) > len(h["passage"]["text"]) for h in full["hits"])
         batch = client.post("/search/batch", json={"queries": [QUERY], "k": 6, "per_document": 0}).json()
@@ -204,7 +204,7 @@ def test_the_http_api_and_mcp_take_per_document_and_full_text(places_index):
         tools.call("search", {"query": QUERY, "k": 6, "where": ["module=manual"], "per_document": 0})
     )
     hits = answer.structured_content["hits"]
-    assert [(h["id"], h["passage"]["start"]) for h in hits] == want and all("text" not in h for h in hits)
+    assert [(h["id"], h["passage"]["start"]) for h in hits] == want and all(h["text"] == h["passage"]["text"] for h in hits)
 
 
 def test_langchain_answers_places(places_index):

@@ -140,17 +140,15 @@ DEFAULT_RECALL_TARGET = 0.95
 # a set's best length at 64 against 0.022 at 128 (the mixed-topic sets lose 0.02-0.06 at 256, the others gain
 # nothing). Its cost: 2.3x the passages of 128 (index size, the dense side's latency 2x).
 DEFAULT_CHUNK_TOKENS = 64
-# Consecutive passages share an eighth of a passage's tokens (CHUNK_OVERLAP_SHARE), at most
-# DEFAULT_CHUNK_OVERLAP: 8 at the default 64 (32 at 256, as before), so a sentence cut at a passage's end is
-# mostly whole in the next one. Chosen on the passage-length sweep's long-document sets
-# (benchmarks/results/defaults.md, "Passage overlap"; the rule: the fewest tokens encoded within 0.005 of the
-# best mean nDCG@10 of the calibrated default and 0.01 of each set's best): overlap 8 encodes 1.22x fewer
-# tokens than 16 (the default before, a quarter) at a mean 0.7006 against 0.7014, at most 0.0044 below on a
-# set; none, 1.4x fewer, fell 0.010 (0.022 on ten-topic Cranfield documents); late chunking (a 256-token
-# window encoded once, its token vectors pooled per passage) fell further on mixed-topic documents. 0 chunk
-# tokens: one vector per document.
+# Consecutive passages share a quarter of a passage's tokens (CHUNK_OVERLAP_SHARE), at most
+# DEFAULT_CHUNK_OVERLAP: 16 at the default 64 (32 at 256), so a sentence cut at a passage's end is mostly whole
+# in the next one. The rule (benchmarks/results/defaults.md, "Passage overlap"): the fewest tokens encoded with
+# the calibrated default on no long-document set below its figure at 16. Overlap 8 encodes 1.2x fewer tokens
+# but fell below 16 on a mixed-topic set and the WordNet glossary here, and on two sets kept aside (dense 0.465
+# against 0.490, the default 0.782 against 0.788: issue 53); none, 1.4x fewer, fell 0.010-0.022; late chunking
+# fell further. 0 chunk tokens: one vector per document.
 DEFAULT_CHUNK_OVERLAP = 32
-CHUNK_OVERLAP_SHARE = 8  # the default overlap: a passage's tokens over this
+CHUNK_OVERLAP_SHARE = 4  # the default overlap: a passage's tokens over this
 MIN_CHUNK_TOKENS = 16  # shorter passages hold too little to be found by
 # Hybrid retrieval: the mode and fusion weight a query gets unless it asks (benchmarks/results/hybrid.md: hybrid is
 # the default only where it is at least as good as dense on every set measured). Each side contributes

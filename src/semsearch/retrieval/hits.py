@@ -5,7 +5,8 @@ and LangChain alike.
 A hit's JSON is one place: `id`, `title`, `metadata` (the document's), `score`, `passage` ({"start", "end",
 "text"}: the place's passage; a document of one passage is its own), `location` (where the passage is in its
 file, as known: page, line_start, line_end, anchor, headings, row), `snippet`, `scores` (hybrid's sides), and
-`text` (the document's whole text) only where full text is asked."""
+`text`: the place's passage again (what a client that reads one text per hit wants), the document's whole text
+only where full text is asked."""
 
 from __future__ import annotations
 
@@ -77,8 +78,8 @@ def hit_json(hit: Hit, full_text: bool = False, passage_limit: int | None = None
         "snippet": hit.snippet,
         "scores": hit.scores,
     }
-    if full_text:
-        out["text"] = hit.text
+    # `text`: the place's passage (as cut), or with full text the document's whole text
+    out["text"] = hit.text if full_text else passage["text"]
     return out
 
 
