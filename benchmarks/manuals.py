@@ -194,6 +194,7 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=REPO / "indexes" / "manuals")
     parser.add_argument("--before", type=Path, help="another source tree measured in the same run")
     parser.add_argument("--variants", action="store_true", help="also the folder without headings encoded")
+    parser.add_argument("--out", default="manuals", help="results name in benchmarks/results/")
     parser.add_argument("--tree", default="this", help=argparse.SUPPRESS)
     parser.add_argument("--rows", type=Path, help=argparse.SUPPRESS)  # a --before run's rows, as JSON
     args = parser.parse_args()
@@ -235,8 +236,10 @@ def main() -> None:
         *markdown_table(rows),
     ]
     OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / "manuals.md").write_text("\n".join(lines))
-    (OUT / "manuals.json").write_text(json.dumps({"command": command_line(), "rows": rows}, indent=1) + "\n")
+    (OUT / f"{args.out}.md").write_text("\n".join(lines))
+    (OUT / f"{args.out}.json").write_text(
+        json.dumps({"command": command_line(), "rows": rows}, indent=1) + "\n"
+    )
     print("\n".join(lines))
 
 

@@ -162,3 +162,14 @@ def test_the_ingest_bar_counts_passages_and_the_summary_their_rate(manual, tmp_p
     assert "passages/s" in summary and f"; {passages} passages" in summary, summary
     hits = command_here("query", "Replication", "--index", tmp_path / "index", "--json").stdout.splitlines()
     assert json.loads(hits[0])["location"] == {"page": 9, "headings": ["3 Operations", "Replication"]}
+
+
+def test_no_place_of_a_manual_is_on_its_contents_or_index(manual_index):
+    with Index.open(manual_index) as index:
+        for mode in ("hybrid", "keyword", "dense"):
+            hits = index.search("indexing compression replication backup", k=10, per_document=0, mode=mode)
+            pages = [hit.to_json()["location"]["page"] for hit in hits]
+            assert not {2, 11} & set(pages), (mode, pages)  # the contents and index hold every word asked
+            assert (
+                len(hits) == 10 if mode != "keyword" else len(hits) >= 5
+            )  # keyword: passages with the words

@@ -5,7 +5,7 @@ text has no spaces: there every boundary between word pieces beside a Han or kan
 and a sentence ends at 。！？；… without a space after it. Each passage is encoded
 with the document's title before it and, in a document whose sections have headings, its section's innermost
 heading unless it begins with it (a section's later passages, a PDF page under a heading begun pages before:
-on four Debian manuals this finds a section's page first for 0.82 of its titles against 0.69 without,
+on four Debian manuals this finds a section's page first for 0.80 of its titles against 0.69 without,
 benchmarks/results/manuals.md), all within `chunk_tokens` with the special tokens, so the encoder truncates
 nothing. A passage is a character span of the document's text (its text is never copied).
 
