@@ -204,7 +204,9 @@ def test_the_http_api_and_mcp_take_per_document_and_full_text(places_index):
         tools.call("search", {"query": QUERY, "k": 6, "where": ["module=manual"], "per_document": 0})
     )
     hits = answer.structured_content["hits"]
-    assert [(h["id"], h["passage"]["start"]) for h in hits] == want and all(h["text"] == h["passage"]["text"] for h in hits)
+    assert [(h["id"], h["passage"]["start"]) for h in hits] == want and all(
+        h["text"] == h["passage"]["text"] for h in hits
+    )
 
 
 def test_langchain_answers_places(places_index):
