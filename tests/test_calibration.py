@@ -216,8 +216,8 @@ def test_the_scratch_copy_ranks_as_a_real_index_of_the_changed_documents(index, 
     }
     # calibration ranks its pseudo-queries by their exact words (retrieval/typos.py: off in a write), as here
     for mode, found in (("dense", dense_found), ("keyword", keyword_found)):
-        expected = real.search_vectors(
-            vectors, k=FUSION_DEPTH, rerank=0, texts=texts, mode=mode, typos=0, crop=0
+        expected = real.search_vectors(  # documents, as calibration ranks them (no further places)
+            vectors, k=FUSION_DEPTH, rerank=0, texts=texts, mode=mode, typos=0, crop=0, per_document=1
         )
         for ours, theirs in zip(found, expected):
             assert [every_id[m.pk] for m in ours][:20] == [hit.id for hit in theirs][:20]

@@ -192,6 +192,7 @@ def test_query_json_one_object_per_line(index):
             "scores",
             "snippet",
             "location",
+            "text",
         }
         assert isinstance(hit["metadata"], dict) and set(hit["metadata"]) == {"genre", "year", "source"}
         assert isinstance(hit["score"], float) and isinstance(hit["passage"]["text"], str)
@@ -291,7 +292,7 @@ def test_field_renames(tmp_path):
     args = ["--id-field", "key", "--text-field", "body", "--title-field", "heading", "--transform", "none"]
     assert ok(run("ingest", corpus, "--index", index, *args, "-q")).stderr == ""
     top = query_json(index, "classical music", "-k", "1")[0]
-    assert top == {**top, "id": "r1", "title": "Music"} and "text" not in top
+    assert top == {**top, "id": "r1", "title": "Music", "text": "A violin concerto in D major."}
     assert top["passage"]["text"] == "A violin concerto in D major."
     assert top["metadata"] == {"lang": "en"}  # the renamed fields are not metadata
     # the default field names do not apply once renamed

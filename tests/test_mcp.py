@@ -79,7 +79,9 @@ async def check_reads(session: ClientSession, reference: Index, index: dict) -> 
     found = answer(await session.call_tool("search", {"query": QUERY, "k": 5, **index}))
     assert [hit["id"] for hit in found["hits"]] == expected_ids(reference, QUERY, k=5)
     assert all(
-        len(hit["passage"]["text"]) <= 1000 and "text" not in hit and set(hit) >= HIT_FIELDS
+        len(hit["passage"]["text"]) <= 1000
+        and hit["text"] == hit["passage"]["text"]
+        and set(hit) >= HIT_FIELDS
         for hit in found["hits"]
     )
     filtered = {"query": QUERY, "k": 4, "offset": 3, "where": ["year>=2010", "kind=even"], "mode": "dense"}

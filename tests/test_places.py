@@ -152,7 +152,20 @@ def test_similar_facets_and_rerank_work_at_any_cap(places_index):
 def test_a_hit_carries_its_passage_not_its_document_unless_asked(places_index):
     hits = places_index.search(QUERY, k=10, where=["module=manual"], per_document=0)
     shaped = hit_json(hits[0])
-    assert set(shaped) == {"id", "score", "title", "metadata", "passage", "location", "snippet", "scores"}
+    assert set(shaped) == {
+        "id",
+        "score",
+        "title",
+        "metadata",
+        "passage",
+        "location",
+        "snippet",
+        "scores",
+        "text",
+    }
+    assert (
+        shaped["text"] == shaped["passage"]["text"] != hits[0].text
+    )  # the place's passage, not the document
     assert shaped["passage"]["text"] == hits[0].text[shaped["passage"]["start"] : shaped["passage"]["end"]]
     assert hit_json(hits[0], full_text=True)["text"] == hits[0].text
     path = str(places_index.directory.path)
