@@ -22,6 +22,8 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
+from scale import current_commit
+
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data"
 OUT = REPO / "benchmarks" / "results"
@@ -85,12 +87,12 @@ def main() -> None:
             rows[f"overlap {overlap}, draw {name}"] = json.loads(
                 process(here, "-c", SCORE, str(copy), str(beir))
             )
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO)
+    commit = current_commit()
     command = "python benchmarks/calibration_draw.py " + " ".join(sys.argv[1:])
     lines = [
         f"### The draw by content against the draw by pk: {args.set}'s calibrated default",
         "",
-        f"`{command}`, commit {commit.stdout.strip()}, {started}, 1-minute load {load:.1f} (2 shared cores).",
+        f"`{command}`, commit {commit}, {started}, 1-minute load {load:.1f} (2 shared cores).",
         "",
         "An index at each overlap (every other default); copies calibrated afresh by each tree; nDCG@10 of the default mode on the",
         "set's queries (every band by its length); `pseudo` the calibration's own figures (dense / hybrid).",

@@ -24,6 +24,8 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
+from scale import current_commit
+
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data" / "stsb"
 OUT = REPO / "benchmarks" / "results"
@@ -95,11 +97,11 @@ def run(work: Path, count: int) -> dict:
 
 
 def report(result: dict, command: str, started: str, load: float) -> str:
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO)
+    commit = current_commit()
     lines = [
         "### The same corpus as one file or three: the same calibration and top 10",
         "",
-        f"`{command}`, commit {commit.stdout.strip()}, {started}, 1-minute load {load:.1f} (2 shared cores).",
+        f"`{command}`, commit {commit}, {started}, 1-minute load {load:.1f} (2 shared cores).",
         "",
         f"STS-B dev's {result['sentences']:,} distinct sentences, every default; three files of "
         f"{', '.join(map(str, result['parts']))}; top 10 of {result['queries']} STS-B train sentences in the "

@@ -27,6 +27,7 @@ from functools import partial
 from pathlib import Path
 
 import numpy as np
+from scale import current_commit
 
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "benchmarks" / "results"
@@ -179,11 +180,11 @@ def figures(known: dict, weight: str) -> str:
 
 
 def report(rows: list[dict], command: str, started: str, load: float) -> str:
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO)
+    commit = current_commit()
     lines = [
         "### A manual's calibration on places: its share of the ingest and its weight on known places",
         "",
-        f"`{command}`, commit {commit.stdout.strip()}, {started}, 1-minute load {load:.1f} (2 shared cores).",
+        f"`{command}`, commit {commit}, {started}, 1-minute load {load:.1f} (2 shared cores).",
         "",
         "Each PDF alone ingested by `semsearch ingest DIR` (every default, wall seconds of the whole process);",
         "`calibration s` the calibration's own, from `info`. Known places: the PDF outline's section titles",

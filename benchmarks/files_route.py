@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -20,6 +19,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
 import traversal  # noqa: E402
+from scale import current_commit  # noqa: E402
 from test_server import running_server  # noqa: E402
 
 
@@ -31,7 +31,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks/results/files-route-traversal.md")
     args = parser.parse_args()
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO)
+    commit = current_commit()
     with tempfile.TemporaryDirectory() as work:
         layout = traversal.build(Path(work), traversal.SEMSEARCH)
         with running_server(layout.index) as url:
@@ -45,7 +45,7 @@ def main() -> None:
     lines = [
         "# /files route: traversal forms",
         "",
-        f"    .venv/bin/python benchmarks/files_route.py   # commit {commit.stdout.strip()}, "
+        f"    .venv/bin/python benchmarks/files_route.py   # commit {commit}, "
         f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC",
         "",
         f"{len(refused)} request targets aimed outside what the index holds, each sent as written on its own "

@@ -32,6 +32,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from scale import current_commit
+
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "benchmarks" / "results" / "ocr.md"
 MANUAL = Path("/usr/share/doc/r-doc-pdf/manual/R-intro.pdf")
@@ -343,12 +345,10 @@ def main() -> None:
     numbers = list(range(args.first, args.first + args.pages))
     truth = text_layer(document, numbers)
     spent = timed_encoder()
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO)
+    commit = current_commit()
     command = "OMP_NUM_THREADS=1 python benchmarks/ocr.py " + " ".join(sys.argv[1:])
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    made = (
-        f"`{command.strip()}` at commit {commit.stdout.strip()}, {when}; 2 shared cores, one OpenMP thread."
-    )
+    made = f"`{command.strip()}` at commit {commit}, {when}; 2 shared cores, one OpenMP thread."
 
     def pages_of(chosen: list[int]) -> str:
         return f"pages {chosen[0]}-{chosen[-1]} of {MANUAL} ({len(document)} pages), rendered with pypdfium2"

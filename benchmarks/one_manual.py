@@ -20,7 +20,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from scale import command_line, markdown_table
+from scale import command_line, current_commit, markdown_table
 
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "benchmarks" / "results"
@@ -75,11 +75,11 @@ def main() -> None:
     }
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "one-manual.json").write_text(json.dumps(result, indent=2) + "\n")
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO)
+    commit = current_commit()
     body = [
         "# One long manual: places, line sizes, the calibration's share",
         "",
-        f"`{command_line()}` at {commit.stdout.strip()}, {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC.",
+        f"`{command_line()}` at {commit}, {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC.",
         "",
         f"{args.pdf.name}: ingest {ingest_seconds:.1f} s wall, calibration {seconds:.1f} s "
         f"({100 * seconds / ingest_seconds:.1f}%; target at most 20%).",

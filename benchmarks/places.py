@@ -24,7 +24,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
-from scale import command_line, markdown_table
+from scale import command_line, current_commit, markdown_table
 
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "benchmarks" / "results"
@@ -231,11 +231,11 @@ def main() -> None:
     results = {name: measure(path, queries) for name, (path, queries) in corpora.items()}
     for result in results.values():
         result["ratios"] = ratios(result["p50_ms"])
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO)
+    commit = current_commit()
     header = [
         "# What places cost: no cap against the default answer, and snippets' share of a query",
         "",
-        f"`{command_line()}` (commit {commit.stdout.strip()}, {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, "
+        f"`{command_line()}` (commit {commit}, {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, "
         f"{args.queries} queries a corpus, k 10, every arm interleaved query by query in one process, "
         "OMP_NUM_THREADS as set).",
         "",

@@ -519,6 +519,13 @@ def command_line() -> str:
     return f"python benchmarks/{Path(sys.argv[0]).name} {shlex.join(sys.argv[1:])}".strip()
 
 
+def current_commit() -> str:
+    """The repository's HEAD, short, as a results file records it ("" outside a git checkout)."""
+    repo = Path(__file__).resolve().parents[1]
+    done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=repo)
+    return done.stdout.strip()
+
+
 def results_header(title: str, conditions: str, doc: str) -> list[str]:
     """A results file's first lines: its title, the command that made it with the time (UTC) and `conditions`,
     and the second paragraph of the benchmark's docstring `doc` (what it measures)."""
