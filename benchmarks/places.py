@@ -147,13 +147,13 @@ def arms_of(index, queries: list[str]) -> dict[str, callable]:
 
 
 class SnippetClock:
-    """The time search.with_snippets takes, call by call (wrapped around the module's own function)."""
+    """The time hits.snippets_of takes, call by call (wrapped around the module's own function)."""
 
     def __init__(self):
-        from semsearch.retrieval import search
+        from semsearch.retrieval import hits
 
-        self.module, self.original, self.last = search, search.with_snippets, 0.0
-        search.with_snippets = self
+        self.module, self.original, self.last = hits, hits.snippets_of, 0.0
+        hits.snippets_of = self
 
     def __call__(self, *args, **kwargs):
         started = time.perf_counter()
@@ -163,7 +163,7 @@ class SnippetClock:
             self.last = (time.perf_counter() - started) * 1000
 
     def close(self):
-        self.module.with_snippets = self.original
+        self.module.snippets_of = self.original
 
 
 def measure(path: Path, queries: list[str]) -> dict:
@@ -254,7 +254,7 @@ def main() -> None:
         body += markdown_table(
             [{"ratio": arm, "value": f"{value:.2f}"} for arm, value in result["ratios"].items()]
         )
-        body += ["Snippets' own time (search.with_snippets, timed inside each query) over the query's:", ""]
+        body += ["Snippets' own time (hits.snippets_of, timed inside each query) over the query's:", ""]
         body += markdown_table(
             [
                 {

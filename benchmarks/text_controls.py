@@ -221,14 +221,14 @@ def documents_subset_of(work: Path) -> Path:
 
 @contextmanager
 def without_snippets():
-    from semsearch.retrieval import search
+    from semsearch.retrieval import hits
 
-    saved = search.with_snippets
-    search.with_snippets = lambda hits, *args, **kwargs: hits
+    saved = hits.snippets_of
+    hits.snippets_of = lambda parts, *args, **kwargs: [None] * len(parts)
     try:
         yield
     finally:
-        search.with_snippets = saved
+        hits.snippets_of = saved
 
 
 def meaning_agreement(index, queries: dict[str, str]) -> tuple[int, int]:

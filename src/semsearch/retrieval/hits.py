@@ -1,5 +1,5 @@
 """A hit shaped once for every surface: a place (places.py) joined with its document (`join`), its snippet
-(`with_snippets`), and as JSON (`hit_json`, `results_json`) for the CLI's --json, the HTTP API, the MCP tools
+(`snippets_of`), and as JSON (`hit_json`, `results_json`) for the CLI's --json, the HTTP API, the MCP tools
 and LangChain alike.
 
 A hit's JSON is one place: `id`, `title`, `metadata` (the document's), `score`, `passage` ({"start", "end",
@@ -10,8 +10,8 @@ only where full text is asked."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..storage.store import DocumentStore
@@ -97,9 +97,16 @@ def error_json(code: str, message: str) -> dict[str, Any]:
     return {"error": {"code": code, "message": message}}
 
 
-def join(store: DocumentStore, found: list[Found], texts: Sequence[str] | None) -> list[list[Hit]]:
+def join(
+    store: DocumentStore,
+    found: list[Found],
+    texts: Sequence[str] | None,
+    crop: int = 0,
+    terms: Sequence[Mapping[str, Any]] | None = None,
+) -> list[list[Hit]]:
     """Hits with their documents, fetched in one query, each with its place's passage (a keyword side's
-    document: the one holding most of the query's words) and location; rows deleted meanwhile are left out."""
+    document: the one holding most of the query's words), location and, where `crop` asks, snippet (`snippets_of`:
+    each query's `terms` marked); rows deleted meanwhile are left out."""
     found = placed(store, found, texts)
     pks = [match.pk for matches in found for match in matches]
     docs = store.get(pks)
@@ -107,44 +114,44 @@ def join(store: DocumentStore, found: list[Found], texts: Sequence[str] | None) 
     spans = store.spans(rows) if rows else {}
     locations = store.locations(rows)
     out = []
-    for matches in found:
-        hits = []
-        for match in matches:
-            if match.pk not in docs:
-                continue
-            doc, passage = docs[match.pk], None
+    for query, matches in enumerate(found):
+        kept = [match for match in matches if match.pk in docs]
+        passages = []
+        for match in kept:
+            passage = None
             if match.row in spans:
                 start, end = spans[match.row]
-                passage = {"start": start, "end": end, "text": doc["text"][start:end]}
-            location = locations.get(match.row)
-            hits.append(
-                Hit(
-                    score=match.score,
-                    **doc,
-                    passage=passage,
-                    scores=match.sides,
-                    location=location,
-                    row=match.row,
-                )
-            )
-        out.append(hits)
-    return out
-
-
-def with_snippets(hits: list[list[Hit]], crop: int, terms: Sequence[dict[str, float]]) -> list[list[Hit]]:
-    """The hits with their snippets (snippets.py): the words the keyword side matched marked in the place's
-    passage; where none is there (a query by meaning, or by vector alone), the passage's opening, kind
-    "passage" (the place was found by meaning: nothing is encoded at query time)."""
-    if not crop:
-        return hits
-    out: list[list[Hit]] = []
-    for found, asked in zip(hits, terms):
-        parts = [hit.passage["text"] if hit.passage else hit.text for hit in found]
-        marked = snippets.marks_of(parts, asked)
+                passage = {"start": start, "end": end, "text": docs[match.pk]["text"][start:end]}
+            passages.append(passage)
+        parts = [
+            passage["text"] if passage else docs[match.pk]["text"] for match, passage in zip(kept, passages)
+        ]
+        cut = snippets_of(parts, crop, terms[query] if terms else {})
         out.append(
             [
-                replace(hit, snippet=snippets.snippet(part, marks, crop, "words" if marks else "passage"))
-                for hit, part, marks in zip(found, parts, marked)
+                Hit(
+                    score=match.score,
+                    **docs[match.pk],
+                    passage=passage,
+                    scores=match.sides,
+                    location=locations.get(match.row),
+                    snippet=snippet,
+                    row=match.row,
+                )
+                for match, passage, snippet in zip(kept, passages, cut)
             ]
         )
     return out
+
+
+def snippets_of(parts: Sequence[str], crop: int, terms: Mapping[str, Any]) -> list[dict[str, Any] | None]:
+    """Each part's snippet (snippets.py): the words the keyword side matched marked in it; where none is there (a
+    query by meaning, or by vector alone), its opening, kind "passage" (the place was found by meaning: nothing
+    is encoded at query time). None each where `crop` is 0."""
+    if not crop:
+        return [None] * len(parts)
+    marked = snippets.marks_of(parts, terms)
+    return [
+        snippets.snippet(part, marks, crop, "words" if marks else "passage")
+        for part, marks in zip(parts, marked)
+    ]

@@ -54,7 +54,7 @@ from ..storage.rawvectors import RawVectors
 from ..storage.store import DocumentStore
 from ..transforms import Transform, normalize_rows
 from . import strategy
-from .hits import Hit, Results, join, with_snippets
+from .hits import Hit, Results, join
 from .keywords import KeywordRetriever
 from .places import (
     Documents,
@@ -310,12 +310,10 @@ def search(
         for found, extra in zip(listed, further):
             held = {match.row for match in found}
             found += [match for match in extra if match.row not in held][: needed - len(found)]
-    page = join(
-        store, [ranked[query][request.offset : needed] for query in range(request.count)], request.texts
-    )
     texts = request.texts or [""] * request.count
     terms = [keyword.terms(text) if keyword is not None and text else {} for text in texts]
-    return with_snippets(page, request.options.crop, terms)
+    page = [ranked[query][request.offset : needed] for query in range(request.count)]
+    return join(store, page, request.texts, request.options.crop, terms)
 
 
 def ranked_places(

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ..cjk import CJK_SENTENCE_ENDS, HAN, HAN_RUN, HANGUL, bigrams, word_spans
+from ..cjk import CJK_PUNCTUATION, CJK_SENTENCE_ENDS, HAN, HAN_RUN, HANGUL, bigrams, word_spans
 from ..storage.keywordterms import STEMMER
 
 CONTEXT = 4  # words shown before the first mark where the window allows
@@ -29,6 +29,7 @@ CONTEXT = 4  # words shown before the first mark where the window allows
 # puts spaces around them)
 TOKEN = re.compile(f"[{HAN}]+|[{HANGUL}]+|[^\\W_{HAN}{HANGUL}]+")
 CJK_RUN = re.compile(f"[{HAN}{HANGUL}]")
+CJK_WORD = re.compile(f"[{HAN}{CJK_PUNCTUATION}]")  # where a reader's words (cjk.WORD) are not whitespace's
 STEM_SLACK = 3  # letters at a word's end its stem may differ in (two, and one for safety: marks_of)
 SENTENCE_END = re.compile(f"\n\\s*\n|[.!?;:]+[\"')\\]]*(?=\\s)|[{CJK_SENTENCE_ENDS}]+")
 Span = tuple[int, int]
@@ -49,24 +50,43 @@ def marks_of(texts: Sequence[str], terms: Mapping[str, Any]) -> list[list[Span]]
     if not terms:
         return [[] for _ in texts]
     prefixes = tuple({term[: max(1, len(term) - STEM_SLACK)] for term in terms})
-    tokens = [[(match.group(), match.start()) for match in TOKEN.finditer(text)] for text in texts]
-    ascii_words = {token for found in tokens for token, _ in found if token.isascii()}
-    others = {token for found in tokens for token, _ in found if not token.isascii()}
+    tokens = [
+        TOKEN.findall(text) for text in texts
+    ]  # strings, not match objects: positions only where marked
+    ascii_words = {token for found in tokens for token in found if token.isascii()}
+    others = {token for found in tokens for token in found if not token.isascii()}
+    runs = {token for token in others if CJK_RUN.match(token)}
     possible = [token for token in ascii_words if token.lower().startswith(prefixes)]
-    stems = STEMMER.terms_of(possible + [token for token in others if not CJK_RUN.match(token)])
+    stems = STEMMER.terms_of(possible + [token for token in others - runs])
     matched = {token for token, found in stems.items() if any(stem in terms for stem in found)}
     # a lone Han character marks only where the query asks for it alone, not as part of its bigrams
     paired = {char for term in terms if len(term) == 2 and HAN_RUN.fullmatch(term) for char in term}
-    out = []
-    for found in tokens:
-        marks: list[Span] = []
-        for token, start in found:
-            if token in matched:
-                marks.append((start, start + len(token)))
-            elif token in others and CJK_RUN.match(token):
-                marks += cjk_marks(token, start, terms, paired)
-        out.append(merged(marks))
-    return out
+    return [token_marks(text, found, matched, runs, terms, paired) for text, found in zip(texts, tokens)]
+
+
+def token_marks(
+    text: str,
+    tokens: list[str],
+    matched: set[str],
+    runs: set[str],
+    terms: Mapping[str, Any],
+    paired: set[str],
+) -> list[Span]:
+    """The marks of one text from its TOKEN matches in order: a token's first occurrence at or after the end of
+    the one before is where TOKEN found it (what lies between holds no letter, digit, Han or Hangul character,
+    where a token would have started)."""
+    if not any(token in matched or token in runs for token in tokens):
+        return []
+    marks: list[Span] = []
+    position = 0
+    for token in tokens:
+        position = text.find(token, position)
+        if token in matched:
+            marks.append((position, position + len(token)))
+        elif token in runs:
+            marks += cjk_marks(token, position, terms, paired)
+        position += len(token)
+    return merged(marks)
 
 
 def cjk_marks(token: str, start: int, terms: Mapping[str, Any], paired: set[str]) -> list[Span]:
@@ -110,6 +130,8 @@ def sentence_spans(text: str) -> list[Span]:
 def crop_window(text: str, marks: Sequence[Span], crop: int, anchor: int | None = None) -> Span:
     """The character span of the `crop`-word window: the one holding most marks (the first such, with CONTEXT
     words before its first mark where it keeps them all), or starting at `anchor` (a character offset)."""
+    if not CJK_WORD.search(text) and len(text.split()) <= crop:  # then its words are str.split's
+        return (0, len(text))
     words = word_spans(text)
     if len(words) <= crop:
         return (0, len(text))
