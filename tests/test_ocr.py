@@ -107,6 +107,8 @@ def test_every_kind_of_picture_is_a_document_found_at_its_page(scans):
     _, _, index, result = scans
     assert result.exit_code == 0, result.output
     assert "read 5 documents, 0 refused" in result.stderr
+    # the bar counts the pages as the parsing workers recognize them: 3 + 1 + 1 + 3 + 1
+    assert "9 pages recognized" in result.stderr
     with Index.open(index) as opened:
         for number, text in enumerate(PAGES, start=1):
             query = " ".join(WORD.findall(text)[:6])

@@ -1,11 +1,15 @@
 """The ingest's progress bar. Many documents: it counts documents. Few (at most FEW_DOCUMENTS, a corpus of
 manuals, books, long reports): it counts passages, the unit the encoder works through, its total growing as each
 partition is cut (all at once for so few: they are one partition), with the documents done beside them, so a
-manual of 300 pages moves from its first batch instead of standing at 0/1 doc until it is done."""
+manual of 300 pages moves from its first batch instead of standing at 0/1 doc until it is done. Beside either,
+the pages recognized so far (ingest/ocr/progress.py): a scan is read for minutes before its first passage."""
 
 from __future__ import annotations
 
 import sys
+from contextlib import ExitStack
+
+from ..ingest.ocr.progress import counted_pages
 
 FEW_DOCUMENTS = 256  # at most this many documents: the bar counts passages (the first partition of a folder)
 
@@ -22,7 +26,8 @@ class EncodingBar:
     def __init__(self, documents: int | None, quiet: bool, label: str = "encoding"):
         from tqdm import tqdm
 
-        self.documents, self.done = documents, 0
+        self.documents, self.done, self.recognized = documents, 0, 0
+        self.listening = ExitStack()
         self.by_passages = counts_passages(documents)
         self.bar = tqdm(
             total=None if self.by_passages else documents,
@@ -38,7 +43,17 @@ class EncodingBar:
             self.bar.update(documents)
             return
         self.done += documents
-        self.bar.set_postfix_str(f"{int(self.done)}/{self.documents} docs", refresh=True)
+        self._show_counts()
+
+    def pages_recognized(self, pages: int) -> None:
+        self.recognized += pages
+        self._show_counts()
+
+    def _show_counts(self) -> None:
+        counts = [f"{int(self.done)}/{self.documents} docs"] if self.by_passages else []
+        if self.recognized:
+            counts.append(f"{self.recognized} page{'s' if self.recognized > 1 else ''} recognized")
+        self.bar.set_postfix_str(", ".join(counts), refresh=True)
 
     def passages(self, found: int = 0, done: int = 0) -> None:
         if not self.by_passages:
@@ -50,7 +65,9 @@ class EncodingBar:
             self.bar.update(done)
 
     def __enter__(self) -> EncodingBar:
+        self.listening.enter_context(counted_pages(self.pages_recognized))
         return self
 
     def __exit__(self, *exc) -> None:
+        self.listening.close()
         self.bar.close()

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from ..sources.formats import Unreadable
 from . import Extraction
 from .engines import engine
+from .progress import page_recognized
 
 if TYPE_CHECKING:
     from PIL.Image import Image
@@ -27,7 +28,9 @@ IMAGE_COVER = 0.5  # an image over this share of the page is a full-page one
 
 
 def recognized(image: Image, extraction: Extraction) -> str:
-    return engine(extraction.engine or "", extraction.languages).recognize(image)
+    text = engine(extraction.engine or "", extraction.languages).recognize(image)
+    page_recognized()
+    return text
 
 
 def image_pages(data: bytes) -> Iterator[tuple[int, Image]]:

@@ -20,6 +20,7 @@ from typing import Any
 from ...documents import Document
 from ...errors import DataError
 from ..ocr import OCR_KINDS, TEXT_LAYERS_ONLY, Extraction
+from ..ocr.progress import pool_reports
 from ..reachable import check_id
 from .base import Entry, Place, Source
 from .fields import check_values
@@ -122,23 +123,24 @@ def parsed_in_order(
     # process's server runs. A library that is not installed is passed over (the file then says so).
     libraries = sorted({name for task in first for name in LIBRARIES.get(task.kind, ())})
     context.set_forkserver_preload(["__main__", __name__, *libraries])
-    pool = ProcessPoolExecutor(workers, mp_context=context)
-    pending: deque[tuple[list[FileTask], Future]] = deque()
-    ahead = 0  # files submitted and not yet handed to the reader
-    try:
-        rest = chain(first, tasks)
-        while batch := list(islice(rest, FILES_A_TRIP)):
-            pending.append((batch, pool.submit(read_documents, batch)))
-            ahead += len(batch)
-            if ahead >= workers * AHEAD_PER_WORKER:
+    with pool_reports(context) as reporting:  # the pages the workers recognize, to the ingest's bar
+        pool = ProcessPoolExecutor(workers, mp_context=context, **reporting)
+        pending: deque[tuple[list[FileTask], Future]] = deque()
+        ahead = 0  # files submitted and not yet handed to the reader
+        try:
+            rest = chain(first, tasks)
+            while batch := list(islice(rest, FILES_A_TRIP)):
+                pending.append((batch, pool.submit(read_documents, batch)))
+                ahead += len(batch)
+                if ahead >= workers * AHEAD_PER_WORKER:
+                    done, future = pending.popleft()
+                    ahead -= len(done)
+                    yield from zip(done, future.result())
+            while pending:
                 done, future = pending.popleft()
-                ahead -= len(done)
                 yield from zip(done, future.result())
-        while pending:
-            done, future = pending.popleft()
-            yield from zip(done, future.result())
-    finally:  # the reader stopped early (an error, a refusal): what is queued is not parsed
-        pool.shutdown(wait=True, cancel_futures=True)
+        finally:  # the reader stopped early (an error, a refusal): what is queued is not parsed
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
 class FilesSource(Source):
