@@ -3,8 +3,10 @@ stages sit below the facade and the CLI, no module grows past ~400 lines without
 code stands twice in src/."""
 
 import ast
+import json
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -207,3 +209,31 @@ def test_the_sql_check_sees_sql():
     assert any(".db.conn" in use for use in sql_uses(storage / "reads.py"))
     assert any("sqlite3.connect" in use for use in sql_uses(storage / "keywordterms.py"))
     assert any("import sqlite_utils" in use for use in sql_uses(storage / "sqlitelib.py"))
+
+
+def test_formats_register_themselves_and_import_no_parser_at_startup():
+    """A format is one module in ingest/sources/formats/ declaring FORMATS: the registry finds every one by
+    itself, and neither `import semsearch.cli`, a JSONL file's kind nor the registry imports a parser library
+    (each is imported inside its format's parse)."""
+    script = """
+import sys
+import semsearch.cli
+assert not [m for m in sys.modules if ".formats." in m], "the CLI imported a format module"
+from semsearch.ingest.sources import _given_kind
+from pathlib import Path
+assert _given_kind(Path(sys.argv[1])) == "jsonl"
+assert not [m for m in sys.modules if ".formats." in m], "a JSONL file's kind imported a format module"
+from semsearch.ingest.sources.formats import LIBRARIES, registered
+kinds = registered()
+libraries = {name.split(".")[0] for names in LIBRARIES.values() for name in names}
+import json
+print(json.dumps({"kinds": sorted(kinds), "loaded": sorted(libraries & set(sys.modules))}))
+"""
+    sample = SOURCE.parents[1] / "examples" / "sample.jsonl"
+    result = subprocess.run(
+        [sys.executable, "-c", script, str(sample)], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    found = json.loads(result.stdout)
+    assert {"code", "docx", "html", "image", "markdown", "pdf", "rst", "text"} <= set(found["kinds"])
+    assert found["loaded"] == [], "parser libraries imported with the registry"
