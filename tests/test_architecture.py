@@ -1,6 +1,8 @@
-"""The package's shape, checked from its source: imports run one way (no cycle, lazy imports included), the
-stages sit below the facade and the CLI, no module grows past ~400 lines without saying why, and no block of
-code stands twice in src/."""
+"""The package's shape, checked from its source: the claims docs/architecture.md makes. Imports run one way
+(no cycle, lazy and type-only imports included; each stage imports only the stages below it), the CLI, server
+and integrations reach an index through the facade alone, user-settable defaults live in settings.py, no module
+grows past ~400 lines without saying why, no block of code stands twice in src/, formats register themselves,
+and the docs describe the system as it is, every link reaching its file."""
 
 import ast
 import json
@@ -25,17 +27,21 @@ def modules() -> dict[str, Path]:
     return {module_name(path): path for path in SOURCE.rglob("*.py")}
 
 
-def imports_of(path: Path, known: set[str]) -> set[str]:
+def imports_of(path: Path, known: set[str], type_only: bool = False) -> set[str]:
     """The semsearch modules a file imports, at any depth (function-level imports count: a cycle through a
-    lazy import is still a cycle), leaving out imports under `if TYPE_CHECKING:`."""
+    lazy import is still a cycle); imports under `if TYPE_CHECKING:` only with `type_only`."""
     tree = ast.parse(path.read_text())
     package = module_name(path) if path.name == "__init__.py" else module_name(path).rsplit(".", 1)[0]
-    skipped = {
-        id(node)
-        for block in ast.walk(tree)
-        if isinstance(block, ast.If) and "TYPE_CHECKING" in ast.unparse(block.test)
-        for node in ast.walk(block)
-    }
+    skipped = (
+        set()
+        if type_only
+        else {
+            id(node)
+            for block in ast.walk(tree)
+            if isinstance(block, ast.If) and "TYPE_CHECKING" in ast.unparse(block.test)
+            for node in ast.walk(block)
+        }
+    )
     found = set()
     for node in ast.walk(tree):
         if id(node) in skipped:
@@ -53,9 +59,9 @@ def imports_of(path: Path, known: set[str]) -> set[str]:
     return {name for name in found if name in known and name != module_name(path)}
 
 
-def import_graph() -> dict[str, set[str]]:
+def import_graph(type_only: bool = False) -> dict[str, set[str]]:
     found = modules()
-    return {name: imports_of(path, set(found)) for name, path in found.items()}
+    return {name: imports_of(path, set(found), type_only) for name, path in found.items()}
 
 
 def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -84,6 +90,71 @@ def test_the_import_graph_has_no_cycle():
     graph = import_graph()
     assert len(graph) > 20 and graph["semsearch.index"], "the graph was not read"
     assert find_cycle(graph) is None, " -> ".join(find_cycle(graph))
+
+
+@pytest.mark.xfail(strict=True, reason="server circle: removed on branch library")
+def test_no_cycle_even_through_type_only_imports():
+    """A circle of annotations is still two modules that each need the other to be read."""
+    graph = import_graph(type_only=True)
+    assert graph["semsearch.server.mcp_http"], "the type-only imports were not read"
+    assert find_cycle(graph) is None, " -> ".join(find_cycle(graph))
+
+
+# The stages from the bottom up, each a subpackage or a module of src/semsearch/ ("": the package's own
+# __init__, its lazy names). A module imports only its own stage and the stages of the layers below its own.
+LAYERS: tuple[set[str], ...] = (
+    {"errors", "documents", "cjk", "threads", "memory", "placeurl"},
+    {"settings"},
+    {"storage"},
+    {"encoding", "transforms"},
+    {"retrieval"},
+    {"ingest"},
+    {"operations"},
+    {"index"},
+    {"server", "evaluation", "integrations"},
+    {"cli"},
+    {"__main__", ""},
+)
+
+
+def stage_of(module: str) -> str:
+    return module.split(".")[1] if "." in module else ""
+
+
+def back_imports(graph: dict[str, set[str]], layers: tuple[set[str], ...] = LAYERS) -> list[str]:
+    """Each import of a module by one in a layer not above its own (other than within one stage), as
+    `importer -> imported`; a module of a stage no layer names is reported too."""
+    rank = {stage: n for n, layer in enumerate(layers) for stage in layer}
+    found = []
+    for name, targets in sorted(graph.items()):
+        if stage_of(name) not in rank:
+            found.append(f"{name}: its stage {stage_of(name)!r} is in no layer")
+            continue
+        for target in sorted(targets):
+            here, there = stage_of(name), stage_of(target)
+            if here != there and rank.get(there, len(layers)) >= rank[here]:
+                found.append(f"{name} -> {target}")
+    return found
+
+
+def test_stages_import_only_the_stages_below_them():
+    """The order the data flows in: storage under the encoder and the transforms, retrieval over them, the
+    ingest over retrieval (calibration), the operations over the ingest, the facade over all, the server,
+    evaluation and integrations over the facade, the CLI over them. Type-only imports count."""
+    graph = import_graph(type_only=True)
+    assert not back_imports(graph), "\n".join(back_imports(graph))
+
+
+def test_the_layer_check_finds_a_back_import():
+    graph = {"semsearch.storage.store": {"semsearch.retrieval.search"}, "semsearch.retrieval.search": set()}
+    assert back_imports(graph) == ["semsearch.storage.store -> semsearch.retrieval.search"]
+    assert back_imports({"semsearch.encoding.x": {"semsearch.transforms.y"}}) == [
+        "semsearch.encoding.x -> semsearch.transforms.y"  # one layer: neither stage imports the other
+    ]
+    assert back_imports({"semsearch.newstage.x": set()}) == [
+        "semsearch.newstage.x: its stage 'newstage' is in no layer"
+    ]
+    assert not back_imports({"semsearch.index": {"semsearch.storage.store", "semsearch.settings"}})
 
 
 def is_top(name: str) -> bool:
@@ -237,3 +308,97 @@ print(json.dumps({"kinds": sorted(kinds), "loaded": sorted(libraries & set(sys.m
     found = json.loads(result.stdout)
     assert {"code", "docx", "html", "image", "markdown", "pdf", "rst", "text"} <= set(found["kinds"])
     assert found["loaded"] == [], "parser libraries imported with the registry"
+
+
+# The layers over the facade hold an Index and call its public methods; they never reach its parts (the store,
+# the open directory) nor set attributes on it. evaluation/ measures the parts themselves and may.
+FACADE_USERS = ("semsearch.cli", "semsearch.server", "semsearch.integrations")
+INDEX_PARTS = {"store", "directory"}
+
+
+def side_doors(path: Path) -> list[str]:
+    """`line: code` where a module reaches an index's parts (`x.store`, `x.directory` of anything but self) or
+    sets or reads back an attribute of its own on an index (`index.x = ...`, `getattr(index, ...)`)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr in INDEX_PARTS
+            and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
+        ):
+            found.append(f"{node.lineno}: {ast.unparse(node)}")
+        targets = node.targets if isinstance(node, ast.Assign) else []
+        for target in targets:
+            if isinstance(target, ast.Attribute) and "index" in ast.unparse(target.value).lower():
+                found.append(f"{node.lineno}: {ast.unparse(target)} = ...")
+        called = isinstance(node, ast.Call) and ast.unparse(node.func) == "getattr" and node.args
+        if called and "index" in ast.unparse(node.args[0]).lower():
+            found.append(f"{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+@pytest.mark.xfail(strict=True, reason="side doors (index.store, opened_as): removed on branch library")
+def test_the_layers_over_the_facade_use_only_its_public_methods():
+    doors = {
+        name: found
+        for name, path in modules().items()
+        if name.startswith(FACADE_USERS) and (found := side_doors(path))
+    }
+    assert not doors, doors
+
+
+def test_the_side_door_check_sees_one():
+    evaluation = SOURCE / "evaluation"
+    assert any("index.store" in door for door in side_doors(evaluation / "inspect.py"))
+    assert any("index.directory" in door for door in side_doors(evaluation / "calibrated.py"))
+
+
+# settings.py holds every default a user can change by an option of the commands over an index (ingest, refit,
+# query, similar, ...) or by a keyword of the facade: no such default is a number written in place (0, none, is
+# an origin, not a choice). serve's and mcp's process options (address, port, threads, workers, a write's wait)
+# are the server's own and keep their defaults at the option.
+PROCESS_OPTIONS = {"serve.py", "mcp.py"}
+
+
+def numbers_in_place(path: Path) -> list[str]:
+    """`line: name=value` of each click option default or public function keyword default that is a number
+    other than 0."""
+    found = []
+
+    def number(node: ast.expr | None) -> bool:
+        return (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, (int, float))
+            and not isinstance(node.value, bool)
+            and node.value != 0
+        )
+
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Call) and ast.unparse(node.func).endswith("option"):
+            for keyword in node.keywords:
+                if keyword.arg == "default" and number(keyword.value):
+                    found.append(f"{node.lineno}: {ast.unparse(node.args[0])}={ast.unparse(keyword.value)}")
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not node.name.startswith("_"):
+            arguments = node.args
+            positional = arguments.args[len(arguments.args) - len(arguments.defaults) :]
+            pairs = [*zip(positional, arguments.defaults), *zip(arguments.kwonlyargs, arguments.kw_defaults)]
+            found += [f"{node.lineno}: {node.name}({a.arg}={ast.unparse(d)})" for a, d in pairs if number(d)]
+    return found
+
+
+def test_the_commands_defaults_are_named_in_settings():
+    cli = SOURCE / "cli"
+    found = {
+        path.name: n
+        for path in sorted(cli.glob("*.py"))
+        if path.name not in PROCESS_OPTIONS and (n := numbers_in_place(path))
+    }
+    assert not found, found
+    assert numbers_in_place(cli / "serve.py"), "the check sees no number default where there are some"
+
+
+@pytest.mark.xfail(
+    strict=True, reason="Index.search's k=10 repeats settings.DEFAULT_K: index.py is at its line ceiling"
+)
+def test_the_facades_defaults_are_named_in_settings():
+    assert not numbers_in_place(SOURCE / "index.py")
