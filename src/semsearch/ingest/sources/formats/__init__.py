@@ -60,10 +60,9 @@ def registered() -> dict[str, Format]:
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda info: info.name):
         module = importlib.import_module(f".{info.name}", __name__)
         for declared in getattr(module, "FORMATS", ()):
-            if declared.kind in found:
-                raise RuntimeError(
-                    f"formats {found[declared.kind].module} and {info.name} both read {declared.kind}"
-                )
+            if declared.kind in found or declared.kind in SOURCE_KINDS:
+                owner = found[declared.kind].module if declared.kind in found else "a source"
+                raise RuntimeError(f"formats {owner} and {info.name} both read {declared.kind}")
             for suffix in declared.suffixes:
                 if suffix in owners or suffix in SOURCE_SUFFIXES:
                     raise RuntimeError(
