@@ -1,13 +1,18 @@
-"""One parser per kind of document file, each a module with `parse(data: bytes) -> Parsed`: the file's text,
-its own title, the metadata it carries (Markdown's front matter) and its sections, each a stretch of the text
-with its place in the file. The parsers are real ones from the package registry (the `files` extra), imported
-only when a file of their kind is read; a file that cannot be read raises Unreadable with the reason."""
+"""One parser per kind of document file. A format is one module in this package that declares
+`FORMATS = (Format(kind, suffixes, ...),)` and defines `parse(data: bytes, kind: str) -> Parsed`: the file's
+text, its own title, the metadata it carries (Markdown's front matter) and its sections, each a stretch of the
+text with its place in the file. Nothing else registers it: the first file whose kind is asked for imports
+every module here once and reads their declarations, so a module's top imports no parser library (those are
+real ones from the package registry, in the `files` extra, imported inside `parse`); a file that cannot be
+read raises Unreadable with the reason."""
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
-from dataclasses import dataclass, field
+import pkgutil
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from functools import cache
 from typing import Any
 
 from ....documents import Section
@@ -26,100 +31,99 @@ class Parsed:
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
-# kind -> (module, suffixes): the kind is the document's `type` metadata
-DOCUMENT_KINDS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "markdown": ("markdown", (".md", ".markdown")),
-    "text": ("text", (".txt", ".text")),
-    "rst": ("rst", (".rst",)),
-    "html": ("html", (".html", ".htm", ".xhtml")),
-    "pdf": ("pdf", (".pdf",)),
-    "docx": ("docx", (".docx",)),
-    "image": ("image", (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".webp")),
-    "code": (
-        "text",
-        tuple(
-            f".{suffix}"
-            for suffix in [
-                "py",
-                "pyi",
-                "js",
-                "mjs",
-                "ts",
-                "tsx",
-                "jsx",
-                "go",
-                "rs",
-                "java",
-                "kt",
-                "scala",
-                "swift",
-                "c",
-                "h",
-                "cc",
-                "cpp",
-                "hpp",
-                "cxx",
-                "cs",
-                "rb",
-                "php",
-                "pl",
-                "lua",
-                "r",
-                "jl",
-                "sh",
-                "bash",
-                "zsh",
-                "fish",
-                "ps1",
-                "sql",
-                "hs",
-                "ml",
-                "ex",
-                "exs",
-                "erl",
-                "clj",
-                "dart",
-                "m",
-                "css",
-                "scss",
-                "vue",
-                "svelte",
-                "toml",
-                "yaml",
-                "yml",
-                "ini",
-                "cfg",
-            ]
-        ),
-    ),
-}
-# What each kind's parser imports when it first reads a file: a pool's server imports them once for its workers
-LIBRARIES = {
-    "markdown": ("markdown_it", "mdit_py_plugins.front_matter", "yaml"),
-    "html": ("lxml.html",),
-    "pdf": ("pypdfium2",),
-    "docx": ("docx",),
-    "rst": ("docutils.core",),
-    "image": ("PIL.Image",),
-}
+@dataclass(frozen=True)
+class Format:
+    """A kind of document file: its name (the document's `type` metadata), the suffixes that name it, the
+    libraries its `parse` imports on a file's first read (a pool's server imports them once for its workers),
+    `claims`: whether a file's first bytes and suffix show it whatever the suffix says (a binary format's
+    magic), and whether `parse` takes the ingest's Extraction (OCR) as its third argument."""
+
+    kind: str
+    suffixes: tuple[str, ...]
+    libraries: tuple[str, ...] = ()
+    claims: Callable[[bytes, str], bool] | None = None
+    takes_extraction: bool = False
+    module: str = ""  # filled in by the registry: the module that declares it
+
+
+def starting_with(*magic: bytes) -> Callable[[bytes, str], bool]:
+    """A `claims` for a format told by its first bytes alone."""
+    return lambda head, suffix: head.startswith(magic)
+
+
+@cache
+def registered() -> dict[str, Format]:
+    """Every format this package's modules declare, by kind (helper modules declare none). Two formats that
+    name one kind or one suffix are a mistake the first ingest reports."""
+    found: dict[str, Format] = {}
+    owners: dict[str, str] = {}
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda info: info.name):
+        module = importlib.import_module(f".{info.name}", __name__)
+        for declared in getattr(module, "FORMATS", ()):
+            if declared.kind in found or declared.kind in SOURCE_KINDS:
+                owner = found[declared.kind].module if declared.kind in found else "a source"
+                raise RuntimeError(f"formats {owner} and {info.name} both read {declared.kind}")
+            for suffix in declared.suffixes:
+                if suffix in owners or suffix in SOURCE_SUFFIXES:
+                    raise RuntimeError(
+                        f"{suffix} is claimed by {info.name} and {owners.get(suffix, 'a source')}"
+                    )
+                owners[suffix] = info.name
+            found[declared.kind] = replace(declared, module=info.name)
+    return found
+
+
+@cache
+def _suffix_kinds() -> dict[str, str]:
+    return {suffix: declared.kind for declared in registered().values() for suffix in declared.suffixes}
+
+
+class _Registered(Mapping[str, Any]):
+    """A read-only view of the registered formats (kind -> what `view` takes of its Format), read on first use:
+    importing this package costs no format module, so a JSONL ingest or `--help` imports none."""
+
+    def __init__(self, view: Callable[[Format], Any]):
+        self._view = view
+        self._items: dict[str, Any] | None = None
+
+    def _map(self) -> dict[str, Any]:
+        if self._items is None:
+            self._items = {kind: self._view(declared) for kind, declared in registered().items()}
+        return self._items
+
+    def __getitem__(self, kind: str) -> Any:
+        return self._map()[kind]
+
+    def __contains__(self, kind: object) -> bool:
+        return kind not in SOURCE_KINDS and kind in self._map()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._map())
+
+    def __len__(self) -> int:
+        return len(self._map())
+
+
 # A table or a JSONL corpus: each row or line a document (sources/tables.py, sources/jsonl.py).
 TABLE_KINDS = {"csv": (".csv",), "tsv": (".tsv", ".tab"), "parquet": (".parquet", ".pq")}
 JSONL_SUFFIXES = (".jsonl", ".ndjson", ".gz")
-SUFFIX_KIND = {suffix: kind for kind, (_, suffixes) in DOCUMENT_KINDS.items() for suffix in suffixes} | {
-    suffix: kind for kind, suffixes in TABLE_KINDS.items() for suffix in suffixes
+SOURCE_KINDS = {*TABLE_KINDS, "jsonl"}
+SOURCE_SUFFIXES = {suffix: kind for kind, suffixes in TABLE_KINDS.items() for suffix in suffixes} | {
+    suffix: "jsonl" for suffix in JSONL_SUFFIXES
 }
-SUFFIX_KIND.update({suffix: "jsonl" for suffix in JSONL_SUFFIXES})
-BINARY_KINDS = {"pdf": b"%PDF-", "docx": b"PK\x03\x04", "parquet": b"PAR1"}
-# PNG, JPEG, TIFF (both byte orders), WebP (a RIFF file whose form is WEBP)
-IMAGE_MAGIC = (b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff", b"II*\x00", b"MM\x00*")
+PARQUET_MAGIC = b"PAR1"
+GZIP_MAGIC = b"\x1f\x8b"
+DOCUMENT_KINDS: Mapping[str, Format] = _Registered(lambda declared: declared)
+LIBRARIES: Mapping[str, tuple[str, ...]] = _Registered(lambda declared: declared.libraries)
 MISSING_EXTRA = "the files extra is needed to read {kind} files: pip install 'semsearch[files]'"
 
 
 def parser(kind: str, extraction: Extraction = TEXT_LAYERS_ONLY) -> Callable[[bytes, str], Parsed]:
     """The parse function of a document kind, imported on first use; the kinds whose text depends on how it
     is extracted (OCR) take the ingest's `extraction`."""
-    module = importlib.import_module(f".{DOCUMENT_KINDS[kind][0]}", __name__)
-    if getattr(module, "TAKES_EXTRACTION", False):
+    declared = DOCUMENT_KINDS[kind]
+    module = importlib.import_module(f".{declared.module}", __name__)
+    if declared.takes_extraction:
         return lambda data, name: module.parse(data, kind, extraction)
     return lambda data, name: module.parse(data, kind)
 
@@ -130,16 +134,22 @@ def kind_of(name: str, head: bytes, given: bool = False) -> str | None:
     JSON lines as JSONL. `given`: named on the command line, where any other file is read as JSONL, as always."""
     lowered = name.lower()
     suffix = lowered[lowered.rfind(".") :] if "." in lowered.lstrip(".") else ""
-    if head.startswith(IMAGE_MAGIC) or (head[:4] == b"RIFF" and head[8:12] == b"WEBP"):
-        return "image"
-    for kind, magic in BINARY_KINDS.items():
-        if head.startswith(magic) and (kind != "docx" or suffix == ".docx" or b"word/" in head):
-            return kind
-    by_suffix = SUFFIX_KIND.get(suffix)
+    jsonl_named = suffix in JSONL_SUFFIXES and (
+        given or suffix != ".gz" or lowered.endswith((".jsonl.gz", ".ndjson.gz"))
+    )
+    if jsonl_named and (head.startswith(GZIP_MAGIC) or _sniffed(head) == "jsonl"):
+        return "jsonl"  # the name and the content agree (no format's magic starts so): no format module read
+    formats = registered()
+    for declared in formats.values():
+        if declared.claims is not None and declared.claims(head, suffix):
+            return declared.kind
+    if head.startswith(PARQUET_MAGIC):
+        return "parquet"
+    by_suffix = SOURCE_SUFFIXES.get(suffix) or _suffix_kinds().get(suffix)
     if suffix == ".gz" and not given and not lowered.endswith((".jsonl.gz", ".ndjson.gz")):
         return None
-    if by_suffix in BINARY_KINDS or by_suffix == "image":  # the content is not what the suffix says
-        return _sniffed(head)
+    if by_suffix == "parquet" or (by_suffix in formats and formats[by_suffix].claims is not None):
+        return _sniffed(head)  # the content is not what the suffix says
     if by_suffix in (None, "text"):
         sniffed = _sniffed(head)
         if given and by_suffix is None:

@@ -16,9 +16,16 @@ import io
 import re
 from typing import Any
 
-from . import Parsed, Unreadable
+from . import Format, Parsed, Unreadable
 from .blocks import Assembly
 
+
+def _claims(head: bytes, suffix: str) -> bool:
+    """A ZIP package that is a Word document: named .docx, or its first entries under word/."""
+    return head.startswith(b"PK\x03\x04") and (suffix == ".docx" or b"word/" in head)
+
+
+FORMATS = (Format("docx", (".docx",), libraries=("docx",), claims=_claims),)
 ENGLISH_IDS = re.compile(r"Title|Heading([1-9])")  # Word's built-in ids, named as the styles they are
 RUN_PARTS = ("br", "cr", "noBreakHyphen", "ptab", "t", "tab")  # what CT_R.text reads, in its order
 

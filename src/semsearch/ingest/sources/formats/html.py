@@ -10,9 +10,10 @@ import re
 from dataclasses import replace
 
 from ....documents import Location, Section
-from . import Parsed, Unreadable
+from . import Format, Parsed, Unreadable
 from .blocks import Assembly
 
+FORMATS = (Format("html", (".html", ".htm", ".xhtml"), libraries=("lxml.html",)),)
 HEADINGS = {f"h{n}": n for n in range(1, 7)}
 BLOCKS = set(HEADINGS) | set(
     [

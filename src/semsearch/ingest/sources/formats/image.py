@@ -6,16 +6,33 @@ page or a photo without writing: nothing to index)."""
 from __future__ import annotations
 
 from ...ocr import INSTALL, TEXT_LAYERS_ONLY, Extraction
-from ...ocr.pages import image_pages, recognized_pages
-from . import Parsed, Unreadable
+from . import Format, Parsed, Unreadable
 from .blocks import Assembly
 
-TAKES_EXTRACTION = True
+# PNG, JPEG, TIFF (both byte orders), WebP (a RIFF file whose form is WEBP)
+MAGIC = (b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff", b"II*\x00", b"MM\x00*")
+
+
+def _claims(head: bytes, suffix: str) -> bool:
+    return head.startswith(MAGIC) or (head[:4] == b"RIFF" and head[8:12] == b"WEBP")
+
+
+FORMATS = (
+    Format(
+        "image",
+        (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".webp"),
+        libraries=("PIL.Image",),
+        claims=_claims,
+        takes_extraction=True,
+    ),
+)
 
 
 def parse(data: bytes, kind: str = "image", extraction: Extraction = TEXT_LAYERS_ONLY) -> Parsed:
     if not extraction.recognizes:
         raise Unreadable(f"a picture: reading it needs OCR: {INSTALL}")
+    from ...ocr.pages import image_pages, recognized_pages
+
     out = Assembly()
     blank = []
     for number, text in recognized_pages(image_pages(data), extraction):

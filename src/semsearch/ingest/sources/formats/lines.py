@@ -52,3 +52,19 @@ def blocks(lines: Lines, breaks: Sequence[int], limit: int) -> list[Section]:
                 sections.append(section)
             begin = line
     return sections
+
+
+def heading_sections(lines: Lines, headings: Sequence[tuple[int, int, str]]) -> list[Section]:
+    """The sections a text's headings cut it into, `headings` as (0-based line, level, words) in file order:
+    each section's heading path is the heading that opens it and those above it (a heading closes the ones of
+    its level and deeper); the text before the first heading is a section with no path."""
+    sections: list[Section] = []
+    path: list[tuple[int, str]] = []
+    starts = [0] + [line for line, _, _ in headings] + [len(lines)]
+    for n, (begin, end) in enumerate(zip(starts, starts[1:])):
+        if n > 0:
+            _, level, heading = headings[n - 1]
+            path = [(depth, words) for depth, words in path if depth < level] + [(level, heading)]
+        if begin < end and (section := lines.section(begin, end, [words for _, words in path])) is not None:
+            sections.append(section)
+    return sections

@@ -8,8 +8,14 @@ from functools import cache
 from typing import Any
 
 from ..fields import json_value
-from . import Parsed, Unreadable, decoded
-from .lines import Lines
+from . import Format, Parsed, Unreadable, decoded
+from .lines import Lines, heading_sections
+
+FORMATS = (
+    Format(
+        "markdown", (".md", ".markdown"), libraries=("markdown_it", "mdit_py_plugins.front_matter", "yaml")
+    ),
+)
 
 
 @cache
@@ -45,14 +51,7 @@ def parse(data: bytes, kind: str = "markdown") -> Parsed:
     for token, inline in zip(tokens, tokens[1:]):
         if token.type == "heading_open" and token.map:
             headings.append((token.map[0] - skip, int(token.tag[1]), inline.content.strip()))
-    sections, path = [], []
-    starts = [0] + [line for line, _, _ in headings] + [len(lines)]
-    for n, (begin, end) in enumerate(zip(starts, starts[1:])):
-        if n > 0:
-            _, level, heading = headings[n - 1]
-            path = [(lvl, h) for lvl, h in path if lvl < level] + [(level, heading)]
-        if begin < end and (section := lines.section(begin, end, [h for _, h in path])) is not None:
-            sections.append(section)
+    sections = heading_sections(lines, headings)
     title = metadata.pop("title", None)
     if not isinstance(title, str) or not title.strip():
         title = next((heading for _, level, heading in headings if level == 1), None) or (

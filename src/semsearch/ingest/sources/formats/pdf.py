@@ -13,11 +13,14 @@ import threading
 from collections.abc import Iterable
 
 from ...ocr import INSTALL, TEXT_LAYERS_ONLY, Extraction
-from . import Parsed, Unreadable
+from . import Format, Parsed, Unreadable, starting_with
 from .blocks import Assembly
 from .contents import contents_headings
 
-TAKES_EXTRACTION = True  # pages without a text layer are recognized (ocr/pages.py)
+# pages without a text layer are recognized (ocr/pages.py): the parse takes the ingest's Extraction
+FORMATS = (
+    Format("pdf", (".pdf",), libraries=("pypdfium2",), claims=starting_with(b"%PDF-"), takes_extraction=True),
+)
 
 # PDFium is not thread-safe: one document at a time in a process (ingest parses in a pool of processes)
 _LOCK = threading.Lock()

@@ -9,8 +9,10 @@ from __future__ import annotations
 import io
 from typing import Any
 
-from . import Parsed, decoded
+from . import Format, Parsed, decoded
 from .lines import Lines
+
+FORMATS = (Format("rst", (".rst",), libraries=("docutils.core",)),)
 
 SETTINGS = {
     "file_insertion_enabled": False,  # include, csv-table :file: and :url:, raw :file:

@@ -4,8 +4,15 @@ one), each with its line range. Only the encoding is read here; there is no form
 
 from __future__ import annotations
 
-from . import Parsed, decoded
+from . import Format, Parsed, decoded
 from .lines import Lines, blocks
+
+CODE_SUFFIXES = """py pyi js mjs ts tsx jsx go rs java kt scala swift c h cc cpp hpp cxx cs rb php pl lua r jl sh
+bash zsh fish ps1 sql hs ml ex exs erl clj dart m css scss vue svelte toml yaml yml ini cfg""".split()  # noqa: SIM905 (49 suffixes: a line each as a list)
+FORMATS = (
+    Format("text", (".txt", ".text")),
+    Format("code", tuple(f".{suffix}" for suffix in CODE_SUFFIXES)),
+)
 
 SECTION_LINES = {"text": 40, "code": 60}
 
