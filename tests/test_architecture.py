@@ -468,7 +468,6 @@ def test_the_docs_describe_the_system_not_its_history():
     assert not found, "\n".join(found)
 
 
-@pytest.mark.xfail(strict=True, reason="result files named after a round: renamed on branch bench")
 def test_no_linked_file_is_named_after_a_round():
     found = [line for path in documents() for line in rounds_named(path, in_links=True)]
     assert not found, "\n".join(found)

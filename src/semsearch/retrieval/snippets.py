@@ -50,9 +50,8 @@ def marks_of(texts: Sequence[str], terms: Mapping[str, Any]) -> list[list[Span]]
     if not terms:
         return [[] for _ in texts]
     prefixes = tuple({term[: max(1, len(term) - STEM_SLACK)] for term in terms})
-    tokens = [
-        TOKEN.findall(text) for text in texts
-    ]  # strings, not match objects: positions only where marked
+    # strings, not match objects: a token's position is found only where it is marked (token_marks)
+    tokens = [TOKEN.findall(text) for text in texts]
     ascii_words = {token for found in tokens for token in found if token.isascii()}
     others = {token for found in tokens for token in found if not token.isascii()}
     runs = {token for token in others if CJK_RUN.match(token)}
