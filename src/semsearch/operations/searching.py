@@ -12,6 +12,7 @@ from ..retrieval.keywords import KeywordRetriever
 from ..retrieval.query import Page, QueryOptions
 from ..retrieval.search import DenseRetriever, Hit, Request, Results
 from ..retrieval.search import search as run_search
+from ..settings import NO_MODEL, SearchMode
 from .directory import IndexDirectory
 
 
@@ -49,3 +50,11 @@ def search(
             ):
                 result.facets, result.facet_stats = counted.counts, counted.stats
     return results
+
+
+def text_modes(directory: IndexDirectory) -> list[SearchMode]:
+    """The modes a text query can take: only keyword without a model, only dense without a keyword index."""
+    modes = [SearchMode.KEYWORD] if directory.settings.model == NO_MODEL else list(SearchMode)
+    if not directory.store.has_keywords:
+        modes = [mode for mode in modes if mode is SearchMode.DENSE]
+    return modes
