@@ -1,12 +1,6 @@
 """The Index: a small facade over the stages, for one directory holding everything one corpus needs.
 
-Layout of an index directory:
-    manifest.json              settings and state (manifest.py)
-    documents.db               SQLite: documents and metadata; its `state` table holds the generation (store.py)
-    raw/seg-*.npy              raw encoder vectors (float32), append-only segments, a row per passage: a document
-                               of n passages owns rows pk .. pk + n - 1 (its SQLite pk the first; rawvectors.py)
-    gen-NNNNNN/                one generation of derived files: stats.safetensors, transform files, vectors.faiss,
-                               and a copy of its manifest (`semsearch check --repair` restores from it)
+The layout of an index directory: operations/directory.py.
 
 Writes take turns and publish whole generations (generations.py): ingest adds, build derives, search reads.
 
@@ -34,25 +28,24 @@ from .operations import adding, ingesting, opening, searching, syncing, writes
 from .operations.check import health
 from .operations.deleting import Preview, preview
 from .operations.describe import describe
-from .operations.directory import IndexDirectory
+from .operations.directory import DirectoryParts, IndexDirectory
 from .operations.export import export as export_documents
 from .operations.facetranges import facet_ranges
 from .operations.ingestoptions import Ingested, IngestOptions, Listener
 from .operations.syncing import SyncReport
 from .retrieval.hits import QUERY_OPTIONS
 from .retrieval.query import Page, QueryDefaults, QueryOptions
-from .retrieval.search import Hit, Results, Where, allowed_rows
-from .retrieval.similar import Examples
+from .retrieval.search import Hit, Results, Where
 from .settings import DEFAULT_WAIT, Fusion, IndexOptions, RefitPolicy, SearchMode, at_least
 from .storage.manifest import IndexSettings, IndexState
 
 __all__ = ["AddReport", "Hit", "Index", "IngestOptions", "Ingested", "Listener", "Page", "Results"]
 
 
-class Index:
+class Index(DirectoryParts):
     """A semsearch index directory. Open one with `Index.open`, make one with `Index.create`, or ingest into
-    one made if needed with `Index.ingest_into`. `directory`: the open directory and its parts (store, encoder,
-    transform, vector index, raw vectors) for the stages, the evaluation and tests; a program asks the methods."""
+    one made if needed with `Index.ingest_into`. Its parts (store, encoder, transform, vector index, raw
+    vectors: DirectoryParts) are for the evaluation, benchmarks and tests; a program asks the methods."""
 
     def __init__(self, directory: IndexDirectory):
         self.directory = directory
@@ -230,12 +223,7 @@ class Index:
 
     def delete(self, ids: Sequence[str] = (), where: Where = None, expect: int | None = None) -> int:
         """Delete by id and/or filter (from the statistics, exactly, and the vector index); how many. `expect`: chosen's."""
-        with self.directory.writing():
-            self.directory.require_fitted()
-            pks = writes.chosen(self.directory, ids, allowed_rows(self.directory.store, where), expect)
-            if pks:
-                self.directory.take_up(writes.delete(self.directory, pks))
-            return len(pks)
+        return writes.delete_chosen(self.directory, ids, where, expect)
 
     def preview_delete(self, ids: Sequence[str] = (), where: Where = None) -> Preview:
         """What `delete(ids, where)` would remove now: the count and the first ids, and whether it is large
@@ -358,15 +346,10 @@ class Index:
         """The k places closest to the documents `ids` by their stored vectors and distinctive words, away from
         those of `negative` (retrieval/similar.py), the examples left out, in the index's default mode; `where`,
         `rerank`, `crop` and the page's options as for `search`."""
-        directory = self.directory
-        with directory.pinned():  # the examples read from the generation searched
-            examples = Examples.of(directory.store, ids, negative)
-            dense = self.query_defaults.mode is SearchMode.DENSE
-            words = "" if dense else examples.words(directory.store)
-            texts = [words] if words else None
-            options = QueryOptions.resolve(self.query_defaults, rerank=rerank, texts=bool(texts), crop=crop)
-            vector, left_out = examples.vector(directory.raw)
-            return self._search(options, vector[None], texts, k, where, Page(**page), left_out)[0]
+        options = dict(rerank=rerank, crop=crop)
+        return searching.similar(
+            self.directory, self.query_defaults, ids, negative, k, where, Page(**page), options
+        )
 
     def _search(self, options, vectors, texts, k, where, page: Page, exclude=frozenset()) -> list[Results]:
         return searching.search(self.directory, options, vectors, texts, k, where, page, exclude)
