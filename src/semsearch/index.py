@@ -18,19 +18,18 @@ import numpy as np
 from .errors import DataError
 from .ingest import build
 from .ingest.creation import check_compatible
-from .ingest.distributed import Executor
 from .ingest.documents import Corpus, Document, FieldNames, parse_document, validate_documents
 from .ingest.pipeline import AddReport, Progress
 from .ingest.recordfiles import served_at
 from .ingest.sources import is_table
 from .ingest.sync import FolderChanges
 from .operations import adding, ingesting, opening, searching, syncing, writes
-from .operations.check import health
 from .operations.deleting import Preview, preview
 from .operations.describe import describe
 from .operations.directory import DirectoryParts, IndexDirectory
 from .operations.export import export as export_documents
 from .operations.facetranges import facet_ranges
+from .operations.health import health
 from .operations.ingestoptions import Ingested, IngestOptions, Listener
 from .operations.syncing import SyncReport
 from .retrieval.hits import QUERY_OPTIONS
@@ -109,7 +108,8 @@ class Index(DirectoryParts):
         SIGINT or SIGTERM."""
         how, told = ingest or IngestOptions(), listener or Listener()
         options = options or IndexOptions(**asked)
-        return ingesting.ingest_into(Path(path), _paths(sources), options, how, told, wait, watch)
+        into = ingesting.Into(Path(path), options, how, told, wait)
+        return ingesting.ingest_into(into, _paths(sources), watch)
 
     @staticmethod
     def plan_ingest(
@@ -206,20 +206,12 @@ class Index(DirectoryParts):
         validate_documents(docs, dim=self.settings.encoder_dim)
         return adding.add(self.directory, lambda: iter(docs), progress, refit)
 
-    def sync(
-        self,
-        changes: FolderChanges,
-        *,
-        documents: Iterable[Document] | None = None,
-        prune: bool = False,
-        progress: Progress | None = None,
-        refit: RefitPolicy | str = RefitPolicy.NEVER,
-        cluster: Executor | str | int | None = None,
-    ) -> SyncReport:
+    def sync(self, changes: FolderChanges, **how: Any) -> SyncReport:
         """Bring the index in step with a folder scanned by `ingest.sync.scan`, holding the writer lock: the new
         and changed files' documents (`documents`: as `sync.read_changes` parses them; else `changes.documents`)
-        added, checked as they pass; a changed file's lost ids, and with `prune` gone files', removed."""
-        return syncing.sync(self.directory, changes, documents, prune, progress, refit, cluster)
+        added, checked as they pass; a changed file's lost ids, and with `prune` gone files', removed. `how`:
+        documents, prune, progress, refit, cluster (operations/syncing.py)."""
+        return syncing.sync(self.directory, changes, **how)
 
     def delete(self, ids: Sequence[str] = (), where: Where = None, expect: int | None = None) -> int:
         """Delete by id and/or filter (from the statistics, exactly, and the vector index); how many. `expect`: chosen's."""
@@ -363,7 +355,7 @@ class Index(DirectoryParts):
         return export_documents(self.directory, out, vectors=vectors, progress=progress)
 
     def info(self) -> dict[str, Any]:
-        """What the index is and holds; a damaged file found by the cheap checks (check.health) is an error."""
+        """What the index is and holds; a damaged file found by the cheap checks (health.py) is an error."""
         described = describe(self.directory, self.query_defaults)
         return {**described, "read_only": self.read_only is not None, "health": health(self.directory)}
 

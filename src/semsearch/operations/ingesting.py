@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import closing
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..errors import SettingsError
@@ -33,30 +33,35 @@ def are_folders(paths: Paths, options: IngestOptions) -> bool:
     return options.vectors is None and all(str(p) != "-" and Path(p).is_dir() for p in paths)
 
 
-def ingest_into(
-    path: Path,
-    paths: Paths,
-    index_options: IndexOptions,
-    options: IngestOptions,
-    listener: Listener,
-    wait: float,
-    watch: bool = False,
-) -> Ingested:
-    """Ingest the paths into the index at `path`, creating it if there is none (whole or not at all); with
+@dataclass(frozen=True)
+class Into:
+    """An ingest's target and asks: the index's path, its options (for a new one, or checked against the one
+    there), the ingest's own, who is told, and how long a write waits for another."""
+
+    path: Path
+    index_options: IndexOptions
+    options: IngestOptions
+    listener: Listener
+    wait: float
+
+
+def ingest_into(into: Into, paths: Paths, watch: bool = False) -> Ingested:
+    """Ingest the paths into the index at `into.path`, creating it if there is none (whole or not at all); with
     `watch` (folders only), keep it in step with them after, until SIGINT or SIGTERM."""
+    options = into.options
     if not are_folders(paths, options):
         if options.prune or watch:
             raise SettingsError("prune and watch go with directories (every path one)")
-        done = ingest_corpus(path, paths, index_options, options, listener, wait)
-        listener.ingested(done)
+        done = ingest_corpus(into, paths)
+        into.listener.ingested(done)
         return done
     if options.tuning_queries is not None:
         raise SettingsError("tuning queries go with files and corpora, not directories")
     folders = folders_of(paths, options)
-    done = ingest_folders(path, folders, index_options, options, listener, wait, empty_ok=watch)
-    listener.ingested(done)
+    done = ingest_folders(into, folders, empty_ok=watch)
+    into.listener.ingested(done)
     if watch:
-        watch_folders(path, folders, options, listener, wait)
+        watch_folders(into, folders)
     return done
 
 
@@ -64,22 +69,14 @@ def folders_of(paths: Paths, options: IngestOptions) -> list[DirectoryFolder]:
     return [DirectoryFolder(open_source(Path(p), options.fields, **options.walk)) for p in paths]
 
 
-def ingest_folders(
-    path: Path,
-    folders: Sequence[DirectoryFolder],
-    index_options: IndexOptions,
-    options: IngestOptions,
-    listener: Listener,
-    wait: float,
-    empty_ok: bool = False,
-) -> Ingested:
+def ingest_folders(into: Into, folders: Sequence[DirectoryFolder], empty_ok: bool = False) -> Ingested:
     """Each folder synced into the index at `path` (scanned first, all of them, then written a folder at a
     time); `empty_ok`: a folder with nothing to read is no error (a watch waits for its files)."""
     with (
-        building(path) as build_path,
-        closing(opening.open_or_create(build_path, index_options, wait)) as directory,
+        building(into.path) as build_path,
+        closing(opening.open_or_create(build_path, into.index_options, into.wait)) as directory,
     ):
-        return synced_folders(directory, folders, options, listener, empty_ok=empty_ok)
+        return synced_folders(directory, folders, into.options, into.listener, empty_ok=empty_ok)
 
 
 def synced_folders(
@@ -105,15 +102,9 @@ def synced_folders(
     )
 
 
-def ingest_corpus(
-    path: Path,
-    paths: Paths,
-    index_options: IndexOptions,
-    options: IngestOptions,
-    listener: Listener,
-    wait: float,
-) -> Ingested:
-    """The paths read as one corpus (files, tables, JSONL, several at once) into the index at `path`."""
+def ingest_corpus(into: Into, paths: Paths) -> Ingested:
+    """The paths read as one corpus (files, tables, JSONL, several at once) into the index at `into.path`."""
+    path, index_options, options, listener = into.path, into.index_options, into.options, into.listener
     walk = options.walk
     corpus = Corpus(list(paths), options.fields, options.vectors, skip_invalid=options.skip_invalid, **walk)
     if corpus.export and not (path / FILE).exists():  # a new index: the export's settings
@@ -126,11 +117,11 @@ def ingest_corpus(
     known = len(corpus.refused)
     with (
         building(path, corpus.identity()) as build_path,
-        executor_for(options.cluster, wait) as executor,  # reached before anything is written
+        executor_for(options.cluster, into.wait) as executor,  # reached before anything is written
     ):
         if options.cluster:
             listener.encoding_on(executor.describe())
-        directory = opening.open_or_create(build_path, index_options, wait, corpus)
+        directory = opening.open_or_create(build_path, index_options, into.wait, corpus)
         with closing(directory), listener.encoding(total) as progress:
             before = directory.state.calibration
             resumable = is_partial(build_path)
@@ -156,14 +147,17 @@ def planned(
         return [(folder.root, *syncing.planned(folder, directory)) for folder in folders]
 
 
-def watch_folders(
-    path: Path, folders: Sequence[DirectoryFolder], options: IngestOptions, listener: Listener, wait: float
-) -> None:
+def watch_folders(into: Into, folders: Sequence[DirectoryFolder]) -> None:
     """Keep the index in step with the folders until SIGINT or SIGTERM (the sync under way ends first)."""
     from ..ingest.watch import stopped_by_signals, watch
 
-    roots = [folder.root for folder in folders]
-    with closing(opening.open_directory(path, wait)) as directory, stopped_by_signals() as stop:
+    roots, path, options, listener = (
+        [folder.root for folder in folders],
+        into.path,
+        into.options,
+        into.listener,
+    )
+    with closing(opening.open_directory(path, into.wait)) as directory, stopped_by_signals() as stop:
         listener.watching(roots)
 
         def sync(paths: object) -> None:
