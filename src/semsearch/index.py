@@ -10,6 +10,7 @@ refit, search, similar, export, info), each a call into the stage that does it."
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import IO, Any, Literal
 
@@ -18,6 +19,7 @@ import numpy as np
 from .errors import DataError
 from .ingest import build
 from .ingest.creation import check_compatible
+from .ingest.distributed import Executor
 from .ingest.documents import Corpus, Document, FieldNames, parse_document, validate_documents
 from .ingest.pipeline import AddReport, Progress
 from .ingest.recordfiles import served_at
@@ -30,8 +32,7 @@ from .operations.directory import DirectoryParts, IndexDirectory
 from .operations.export import export as export_documents
 from .operations.facetranges import facet_ranges
 from .operations.health import health
-from .operations.ingestoptions import Ingested, IngestOptions, Listener
-from .operations.syncing import SyncReport
+from .operations.ingestoptions import Ingested, IngestOptions, Listener, SyncReport
 from .retrieval.hits import QUERY_OPTIONS
 from .retrieval.query import Page, QueryDefaults, QueryOptions
 from .retrieval.search import Hit, Results, Where
@@ -167,6 +168,10 @@ class Index(DirectoryParts):
         corpus: Corpus | str | Path | Sequence[str | Path] | Any,
         fields: FieldNames | None = None,
         progress: Progress | None = None,
+        refit: RefitPolicy | str = RefitPolicy.NEVER,
+        vectors: str | Path | None = None,
+        cluster: Executor | str | int | None = None,
+        recalibrate: bool = False,
         resumable: bool = False,
         **asked: Any,
     ) -> AddReport:
@@ -174,17 +179,20 @@ class Index(DirectoryParts):
         directory, a document file, a CSV/TSV/Parquet table), several paths, a pandas DataFrame or pyarrow
         Table (a row a document, columns named by `fields`), or a checked Corpus. Paths that are all
         directories are synced as `semsearch ingest DIR` syncs them (only new and changed files read; `prune`
-        removes the documents of files gone). `asked`: IngestOptions' fields: `refit` after adding ("never",
-        "always" or "auto": drift above DRIFT_LIMIT), `vectors` (an .npy of vectors made elsewhere, row i for
-        the i-th document), `cluster` (where to encode: distributed.py; the result is the same),
-        `recalibrate` (an export ingested into a new index keeps its calibration and transform unless so:
-        exported.py), `tuning_queries`, `skip_invalid`, the walk's. `resumable`: a first ingest no reader sees
-        (first.py) keeps resume points. The files read are recorded for `serve`."""
-        options = IngestOptions(fields=fields or FieldNames(), **asked)
+        removes the documents of files gone). `refit` after adding: "never", "always" or "auto" (drift above
+        DRIFT_LIMIT: the report's `drift`). `vectors`: an .npy of vectors made elsewhere, row i for the i-th
+        document. `cluster`: where to encode (distributed.py): a Dask scheduler's address, a number of local
+        worker processes or an Executor; the result is the same. An export ingested into a new index keeps its
+        calibration unless `recalibrate`, and its transform (exported.py); `resumable`: a first ingest no
+        reader sees (first.py) keeps resume points. `asked`: IngestOptions' other fields (prune,
+        tuning_queries, skip_invalid, the walk's). The files read are recorded for `serve`."""
+        fields = fields or FieldNames()
+        how = IngestOptions(fields, refit=refit, vectors=vectors, cluster=cluster, recalibrate=recalibrate)
+        options = replace(how, **asked)
         paths = _paths(corpus) if isinstance(corpus, str | Path | list | tuple) else None
         if paths is not None and ingesting.are_folders(paths, options):
             folders = ingesting.folders_of(paths, options)
-            return ingesting.synced_folders(self.directory, folders, options, Listener()).report
+            return ingesting.synced_folders(self.directory, folders, options, Listener(progress)).report
         if not isinstance(corpus, Corpus):
             corpus = Corpus(corpus, options.fields, options.vectors, options.skip_invalid, **options.walk)
         return adding.ingest(self.directory, corpus, options, progress, resumable)
@@ -290,8 +298,16 @@ class Index(DirectoryParts):
         `facet_values`, `generation`, `per_document`, `full_text` (Page)."""
         if any(not text.strip() for text in texts):
             raise DataError("the query text is empty")
-        asked = dict(mode=mode, alpha=alpha, fusion=fusion, rerank=rerank, typos=typos, crop=crop)
-        options = QueryOptions.resolve(self.query_defaults, queries=texts, **asked)
+        options = QueryOptions.resolve(
+            self.query_defaults,
+            queries=texts,
+            mode=mode,
+            alpha=alpha,
+            fusion=fusion,
+            rerank=rerank,
+            typos=typos,
+            crop=crop,
+        )
         vectors = None if options.mode is SearchMode.KEYWORD else self.encode(texts)
         return self._search(options, vectors, texts, k, where, Page(**page))
 

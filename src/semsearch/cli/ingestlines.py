@@ -11,8 +11,7 @@ import click
 
 from ..errors import DataError, IndexStateError
 from ..operations.deleting import Preview
-from ..operations.ingestoptions import Ingested, Listener
-from ..operations.syncing import SyncReport
+from ..operations.ingestoptions import Ingested, Listener, SyncReport
 from ..retrieval.calibration_age import RENEW, age
 from ..settings import DRIFT_LIMIT, YOUNG_FACTOR
 from .encodingbar import EncodingBar

@@ -28,14 +28,14 @@ def health(directory: IndexDirectory) -> str:
         if problem := raw.problem(segment):
             raise lost(raw.directory / segment.name, problem)
     if directory.state.count:
-        for problem in disagreements(
+        for damaged in disagreements(
             directory.manifest,
             directory.generation_dir,
             directory.stats(),
             directory.transform,
             directory.vectors,
         ):
-            raise problem
+            raise damaged
     return OK
 
 

@@ -1,5 +1,6 @@
 """What an ingest is asked beside the index's own options (settings.IndexOptions): how its sources are read,
-what it does after adding, and what it tells as it goes (a Listener: the CLI prints, a program may ignore)."""
+what it does after adding, what it tells as it goes (a Listener: the CLI prints, a program may ignore), and
+what it did (Ingested; a folder's SyncReport)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from ..errors import DataError
 from ..ingest.distributed import Executor
 from ..ingest.documents import FieldNames
 from ..ingest.pipeline import AddReport, Progress
+from ..ingest.sync import FolderChanges
 from ..settings import RefitPolicy
 from ..storage.manifest import IndexSettings, IndexState
 from .deleting import Preview
@@ -33,8 +35,8 @@ class IngestOptions:
     hidden: bool = False
     no_ignore: bool = False
     extraction: Any = None
-    vectors: Path | None = None
-    tuning_queries: Path | None = None
+    vectors: str | Path | None = None
+    tuning_queries: str | Path | None = None
     refit: RefitPolicy | str = RefitPolicy.NEVER
     cluster: Executor | str | int | None = None
     skip_invalid: bool = False
@@ -59,8 +61,12 @@ class IngestOptions:
 
 
 class Listener:
-    """What an ingest tells as it goes. This one tells nothing and lets every prune run, as `Index.delete` does;
-    the CLI's prints each and asks before a large prune (cli/ingest.py)."""
+    """What an ingest tells as it goes. This one tells nothing but the encoding's progress (to `progress`, if
+    given) and lets every prune run, as `Index.delete` does; the CLI's prints each and asks before a large
+    prune (cli/ingestlines.py)."""
+
+    def __init__(self, progress: Progress | None = None):
+        self.progress = progress
 
     def skipped(self, error: DataError) -> None:
         """An entry or a file left out (skip_invalid; a watch's unreadable file)."""
@@ -70,12 +76,12 @@ class Listener:
 
     def encoding(self, total: int | None) -> contextlib.AbstractContextManager[Progress | None]:
         """The progress of encoding `total` documents (None: not known before they are read)."""
-        return contextlib.nullcontext()
+        return contextlib.nullcontext(self.progress)
 
     def confirm_prune(self, plan: Preview, index: Path) -> None:
         """A prune large enough to be confirmed first (deleting.py's rule): raise to refuse it."""
 
-    def synced(self, root: Path, report: Any, documents: int, refused: list[DataError]) -> None:
+    def synced(self, root: Path, report: SyncReport, documents: int, refused: list[DataError]) -> None:
         """A folder brought in step (its SyncReport; `documents`: the index's count after)."""
 
     def ingested(self, done: Ingested) -> None:
@@ -86,6 +92,29 @@ class Listener:
 
     def stopped(self, documents: int) -> None:
         """The watch stopped; `documents`: the index's count."""
+
+
+@dataclass(frozen=True)
+class SyncReport:
+    """Files added, changed, unchanged and gone; the documents removed (a changed file's vanished ids, and the
+    gone files' with prune); the add's own report (None when nothing was added)."""
+
+    added: int
+    changed: int
+    unchanged: int
+    gone: int
+    removed: int
+    pruned: bool
+    add: AddReport | None
+    unchanged_documents: int  # the unchanged files' (not read again)
+    seconds: float
+
+    @classmethod
+    def of(
+        cls, changes: FolderChanges, removed: int, pruned: bool, add: AddReport | None, seconds: float
+    ) -> SyncReport:
+        files = (len(changes.added), len(changes.changed), changes.unchanged, len(changes.gone))
+        return cls(*files, removed, pruned, add, changes.unchanged_documents, seconds)
 
 
 @dataclass
@@ -103,4 +132,4 @@ class Ingested:
     ignored: int = 0
     needs_ocr: list[str] = field(default_factory=list)
     advice: str | None = None
-    synced: list[Any] = field(default_factory=list)  # each folder's SyncReport
+    synced: list[SyncReport] = field(default_factory=list)  # each folder's (a folders' sync)

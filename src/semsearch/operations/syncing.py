@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
 from ..documents import Document
 from ..errors import DataError
@@ -22,30 +21,7 @@ from . import writes
 from .adding import add_locked
 from .deleting import Preview
 from .directory import IndexDirectory
-from .ingestoptions import IngestOptions, Listener
-
-
-@dataclass(frozen=True)
-class SyncReport:
-    """Files added, changed, unchanged and gone; the documents removed (a changed file's vanished ids, and the
-    gone files' with prune); the add's own report (None when nothing was added)."""
-
-    added: int
-    changed: int
-    unchanged: int
-    gone: int
-    removed: int
-    pruned: bool
-    add: AddReport | None
-    unchanged_documents: int  # the unchanged files' (not read again)
-    seconds: float
-
-    @classmethod
-    def of(
-        cls, changes: FolderChanges, removed: int, pruned: bool, add: AddReport | None, seconds: float
-    ) -> SyncReport:
-        files = (len(changes.added), len(changes.changed), changes.unchanged, len(changes.gone))
-        return cls(*files, removed, pruned, add, changes.unchanged_documents, seconds)
+from .ingestoptions import IngestOptions, Listener, SyncReport
 
 
 def sync_folders(
@@ -117,7 +93,7 @@ def sync(
     they pass; a changed file's lost ids, and with `prune` gone files', removed; the files recorded."""
     streamed = documents is not None
     dim = directory.settings.encoder_dim
-    stream = checked(documents if streamed else changes.documents, path=changes.root, dim=dim)
+    stream = checked(changes.documents if documents is None else documents, path=changes.root, dim=dim)
     started, added = time.perf_counter(), None
     with executor_for(cluster, directory.wait) as executor, directory.writing():
         if streamed or changes.documents:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,9 +18,6 @@ from ..errors import IndexStateError
 from ..ingest import build
 from ..ingest.chunking import Chunker
 from ..ingest.creation import make_chunker
-from ..ingest.pipeline import (
-    Encode,
-)
 from ..retrieval.calibration_age import aged
 from ..retrieval.search import Where, allowed_rows
 from ..retrieval.vectorindex import VectorIndex, resolve_index_type
@@ -174,7 +171,7 @@ class Calibrating:
 
     raw: RawVectors
     chunker: Chunker | None
-    encode: Encode
+    encode: Callable[..., np.ndarray]  # texts -> their vectors (pipeline.Encode, or for_few_texts')
 
 
 def calibrated_and_published(
