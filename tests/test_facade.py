@@ -15,8 +15,7 @@ from pathlib import Path
 import mixedfolder
 from folders import contents, differences
 
-from semsearch import Index
-from semsearch.operations.ingestoptions import IngestOptions
+from semsearch import Index, IngestOptions
 
 SOURCE = Path(__file__).resolve().parents[1] / "src" / "semsearch"
 SURFACES = [SOURCE / "cli", SOURCE / "server", SOURCE / "integrations"]

@@ -235,9 +235,8 @@ def ingest(
     fields = FieldNames(**{name: given.pop(f"{name}_field") for name in names})
     index_options = IndexOptions(**{name: given.pop(name) for name in INDEX_OPTIONS if name in given})
     extraction = extraction_of(ocr, ocr_languages)
-    options = IngestOptions.of(
-        {**given, "fields": fields, "extraction": extraction, "cluster": cluster or workers}
-    )
+    # the rest of the options are the ingest's own
+    options = IngestOptions(fields, extraction=extraction, cluster=cluster or workers, **given)
     if are_folders(paths, options):
         if options.tuning_queries:
             raise click.UsageError("--tuning-queries goes with files and corpora, not directories")

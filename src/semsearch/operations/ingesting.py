@@ -151,17 +151,12 @@ def watch_folders(into: Into, folders: Sequence[DirectoryFolder]) -> None:
     """Keep the index in step with the folders until SIGINT or SIGTERM (the sync under way ends first)."""
     from ..ingest.watch import stopped_by_signals, watch
 
-    roots, path, options, listener = (
-        [folder.root for folder in folders],
-        into.path,
-        into.options,
-        into.listener,
-    )
-    with closing(opening.open_directory(path, into.wait)) as directory, stopped_by_signals() as stop:
-        listener.watching(roots)
+    roots = [folder.root for folder in folders]
+    with closing(opening.open_directory(into.path, into.wait)) as directory, stopped_by_signals() as stop:
+        into.listener.watching(roots)
 
         def sync(paths: object) -> None:
-            synced_folders(directory, folders, options, listener, watching=True)
+            synced_folders(directory, folders, into.options, into.listener, watching=True)
 
-        watch(roots, sync, ignore=[path], stop=stop)
-        listener.stopped(directory.state.count)
+        watch(roots, sync, ignore=[into.path], stop=stop)
+        into.listener.stopped(directory.state.count)

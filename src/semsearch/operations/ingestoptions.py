@@ -5,7 +5,7 @@ what it did (Ingested; a folder's SyncReport)."""
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -42,11 +42,6 @@ class IngestOptions:
     skip_invalid: bool = False
     prune: bool = False
     recalibrate: bool = False
-
-    @classmethod
-    def of(cls, given: dict[str, Any]) -> IngestOptions:
-        """The options named in `given` (a command's parsed options; the others are left out)."""
-        return cls(**{f.name: given[f.name] for f in fields(cls) if f.name in given})
 
     @property
     def walk(self) -> dict[str, Any]:
