@@ -117,14 +117,20 @@ def finish(directory: IndexDirectory, changes: FolderChanges, prune: bool) -> in
 
 
 def combined(reports: Sequence[SyncReport]) -> AddReport:
-    """The add reports of the folders' syncs as one, the unchanged files' documents counted as unchanged."""
+    """The add reports of the folders' syncs as one, the unchanged files' documents counted as unchanged; the
+    drift the last add left, and whether any refitted or calibrated again."""
     adds = [report.add for report in reports if report.add is not None]
     return AddReport(
         added=sum(add.added for add in adds),
         unchanged=sum(add.unchanged for add in adds) + sum(report.unchanged_documents for report in reports),
         seconds=sum(report.seconds for report in reports),
         replaced=sum(add.replaced for add in adds),
+        resumed=sum(add.resumed for add in adds),
+        drift=next((add.drift for add in reversed(adds) if add.drift is not None), None),
+        refitted=any(add.refitted for add in adds),
+        young=any(add.young for add in adds),
         passages=sum(add.passages for add in adds),
+        recalibrated=any(add.recalibrated for add in adds),
         moved=sum(add.moved for add in adds),
     )
 
