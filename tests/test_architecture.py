@@ -93,7 +93,6 @@ def test_the_import_graph_has_no_cycle():
     assert find_cycle(graph) is None, " -> ".join(find_cycle(graph))
 
 
-@pytest.mark.xfail(strict=True, reason="server circle: removed on branch library")
 def test_no_cycle_even_through_type_only_imports():
     """A circle of annotations is still two modules that each need the other to be read."""
     graph = import_graph(type_only=True)
@@ -339,7 +338,6 @@ def side_doors(path: Path) -> list[str]:
     return found
 
 
-@pytest.mark.xfail(strict=True, reason="side doors (index.store, opened_as): removed on branch library")
 def test_the_layers_over_the_facade_use_only_its_public_methods():
     doors = {
         name: found
@@ -399,9 +397,6 @@ def test_the_commands_defaults_are_named_in_settings():
     assert numbers_in_place(cli / "serve.py"), "the check sees no number default where there are some"
 
 
-@pytest.mark.xfail(
-    strict=True, reason="Index.search's k=10 repeats settings.DEFAULT_K: index.py is at its line ceiling"
-)
 def test_the_facades_defaults_are_named_in_settings():
     assert not numbers_in_place(SOURCE / "index.py")
 

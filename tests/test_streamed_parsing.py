@@ -22,7 +22,7 @@ from semsearch.ingest.sources.files import (
     FileTask,
     parsed_in_order,
 )
-from semsearch.operations import writes
+from semsearch.operations import adding
 
 pytestmark = pytest.mark.xdist_group("streamed_parsing")
 
@@ -78,7 +78,7 @@ class Gated(DirectorySource):
 
 def test_files_are_parsed_while_the_encoder_runs_and_a_late_refusal_writes_nothing(tmp_path, monkeypatch):
     monkeypatch.setattr(
-        writes, "STREAMED_FIRST_PARTITION", 8
+        adding, "STREAMED_FIRST_PARTITION", 8
     )  # a first partition of 8 files, for a small test
     gate = max(POOL_FROM, 8 + PARSE_WORKERS * AHEAD_PER_WORKER) + 1  # past what the pool takes in at once
     root, index_path = tmp_path / "notes", tmp_path / "index"

@@ -9,7 +9,7 @@ from .errors import DataError, IndexStateError, ModelError, SemsearchError, Sett
 
 if TYPE_CHECKING:
     from .documents import Document
-    from .index import AddReport, Hit, Index
+    from .index import AddReport, Hit, Index, Ingested, IngestOptions
     from .ingest.documents import FieldNames
 
 # Imported on first use: `semsearch --help` and argument errors then answer without loading numpy or FAISS.
@@ -17,6 +17,8 @@ _LAZY = {
     "AddReport": "index",
     "Hit": "index",
     "Index": "index",
+    "IngestOptions": "index",
+    "Ingested": "index",
     "Document": "documents",
     "FieldNames": "ingest.documents",
 }
@@ -36,6 +38,8 @@ __all__ = [
     "Hit",
     "Index",
     "IndexStateError",
+    "IngestOptions",
+    "Ingested",
     "ModelError",
     "SemsearchError",
     "SettingsError",

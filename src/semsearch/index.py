@@ -1,12 +1,6 @@
 """The Index: a small facade over the stages, for one directory holding everything one corpus needs.
 
-Layout of an index directory:
-    manifest.json              settings and state (manifest.py)
-    documents.db               SQLite: documents and metadata; its `state` table holds the generation (store.py)
-    raw/seg-*.npy              raw encoder vectors (float32), append-only segments, a row per passage: a document
-                               of n passages owns rows pk .. pk + n - 1 (its SQLite pk the first; rawvectors.py)
-    gen-NNNNNN/                one generation of derived files: stats.safetensors, transform files, vectors.faiss,
-                               and a copy of its manifest (`semsearch check --repair` restores from it)
+The layout of an index directory: operations/directory.py.
 
 Writes take turns and publish whole generations (generations.py): ingest adds, build derives, search reads.
 
@@ -15,57 +9,43 @@ refit, search, similar, export, info), each a call into the stage that does it."
 
 from __future__ import annotations
 
-import contextlib
-import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import IO, Any, Literal
 
 import numpy as np
 
-from .errors import DataError, IndexStateError
-from .ingest import build, exported
-from .ingest.creation import check_compatible, check_new_directory, new_settings
-from .ingest.distributed import Executor, executor_for
-from .ingest.documents import Corpus, Document, FieldNames, checked, parse_document, validate_documents
+from .errors import DataError
+from .ingest import build
+from .ingest.creation import check_compatible
+from .ingest.distributed import Executor
+from .ingest.documents import Corpus, Document, FieldNames, parse_document, validate_documents
 from .ingest.pipeline import AddReport, Progress
+from .ingest.recordfiles import served_at
 from .ingest.sources import is_table
 from .ingest.sync import FolderChanges
-from .operations import searching, syncing, writes
-from .operations.check import health
+from .operations import adding, ingesting, opening, searching, syncing, writes
 from .operations.deleting import Preview, preview
 from .operations.describe import describe
-from .operations.directory import IndexDirectory, derived_files
+from .operations.directory import DirectoryParts, IndexDirectory
 from .operations.export import export as export_documents
-from .operations.syncing import SyncReport
-from .retrieval.calibration_age import age
+from .operations.facetranges import facet_ranges
+from .operations.health import health
+from .operations.ingestoptions import Ingested, IngestOptions, Listener, SyncReport
 from .retrieval.hits import QUERY_OPTIONS
 from .retrieval.query import Page, QueryDefaults, QueryOptions
-from .retrieval.search import Hit, Results, Where, allowed_rows
-from .retrieval.similar import Examples
-from .settings import (
-    DEFAULT_WAIT,
-    NO_MODEL,
-    Fusion,
-    IndexOptions,
-    RefitPolicy,
-    SearchMode,
-    TransformSpec,
-    at_least,
-)
-from .storage.faults import fault_point
-from .storage.generations import cannot_write
-from .storage.manifest import FILE, PENDING, IndexState, Manifest
-from .transforms.stats import RunningStats
+from .retrieval.search import Hit, Results, Where
+from .settings import DEFAULT_K, DEFAULT_WAIT, Fusion, IndexOptions, RefitPolicy, SearchMode, at_least
+from .storage.manifest import IndexSettings, IndexState
 
-# How a query ranks; search's other options are its page's.
-
-__all__ = ["AddReport", "Hit", "Index", "Page", "Results"]
+__all__ = ["AddReport", "Hit", "Index", "IngestOptions", "Ingested", "Listener", "Page", "Results"]
 
 
-class Index:
-    """A semsearch index directory. Open one with `Index.open`, make one with `Index.create`."""
+class Index(DirectoryParts):
+    """A semsearch index directory. Open one with `Index.open`, make one with `Index.create`, or ingest into
+    one made if needed with `Index.ingest_into`. Its parts (store, encoder, transform, vector index, raw
+    vectors: DirectoryParts) are for the evaluation, benchmarks and tests; a program asks the methods."""
 
     def __init__(self, directory: IndexDirectory):
         self.directory = directory
@@ -86,31 +66,12 @@ class Index:
 
         `model="none"` makes an index of vectors made elsewhere (`dim` wide): documents then bring their vectors
         (a vector field, or `Corpus(..., vectors=)`) and queries are vectors (`search_vectors`)."""
-        options, path = options or IndexOptions(**asked), Path(path)
-        check_new_directory(path)
-        settings = new_settings(options)  # loads the model first: nothing is written for one that fails
-        path.mkdir(parents=True, exist_ok=True)
-        index = cls(IndexDirectory(path, Manifest(settings, IndexState()), wait))
-        directory = index.directory
-        with directory.writing(refresh=False):
-            if (path / FILE).exists():
-                raise IndexStateError(f"{path} was just made an index by another process")
-            with directory.store.transaction():
-                directory.store.set_generation(0)
-            fault_point("creating")
-            directory.manifest = directory.manifest.save(path)
-        return index
+        return cls(opening.create(Path(path), options or IndexOptions(**asked), wait))
 
     @classmethod
     def open(cls, path: str | Path, wait: float = DEFAULT_WAIT) -> Index:
         """Open an index to search or write. Any number of processes may have it open; writes take turns."""
-        path = Path(path)
-        # not an index: Manifest.load says so
-        index = cls(IndexDirectory(path, Manifest.load(path), wait, cannot_write(path)))
-        directory = index.directory
-        with _closed_on_error(index), directory.store.guarded():
-            directory.manifest = directory.generations.read(directory.lock, derived_files)
-        return index
+        return cls(opening.open_directory(Path(path), wait))
 
     @classmethod
     def open_or_create(
@@ -124,21 +85,40 @@ class Index:
     ) -> Index:
         """Open an existing index, refusing options that contradict it, or create one with them. With a checked
         `corpus` that brings its own vectors and no model named, a new index has no model and their width."""
+        return cls(opening.open_or_create(Path(path), options or IndexOptions(**asked), wait, corpus))
+
+    @classmethod
+    def ingest_into(
+        cls,
+        path: str | Path,
+        sources: str | Path | Sequence[str | Path],
+        options: IndexOptions | None = None,
+        ingest: IngestOptions | None = None,
+        *,
+        listener: Listener | None = None,
+        wait: float = DEFAULT_WAIT,
+        watch: bool = False,
+        **asked: Any,
+    ) -> Ingested:
+        """What `semsearch ingest SOURCES --index PATH` does: the index at `path` made if there is none (built
+        beside it and moved into place once complete: readers see no index, then the whole one), `options` (or
+        IndexOptions' fields as keywords) refused where they contradict an existing one; directories synced
+        (only new and changed files read; `ingest.prune` removes gone files' documents), other sources read
+        as one corpus; the files read recorded for `serve`. `ingest`: how (IngestOptions); `listener`: told
+        each step (what the command prints); `watch`: then keep the index in step with the directories until
+        SIGINT or SIGTERM."""
+        how, told = ingest or IngestOptions(), listener or Listener()
         options = options or IndexOptions(**asked)
-        path = Path(path)
-        width = corpus.check().vector_width if corpus is not None else None
-        if not (path / FILE).exists() and not (path / PENDING).exists():
-            if width is not None and options.model is None:
-                options = replace(options, model=NO_MODEL)
-            return cls.create(path, replace(options, dim=width or options.dim), wait=wait)
-        index = cls.open(path, wait)
-        with _closed_on_error(index):
-            index.check_compatible(options)
-        if options.batch_size:  # a setting of this run's encoding, not of the index
-            index.directory.manifest = Manifest(
-                index.settings.with_changes(batch_size=options.batch_size), index.state
-            )
-        return index
+        into = ingesting.Into(Path(path), options, how, told, wait)
+        return ingesting.ingest_into(into, _paths(sources), watch)
+
+    @staticmethod
+    def plan_ingest(
+        path: str | Path, folders: str | Path | Sequence[str | Path], ingest: IngestOptions | None = None
+    ) -> list[tuple[Path, FolderChanges, int]]:
+        """What `ingest_into(path, folders)` would read and a prune remove, nothing parsed or written: each
+        folder's root, its changes (added, changed, gone files; prunable ids) and the index's count."""
+        return ingesting.planned(Path(path), _paths(folders), ingest or IngestOptions(), DEFAULT_WAIT)
 
     def check_compatible(self, options: IndexOptions | None = None, **asked: Any) -> None:
         """Options given for an existing index must match it (changing the transform is a refit)."""
@@ -154,26 +134,29 @@ class Index:
     def __enter__(self) -> Index:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # ---- what it holds (the open directory's parts) ----------------------------------------------------
+    # ---- what it is ------------------------------------------------------------------------------------
 
-    path = property(lambda self: self.directory.path)
-    manifest = property(lambda self: self.directory.manifest)
-    settings = property(lambda self: self.directory.settings)
-    state = property(lambda self: self.directory.state)
-    store = property(lambda self: self.directory.store)
-    read_only = property(lambda self: self.directory.read_only)
-    wait = property(lambda self: self.directory.wait)
-    generation_dir = property(lambda self: self.directory.generation_dir)
-    encoder = property(lambda self: self.directory.encoder)
-    transform = property(lambda self: self.directory.transform)
-    vectors = property(lambda self: self.directory.vectors)
-    raw = property(lambda self: self.directory.raw)
+    @property
+    def path(self) -> Path:
+        return self.directory.path
 
-    def stats(self) -> RunningStats:
-        return self.directory.stats()
+    @property
+    def settings(self) -> IndexSettings:
+        """What it was made with (model, transform, index type, chunking: storage/manifest.py)."""
+        return self.directory.settings
+
+    @property
+    def state(self) -> IndexState:
+        """What it holds now: counts, generation, calibration, drift (storage/manifest.py)."""
+        return self.directory.state
+
+    @property
+    def read_only(self) -> str | None:
+        """Why writes are refused (None: they are not)."""
+        return self.directory.read_only
 
     def __len__(self) -> int:
         return self.state.count
@@ -190,25 +173,29 @@ class Index:
         cluster: Executor | str | int | None = None,
         recalibrate: bool = False,
         resumable: bool = False,
+        **asked: Any,
     ) -> AddReport:
         """Add the documents of a corpus, validated whole before anything is written: a path (a JSONL file, a
         directory, a document file, a CSV/TSV/Parquet table), several paths, a pandas DataFrame or pyarrow
-        Table (a row a document, columns named by `fields`), or a checked Corpus. `refit` after adding: "never",
-        "always" or "auto" (drift above DRIFT_LIMIT: the report's `drift`). `vectors`: an .npy of vectors made
-        elsewhere, row i for the i-th document (as a vector field in `fields`). `cluster`: where to encode
-        (distributed.py): a Dask scheduler's address, a number of local worker processes or an Executor; the
-        result is the same. An export ingested into a new index keeps its calibration unless `recalibrate`, and
-        its transform (exported.py); `resumable`: a first ingest no reader sees (first.py) keeps resume points."""
+        Table (a row a document, columns named by `fields`), or a checked Corpus. Paths that are all
+        directories are synced as `semsearch ingest DIR` syncs them (only new and changed files read; `prune`
+        removes the documents of files gone). `refit` after adding: "never", "always" or "auto" (drift above
+        DRIFT_LIMIT: the report's `drift`). `vectors`: an .npy of vectors made elsewhere, row i for the i-th
+        document. `cluster`: where to encode (distributed.py): a Dask scheduler's address, a number of local
+        worker processes or an Executor; the result is the same. An export ingested into a new index keeps its
+        calibration unless `recalibrate`, and its transform (exported.py); `resumable`: a first ingest no
+        reader sees (first.py) keeps resume points. `asked`: IngestOptions' other fields (prune,
+        tuning_queries, skip_invalid, the walk's). The files read are recorded for `serve`."""
+        fields = fields or FieldNames()
+        how = IngestOptions(fields, refit=refit, vectors=vectors, cluster=cluster, recalibrate=recalibrate)
+        options = replace(how, **asked)
+        paths = _paths(corpus) if isinstance(corpus, str | Path | list | tuple) else None
+        if paths is not None and ingesting.are_folders(paths, options):
+            folders = ingesting.folders_of(paths, options)
+            return ingesting.synced_folders(self.directory, folders, options, Listener(progress)).report
         if not isinstance(corpus, Corpus):
-            corpus = Corpus(corpus, fields or FieldNames(), vectors)
-        width, dim = corpus.check().vector_width, self.settings.encoder_dim
-        if width is not None and width != dim:
-            where = dict(path=corpus.vectors) if corpus.vectors else dict(path=corpus.path, line=1)
-            raise DataError(f"vectors of width {width}, expected {dim}", field=corpus.fields.vector, **where)
-        restored = exported.restored(corpus, self.state.count, self.settings, recalibrate, refit)
-        how = dict(restored=restored, streamed=corpus.streamed, resume_from=corpus if resumable else None)
-        with executor_for(cluster, self.wait) as executor:  # a scheduler that does not answer: after `wait`
-            return self._add(corpus.documents, progress, refit, executor, **how)
+            corpus = Corpus(corpus, options.fields, options.vectors, options.skip_invalid, **options.walk)
+        return adding.ingest(self.directory, corpus, options, progress, resumable)
 
     def add(
         self,
@@ -220,67 +207,23 @@ class Index:
         """Add documents (Document objects or dicts shaped like the JSONL lines, or a pandas DataFrame or
         pyarrow Table, a row a document with its columns named by `fields`), validated first."""
         if is_table(documents):
-            return self.ingest(documents, fields, progress, refit)
+            return self.ingest(documents, fields, progress, refit=refit)
         docs = [
             d if isinstance(d, Document) else parse_document(d, line=n) for n, d in enumerate(documents, 1)
         ]
         validate_documents(docs, dim=self.settings.encoder_dim)
-        return self._add(lambda: iter(docs), progress, refit)
+        return adding.add(self.directory, lambda: iter(docs), progress, refit)
 
-    def _add(self, documents, progress, refit, executor=None, **how) -> AddReport:
-        with self.directory.writing():
-            return self._add_locked(documents, progress, refit, executor, **how)
-
-    def _add_locked(self, documents, progress, refit, executor, **how) -> AddReport:
-        """The add (`how`: writes.add's restored, streamed, resume_from), then a refit if `refit` says (which
-        calibrates again), else under "auto" a calibration again where the recorded one is stale."""
-        refit, restored = RefitPolicy.parse(refit, "refit"), how.get("restored")
-        done, published = writes.add(self.directory, documents(), progress, executor, **how)
-        if published is not None:
-            self.directory.take_up(published)
-        kept = restored.parts if restored and published else ()
-        report, drift = done.report(restored=kept), self.state.drift
-        if report.added and refit.due(drift) and not report.young:
-            self._refit_locked(build.refit_spec(self.settings, None, None, None, None, None), None)
-            return replace(report, refitted=True, drift=drift, restored=())  # both made again
-        if report.added and refit is RefitPolicy.AUTO and self.calibration_stale:
-            self._recalibrate_locked()
-            return replace(report, drift=drift, recalibrated=True, restored=report.kept("calibration"))
-        return replace(report, drift=drift)
-
-    def sync(
-        self,
-        changes: FolderChanges,
-        *,
-        documents: Iterable[Document] | None = None,
-        prune: bool = False,
-        progress: Progress | None = None,
-        refit: RefitPolicy | str = RefitPolicy.NEVER,
-        cluster: Executor | str | int | None = None,
-    ) -> SyncReport:
+    def sync(self, changes: FolderChanges, **how: Any) -> SyncReport:
         """Bring the index in step with a folder scanned by `ingest.sync.scan`, holding the writer lock: the new
         and changed files' documents (`documents`: as `sync.read_changes` parses them; else `changes.documents`)
-        added, checked as they pass; a changed file's lost ids, and with `prune` gone files', removed."""
-        streamed = documents is not None
-        stream = checked(
-            documents if streamed else changes.documents, path=changes.root, dim=self.settings.encoder_dim
-        )
-        started, added = time.perf_counter(), None
-        with executor_for(cluster, self.wait) as executor, self.directory.writing():
-            if streamed or changes.documents:
-                report = self._add_locked(lambda: stream, progress, refit, executor, streamed=streamed)
-                added = report if report.added or report.unchanged or report.moved else None
-            removed = syncing.finish(self.directory, changes, prune)
-        return SyncReport.of(changes, removed, prune, added, time.perf_counter() - started)
+        added, checked as they pass; a changed file's lost ids, and with `prune` gone files', removed. `how`:
+        documents, prune, progress, refit, cluster (operations/syncing.py)."""
+        return syncing.sync(self.directory, changes, **how)
 
     def delete(self, ids: Sequence[str] = (), where: Where = None, expect: int | None = None) -> int:
         """Delete by id and/or filter (from the statistics, exactly, and the vector index); how many. `expect`: chosen's."""
-        with self.directory.writing():
-            self.directory.require_fitted()
-            pks = writes.chosen(self.directory, ids, allowed_rows(self.store, where), expect)
-            if pks:
-                self.directory.take_up(writes.delete(self.directory, pks))
-            return len(pks)
+        return writes.delete_chosen(self.directory, ids, where, expect)
 
     def preview_delete(self, ids: Sequence[str] = (), where: Where = None) -> Preview:
         """What `delete(ids, where)` would remove now: the count and the first ids, and whether it is large
@@ -308,36 +251,24 @@ class Index:
         at_least(rerank, 0, "rerank")
         with self.directory.writing():
             spec = build.refit_spec(self.settings, transform, dims, power, flow_epochs, seed)
-            return self._refit_locked(spec, index_type, rerank, recall_target, calibrate)
+            tuning = (rerank, recall_target, calibrate)
+            return adding.refit_locked(self.directory, spec, index_type, *tuning)
 
     def recalibrate(self) -> float:
         """Calibrate the fusion weight again from the documents as they are now (no other part). Returns seconds."""
         with self.directory.writing():
-            return self._recalibrate_locked()
-
-    def _recalibrate_locked(self) -> float:
-        self.directory.require_fitted()
-        seconds, published = writes.recalibrate(self.directory)
-        self.directory.take_up(published)
-        return seconds
+            return adding.recalibrate_locked(self.directory)
 
     @property
     def calibration_stale(self) -> bool:
         """Whether the recorded calibration is stale: more than STALE_SHARE of the documents it was made on
         changed since (calibration_age.py)."""
-        recorded = age(self.state.calibration)
-        return recorded is not None and recorded.stale
-
-    def _refit_locked(self, spec: TransformSpec, index_type: str | None, *tuning: Any) -> float:
-        self.directory.require_fitted()
-        seconds, published = writes.refit(self.directory, spec, index_type, *tuning)
-        self.directory.take_up(published)
-        return seconds
+        return adding.calibration_stale(self.state)
 
     # ---- reading --------------------------------------------------------------------------------------
 
     def search(
-        self, text: str, k: int = 10, where: Where = None, rerank: int | None = None, **options: Any
+        self, text: str, k: int = DEFAULT_K, where: Where = None, rerank: int | None = None, **options: Any
     ) -> Results:
         """The k places that best match `text` (a passage of a document each); `where` filters first (k come back
         whenever k match). `rerank=N` re-scores N candidates by the kept raw vectors (None: the index's setting,
@@ -352,7 +283,7 @@ class Index:
     def search_many(
         self,
         texts: Sequence[str],
-        k: int = 10,
+        k: int = DEFAULT_K,
         where: Where = None,
         rerank: int | None = None,
         *,
@@ -367,9 +298,17 @@ class Index:
         `facet_values`, `generation`, `per_document`, `full_text` (Page)."""
         if any(not text.strip() for text in texts):
             raise DataError("the query text is empty")
-        asked = dict(mode=mode, alpha=alpha, fusion=fusion, rerank=rerank, typos=typos, crop=crop)
-        options = QueryOptions.resolve(self.query_defaults, queries=texts, **asked)
-        vectors = None if options.mode is SearchMode.KEYWORD else self.encoder.encode(list(texts))
+        options = QueryOptions.resolve(
+            self.query_defaults,
+            queries=texts,
+            mode=mode,
+            alpha=alpha,
+            fusion=fusion,
+            rerank=rerank,
+            typos=typos,
+            crop=crop,
+        )
+        vectors = None if options.mode is SearchMode.KEYWORD else self.encode(texts)
         return self._search(options, vectors, texts, k, where, Page(**page))
 
     @property
@@ -385,7 +324,7 @@ class Index:
     def search_vectors(
         self,
         queries: np.ndarray | None,
-        k: int = 10,
+        k: int = DEFAULT_K,
         where: Where = None,
         rerank: int | None = None,
         *,
@@ -404,7 +343,7 @@ class Index:
     def similar(
         self,
         ids: Sequence[str],
-        k: int = 10,
+        k: int = DEFAULT_K,
         where: Where = None,
         rerank: int | None = None,
         *,
@@ -415,13 +354,10 @@ class Index:
         """The k places closest to the documents `ids` by their stored vectors and distinctive words, away from
         those of `negative` (retrieval/similar.py), the examples left out, in the index's default mode; `where`,
         `rerank`, `crop` and the page's options as for `search`."""
-        with self.directory.pinned():  # the examples read from the generation searched
-            examples = Examples.of(self.store, ids, negative)
-            words = examples.words(self.store) if self.query_defaults.mode is not SearchMode.DENSE else ""
-            texts = [words] if words else None
-            options = QueryOptions.resolve(self.query_defaults, rerank=rerank, texts=bool(texts), crop=crop)
-            vector, left_out = examples.vector(self.raw)
-            return self._search(options, vector[None], texts, k, where, Page(**page), left_out)[0]
+        options = dict(rerank=rerank, crop=crop)
+        return searching.similar(
+            self.directory, self.query_defaults, ids, negative, k, where, Page(**page), options
+        )
 
     def _search(self, options, vectors, texts, k, where, page: Page, exclude=frozenset()) -> list[Results]:
         return searching.search(self.directory, options, vectors, texts, k, where, page, exclude)
@@ -435,15 +371,58 @@ class Index:
         return export_documents(self.directory, out, vectors=vectors, progress=progress)
 
     def info(self) -> dict[str, Any]:
-        """What the index is and holds; a damaged file found by the cheap checks (check.health) is an error."""
+        """What the index is and holds; a damaged file found by the cheap checks (health.py) is an error."""
         described = describe(self.directory, self.query_defaults)
         return {**described, "read_only": self.read_only is not None, "health": health(self.directory)}
 
+    # ---- its documents, fields and files ------------------------------------------------------------------
 
-@contextlib.contextmanager
-def _closed_on_error(index: Index) -> Iterator[None]:
-    try:
-        yield
-    except BaseException:
-        index.close()
-        raise
+    def get(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The stored documents of those `ids` that are stored (id -> its id, title, text and metadata)."""
+        store = self.directory.store
+        found = {doc_id: pk for doc_id, (pk, _) in store.existing_ids(list(ids)).items()}
+        rows = store.get(list(found.values()))
+        return {doc_id: rows[pk] for doc_id, pk in found.items() if pk in rows}
+
+    def missing(self, ids: Sequence[str]) -> list[str]:
+        """Those of `ids` that name no stored document, in their order."""
+        known = self.directory.store.existing_ids(list(ids))
+        return [doc_id for doc_id in ids if doc_id not in known]
+
+    def field_examples(self) -> dict[str, dict[str, Any]]:
+        """Each metadata field: the kinds of its values, with their documents and an example value."""
+        return self.directory.store.field_examples()
+
+    @property
+    def text_modes(self) -> list[SearchMode]:
+        """The modes a text query can take: none but keyword without a model, only dense without keywords."""
+        return searching.text_modes(self.directory)
+
+    def facet_ranges(
+        self, fields: Sequence[str], q: str | None, where: Where, mode: str | None, buckets: int
+    ) -> dict[str, list[dict] | None]:
+        """Each number or date field's values among a search's documents as about `buckets` ranges
+        (operations/facetranges.py); None for a field of neither."""
+        return facet_ranges(self.directory, self.default_mode, fields, q, where, mode, buckets)
+
+    def served_files(self, parts: Sequence[str]) -> list[tuple[str, str]]:
+        """(folder root, path relative to it) of the recorded files a path (its components) names whose
+        documents are still stored as their ingest stored them (ingest/recordfiles.py)."""
+        return served_at(self.directory.store, parts)
+
+    # ---- its vectors ---------------------------------------------------------------------------------------
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """The encoder's vectors of the texts (before the transform), a row each, as documents' are made."""
+        return self.directory.encoder.encode(list(texts))
+
+    def hit_vectors(self, hits: Sequence[Hit], query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """A raw query vector (the encoder's, or made elsewhere as the documents' were) and the hits' passages'
+        kept raw vectors, in the index's own space (its transform applied), for measures between them."""
+        directory = self.directory
+        rows = directory.raw.get(np.array([hit.row for hit in hits]))
+        return directory.transform.apply(np.atleast_2d(query)), directory.transform.apply(rows)
+
+
+def _paths(sources: Any) -> list[Any]:
+    return [sources] if isinstance(sources, str | Path) else list(sources)

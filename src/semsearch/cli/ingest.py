@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import fields as fields_of
 from pathlib import Path
 
 import click
 
-from ..retrieval.calibration_age import RENEW, age
 from ..settings import (
     CHUNK_OVERLAP_SHARE,
     DEFAULT_CHUNK_OVERLAP,
     DEFAULT_CHUNK_TOKENS,
-    DRIFT_LIMIT,
-    YOUNG_FACTOR,
     Backend,
     IndexOptions,
     Pooling,
@@ -22,23 +20,19 @@ from ..settings import (
     TransformKind,
     at_least,
 )
-from .encodingbar import EncodingBar as encoding_bar
 from .ocr import extraction_of, ocr_options
 from .options import (
-    calibrated_again,
-    calibration_line,
     checked,
     choice_option,
     flow_options,
     index_option,
     index_type_option,
-    ingest_summary,
-    kept_line,
     quiet_option,
     recall_target_option,
-    stale_words,
     wait_option,
 )
+
+INDEX_OPTIONS = [field.name for field in fields_of(IndexOptions)]  # the options of the index itself
 
 
 @click.command()
@@ -208,47 +202,7 @@ from .options import (
 @wait_option
 @quiet_option
 def ingest(
-    paths,
-    index_path,
-    model,
-    pooling,
-    transform,
-    dims,
-    power,
-    rerank,
-    flow_epochs,
-    seed,
-    index_type,
-    recall_target,
-    quantize,
-    backend,
-    batch_size,
-    chunk_tokens,
-    chunk_overlap,
-    raw_precision,
-    id_field,
-    text_field,
-    title_field,
-    include,
-    exclude,
-    hidden,
-    no_ignore,
-    vectors,
-    tuning_queries,
-    vector_field,
-    refit,
-    cluster,
-    workers,
-    skip_invalid,
-    prune,
-    dry_run,
-    yes,
-    watch,
-    recalibrate,
-    ocr,
-    ocr_languages,
-    wait,
-    quiet,
+    paths, index_path, cluster, workers, dry_run, yes, watch, ocr, ocr_languages, wait, quiet, **given
 ):
     """Add the documents of folders, files, tables and JSONL corpora to an index, creating it if needed.
 
@@ -270,122 +224,27 @@ def ingest(
         semsearch ingest corpus.jsonl --index indexes/papers --cluster tcp://10.0.0.5:8786
     """
     from ..index import Index
-    from ..ingest import exported
-    from ..ingest.distributed import executor_for
-    from ..ingest.documents import Corpus, FieldNames
-    from ..ingest.first import building, is_index, is_partial, target_of
-    from ..ingest.recordfiles import record_document_files
-    from ..ingest.sources import open_source
-    from ..ingest.vectorfiles import keep_tuning_queries
-    from .folders import folder_sync
+    from ..ingest.documents import FieldNames
+    from ..operations.ingesting import are_folders
+    from ..operations.ingestoptions import IngestOptions
+    from .ingestlines import PrintedIngest, show_dry_run
 
-    fields = FieldNames(id=id_field, text=text_field, title=title_field, vector=vector_field)
-    options = IndexOptions(
-        model=model,
-        pooling=pooling,
-        transform=transform,
-        dims=dims,
-        power=power,
-        rerank=rerank,
-        flow_epochs=flow_epochs,
-        seed=seed,
-        batch_size=batch_size,
-        index_type=index_type,
-        recall_target=recall_target,
-        quantize=quantize,
-        backend=backend,
-        chunk_tokens=chunk_tokens,
-        chunk_overlap=chunk_overlap,
-        raw_precision=raw_precision,
-    )
-    walk = dict(include=include, exclude=exclude, hidden=hidden, no_ignore=no_ignore)
-    walk["extraction"] = extraction_of(ocr, ocr_languages)
-    if all(str(path) != "-" and path.is_dir() for path in paths) and not vectors:
-        if tuning_queries:
-            raise click.UsageError("--tuning-queries goes with files and corpora, not directories")
-        folders = [open_source(path, fields, **walk) for path in paths]
-        sync = dict(prune=prune, yes=yes, skip_invalid=skip_invalid, quiet=quiet, refit=refit, watch=watch)
-        return folder_sync(folders, index_path, options, dry_run, wait, **sync)
-    if prune or dry_run or watch:
-        raise click.UsageError("--prune, --dry-run and --watch go with directories (every PATH one)")
-    corpus = Corpus(paths, fields, vectors, skip_invalid=skip_invalid, **walk)
-    if corpus.export and not (index_path / "manifest.json").exists():  # a new index: the export's settings
-        options = exported.options_for(corpus.export, options)
-    first = not is_index(target_of(index_path)) and not (cluster or workers)
-    # the whole file, before an index is created or touched (a first ingest of given vectors: as it is stored)
-    total = ((first and corpus.checked_as_stored()) or corpus.check()).count
-    for refused in corpus.refused:
-        click.echo(f"skipped: {refused}", err=True)
-    known = len(corpus.refused)
     if cluster and workers:
         raise click.UsageError("give --cluster or --workers, not both")
-    with (
-        building(index_path, corpus.identity()) as build_path,
-        executor_for(cluster or workers, wait) as executor,  # reached before anything is written
-    ):
-        if not quiet and (cluster or workers):
-            click.echo(f"encoding on {executor.describe()}", err=True)
-        with (
-            Index.open_or_create(build_path, options, corpus=corpus, wait=wait) as index,
-            encoding_bar(total, quiet) as bar,
-        ):
-            if corpus.export:
-                exported.check_model(corpus.export, index.settings, str(corpus.path))
-            calibrated = index.state.calibration
-            if tuning_queries is not None:  # kept before the build that tunes on them
-                keep_tuning_queries(index.path, tuning_queries, index.settings.encoder_dim)
-            report = index.ingest(
-                corpus,
-                progress=bar,
-                refit=refit,
-                cluster=executor,
-                recalibrate=recalibrate,
-                resumable=is_partial(build_path),
-            )
-            advice = _script_advice(index) if report.added else None
-            record_document_files(index.store, corpus.source)  # so that `serve` serves them
-    for refused in corpus.refused[known:]:  # files found unreadable as they were parsed, during the ingest
-        click.echo(f"skipped: {refused}", err=True)
-    if report.resumed:
-        click.echo(f"resumed: {report.resumed} vectors from an interrupted ingest were reused", err=True)
-    kept = () if quiet else report.restored
-    if kept:
-        click.echo(kept_line(kept, index), err=True)
-    if "calibration" not in kept and not quiet and calibrated_again(calibrated, index.state.calibration):
-        click.echo(f"calibrated the fusion weight: {calibration_line(index.state.calibration)}", err=True)
-    elif (stale := age(index.state.calibration)) is not None and stale.stale:
-        click.echo(
-            f"the calibration is stale ({stale_words(stale)}): run `{RENEW} --index {index_path}`, or ingest "
-            "with --refit auto",
-            err=True,
-        )
-    if report.young:
-        click.echo(
-            f"fitted the transform again on all {len(index)} documents: a young index (fewer than "
-            f"{YOUNG_FACTOR} documents per kept dimension) refits on every add",
-            err=True,
-        )
-    elif report.refitted:
-        click.echo(f"refitted the transform (drift was {report.drift:.3f})", err=True)
-    elif report.refit_advised:
-        click.echo(
-            f"the corpus has drifted from the fitted transform (drift {report.drift:.3f} > "
-            f"{DRIFT_LIMIT}): run `semsearch refit --index {index_path}`, or ingest with --refit auto",
-            err=True,
-        )
-    if advice:  # the corpus is in a script the model was not trained on: once, before the last line
-        click.echo(advice, err=True)
-    if corpus.needs_ocr:
-        from ..ingest.ocr import needs_ocr_line
-
-        click.echo(needs_ocr_line(corpus.needs_ocr), err=True)
-    if not quiet:
-        summary = ingest_summary(report, len(corpus.refused), len(index), index_path, corpus.ignored)
-        click.echo(summary, err=True)
-
-
-def _script_advice(index) -> str | None:
-    """The warning of an index mostly in a script its model was not trained on (once, after its ingest)."""
-    from ..operations.language import cjk_share, script_advice
-
-    return script_advice(index.settings.model, cjk_share(index.store))
+    names = ("id", "text", "title", "vector")
+    fields = FieldNames(**{name: given.pop(f"{name}_field") for name in names})
+    index_options = IndexOptions(**{name: given.pop(name) for name in INDEX_OPTIONS if name in given})
+    extraction = extraction_of(ocr, ocr_languages)
+    # the rest of the options are the ingest's own
+    options = IngestOptions(fields, extraction=extraction, cluster=cluster or workers, **given)
+    if are_folders(paths, options):
+        if options.tuning_queries:
+            raise click.UsageError("--tuning-queries goes with files and corpora, not directories")
+        if dry_run:
+            for root, changes, total in Index.plan_ingest(index_path, paths, options):
+                show_dry_run(root, changes, total, options.prune)
+            return
+    elif options.prune or dry_run or watch:
+        raise click.UsageError("--prune, --dry-run and --watch go with directories (every PATH one)")
+    listener = PrintedIngest(index_path, quiet, yes)
+    Index.ingest_into(index_path, paths, index_options, options, listener=listener, wait=wait, watch=watch)

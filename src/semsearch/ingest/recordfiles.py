@@ -1,15 +1,16 @@
 """The document files an ingest of files and corpora read (`semsearch ingest manual.pdf`, or files beside
 folders), recorded as a folder's sync records its files (table `files`, storage/synced.py) so that `serve`
-serves them (server/files.py): each file under its folder's resolved root, with the ids its document got and
+serves them (server/files.py), and found again for it (`served_at`): each file under its folder's resolved root, with the ids its document got and
 their stored content hashes. Recorded unsure (no time, no hash), so a later sync of that folder reads each
 once more (its document found unchanged by its content) instead of trusting a record made after the fact."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Iterator, Sequence
+from pathlib import Path, PurePosixPath
 from typing import Any
 
+from ..storage.recordedfiles import recorded_at
 from ..storage.store import DocumentStore
 from ..storage.synced import UNSURE_TIME, FileRecord
 from .sources.base import Sources
@@ -46,3 +47,20 @@ def record_document_files(store: DocumentStore, source: Any) -> int:
     for root, records in by_root.items():
         store.record_files(root, records)
     return sum(map(len, by_root.values()))
+
+
+def served_at(store: DocumentStore, parts: Sequence[str]) -> list[tuple[str, str]]:
+    """(root, relative path) of the recorded files the path names, those whose documents are still stored
+    as the file's ingest stored them first."""
+    tails = {"/".join(parts[cut:]): tuple(parts[:cut]) for cut in range(len(parts))}
+    found = []
+    for root, relative, documents in recorded_at(store, list(tails)):
+        head = tails[relative]
+        if not head or PurePosixPath(root).parts[-len(head) :] == head:
+            found.append((root, relative, documents))
+    stored = store.existing_ids([doc_id for *_, documents in found for doc_id in documents])
+    return [
+        (root, relative)
+        for root, relative, documents in found
+        if any(stored.get(doc_id, (0, None))[1] == digest for doc_id, digest in documents.items())
+    ]

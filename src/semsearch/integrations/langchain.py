@@ -198,7 +198,8 @@ class SemsearchVectorStore(VectorStore):
         index = self._open(None)
         if index is None or len(index) == 0 or (not ids and not where):
             return True
-        stored = [doc_id for doc_id in ids if doc_id in index.store.existing_ids(ids)]
+        missing = set(index.missing(ids))
+        stored = [doc_id for doc_id in ids if doc_id not in missing]
         if ids and not stored:
             return True
         index.delete(stored, where)
@@ -214,12 +215,13 @@ class SemsearchVectorStore(VectorStore):
         if index is None:
             return []
         index.refresh()
-        found = {doc_id: pk for doc_id, (pk, _) in index.store.existing_ids(ids).items()}
-        rows = index.store.get(list(found.values()))
+        found = index.get(ids)
         return [
-            LangchainDocument(id=doc_id, page_content=rows[pk]["text"], metadata=rows[pk]["metadata"])
+            LangchainDocument(
+                id=doc_id, page_content=found[doc_id]["text"], metadata=found[doc_id]["metadata"]
+            )
             for doc_id in ids
-            if (pk := found.get(doc_id)) is not None
+            if doc_id in found
         ]
 
     def similarity_search(self, query: str, k: int = 4, **kwargs: Any) -> list[LangchainDocument]:
@@ -307,9 +309,8 @@ class SemsearchVectorStore(VectorStore):
         if not hits:
             return []
         found, index = [as_document(hit) for hit in hits], self.index
-        raw_query = index.encoder.encode([query]) if vector is None else np.asarray([vector], "float32")
-        raw = index.raw.get(np.array([hit.row for hit in hits]))  # each place's own passage
-        query_vector, vectors = (unit(index.transform.apply(x)) for x in (raw_query, raw))
+        raw_query = index.encode([query]) if vector is None else np.asarray([vector], "float32")
+        query_vector, vectors = map(unit, index.hit_vectors(hits, raw_query))  # each place's own passage
         chosen = maximal_marginal_relevance(query_vector[0], vectors.tolist(), lambda_mult, k)
         return [found[n] for n in chosen]
 
@@ -340,7 +341,7 @@ class IndexEmbeddings(Embeddings):
         self.store = store
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        return self.store.run(lambda: self.store.index.encoder.encode(list(texts)).tolist())
+        return self.store.run(lambda: self.store.index.encode(texts).tolist())
 
     def embed_query(self, text: str) -> list[float]:
         return self.embed_documents([text])[0]

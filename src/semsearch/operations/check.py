@@ -11,14 +11,14 @@ refitted with the index's own settings, the vector index rebuilt) and published 
 vectors cannot be rebuilt: with `drop_missing` their documents leave the index, to be ingested again. The
 document store is the source of truth: a damaged one is restored from a backup, never here.
 
-`health` is the cheap part for `info`: it loads what a query loads and checks that it agrees.
+Whether the derived files fit the manifest: health.py (`info`'s cheaper check of what a query loads).
 
 Size: one pass over every kind of file an index has, and the repair of each beside its check."""
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,10 +44,11 @@ from ..storage.rawvectors import DIRECTORY, RawVectors, Segment, lost
 from ..storage.store import DocumentStore
 from ..transforms import Transform, load_transform
 from ..transforms.stats import RunningStats
-from .directory import IndexDirectory, derived_files
+from .directory import derived_files
+from .health import OK, disagreements
 from .publish import publish
 
-OK, DAMAGED, REPAIRED = "ok", "damaged", "repaired"
+DAMAGED, REPAIRED = "damaged", "repaired"
 VERIFY_ROWS = 32  # rows a transform from the previous generation must map onto their stored vectors
 SAME_VECTOR = 1 - 1e-4  # the cosine of a stored vector and the same vector projected again (float rounding)
 
@@ -127,55 +128,6 @@ def with_checksums(report: CheckReport) -> CheckReport:
         else:
             statuses.setdefault(name, FileStatus(name, OK, "checksum"))
     return CheckReport(report.path, tuple(statuses.values()))
-
-
-def health(directory: IndexDirectory) -> str:
-    """`info`'s check: what a query loads, loaded, agreeing with the manifest, and the raw segments' headers
-    and sizes; the first damaged file is raised (DamagedFile). 'ok' otherwise."""
-    raw = directory.raw
-    for segment in raw.segments:
-        if problem := raw.problem(segment):
-            raise lost(raw.directory / segment.name, problem)
-    if directory.state.count:
-        for problem in disagreements(
-            directory.manifest,
-            directory.generation_dir,
-            directory.stats(),
-            directory.transform,
-            directory.vectors,
-        ):
-            raise problem
-    return OK
-
-
-def disagreements(
-    manifest: Manifest,
-    directory: Path,
-    stats: RunningStats | None,
-    transform: Transform | None,
-    vectors: VectorIndex | None,
-    live: np.ndarray | None = None,
-) -> Iterator[DamagedFile]:
-    """Derived files that load but do not fit the manifest (or, given the live rows, the store)."""
-    state, settings = manifest.state, manifest.settings
-    if stats is not None and (stats.count, stats.dim) != (state.rows, settings.encoder_dim):
-        yield derived(
-            directory / RunningStats.FILE,
-            f"statistics of {stats.count} vectors of {stats.dim} dims; the index holds {state.rows} of "
-            f"{settings.encoder_dim}",
-        )
-    names = derived_files(manifest)
-    if transform is not None and transform.out_dim != state.dims and len(names) > 2:
-        yield derived(directory / names[1], f"{transform.out_dim} dims out; the manifest says {state.dims}")
-    if vectors is not None:
-        dims = state.dims if transform is None else transform.out_dim
-        if (vectors.count, vectors.dim) != (state.rows, dims):
-            yield derived(
-                directory / VectorIndex.FILE,
-                f"{vectors.count} vectors of {vectors.dim} dims; the index holds {state.rows} of {dims}",
-            )
-        elif live is not None and not np.array_equal(vectors.ids(), live):
-            yield derived(directory / VectorIndex.FILE, "its ids are not the documents' rows")
 
 
 class Inspection:

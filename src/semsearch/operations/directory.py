@@ -2,7 +2,17 @@
 query or a write needs (encoder, transform, vector index, raw vectors), each opened on first use.
 
 The Index facade holds one and hands it to the operations (writes, check, describe), which work through this
-small surface rather than through the facade."""
+small surface rather than through the facade.
+
+Layout of an index directory:
+    manifest.json              settings and state (manifest.py)
+    documents.db               SQLite: documents and metadata; its `state` table holds the generation (store.py)
+    raw/seg-*.npy              raw encoder vectors (float32), append-only segments, a row per passage: a document
+                               of n passages owns rows pk .. pk + n - 1 (its SQLite pk the first; rawvectors.py)
+    gen-NNNNNN/                one generation of derived files: stats.safetensors, transform files, vectors.faiss,
+                               and a copy of its manifest (`semsearch check --repair` restores from it)
+
+Writes take turns and publish whole generations (generations.py): ingest adds, build derives, search reads."""
 
 from __future__ import annotations
 
@@ -174,3 +184,46 @@ class IndexDirectory:
     def stats(self) -> RunningStats:
         path = self.generation_dir / RunningStats.FILE
         return RunningStats.load(path) if path.is_file() else RunningStats(self.settings.encoder_dim)
+
+
+class DirectoryParts:
+    """The parts of the open directory an object holds (the Index), read through it by what measures them: the
+    evaluation, the benchmarks and tests. The CLI, the server, MCP and LangChain ask the Index's methods
+    instead (tests/test_facade.py checks that they reach none of these)."""
+
+    directory: IndexDirectory
+
+    @property
+    def manifest(self) -> Manifest:
+        return self.directory.manifest
+
+    @property
+    def store(self) -> DocumentStore:
+        return self.directory.store
+
+    @property
+    def wait(self) -> float:
+        return self.directory.wait
+
+    @property
+    def generation_dir(self) -> Path:
+        return self.directory.generation_dir
+
+    @property
+    def encoder(self) -> Encoder:
+        return self.directory.encoder
+
+    @property
+    def transform(self) -> Transform:
+        return self.directory.transform
+
+    @property
+    def vectors(self) -> VectorIndex:
+        return self.directory.vectors
+
+    @property
+    def raw(self) -> RawVectors:
+        return self.directory.raw
+
+    def stats(self) -> RunningStats:
+        return self.directory.stats()

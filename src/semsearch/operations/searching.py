@@ -3,15 +3,18 @@ made from the directory's parts, the steps run (retrieval/search.py), and the pa
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from ..retrieval.facets import facet_fields, request_facets
 from ..retrieval.keywords import KeywordRetriever
-from ..retrieval.query import Page, QueryOptions
+from ..retrieval.query import Page, QueryDefaults, QueryOptions
 from ..retrieval.search import DenseRetriever, Hit, Request, Results
 from ..retrieval.search import search as run_search
+from ..retrieval.similar import Examples
+from ..settings import NO_MODEL, SearchMode
 from .directory import IndexDirectory
 
 
@@ -49,3 +52,33 @@ def search(
             ):
                 result.facets, result.facet_stats = counted.counts, counted.stats
     return results
+
+
+def text_modes(directory: IndexDirectory) -> list[SearchMode]:
+    """The modes a text query can take: only keyword without a model, only dense without a keyword index."""
+    modes = [SearchMode.KEYWORD] if directory.settings.model == NO_MODEL else list(SearchMode)
+    if not directory.store.has_keywords:
+        modes = [mode for mode in modes if mode is SearchMode.DENSE]
+    return modes
+
+
+def similar(
+    directory: IndexDirectory,
+    defaults: QueryDefaults,
+    ids: Sequence[str],
+    negative: Sequence[str],
+    k: int,
+    where: Any,
+    page: Page,
+    asked: dict[str, Any],
+) -> Results:
+    """The k places closest to the documents `ids` by their stored vectors and distinctive words, away from
+    those of `negative` (retrieval/similar.py), the examples left out, in the index's default mode (`asked`:
+    rerank, crop)."""
+    with directory.pinned():  # the examples read from the generation searched
+        examples = Examples.of(directory.store, ids, negative)
+        words = "" if defaults.mode is SearchMode.DENSE else examples.words(directory.store)
+        texts = [words] if words else None
+        options = QueryOptions.resolve(defaults, texts=bool(texts), **asked)
+        vector, left_out = examples.vector(directory.raw)
+        return search(directory, options, vector[None], texts, k, where, page, left_out)[0]

@@ -41,7 +41,8 @@ from .protocol import (
     require_key,
     string_list,
 )
-from .workers import IndexThreads, WriterProcess, identity, warm
+from .service import Service
+from .workers import identity, warm
 
 if TYPE_CHECKING:
     from ..index import Index
@@ -66,27 +67,6 @@ SECURITY_HEADERS = [
     (b"referrer-policy", b"no-referrer"),
     (b"x-frame-options", b"DENY"),
 ]
-
-
-class Service:
-    """The thread that reads the index, the process that writes it, and the settings, for the handlers."""
-
-    def __init__(self, open_index: Callable[[float], Index], settings: ServerSettings):
-        self.settings = settings
-        self.reader = IndexThreads(lambda: open_index(settings.write_wait), settings.threads, "reader")
-        self.writer = WriterProcess(open_index, settings.write_wait)
-
-    async def read(self, request: Request, fn: Callable[..., Any], *args: Any) -> Any:
-        require_key(request, self.settings, write=False)
-        return await self.reader.run(fn, *args)
-
-    async def write(self, request: Request, fn: Callable[..., dict], *args: Any) -> dict:
-        require_key(request, self.settings, write=True)
-        return await self.writer.run(fn, *args)
-
-    def close(self) -> None:
-        self.reader.close()
-        self.writer.close()
 
 
 # ---- searching -------------------------------------------------------------------------------------------
@@ -189,7 +169,6 @@ def json_object(body: Any, allowed: set[str]) -> dict[str, Any]:
 def describe(index: Index, settings: ServerSettings) -> dict[str, Any]:
     index.refresh()
     details = index.info()
-    details.setdefault("fields", index.store.fields())
     details["server"] = {
         "writes": settings.api_key is not None,
         "search_key": settings.search_key is not None,
@@ -205,16 +184,20 @@ def describe(index: Index, settings: ServerSettings) -> dict[str, Any]:
 # ---- the application --------------------------------------------------------------------------------------
 
 
-def create_app(open_index: Callable[[float], Index], settings: ServerSettings | None = None) -> Starlette:
-    """The application. `open_index(wait)` opens the index (once per worker thread), for writes waiting up to
-    `wait` seconds for another writer."""
-    settings = settings or ServerSettings()
-    service: Service | None = None
+class Started:
+    """The running Service, set by the app's lifespan; a request before then is answered 503."""
 
-    def svc() -> Service:
-        if service is None:
+    def __init__(self) -> None:
+        self.service: Service | None = None
+
+    def __call__(self) -> Service:
+        if self.service is None:
             raise ApiError(503, "starting", "the server is starting")
-        return service
+        return self.service
+
+
+def search_routes(svc: Started, settings: ServerSettings) -> list[Route]:
+    """/search (GET and POST), /search/batch, /documents/{id}/similar and /similar."""
 
     async def get_search(request: Request) -> dict[str, Any]:
         params = request.query_params
@@ -251,6 +234,18 @@ def create_app(open_index: Callable[[float], Index], settings: ServerSettings | 
             raise ApiError(400, "bad_parameter", "ids must name at least one document")
         return await svc().read(request, similar, ids, negative, page_options(body, settings))
 
+    return [
+        Route("/search", endpoint(placed(get_search, settings)), methods=["GET"]),
+        Route("/search", endpoint(placed(post_search, settings)), methods=["POST"]),
+        Route("/search/batch", endpoint(placed(post_batch, settings)), methods=["POST"]),
+        Route("/documents/{doc_id:path}/similar", endpoint(placed(get_similar, settings)), methods=["GET"]),
+        Route("/similar", endpoint(placed(post_similar, settings)), methods=["POST"]),
+    ]
+
+
+def document_routes(svc: Started, settings: ServerSettings) -> list[Route]:
+    """/documents (POST adds, DELETE deletes by id or filter) and /documents/{id} (GET, DELETE)."""
+
     async def document(request: Request) -> dict[str, Any]:
         doc_id = request.path_params["doc_id"]
         if request.method == "DELETE":
@@ -271,6 +266,16 @@ def create_app(open_index: Callable[[float], Index], settings: ServerSettings | 
         confirm = flag(request.query_params.get("confirm"), "confirm")
         return await svc().write(request, delete_documents, ids, where, confirm)
 
+    return [
+        Route("/documents", endpoint(post_documents, invalid_documents=True), methods=["POST"]),
+        Route("/documents", endpoint(delete_where), methods=["DELETE"]),
+        Route("/documents/{doc_id:path}", endpoint(document), methods=["GET", "DELETE"]),
+    ]
+
+
+def index_routes(svc: Started, settings: ServerSettings) -> list[Route]:
+    """/health, /info and /backup."""
+
     async def post_backup(request: Request) -> dict[str, Any]:
         archive = await backup_options(request, settings)
         return await make_backup(await svc().reader.run(lambda index: index.path), settings, archive)
@@ -281,33 +286,40 @@ def create_app(open_index: Callable[[float], Index], settings: ServerSettings | 
     async def health(request: Request) -> dict[str, Any]:
         """Answered on the event loop (the readers may all be busy): the index directory is checked as it is
         now; a replaced one is reopened by the next search (workers.current)."""
-        path = service.reader.path if service is not None else None
+        path = svc.service.reader.path if svc.service is not None else None
         if path is not None and identity(path) is None:
             raise ApiError(503, "index_unavailable", f"no index at {path} now", {"Retry-After": "1"})
-        return {"status": "ok" if service is not None else "starting"}
+        return {"status": "ok" if svc.service is not None else "starting"}
 
-    async def page(request: Request) -> FileResponse:
-        return FileResponse(STATIC / "index.html", headers={"cache-control": "no-cache"})
+    return [
+        Route("/health", endpoint(health)),
+        Route("/info", endpoint(info)),
+        Route("/backup", endpoint(post_backup), methods=["POST"]),
+    ]
 
-    async def http_error(request: Request, error: HTTPException):
-        codes = {404: "not_found", 405: "method_not_allowed"}
-        message = {404: f"no route {request.url.path}", 405: f"{request.method} is not allowed here"}
-        return error_answer(
-            ApiError(
-                error.status_code,
-                codes.get(error.status_code, "http_error"),
-                message.get(error.status_code, str(error.detail)),
-                error.headers,
-            ),
-            time.perf_counter(),
-        )
 
+async def page(request: Request) -> FileResponse:
+    return FileResponse(STATIC / "index.html", headers={"cache-control": "no-cache"})
+
+
+async def http_error(request: Request, error: HTTPException):
+    codes = {404: "not_found", 405: "method_not_allowed"}
+    message = {404: f"no route {request.url.path}", 405: f"{request.method} is not allowed here"}
+    code = codes.get(error.status_code, "http_error")
+    shown = message.get(error.status_code, str(error.detail))
+    return error_answer(ApiError(error.status_code, code, shown, error.headers), time.perf_counter())
+
+
+def create_app(open_index: Callable[[float], Index], settings: ServerSettings | None = None) -> Starlette:
+    """The application. `open_index(wait)` opens the index (once per worker thread), for writes waiting up to
+    `wait` seconds for another writer."""
+    settings = settings or ServerSettings()
+    svc = Started()
     mcp = McpEndpoint(svc, settings)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette):
-        nonlocal service
-        service = Service(open_index, settings)
+        svc.service = service = Service(open_index, settings)
         for _ in service.reader.threads:  # queued first: the first searches wait for them, not start them
             service.reader.submit(warm)
         try:
@@ -315,21 +327,13 @@ def create_app(open_index: Callable[[float], Index], settings: ServerSettings | 
                 yield
         finally:
             service.close()
-            service = None
+            svc.service = None
 
     routes = [
         Route("/", page),
-        Route("/health", endpoint(health)),
-        Route("/info", endpoint(info)),
-        Route("/search", endpoint(placed(get_search, settings)), methods=["GET"]),
-        Route("/search", endpoint(placed(post_search, settings)), methods=["POST"]),
-        Route("/search/batch", endpoint(placed(post_batch, settings)), methods=["POST"]),
-        Route("/documents", endpoint(post_documents, invalid_documents=True), methods=["POST"]),
-        Route("/documents", endpoint(delete_where), methods=["DELETE"]),
-        Route("/documents/{doc_id:path}/similar", endpoint(placed(get_similar, settings)), methods=["GET"]),
-        Route("/documents/{doc_id:path}", endpoint(document), methods=["GET", "DELETE"]),
-        Route("/similar", endpoint(placed(post_similar, settings)), methods=["POST"]),
-        Route("/backup", endpoint(post_backup), methods=["POST"]),
+        *index_routes(svc, settings),
+        *search_routes(svc, settings),  # /documents/{id}/similar before /documents/{id}
+        *document_routes(svc, settings),
         Route("/mcp", mcp, methods=["GET", "POST", "DELETE"]),
         *(file_routes(svc) if settings.files else []),
         *facet_range_routes(svc),

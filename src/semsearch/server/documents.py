@@ -23,17 +23,18 @@ def text_searchable(index: Index) -> None:
         )
 
 
-def stored(index: Index, ids: list[str]) -> dict[str, int]:
-    """id -> row of the ids stored; 404 naming those that are not."""
-    found = {doc_id: pk for doc_id, (pk, _) in index.store.existing_ids(ids).items()}
-    if missing := [doc_id for doc_id in ids if doc_id not in found]:
+def stored(index: Index, ids: list[str]) -> None:
+    """A 404 naming the ids that are not stored."""
+    if missing := index.missing(ids):
         raise ApiError(404, "not_found", f"no document with id {', '.join(map(repr, missing[:5]))}")
-    return found
 
 
 def get_document(index: Index, doc_id: str) -> dict[str, Any]:
-    pk = stored(index, [doc_id])[doc_id]
-    return {"document": index.store.get([pk])[pk]}
+    """The whole document stored under `doc_id` (404 when there is none)."""
+    found = index.get([doc_id])
+    if doc_id not in found:
+        stored(index, [doc_id])
+    return {"document": found[doc_id]}
 
 
 def add_documents(index: Index, records: list[Any]) -> dict[str, Any]:

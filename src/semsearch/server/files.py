@@ -33,7 +33,6 @@ from starlette.routing import Route
 from ..ingest.sources.files import HEAD_BYTES
 from ..ingest.sources.formats import kind_of
 from ..placeurl import LINE_KINDS, with_place_url
-from ..storage.recordedfiles import recorded_at
 from .protocol import ApiError, error_answer, error_of
 
 if TYPE_CHECKING:
@@ -74,23 +73,6 @@ def components(path: str) -> list[str] | None:
     return None if any(part in ("", ".", "..") for part in parts) else parts
 
 
-def located(index: Index, parts: list[str]) -> list[tuple[str, str]]:
-    """(root, relative path) of the recorded files the path names, those whose documents are still stored
-    as the file's ingest stored them first."""
-    tails = {"/".join(parts[cut:]): tuple(parts[:cut]) for cut in range(len(parts))}
-    found = []
-    for root, relative, documents in recorded_at(index.store, list(tails)):
-        head = tails[relative]
-        if not head or PurePosixPath(root).parts[-len(head) :] == head:
-            found.append((root, relative, documents))
-    stored = index.store.existing_ids([doc_id for *_, documents in found for doc_id in documents])
-    return [
-        (root, relative)
-        for root, relative, documents in found
-        if any(stored.get(doc_id, (0, None))[1] == digest for doc_id, digest in documents.items())
-    ]
-
-
 def open_inside(root: str, relative: str) -> int | None:
     """A read-only descriptor of root/relative if that is a regular file inside root once every link is
     resolved, opened without following any link on the way (None otherwise)."""
@@ -124,7 +106,7 @@ def open_inside(root: str, relative: str) -> int | None:
 def open_file(index: Index, path: str) -> Opened:
     """The recorded file at `path`, opened (on a reader thread); 404 for anything else."""
     parts = components(path)
-    for root, relative in located(index, parts) if parts else []:
+    for root, relative in index.served_files(parts) if parts else []:
         fd = open_inside(root, relative)
         if fd is not None:
             head = os.pread(fd, HEAD_BYTES, 0)

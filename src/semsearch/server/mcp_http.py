@@ -19,7 +19,7 @@ from starlette.requests import Request
 from .protocol import ApiError, ServerSettings, error_answer, require_key
 
 if TYPE_CHECKING:
-    from .app import Service
+    from .service import Service
 
 INSTALL = "pip install 'semsearch[mcp]'"
 

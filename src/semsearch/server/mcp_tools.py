@@ -20,9 +20,9 @@ from ..ingest.jsonl import MAX_DEPTH, depth
 from ..operations.language import model_languages
 from ..placeurl import with_place_url
 from ..retrieval.hits import results_json
-from ..settings import NO_MODEL, SearchMode
+from ..settings import SearchMode
 from . import documents
-from .documents import stored, text_searchable
+from .documents import get_document, text_searchable
 from .mcp_schemas import LIMITS, MAX_DOCUMENT_TEXT, MAX_HIT_TEXT, Tool, tool_list
 from .protocol import ApiError
 
@@ -73,8 +73,7 @@ def search_job(
 
 
 def document_job(index: Index, doc_id: str, offset: int) -> dict:
-    pk = stored(index, [doc_id])[doc_id]
-    document = index.store.get([pk])[pk]
+    document = get_document(index, doc_id)["document"]
     text = document["text"]
     if offset > len(text):
         raise ToolError(f"offset {offset} is past the text's end ({len(text)} characters)")
@@ -93,7 +92,7 @@ def document_job(index: Index, doc_id: str, offset: int) -> dict:
 def kinds_of(index: Index) -> dict[str, dict[str, Any]]:
     """Each metadata field with its kinds (true and false as boolean), their counts and an example value."""
     fields: dict[str, dict[str, Any]] = {}
-    for path, kinds in index.store.field_examples().items():
+    for path, kinds in index.field_examples().items():
         merged: dict[str, Any] = {}
         for kind, seen in kinds.items():
             name = "boolean" if kind in ("true", "false") else kind
@@ -108,9 +107,7 @@ def kinds_of(index: Index) -> dict[str, dict[str, Any]]:
 def describe_job(index: Index) -> dict:
     index.refresh()
     settings = index.settings
-    modes = [SearchMode.KEYWORD.value] if settings.model == NO_MODEL else [m.value for m in SearchMode]
-    if not index.store.has_keywords:
-        modes = [mode for mode in modes if mode == SearchMode.DENSE.value]
+    modes = [mode.value for mode in index.text_modes]
     return {
         "documents": len(index),
         "passages": index.state.rows,

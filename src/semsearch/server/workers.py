@@ -16,6 +16,7 @@ import os
 import queue
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -39,22 +40,29 @@ def identity(path: Path) -> tuple[int, ...] | None:
     return directory.st_dev, directory.st_ino, store.st_dev, store.st_ino
 
 
-def current(index: Index | None, open_index: Callable[[], Index]) -> Index:
-    """`index` while its directory is the one it opened, else the index now there (the old one closed), or a
+@dataclass(frozen=True)
+class Opened:
+    """An Index a worker holds, with what identified its directory when it was opened (`identity`)."""
+
+    index: Index
+    identity: tuple[int, ...] | None
+
+
+def current(opened: Opened | None, open_index: Callable[[], Index]) -> Opened:
+    """`opened` while its directory is the one it opened, else the index now there (the old one closed), or a
     503 while there is none: a server follows its index directory being replaced or removed."""
-    if index is not None and identity(index.path) == getattr(index, "opened_as", None):
-        return index
-    if index is not None:
+    if opened is not None and identity(opened.index.path) == opened.identity:
+        return opened
+    if opened is not None:
         with contextlib.suppress(Exception):
-            index.close()
+            opened.index.close()
     try:
         index = open_index()
     except SemsearchError as error:
         raise ApiError(
             503, "index_unavailable", f"the index cannot be opened: {error}", {"Retry-After": "1"}
         ) from None
-    index.opened_as = identity(index.path)
-    return index
+    return Opened(index, identity(index.path))
 
 
 def warm(index: Index) -> None:
@@ -94,20 +102,20 @@ class IndexThreads:
             thread.join()
 
     def _work(self) -> None:
-        index: Index | None = None
+        opened: Opened | None = None
         while (job := self.jobs.get()) is not None:
             fn, args, future = job
             if not future.set_running_or_notify_cancel():
                 continue
             try:
-                index = current(index, self.open_index)
-                self.path = index.path
-                future.set_result(fn(index, *args))
+                opened = current(opened, self.open_index)
+                self.path = opened.index.path
+                future.set_result(fn(opened.index, *args))
             except BaseException as error:  # handed to the waiting request, which answers with it
                 future.set_exception(error)
-        if index is not None:
+        if opened is not None:
             with contextlib.suppress(Exception):
-                index.close()
+                opened.index.close()
 
 
 class WriterProcess:
@@ -150,17 +158,18 @@ class WriterProcess:
             self.pool = None
 
 
-_WRITER_INDEX: Index | None = None  # the writer process's Index, opened at its first write
+_WRITER: Opened | None = None  # the writer process's Index, opened at its first write
 
 
 def write(open_index: Callable[[float], Index], wait: float, fn: Callable, *args: Any) -> dict:
     """In the writer process: `fn(index, *args)`, its error as the API's (a document's DataError: 422)."""
-    global _WRITER_INDEX
+    global _WRITER
     try:
-        _WRITER_INDEX = current(_WRITER_INDEX, lambda: open_index(wait))
-        if _WRITER_INDEX.read_only:
-            raise ApiError(403, "read_only", f"the index is read-only: {_WRITER_INDEX.read_only}")
-        return {"result": fn(_WRITER_INDEX, *args)}
+        _WRITER = current(_WRITER, lambda: open_index(wait))
+        index = _WRITER.index
+        if index.read_only:
+            raise ApiError(403, "read_only", f"the index is read-only: {index.read_only}")
+        return {"result": fn(index, *args)}
     except Exception as error:
         api = error_of(error, invalid_documents=True)
         return {
