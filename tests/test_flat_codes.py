@@ -11,9 +11,15 @@ import numpy as np
 import pytest
 
 from semsearch import Index
-from semsearch.retrieval import strategy, vectorindex
+from semsearch.retrieval import strategy
 from semsearch.retrieval.search import DenseRetriever
-from semsearch.retrieval.vectorindex import AUTO_CODED_ROWS, AUTO_FLAT_LIMIT, outgrown, resolve_index_type
+from semsearch.retrieval.vectorindex import (
+    AUTO_CODED_ROWS,
+    AUTO_FLAT_LIMIT,
+    factory,
+    outgrown,
+    resolve_index_type,
+)
 from semsearch.settings import TransformKind, TransformSpec
 from semsearch.storage.packedarrays import read_arrays
 from semsearch.transforms.linear import LinearTransform, rounded
@@ -139,9 +145,7 @@ def test_codes_are_trained_again_as_the_index_doubles(coded, tmp_path):
 
 def test_an_index_made_flat_by_an_older_auto_answers_as_before_and_turns_coded_when_written(tmp_path):
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(
-            vectorindex, "AUTO_CODED_ROWS", AUTO_FLAT_LIMIT + 1
-        )  # the rule before: flat to the budget
+        patch.setattr(factory, "AUTO_CODED_ROWS", AUTO_FLAT_LIMIT + 1)  # the rule before: flat to the budget
         build(tmp_path / "index", 1500, tmp_path)
     queries = np.random.default_rng(6).normal(size=(4, DIM)).astype(np.float32)
     with Index.open(tmp_path / "index") as index:

@@ -10,9 +10,8 @@ from conftest import SCIFACT_GROUP, as_kept, copy_index, refitted_copy
 
 from semsearch import Index
 from semsearch.errors import SettingsError
-from semsearch.retrieval import vectorindex
 from semsearch.retrieval.search import DenseRetriever
-from semsearch.retrieval.vectorindex import AUTO_FLAT_LIMIT, resolve_index_type
+from semsearch.retrieval.vectorindex import AUTO_FLAT_LIMIT, factory, resolve_index_type
 
 # with the other modules of the SciFact chain, on one worker (conftest.SCIFACT_GROUP)
 pytestmark = SCIFACT_GROUP
@@ -128,7 +127,7 @@ def test_auto_picks_by_corpus_size_and_unknown_types_are_refused(flat, tmp_path,
         with pytest.raises(SettingsError, match="unknown index type"):
             index.refit(index_type="annoy")
     # above its budget auto picks HNSW over 8-bit codes, tuned for the recall target
-    monkeypatch.setattr(vectorindex, "AUTO_FLAT_LIMIT", 1)
+    monkeypatch.setattr(factory, "AUTO_FLAT_LIMIT", 1)
     with Index.open(copy_index(flat.path, tmp_path / "graph")) as index:
         index.refit(index_type="auto")
         assert (index.info()["index_type"], index.vectors.kind) == ("auto", "hnsw-sq8")
@@ -178,18 +177,18 @@ def test_an_hnsw_rows_level_is_drawn_from_its_position_alone(tmp_path):
     import faiss
     import numpy as np
 
-    from semsearch.retrieval.vectorindex import VectorIndex
+    from semsearch.retrieval.vectorindex import create_index, load_index
 
     rng = np.random.default_rng(4)
     vectors = rng.normal(size=(2500, 16)).astype(np.float32)
 
     def graph(reload: bool) -> tuple[np.ndarray, np.ndarray]:
-        index = VectorIndex.create(16, "hnsw", 2500)
+        index = create_index(16, "hnsw", 2500)
         for start, end in ((0, 1500), (1500, 2300), (2300, 2500)):
             index.add(vectors[start:end], np.arange(start, end))
             if reload:
                 index.save(tmp_path)
-                index = VectorIndex.load(tmp_path, index.blocks)
+                index = load_index(tmp_path, index.blocks)
         inner = faiss.downcast_index(index.index.index).hnsw
         assert index.blocks == [1500, 800, 200]
         probabilities.append(faiss.vector_to_array(inner.assign_probas))

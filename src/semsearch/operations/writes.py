@@ -37,7 +37,9 @@ from ..storage import tuningqueries
 from ..storage.buildcheckpoint import clear_checkpoint
 from ..storage.generations import NextGeneration
 from ..storage.manifest import IndexSettings
-from ..storage.rawvectors import RawVectors, ResumeCache, Segment, SegmentWriter
+from ..storage.rawspool import SegmentWriter
+from ..storage.rawvectors import RawVectors, Segment
+from ..storage.resumecache import ResumeCache
 from ..threads import one_blas_thread
 from ..transforms import Transform
 from ..transforms.stats import RunningStats
