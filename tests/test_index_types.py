@@ -199,3 +199,28 @@ def test_an_hnsw_rows_level_is_drawn_from_its_position_alone(tmp_path):
     assert np.array_equal(once[0], reloaded[0]) and np.array_equal(once[1], reloaded[1])
     levels = once[0] - 1  # FAISS keeps a level plus one; its distribution: assign_probas
     assert abs(np.mean(levels == 0) - probabilities[0][0]) < 0.01 and levels.max() >= 1
+
+
+def test_every_index_type_names_a_backend_that_reads_back_as_itself(tmp_path):
+    """The factory's names are the `--index-type` values: each makes an index of its kind, which a save and a
+    load, and a cluster's bytes, read back as the same kind holding the same rows and answering the same."""
+    from semsearch.retrieval.vectorindex import INDEX_TYPES, create_index, index_of_bytes, load_index
+
+    rng = np.random.default_rng(8)
+    vectors = rng.normal(size=(1200, 16)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    assert INDEX_TYPES[-1] == "auto"
+    for kind in INDEX_TYPES[:-1]:
+        index = create_index(16, kind, len(vectors))
+        assert index.kind == kind and index.count == 0
+        if index.training_rows:
+            index.train(vectors)
+        index.add(vectors, np.arange(len(vectors)) * 3)
+        index.save(tmp_path)
+        answers = index.search(vectors[:3], 5)
+        for again in (load_index(tmp_path, index.blocks), index_of_bytes(index.to_bytes())):
+            assert type(again) is type(index) and again.description == index.description, kind
+            assert np.array_equal(again.ids(), np.arange(len(vectors)) * 3), kind
+            assert again.search(vectors[:3], 5) == answers, kind
+    with pytest.raises(SettingsError, match="unknown index type"):
+        create_index(16, "auto", 10)

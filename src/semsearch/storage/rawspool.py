@@ -32,7 +32,7 @@ COPY_BUFFER = 1 << 20  # bytes a copy between files holds at once
 
 class SegmentWriter:
     """Spools vectors to disk as they are encoded (float32); `finish` turns them into an .npy segment at
-    `precision` (int8: a first pass over the spool finds each dimension's range)."""
+    `precision` (the scaled precisions: a first pass over the spool writes each row's scale)."""
 
     def __init__(
         self, directory: Path, start: int, dim: int, precision: str = FLOAT32, kept_rows: int | None = None

@@ -68,10 +68,6 @@ class Segment:
         return row_width(dim, self.precision)
 
     @property
-    def packed(self) -> bool:
-        return SCALED_BITS.get(self.precision, 8) < 8
-
-    @property
     def files(self) -> list[str]:
         """The names of its files in `raw/`."""
         return [name for name in (self.name, self.pks, self.scale) if name]
@@ -270,16 +266,15 @@ class RawVectors:
 
     def get(self, pks: np.ndarray) -> np.ndarray:
         """Vectors for the given pks (any order). Each segment is memory-mapped once and the map kept, for
-        queries (a query's rerank reads 100 rows, and opening the file for each took 1.4 ms of its 7); as
-        `read` where not `mapped`: a kept map holds every page it touched in this process's RSS."""
+        queries (a rerank reads its rows in less time than opening the file takes); as `read` where not
+        `mapped`: a kept map holds every page it touched in this process's RSS."""
         return self._gather(pks, self._mapped_rows if self.mapped else self._read_rows)
 
     def read(self, pks: np.ndarray) -> np.ndarray:
         """Vectors for the given pks (any order), read from the files without mapping them: for a write's
         scattered rows (an index build's sample queries, replaced rows). Through a map, each touched row
-        brought a whole stretch of the file into this process's RSS (the kernel maps pages around a fault),
-        and the kept map held it: an ingest of 117,791 documents held 158 MiB of their segment's 172 while
-        it built the vector index."""
+        brings a whole stretch of the file into this process's RSS (the kernel maps pages around a fault),
+        and a kept map holds it: most of a segment, for a write that reads a few rows of every stretch."""
         return self._gather(pks, self._read_rows)
 
     def _gather(self, pks: np.ndarray, rows_of) -> np.ndarray:
@@ -332,8 +327,8 @@ class RawVectors:
 
 
 def among(pks: np.ndarray, live: np.ndarray) -> np.ndarray:
-    """Which of a block's pks are in `live` (sorted unique): a binary search each. np.isin sorts both arrays
-    together on every call: 0.8 s a block of 8,192 against 10 million live rows, 17 minutes a pass."""
+    """Which of a block's pks are in `live` (sorted unique): a binary search each (np.isin sorts both arrays
+    together on every call, `live` too, for every block of a pass)."""
     at = np.minimum(np.searchsorted(live, pks), max(len(live) - 1, 0))
     return live[at] == pks if len(live) else np.zeros(len(pks), dtype=bool)
 

@@ -3,16 +3,13 @@ behind one base (base.VectorIndex), made, loaded and chosen by name in factory.p
 search's selector (selector), FAISS's thread count around a search (faissthreads) and the bytes a cluster's fill
 sends (wire). These names are the rest of the package's way in."""
 
-from .base import PARAM_NAMES, TUNED_K, VectorIndex, ranked
+from .base import TUNED_K, VectorIndex, ranked
 from .factory import (
     AUTO_CODED_ROWS,
     AUTO_FLAT_LIMIT,
-    AUTO_REFERENCE_DIMS,
     CODED,
-    EXHAUSTIVE,
     GRAPHS,
     INDEX_TYPES,
-    KINDS,
     LISTED,
     create_index,
     index_of_bytes,
@@ -23,23 +20,18 @@ from .factory import (
 )
 from .faissthreads import one_faiss_thread, single_threaded
 from .flat import outgrown
-from .hnsw import block_runs, runs_blocks
+from .hnsw import runs_blocks
 from .ivf import inverted_lists
 
 __all__ = [
     "AUTO_CODED_ROWS",
     "AUTO_FLAT_LIMIT",
-    "AUTO_REFERENCE_DIMS",
     "CODED",
-    "EXHAUSTIVE",
     "GRAPHS",
     "INDEX_TYPES",
-    "KINDS",
     "LISTED",
-    "PARAM_NAMES",
     "TUNED_K",
     "VectorIndex",
-    "block_runs",
     "create_index",
     "index_of_bytes",
     "index_with_trained_lists",

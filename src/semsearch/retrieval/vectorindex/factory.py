@@ -22,7 +22,6 @@ KINDS: dict[str, type[VectorIndex]] = {kind.kind: kind for kind in (Flat, FlatSQ
 INDEX_TYPES = (*KINDS, "auto")
 GRAPHS = tuple(name for name, kind in KINDS.items() if issubclass(kind, Graph))
 CODED = tuple(name for name, kind in KINDS.items() if issubclass(kind, Codes))
-EXHAUSTIVE = tuple(name for name, kind in KINDS.items() if kind.exhaustive)
 LISTED = tuple(name for name, kind in KINDS.items() if issubclass(kind, IVF))
 
 # `auto`: exact search while documents x dims stay within this many documents at AUTO_REFERENCE_DIMS, hnsw-sq8
