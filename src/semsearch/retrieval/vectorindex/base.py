@@ -47,6 +47,9 @@ class VectorIndex:
     # where exact scores come from (strategy.py): "stored" float32 rows, "lists" (ivf's inverted lists),
     # "codes" (8-bit codes, decoded); None: the raw vectors re-score the candidates
     exact_source: ClassVar[str | None] = None
+    mergeable: ClassVar[bool] = (
+        False  # FAISS merges its inverted lists: a cluster's workers fill shards of it
+    )
     params: dict[str, Any] | None = None
     recall: float | None = None  # recall@10 against flat measured with `params` when they were tuned
     # the rows of each add since the index was made, in order (None: not followed); hnsw.py says why it matters
@@ -243,9 +246,16 @@ class VectorIndex:
     # ---- a cluster's fill (ingest/distributed.py): the lists of shards filled on workers merged here ------
 
     def lists_bytes(self) -> np.ndarray:
-        """ivf, pq: the inverted lists alone (wire.py)."""
-        raise SettingsError(f"an index of kind {self.kind} has no inverted lists to send")
+        """The inverted lists alone (wire.lists_bytes), where `mergeable`."""
+        self._check_mergeable()
+        return wire.lists_bytes(self.concrete)
 
     def merger(self) -> Callable[[np.ndarray], None]:
-        """ivf, pq: a function merging each shard's `lists_bytes` into this index (wire.py)."""
-        raise SettingsError(f"an index of kind {self.kind} cannot merge shards")
+        """A function merging each shard's `lists_bytes` into this index (wire.lists_merger: ask while this
+        index is empty), where `mergeable`."""
+        self._check_mergeable()
+        return wire.lists_merger(self.index)
+
+    def _check_mergeable(self) -> None:
+        if not self.mergeable:
+            raise SettingsError(f"an index of kind {self.kind} has no inverted lists to merge")

@@ -4,13 +4,11 @@ codes."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import faiss
 import numpy as np
 
-from . import wire
 from .base import TUNED_K, Ranked, VectorIndex
 from .faissthreads import single_threaded
 from .selector import Selector
@@ -28,6 +26,7 @@ def inverted_lists(count: int) -> int:
 class IVF(VectorIndex):
     kind = "ivf"
     exact_source = "lists"
+    mergeable = True
     MIN_TRAINING_ROWS = 0
 
     @classmethod
@@ -153,13 +152,6 @@ class IVF(VectorIndex):
         centroids = trained["centroids"]
         index = faiss.index_factory(dim, f"IVF{len(centroids)},Flat", faiss.METRIC_INNER_PRODUCT)
         return cls(with_centroids(index, centroids))
-
-    def lists_bytes(self) -> np.ndarray:
-        return wire.lists_bytes(self.concrete)
-
-    def merger(self) -> Callable[[np.ndarray], None]:
-        """Ask while this index is empty (wire.lists_merger)."""
-        return wire.lists_merger(self.index)
 
 
 def with_centroids(index: faiss.Index, centroids: np.ndarray) -> faiss.Index:
