@@ -47,9 +47,7 @@ class VectorIndex:
     # where exact scores come from (strategy.py): "stored" float32 rows, "lists" (ivf's inverted lists),
     # "codes" (8-bit codes, decoded); None: the raw vectors re-score the candidates
     exact_source: ClassVar[str | None] = None
-    mergeable: ClassVar[bool] = (
-        False  # FAISS merges its inverted lists: a cluster's workers fill shards of it
-    )
+    mergeable: ClassVar[bool] = False  # FAISS merges its inverted lists: a cluster's workers fill shards
     params: dict[str, Any] | None = None
     recall: float | None = None  # recall@10 against flat measured with `params` when they were tuned
     # the rows of each add since the index was made, in order (None: not followed); hnsw.py says why it matters
