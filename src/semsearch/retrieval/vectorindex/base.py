@@ -42,6 +42,7 @@ class VectorIndex:
 
     FILE = "vectors.faiss"
     kind: ClassVar[str] = ""
+    STRUCTURE: ClassVar[type]  # the FAISS class of the index (of what an id map wraps: idmapped.py)
     exhaustive: ClassVar[bool] = False  # every search scores every row it may return: nothing to tune
     supports_remove: ClassVar[bool] = True  # else a removal is a rebuild (the caller's)
     # where exact scores come from (strategy.py): "stored" float32 rows, "lists" (ivf's inverted lists),
@@ -62,6 +63,11 @@ class VectorIndex:
     def create(cls, dim: int, count: int = 0) -> VectorIndex:
         """An empty index of this kind; `count`: the expected number of vectors (it sizes ivf and pq)."""
         raise NotImplementedError
+
+    @classmethod
+    def holds(cls, index: faiss.Index) -> bool:
+        """Whether a FAISS index (downcast) is of this kind's making: how a loaded file finds its kind."""
+        return type(index) is cls.STRUCTURE
 
     @cached_property
     def concrete(self) -> faiss.Index:

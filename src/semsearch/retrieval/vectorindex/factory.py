@@ -51,22 +51,14 @@ def create_index(dim: int, index_type: str = "flat", count: int = 0) -> VectorIn
     return KINDS[index_type].create(dim, count)
 
 
-def kind_of(index: faiss.Index) -> str:
-    """The kind a FAISS index of this package's making is."""
-    index = faiss.downcast_index(index)
-    if isinstance(index, faiss.IndexIDMap):
-        inner = faiss.downcast_index(index.index)
-        if isinstance(inner, faiss.IndexHNSWSQ):
-            return HNSWSQ8.kind
-        if isinstance(inner, faiss.IndexScalarQuantizer):
-            return FlatSQ8.kind
-        return HNSW.kind if isinstance(inner, faiss.IndexHNSW) else Flat.kind
-    return PQ.kind if isinstance(index, faiss.IndexIVFPQ) else IVF.kind
-
-
 def wrap(index: faiss.Index, blocks: list[int] | None = None) -> VectorIndex:
-    """A FAISS index as the VectorIndex of its kind."""
-    return KINDS[kind_of(index)](index, blocks)
+    """A FAISS index as the VectorIndex of the kind that holds its structure (VectorIndex.holds); ValueError
+    for a structure no kind makes."""
+    concrete = faiss.downcast_index(index)
+    for kind in KINDS.values():
+        if kind.holds(concrete):
+            return kind(index, blocks)
+    raise ValueError(f"a FAISS {type(concrete).__name__}, which no index type makes")
 
 
 def load_index(directory: Path, blocks: list[int] | None = None) -> VectorIndex:
@@ -80,7 +72,10 @@ def load_index(directory: Path, blocks: list[int] | None = None) -> VectorIndex:
     except RuntimeError as error:  # FAISS reports a short or garbled file so, naming it
         reason = brief(error).replace(f" in {path}", "").replace(" (Success)", "")
         raise derived(path, f"unreadable by FAISS: {reason}") from None
-    return wrap(index, blocks)  # already of its own class; a downcast here would not own it
+    try:
+        return wrap(index, blocks)  # already of its own class; a downcast here would not own it
+    except ValueError as error:
+        raise derived(path, str(error)) from None
 
 
 def index_of_bytes(data: np.ndarray) -> VectorIndex:

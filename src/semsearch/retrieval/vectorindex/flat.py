@@ -12,6 +12,7 @@ from .idmapped import StoredRows
 
 class Flat(StoredRows):
     kind = "flat"
+    STRUCTURE = faiss.IndexFlatIP
     exhaustive = True
 
     @classmethod
@@ -21,6 +22,7 @@ class Flat(StoredRows):
 
 class FlatSQ8(Codes):
     kind = "flat-sq8"
+    STRUCTURE = faiss.IndexScalarQuantizer
     exhaustive = True
 
     @classmethod

@@ -73,6 +73,7 @@ class Graph(IdMapped):
 
 class HNSW(Graph, StoredRows):
     kind = "hnsw"
+    STRUCTURE = faiss.IndexHNSWFlat
 
     @classmethod
     def create(cls, dim: int, count: int = 0) -> HNSW:
@@ -83,6 +84,7 @@ class HNSW(Graph, StoredRows):
 
 class HNSWSQ8(Graph, Codes):
     kind = "hnsw-sq8"
+    STRUCTURE = faiss.IndexHNSWSQ
 
     @classmethod
     def create(cls, dim: int, count: int = 0) -> HNSWSQ8:

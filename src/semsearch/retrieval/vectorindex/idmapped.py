@@ -16,6 +16,12 @@ class IdMapped(VectorIndex):
     _positions: np.ndarray | None = None  # row of the stored vectors by id, made on first use
     _held: np.ndarray | None = None  # the id of each stored row, with it
 
+    @classmethod
+    def holds(cls, index: faiss.Index) -> bool:
+        return (
+            isinstance(index, faiss.IndexIDMap) and type(faiss.downcast_index(index.index)) is cls.STRUCTURE
+        )
+
     def _changed(self) -> None:
         super()._changed()
         self._positions = None

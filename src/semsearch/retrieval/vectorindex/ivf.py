@@ -25,6 +25,7 @@ def inverted_lists(count: int) -> int:
 
 class IVF(VectorIndex):
     kind = "ivf"
+    STRUCTURE = faiss.IndexIVFFlat
     exact_source = "lists"
     mergeable = True
     MIN_TRAINING_ROWS = 0

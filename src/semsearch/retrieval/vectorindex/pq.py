@@ -17,6 +17,7 @@ PQ_MIN_DOCUMENTS = 64  # 4-bit codes need 16 centroids per sub-space, each from 
 
 class PQ(IVF):
     kind = "pq"
+    STRUCTURE = faiss.IndexIVFPQ
     exact_source = None
     MIN_TRAINING_ROWS = 256 * 64  # the codebooks' 256 centroids a sub-space
 
