@@ -100,7 +100,8 @@ def reduce_segments(path: Path, precision: str) -> None:
     """Rewrite a (copied, closed) index's raw segments at `precision`, in place, and say so in its manifests
     (the published one and its generation's copy): as an ingest at that precision would have written them."""
     from semsearch.storage.manifest import FILE
-    from semsearch.storage.rawvectors import RawVectors, Segment, SegmentWriter
+    from semsearch.storage.rawspool import SegmentWriter
+    from semsearch.storage.rawvectors import RawVectors, Segment
     from semsearch.transforms.stats import RunningStats
 
     data = json.loads((path / FILE).read_text())

@@ -1,4 +1,4 @@
-"""flat-sq8 (issue 37): an exact scan over 8-bit codes, `auto`'s choice from AUTO_CODED_ROWS rows to the flat
+"""flat-sq8: an exact scan over 8-bit codes, `auto`'s choice from AUTO_CODED_ROWS rows to the flat
 budget. It answers exactly over its codes (decoded here by the scheme, not by FAISS) unfiltered, and filtered
 exactly over the raw vectors (projected), which re-score its codes' shortlist;
 its codes are trained again as the index doubles; an index an older release made flat keeps answering as flat
@@ -11,9 +11,15 @@ import numpy as np
 import pytest
 
 from semsearch import Index
-from semsearch.retrieval import strategy, vectorindex
+from semsearch.retrieval import strategy
 from semsearch.retrieval.search import DenseRetriever
-from semsearch.retrieval.vectorindex import AUTO_CODED_ROWS, AUTO_FLAT_LIMIT, outgrown, resolve_index_type
+from semsearch.retrieval.vectorindex import (
+    AUTO_CODED_ROWS,
+    AUTO_FLAT_LIMIT,
+    factory,
+    outgrown,
+    resolve_index_type,
+)
 from semsearch.settings import TransformKind, TransformSpec
 from semsearch.storage.packedarrays import read_arrays
 from semsearch.transforms.linear import LinearTransform, rounded
@@ -140,8 +146,8 @@ def test_codes_are_trained_again_as_the_index_doubles(coded, tmp_path):
 def test_an_index_made_flat_by_an_older_auto_answers_as_before_and_turns_coded_when_written(tmp_path):
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(
-            vectorindex, "AUTO_CODED_ROWS", AUTO_FLAT_LIMIT + 1
-        )  # the rule before: flat to the budget
+            factory, "AUTO_CODED_ROWS", AUTO_FLAT_LIMIT + 1
+        )  # auto made such an index flat up to the budget
         build(tmp_path / "index", 1500, tmp_path)
     queries = np.random.default_rng(6).normal(size=(4, DIM)).astype(np.float32)
     with Index.open(tmp_path / "index") as index:

@@ -10,9 +10,8 @@ from conftest import SCIFACT_GROUP, as_kept, copy_index, refitted_copy
 
 from semsearch import Index
 from semsearch.errors import SettingsError
-from semsearch.retrieval import vectorindex
 from semsearch.retrieval.search import DenseRetriever
-from semsearch.retrieval.vectorindex import AUTO_FLAT_LIMIT, resolve_index_type
+from semsearch.retrieval.vectorindex import AUTO_FLAT_LIMIT, factory, resolve_index_type
 
 # with the other modules of the SciFact chain, on one worker (conftest.SCIFACT_GROUP)
 pytestmark = SCIFACT_GROUP
@@ -128,7 +127,7 @@ def test_auto_picks_by_corpus_size_and_unknown_types_are_refused(flat, tmp_path,
         with pytest.raises(SettingsError, match="unknown index type"):
             index.refit(index_type="annoy")
     # above its budget auto picks HNSW over 8-bit codes, tuned for the recall target
-    monkeypatch.setattr(vectorindex, "AUTO_FLAT_LIMIT", 1)
+    monkeypatch.setattr(factory, "AUTO_FLAT_LIMIT", 1)
     with Index.open(copy_index(flat.path, tmp_path / "graph")) as index:
         index.refit(index_type="auto")
         assert (index.info()["index_type"], index.vectors.kind) == ("auto", "hnsw-sq8")
@@ -178,18 +177,18 @@ def test_an_hnsw_rows_level_is_drawn_from_its_position_alone(tmp_path):
     import faiss
     import numpy as np
 
-    from semsearch.retrieval.vectorindex import VectorIndex
+    from semsearch.retrieval.vectorindex import create_index, load_index
 
     rng = np.random.default_rng(4)
     vectors = rng.normal(size=(2500, 16)).astype(np.float32)
 
     def graph(reload: bool) -> tuple[np.ndarray, np.ndarray]:
-        index = VectorIndex.create(16, "hnsw", 2500)
+        index = create_index(16, "hnsw", 2500)
         for start, end in ((0, 1500), (1500, 2300), (2300, 2500)):
             index.add(vectors[start:end], np.arange(start, end))
             if reload:
                 index.save(tmp_path)
-                index = VectorIndex.load(tmp_path, index.blocks)
+                index = load_index(tmp_path, index.blocks)
         inner = faiss.downcast_index(index.index.index).hnsw
         assert index.blocks == [1500, 800, 200]
         probabilities.append(faiss.vector_to_array(inner.assign_probas))
@@ -200,3 +199,28 @@ def test_an_hnsw_rows_level_is_drawn_from_its_position_alone(tmp_path):
     assert np.array_equal(once[0], reloaded[0]) and np.array_equal(once[1], reloaded[1])
     levels = once[0] - 1  # FAISS keeps a level plus one; its distribution: assign_probas
     assert abs(np.mean(levels == 0) - probabilities[0][0]) < 0.01 and levels.max() >= 1
+
+
+def test_every_index_type_names_a_backend_that_reads_back_as_itself(tmp_path):
+    """The factory's names are the `--index-type` values: each makes an index of its kind, which a save and a
+    load, and a cluster's bytes, read back as the same kind holding the same rows and answering the same."""
+    from semsearch.retrieval.vectorindex import INDEX_TYPES, create_index, index_of_bytes, load_index
+
+    rng = np.random.default_rng(8)
+    vectors = rng.normal(size=(1200, 16)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    assert INDEX_TYPES[-1] == "auto"
+    for kind in INDEX_TYPES[:-1]:
+        index = create_index(16, kind, len(vectors))
+        assert index.kind == kind and index.count == 0
+        if index.training_rows:
+            index.train(vectors)
+        index.add(vectors, np.arange(len(vectors)) * 3)
+        index.save(tmp_path)
+        answers = index.search(vectors[:3], 5)
+        for again in (load_index(tmp_path, index.blocks), index_of_bytes(index.to_bytes())):
+            assert type(again) is type(index) and again.description == index.description, kind
+            assert np.array_equal(again.ids(), np.arange(len(vectors)) * 3), kind
+            assert again.search(vectors[:3], 5) == answers, kind
+    with pytest.raises(SettingsError, match="unknown index type"):
+        create_index(16, "auto", 10)

@@ -8,7 +8,7 @@ from conftest import SAMPLE
 
 from semsearch import Index
 from semsearch.ingest.sources.fields import FieldNames
-from semsearch.storage.rawvectors import COMPACT_MIN_ROWS
+from semsearch.storage.rawcompaction import COMPACT_MIN_ROWS
 
 
 def size(path) -> int:

@@ -15,7 +15,17 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..retrieval import strategy, tuning
-from ..retrieval.vectorindex import CODED, LISTED, VectorIndex, outgrown, resolve_index_type
+from ..retrieval.vectorindex import (
+    CODED,
+    LISTED,
+    VectorIndex,
+    create_index,
+    index_of_bytes,
+    index_with_trained_lists,
+    load_index,
+    outgrown,
+    resolve_index_type,
+)
 from ..settings import DEFAULT_RECALL_TARGET, YOUNG_FACTOR, TransformKind, TransformSpec
 from ..storage.buildcheckpoint import CHECKPOINTS, BuildCheckpoint, build_key
 from ..storage.faults import fault_point
@@ -130,14 +140,14 @@ def build_vectors(
     tuned for them (an export's source's: exported.Lists), taken instead of training and tuning here."""
     count = len(live)
     kind = resolve_index_type(index_type, count, transform.out_dim)
-    vectors = VectorIndex.create(transform.out_dim, kind, count)
+    vectors = create_index(transform.out_dim, kind, count)
     if code_ranges is not None and kind in CODED:
         with contextlib.suppress(ValueError):  # not of these dims: trained here
             vectors = vectors.with_code_ranges(code_ranges)
     taken = None
     if trained_lists is not None and kind in LISTED:
         with contextlib.suppress(ValueError):  # not of this kind or these dims: trained and tuned here
-            vectors = VectorIndex.with_trained_lists(transform.out_dim, kind, trained_lists.trained)
+            vectors = index_with_trained_lists(transform.out_dim, kind, trained_lists.trained)
             taken = trained_lists
     queries = None if tuning_queries is None else transform.project(tuning_queries)
     kept = (
@@ -146,7 +156,7 @@ def build_vectors(
         else None
     )
     if kept is not None and kept.stage:
-        vectors = VectorIndex.load(kept.index_directory)
+        vectors = load_index(kept.index_directory)
         log.info("resumed the %s build at %s, %d rows in", kind, kept.stage, kept.rows)
     elif rows := vectors.training_rows:
         vectors.train(training_sample(transform, raw, live, rows))
@@ -221,7 +231,7 @@ def fill_shard(empty: np.ndarray, pks: np.ndarray, projected: np.ndarray) -> np.
     """A shard: the trained, empty index (VectorIndex.to_bytes) with one block added, its lists serialized
     (VectorIndex.lists_bytes, for its `merger`). What a cluster's worker runs for a BlockAdder: it needs no index
     directory, file or transform."""
-    shard = VectorIndex.from_bytes(empty)
+    shard = index_of_bytes(empty)
     shard.add(projected, pks)
     return shard.lists_bytes()
 

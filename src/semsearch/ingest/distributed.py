@@ -35,7 +35,7 @@ import numpy as np
 from ..errors import SemsearchError
 from ..retrieval.vectorindex import VectorIndex
 from ..storage.manifest import IndexSettings
-from ..storage.rawvectors import ResumeCache
+from ..storage.resumecache import ResumeCache
 from . import build
 from .addresses import check_address
 from .chunking import Chunker

@@ -22,7 +22,9 @@ from ..encoding.factory import make_encoder
 from ..settings import DRIFT_LIMIT, Quantize
 from ..storage.faults import fault_point
 from ..storage.manifest import IndexSettings
-from ..storage.rawvectors import FLOAT32, RawVectors, ResumeCache, SegmentWriter, as_kept
+from ..storage.rawspool import SegmentWriter
+from ..storage.rawvectors import FLOAT32, RawVectors, as_kept
+from ..storage.resumecache import ResumeCache
 from ..storage.store import DocumentStore
 from ..transforms.stats import RunningStats
 from .chunking import Chunker, Passage, Span, given_passages

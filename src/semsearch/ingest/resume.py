@@ -26,7 +26,7 @@ from pathlib import Path
 from ..storage import resumestate
 from ..storage.faults import fault_point, fault_testing
 from ..storage.files import atomic_write_text
-from ..storage.rawvectors import SegmentWriter
+from ..storage.rawspool import SegmentWriter
 from ..storage.store import DocumentStore
 from ..transforms.stats import RunningStats
 from .documents import Corpus, Document

@@ -38,7 +38,9 @@ from ..storage import tuningqueries
 from ..storage.buildcheckpoint import clear_checkpoint
 from ..storage.generations import NextGeneration
 from ..storage.manifest import IndexState
-from ..storage.rawvectors import RawVectors, ResumeCache, Segment, SegmentWriter
+from ..storage.rawspool import SegmentWriter
+from ..storage.rawvectors import RawVectors, Segment
+from ..storage.resumecache import ResumeCache
 from ..transforms import Transform
 from . import writes
 from .calibrating import ready_renewal

@@ -27,7 +27,7 @@ import numpy as np
 
 from ..errors import IndexStateError, SemsearchError
 from ..ingest import build
-from ..retrieval.vectorindex import VectorIndex, runs_blocks
+from ..retrieval.vectorindex import VectorIndex, load_index, runs_blocks
 from ..settings import DEFAULT_WAIT
 from ..storage.backup import checksum_problems
 from ..storage.damage import RESTORE, DamagedFile, derived
@@ -318,9 +318,7 @@ class Inspection:
             (manifest.state.search_params, manifest.state.measured_recall),
             manifest.state.graph_blocks,
         )
-        self.vectors = load(
-            names[-1:], lambda: VectorIndex.load(directory, runs_blocks(adds)).with_tuning(*tuning)
-        )
+        self.vectors = load(names[-1:], lambda: load_index(directory, runs_blocks(adds)).with_tuning(*tuning))
         for error in disagreements(manifest, directory, self.stats, self.transform, self.vectors, self.live):
             errors.setdefault(error.path.name, error)
         for name in names:

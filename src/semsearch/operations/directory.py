@@ -24,7 +24,7 @@ from pathlib import Path
 from ..encoding import Encoder
 from ..encoding.factory import make_encoder
 from ..errors import IndexStateError
-from ..retrieval.vectorindex import VectorIndex, runs_blocks
+from ..retrieval.vectorindex import VectorIndex, load_index, runs_blocks
 from ..settings import DEFAULT_WAIT, NO_MODEL
 from ..storage.generations import Generations, WriterLock
 from ..storage.manifest import IndexSettings, IndexState, Manifest
@@ -169,7 +169,7 @@ class IndexDirectory:
     def loaded_vectors(self) -> VectorIndex:
         """The current generation's vector index read from its file, as its manifest has it tuned (a copy of
         its own, to change and publish again)."""
-        return VectorIndex.load(self.generation_dir, runs_blocks(self.state.graph_blocks)).with_tuning(
+        return load_index(self.generation_dir, runs_blocks(self.state.graph_blocks)).with_tuning(
             self.state.search_params, self.state.measured_recall
         )
 

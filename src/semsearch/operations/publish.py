@@ -10,7 +10,8 @@ from typing import Any
 from ..retrieval.vectorindex import VectorIndex
 from ..storage.generations import Generations, NextGeneration
 from ..storage.manifest import FILE, IndexSettings, IndexState, Manifest
-from ..storage.rawvectors import RawVectors, Segment, compact, worth_compacting
+from ..storage.rawcompaction import compact, worth_compacting
+from ..storage.rawvectors import RawVectors, Segment
 from ..transforms import Transform
 from ..transforms.isotropy import measure as measure_isotropy
 from ..transforms.stats import RunningStats

@@ -1,23 +1,19 @@
-"""The kept raw encoder vectors: append-only .npy segments, one per ingest, so a refit or rerank never
-re-encodes. Segment files are written once under a temporary name and renamed; the manifest says which
-segments belong to the index, so a crashed ingest leaves only an unreferenced file.
+"""The kept raw encoder vectors' file format: append-only .npy segments, one per ingest, so a refit or rerank
+never re-encodes, and their readers. Segment files are written once under a temporary name and renamed
+(rawspool.py writes them); the manifest says which segments belong to the index, so a crashed ingest leaves
+only an unreferenced file.
 
 A segment keeps its rows at a precision (settings.RawPrecision), recorded in the manifest's entry for it and in
-the .npy header: float32, as every release before this wrote them; float16; or int8, each row scaled by its
-largest component (its scale in a `.scale.npy` beside the segment; 388 bytes a row at 384 dims, a quarter of
-float32's); or int6 / int5 / int4, the same scheme with fewer steps, each row's codes packed bit to bit into
-bytes (an .npy of uint8, 292 / 244 / 196 bytes a row at 384 dims with the scale). A row's codes depend on the
-row alone, so the same vector is stored the same in any segment (an export read back, a compaction, a copy).
-What each costs rerank and refit: benchmarks/results/raw-precision.md. Readers get float32 whatever the
-segment holds.
-
-Size: segments, their precisions and their rows' ids, compaction and the readers are one file format."""
+the .npy header: float32; float16; or int8, each row scaled by its largest component (its scale in a
+`.scale.npy` beside the segment; 388 bytes a row at 384 dims, a quarter of float32's); or int6 / int5 / int4,
+the same scheme with fewer steps, each row's codes packed bit to bit into bytes (an .npy of uint8, 292 / 244 /
+196 bytes a row at 384 dims with the scale). A row's codes depend on the row alone, so the same vector is
+stored the same in any segment (an export read back, a compaction, a copy). What each costs rerank and refit:
+benchmarks/results/raw-precision.md. Readers get float32 whatever the segment holds."""
 
 from __future__ import annotations
 
-import contextlib
 import os
-import shutil
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -26,19 +22,12 @@ import numpy as np
 
 from ..errors import IndexStateError
 from .damage import DamagedFile, brief, size_problem
-from .files import atomic_path
 
 DIRECTORY = "raw"
+SPOOL_PREFIX = ".spool-"  # a writer's spool in DIRECTORY (rawspool.py)
 BLOCK_ROWS = 8192
-COPY_BUFFER = 1 << 20
 # `RawVectors.read` reads rows at most READ_GAP apart in one go (24 KB at 384 dims), within READ_SPAN rows.
 READ_GAP, READ_SPAN = 16, 1024
-
-
-# Deleted and replaced documents leave their rows in the segments until a write compacts them: when at least this
-# share of the stored rows, and this many, are dead (each row is 1.5 KB at 384 dims).
-COMPACT_SHARE, COMPACT_MIN_ROWS = 0.25, 256
-
 
 FLOAT32 = "float32"
 # Rows scaled by their largest component, at this many bits a component (codes -(2^(b-1) - 1) .. 2^(b-1) - 1):
@@ -66,7 +55,7 @@ class Segment:
         data = asdict(self)
         for name, before in (("pks", None), ("precision", FLOAT32)):
             if data[name] == before:
-                del data[name]  # as every release before it wrote it
+                del data[name]  # at its default: left out, so releases that do not know the field read it
         return data
 
     @property
@@ -77,10 +66,6 @@ class Segment:
     def width(self, dim: int) -> int:
         """Items (of `dtype`) a row of `dim` components takes in the segment's file."""
         return row_width(dim, self.precision)
-
-    @property
-    def packed(self) -> bool:
-        return SCALED_BITS.get(self.precision, 8) < 8
 
     @property
     def files(self) -> list[str]:
@@ -114,157 +99,6 @@ def lost(path: Path, problem: str, documents: str | None = None) -> DamagedFile:
         f"are {whose}: `semsearch check --repair --drop-missing` removes them from the index, to be ingested "
         "again",
     )
-
-
-class SegmentWriter:
-    """Spools vectors to disk as they are encoded (float32); `finish` turns them into an .npy segment at
-    `precision` (int8: a first pass over the spool finds each dimension's range)."""
-
-    def __init__(
-        self, directory: Path, start: int, dim: int, precision: str = FLOAT32, kept_rows: int | None = None
-    ):
-        """`kept_rows`: the spool outlives this process (a first ingest's resume points, ingest/resume.py): it
-        has a name of its own, and its first `kept_rows` rows, written by an interrupted run, are kept; where
-        that run had turned its spool into the segment already, the segment's first `kept_rows` rows are (a
-        row's codes depend on the row alone: they are the ones its spool would give again)."""
-        self.directory = Path(directory) / DIRECTORY
-        self.directory.mkdir(parents=True, exist_ok=True)
-        self.start, self.dim, self.count = start, dim, 0
-        self.precision = precision
-        Segment("", 0, 0, precision=precision).dtype  # noqa: B018 (refuses an unknown precision now)
-        owner = os.getpid() if kept_rows is None else "resumable"
-        self.spool_path = self.directory / f".spool-{start:012d}-{owner}"
-        self.finished: Segment | None = None  # the segment an interrupted run finished, its head kept
-        self.kept = 0  # of its rows
-        if kept_rows and not self.spool_path.exists():
-            self.finished, self.kept = self._finished_segment(kept_rows), kept_rows
-            self.spool, self.count = open(self.spool_path, "wb"), kept_rows  # noqa: SIM115
-        elif kept_rows:
-            self.spool = self._kept_spool(kept_rows * dim * 4)
-            self.count = kept_rows
-        else:
-            self.spool = open(self.spool_path, "wb")  # noqa: SIM115 (closed in finish/discard)
-
-    def _kept_spool(self, kept_bytes: int):
-        """The interrupted run's spool cut back to its last resume point (the rows after it are written
-        again); a spool missing or shorter than the point cannot resume: an error (the ingest's partial
-        directory is then removed, ingest/first.building)."""
-        size = self.spool_path.stat().st_size
-        if size < kept_bytes:
-            self._cannot_resume(f"{size:,} bytes, {kept_bytes:,} needed")
-        spool = open(self.spool_path, "r+b")  # noqa: SIM115 (closed in finish/discard/close)
-        spool.truncate(kept_bytes)
-        spool.seek(0, os.SEEK_END)
-        return spool
-
-    def append(self, vectors: np.ndarray) -> None:
-        vectors = np.ascontiguousarray(vectors, dtype="<f4")
-        if vectors.ndim != 2 or vectors.shape[1] != self.dim:
-            raise IndexStateError(f"raw vectors of shape {vectors.shape} do not fit dim {self.dim}")
-        self.spool.write(vectors.tobytes())
-        self.count += len(vectors)
-
-    def sync(self) -> int:
-        """The rows spooled so far, on disk (flushed and fsynced): how many."""
-        self.spool.flush()
-        os.fsync(self.spool.fileno())
-        return self.count
-
-    def _cannot_resume(self, found: str) -> None:
-        raise IndexStateError(
-            f"{self.spool_path}: the raw vectors of the last resume point are {found}; "
-            "the partial ingest is removed, run the ingest again to start afresh"
-        )
-
-    def _finished_segment(self, rows: int) -> Segment:
-        """The segment this spool became in an interrupted run (finish), of `rows` rows or more, whole."""
-        segment = Segment(f"seg-{self.start:012d}.npy", self.start, 0, None, self.precision)
-        try:
-            counts = {len(np.load(self.directory / name, mmap_mode="r")) for name in segment.files}
-        except (OSError, ValueError):
-            counts = set()
-        if len(counts) != 1 or (count := counts.pop()) < rows:
-            self._cannot_resume(f"missing (no spool, no segment of {rows:,} rows)")
-        return Segment(segment.name, self.start, count, None, self.precision)
-
-    def _same_as_finished(self) -> bool:
-        """The rows spooled again after the kept head are the ones the finished segment holds after it."""
-        if self.finished is None or self.count != self.finished.count:
-            return False
-        kept = RawVectors(self.directory.parent, [self.finished], self.dim, mapped=True)
-        pks = np.arange(self.start + self.kept, self.start + self.count)
-        return all(
-            np.array_equal(kept.read(pks[at : at + len(block)]), as_kept(block, self.precision))
-            for at, block in zip(range(0, len(pks), BLOCK_ROWS), self._spooled())
-        )
-
-    def finish(self, name: str | None = None, pks: np.ndarray | None = None) -> Segment | None:
-        """The spooled rows as a segment file (`pks`: the rows' pks, for a compacted segment)."""
-        self.spool.close()
-        if self._same_as_finished():
-            self.discard()
-            return self.finished
-        if self.count == 0:
-            self.discard()
-            return None
-        name = name or f"seg-{self.start:012d}.npy"
-        listed = None if pks is None else name[:-4] + ".pks.npy"
-        segment = Segment(name, self.start, self.count, listed, self.precision)
-        if pks is not None:
-            with atomic_path(self.directory / segment.pks) as tmp, open(tmp, "wb") as out:
-                np.save(out, np.asarray(pks, dtype="<i8"), allow_pickle=False)
-        encode = None
-        if segment.scale is not None:
-            bits = SCALED_BITS[self.precision]
-            with atomic_path(self.directory / segment.scale) as tmp, open(tmp, "wb") as out:
-                header = {"descr": "<f4", "fortran_order": False, "shape": (self.count,)}
-                np.lib.format.write_array_header_1_0(out, header)
-                self._copy_head(segment.scale, 4, out)
-                for block in self._spooled():
-                    out.write(row_scales(block, bits).tobytes())
-            encode = lambda block: scaled_codes(block, bits)  # noqa: E731
-        elif self.precision != FLOAT32:
-            encode = lambda block: block.astype(segment.dtype)  # noqa: E731
-        # An .npy is a header and the raw rows: write the header, then copy the spool through a small buffer,
-        # converted a block at a time (a memory map of either file would count every page in this process's RSS).
-        with atomic_path(self.directory / segment.name) as tmp, open(tmp, "wb") as out:
-            shape = (self.count, segment.width(self.dim))
-            header = {"descr": segment.dtype.str, "fortran_order": False, "shape": shape}
-            np.lib.format.write_array_header_1_0(out, header)
-            self._copy_head(segment.name, segment.width(self.dim) * segment.dtype.itemsize, out)
-            if encode is None:
-                with open(self.spool_path, "rb") as spool:
-                    shutil.copyfileobj(spool, out, COPY_BUFFER)
-            else:
-                for block in self._spooled():
-                    out.write(np.ascontiguousarray(encode(block)).tobytes())
-        self.discard()
-        return segment
-
-    def _copy_head(self, name: str, row_bytes: int, out) -> None:
-        """The kept head of the finished segment's file `name` (same name in a new segment), copied to `out`."""
-        if not self.kept:
-            return
-        path = self.directory / name
-        with open(path, "rb") as finished:
-            finished.seek(np.load(path, mmap_mode="r").offset)  # past the .npy header, to the rows
-            left = self.kept * row_bytes
-            while left:
-                left -= out.write(finished.read(min(left, COPY_BUFFER)))
-
-    def _spooled(self) -> Iterator[np.ndarray]:
-        with open(self.spool_path, "rb") as spool:
-            while len(block := np.fromfile(spool, dtype="<f4", count=BLOCK_ROWS * self.dim)):
-                yield block.reshape(-1, self.dim)
-
-    def close(self) -> None:
-        """Stop writing, keeping the spool (a first ingest's resume points read it again)."""
-        self.spool.close()
-
-    def discard(self) -> None:
-        self.spool.close()
-        with contextlib.suppress(FileNotFoundError):
-            self.spool_path.unlink()
 
 
 def row_scales(rows: np.ndarray, bits: int = 8) -> np.ndarray:
@@ -432,16 +266,15 @@ class RawVectors:
 
     def get(self, pks: np.ndarray) -> np.ndarray:
         """Vectors for the given pks (any order). Each segment is memory-mapped once and the map kept, for
-        queries (a query's rerank reads 100 rows, and opening the file for each took 1.4 ms of its 7); as
-        `read` where not `mapped`: a kept map holds every page it touched in this process's RSS."""
+        queries (a rerank reads its rows in less time than opening the file takes); as `read` where not
+        `mapped`: a kept map holds every page it touched in this process's RSS."""
         return self._gather(pks, self._mapped_rows if self.mapped else self._read_rows)
 
     def read(self, pks: np.ndarray) -> np.ndarray:
         """Vectors for the given pks (any order), read from the files without mapping them: for a write's
         scattered rows (an index build's sample queries, replaced rows). Through a map, each touched row
-        brought a whole stretch of the file into this process's RSS (the kernel maps pages around a fault),
-        and the kept map held it: an ingest of 117,791 documents held 158 MiB of their segment's 172 while
-        it built the vector index."""
+        brings a whole stretch of the file into this process's RSS (the kernel maps pages around a fault),
+        and a kept map holds it: most of a segment, for a write that reads a few rows of every stretch."""
         return self._gather(pks, self._read_rows)
 
     def _gather(self, pks: np.ndarray, rows_of) -> np.ndarray:
@@ -494,31 +327,10 @@ class RawVectors:
 
 
 def among(pks: np.ndarray, live: np.ndarray) -> np.ndarray:
-    """Which of a block's pks are in `live` (sorted unique): a binary search each. np.isin sorts both arrays
-    together on every call: 0.8 s a block of 8,192 against 10 million live rows, 17 minutes a pass."""
+    """Which of a block's pks are in `live` (sorted unique): a binary search each (np.isin sorts both arrays
+    together on every call, `live` too, for every block of a pass)."""
     at = np.minimum(np.searchsorted(live, pks), max(len(live) - 1, 0))
     return live[at] == pks if len(live) else np.zeros(len(pks), dtype=bool)
-
-
-def worth_compacting(segments: list[Segment], live: int) -> bool:
-    stored = sum(segment.count for segment in segments)
-    dead = stored - live
-    return dead >= COMPACT_MIN_ROWS and dead >= COMPACT_SHARE * stored
-
-
-def compact(raw: RawVectors, live: np.ndarray, generation: int, precision: str = FLOAT32) -> Segment | None:
-    """One segment of the live rows only (their pks listed beside it), at `precision`, to take the place of all
-    of `raw`'s: the rows of deleted and replaced documents leave the disk. New file names, so readers of the
-    published generation keep theirs; the old files go once no published manifest names them (`unreferenced`).
-    Rows coded int8 come back to the same codes."""
-    writer = SegmentWriter(raw.directory.parent, int(live[0]) if len(live) else 0, raw.dim, precision)
-    kept = []
-    for pks, block in raw.blocks():
-        keep = among(pks, live)
-        writer.append(block[keep])
-        kept.append(pks[keep])
-    pks = np.concatenate(kept) if kept else np.empty(0, dtype=np.int64)
-    return writer.finish(f"seg-g{generation:06d}.npy", pks)
 
 
 def unreferenced(directory: Path, *segment_lists: Iterable[Segment]) -> list[Path]:
@@ -531,70 +343,5 @@ def unreferenced(directory: Path, *segment_lists: Iterable[Segment]) -> list[Pat
     return [
         path
         for path in folder.iterdir()
-        if (path.name.startswith("seg-") and path.name not in named) or path.name.startswith(".spool-")
+        if (path.name.startswith("seg-") and path.name not in named) or path.name.startswith(SPOOL_PREFIX)
     ]
-
-
-class ResumeCache:
-    """Vectors encoded by an ingest that did not finish, keyed by a hash of the text embedded, so running
-    the ingest again takes them from here instead of encoding again. Each chunk's vectors are fsynced before
-    its keys, so after a crash every complete key line has its vector; a torn tail is cut off on open."""
-
-    VECTORS, KEYS = "resume.f32", "resume.keys"
-
-    def __init__(self, directory: Path, dim: int):
-        self.directory = Path(directory) / DIRECTORY
-        self.directory.mkdir(parents=True, exist_ok=True)
-        self.dim = dim
-        self.vectors_path = self.directory / self.VECTORS
-        self.keys_path = self.directory / self.KEYS
-        self.rows: dict[str, int] = {}
-        self._recover()
-        self._cached = (
-            np.memmap(self.vectors_path, dtype="<f4", mode="r", shape=(len(self.rows), dim))
-            if self.rows
-            else np.empty((0, dim), dtype="<f4")
-        )
-
-    def _recover(self) -> None:
-        if not self.keys_path.exists() or not self.vectors_path.exists():
-            self.clear()
-            return
-        data = self.keys_path.read_bytes()
-        complete = data[: data.rfind(b"\n") + 1]
-        keys = complete.decode("ascii", errors="replace").splitlines()
-        rows = min(len(keys), self.vectors_path.stat().st_size // (4 * self.dim))
-        keys = keys[:rows]
-        # Cut both files back to the rows that are whole in each.
-        with open(self.keys_path, "r+b") as handle:
-            handle.truncate(sum(len(k) + 1 for k in keys))
-        with open(self.vectors_path, "r+b") as handle:
-            handle.truncate(rows * 4 * self.dim)
-        self.rows = {key: row for row, key in enumerate(keys)}
-
-    def __len__(self) -> int:
-        return len(self.rows)
-
-    def lookup(self, keys: list[str]) -> tuple[np.ndarray, np.ndarray]:
-        """(found mask, vectors of the found keys in order)."""
-        found = np.array([key in self.rows for key in keys], dtype=bool)
-        rows = [self.rows[key] for key in keys if key in self.rows]
-        return found, np.asarray(self._cached[rows], dtype=np.float32) if rows else np.empty(
-            (0, self.dim), "f4"
-        )
-
-    def append(self, keys: list[str], vectors: np.ndarray) -> None:
-        with open(self.vectors_path, "ab") as handle:
-            handle.write(np.ascontiguousarray(vectors, dtype="<f4").tobytes())
-            handle.flush()
-            os.fsync(handle.fileno())
-        with open(self.keys_path, "ab") as handle:
-            handle.write("".join(key + "\n" for key in keys).encode("ascii"))
-            handle.flush()
-            os.fsync(handle.fileno())
-
-    def clear(self) -> None:
-        for path in (self.keys_path, self.vectors_path):
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()
-        self.rows = {}
