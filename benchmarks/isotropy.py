@@ -20,12 +20,12 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
+from benchmarks.suite import DATA, OUT, REPO, command_line, require
 from semsearch.encoding import Encoder, resolve_model_path
 from semsearch.evaluation.datasets import cranfield_to_beir, load_beir, load_sts
 from semsearch.evaluation.metrics import evaluate_run, spearman
@@ -36,9 +36,8 @@ from semsearch.transforms.advice import ANISOTROPY_THRESHOLD, RULE, advise
 from semsearch.transforms.isotropy import figures, sample_rows
 from semsearch.transforms.stats import RunningStats
 
-REPO = Path(__file__).resolve().parents[1]
-DATA = REPO.parent / "shared" / "data"
-RESULTS = REPO / "benchmarks" / "results"
+CLAIM = "No isotropy figure predicts the gain of whitening in both directions: the advice `info` gives"
+RESULTS = OUT
 WORDNET_SAMPLE = 6000  # synsets (seed 0) of WordNet's 117,791; their first lemmas are the queries
 WORDNET_QUERIES = 600
 
@@ -307,11 +306,13 @@ def report(rows: list[dict], command: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--work", type=Path, default=REPO / "indexes" / "isotropy")
-    arguments = parser.parse_args()
-    work = arguments.work
+
+
+def run(config: argparse.Namespace) -> None:
+    work = config.work
+    require(DATA / "scifact", "SciFact")
     work.mkdir(parents=True, exist_ok=True)
     sets = {"sts-dev": sts_set, "scifact": lambda: beir_set(DATA / "scifact")}
     sets["cranfield"] = lambda: beir_set(cranfield_to_beir(DATA / "cranfield", work / "cranfield-beir"))
@@ -327,11 +328,6 @@ def main() -> None:
         if name in ("sts-dev", "scifact"):
             for pooling in ("mean", "cls"):
                 draw_figures(name, data, bundled, pooling, work)
-    command = "PYTHONPATH=src .venv/bin/python benchmarks/isotropy.py " + " ".join(sys.argv[1:])
     atomic_write_text(RESULTS / "isotropy.json", json.dumps(rows, indent=1) + "\n")
-    atomic_write_text(RESULTS / "isotropy.md", report(rows, command.strip()))
+    atomic_write_text(RESULTS / "isotropy.md", report(rows, command_line()))
     print((RESULTS / "isotropy.md").read_text())
-
-
-if __name__ == "__main__":
-    main()
