@@ -297,14 +297,12 @@ SEED = 5  # of the upserted documents' choice (session 11's run: the same 1,036 
 
 
 def semsearch_command(args: list[str], src: Path) -> dict[str, float]:
-    """A whole `semsearch_command` process run with the code of `src`; its wall and CPU seconds (user and system)."""
+    """A whole `semsearch` process run with the code of `src`; its wall and CPU seconds (user and system)."""
     env = {**os.environ, "PYTHONPATH": str(src)}
     started, before = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
-    run = subprocess.run(
-        [sys.executable, "-m", "semsearch_command", *args], capture_output=True, text=True, env=env
-    )
+    run = subprocess.run([sys.executable, "-m", "semsearch", *args], capture_output=True, text=True, env=env)
     if run.returncode != 0:
-        raise SystemExit(f"semsearch_command {shlex.join(args)} failed:\n{run.stderr}")
+        raise SystemExit(f"semsearch {shlex.join(args)} failed:\n{run.stderr}")
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     return {"wall": time.perf_counter() - started, "cpu": cpu}
@@ -469,7 +467,7 @@ def export_identity(config: argparse.Namespace) -> None:
         )
         against_rev = rev.stdout.strip()
     result = {
-        "command": "python -m benchmarks backup export-identity " + shlex.join(sys.argv[1:]),
+        "command": command_line(),
         "started": started.strftime("%Y-%m-%d %H:%M"),
         "finished": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M"),
         "load_before": load_before,

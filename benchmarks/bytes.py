@@ -205,7 +205,7 @@ def ingested_set(name: str, work: Path) -> tuple[Path, float]:
     from semsearch import Index
     from semsearch.evaluation.datasets import load_beir
 
-    path = work / "indexes" / f"{name}-ingested_set"
+    path = work / "indexes" / f"{name}-ingested"
     timing = path.parent / f"{name}.seconds"
     if not timing.is_file():
         shutil.rmtree(path, ignore_errors=True)
@@ -324,7 +324,7 @@ def raw_precision(config: argparse.Namespace) -> None:
             rows += json.loads(saved.read_text())
             continue
         source, seconds = ingested_set(name, config.work)
-        print(name, "ingested_set", seconds, flush=True)
+        print(name, "ingested", seconds, flush=True)
         if config.build_only:
             continue
         today, mode = ndcg(source, name, config.work / "sets")
@@ -352,11 +352,11 @@ def raw_precision(config: argparse.Namespace) -> None:
     lines = [
         "# Raw vectors at the precision rerank and refit need (issue 37)",
         "",
-        f"`{command.strip()}` ({datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC). Each set ingested_set once with "
+        f"`{command.strip()}` ({datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC). Each set ingested once with "
         "every default and float32 raw vectors; each precision a copy with its raw segments rewritten at that "
         "precision, its statistics counted again from the reduced rows (as an ingest at that precision counts them), and "
         "refitted (transform and vector index from the reduced rows), searched in the calibrated "
-        "default mode with rerank 100. `today`: the float32 index as ingested_set.",
+        "default mode with rerank 100. `today`: the float32 index as ingested.",
         "",
         *markdown_table(rows),
         "",

@@ -355,7 +355,7 @@ NOTES = [  # what the run recorded here does not say by itself
     "statistics, transform and vector index it keeps instead of packing and writing them again; the CLI collects",
     "young objects every 10,000 allocations, not 700 (146 collections: 0.04-0.05 CPU-s); sqlite_utils starts without",
     "its plugins' search of every package's metadata and its date parser loads when used. What is left (0.9-1.0",
-    "CPU-s): Python's start and imports 0.3 (of their 1.6 G instructions semsearch_process's own modules take 0.6, its 65",
+    "CPU-s): Python's start and imports 0.3 (of their 1.6 G instructions semsearch's own modules take 0.6, its 65",
     "dataclasses about 0.26 of that; NumPy 0.35, sqlite_utils 0.25, FAISS 0.18, ONNX Runtime 0.15), the session",
     "0.07, encoding 0.27, the calibration's reads, searches, sweep and publish about 0.3. CPU seconds here rise with",
     "the load (main's renewal of the same index: 1.25 to 1.84 over the session), and the round before's machine took",
@@ -377,7 +377,7 @@ NOTES = [  # what the run recorded here does not say by itself
     "cache: no slower.",
     "",
     "Round s7, last (its stsb-dev section, since replaced by s8's above: 17:46 UTC, load 0.5 before and 3.2 after; `--against` commit",
-    "8c4467a's src, alternated): with the calibration on arrays and the `semsearch_process` program ending without taking",
+    "8c4467a's src, alternated): with the calibration on arrays and the `semsearch` program ending without taking",
     "the interpreter apart (`cli.run`), a renewal takes 2.5 s and 2.4 CPU-s against 3.8 and 3.6 before: **8.6%**",
     "of the ingest by wall and by CPU (13.0% before), under the issue's 10%.",
     "",
@@ -414,8 +414,8 @@ NOTES = [  # what the run recorded here does not say by itself
     "encoding of texts a renewal already encoded (2.1 s for 330 texts: 165 pseudo-queries and their one-line",
     "targets), now kept beside the index (storage/calibrationcache.py) with the draw, whose documents still",
     "stored give the same queries: after a fifth rewritten, 268 of the texts came from it and 62 were encoded.",
-    "What stays is a floor a process pays whatever it does: Python's start and semsearch_process's imports (0.8 s for",
-    "`import semsearch_process.index`, unloaded), the ONNX session (0.5-0.6 s) for the texts that changed, reading the",
+    "What stays is a floor a process pays whatever it does: Python's start and semsearch's imports (0.8 s for",
+    "`import semsearch.index`, unloaded), the ONNX session (0.5-0.6 s) for the texts that changed, reading the",
     "index and publishing a generation (0.1 s); `refit (all)`, run after the renewal (the cache then holds every",
     "text: nothing encoded), shows it: 2.8 s, 6.7% of that small ingest, a flat index rebuilt included.",
     "(That run saved both rows under one wrong key, a bug of its several-set loop fixed since; the rows here are",
@@ -425,21 +425,21 @@ NOTES = [  # what the run recorded here does not say by itself
 
 
 def semsearch_process(*args: str, source: Path = REPO / "src") -> tuple[float, str]:
-    """Seconds a `semsearch_process` command takes as a whole process, and what it wrote (both streams); `source`: the
-    semsearch_process it runs (a `src` directory)."""
+    """Seconds a `semsearch` command takes as a whole process, and what it wrote (both streams); `source`: the
+    semsearch it runs (a `src` directory)."""
     seconds, _, said = timed(*args, source=source)
     return seconds, said
 
 
 def timed(*args: str, source: Path = REPO / "src") -> tuple[float, float, str]:
-    """`semsearch_process`, with the CPU seconds the process used beside its wall seconds (user and system, all its
+    """`semsearch`, with the CPU seconds the process used beside its wall seconds (user and system, all its
     threads): on a shared machine the wall seconds follow the load, the CPU seconds much less."""
     env = {**os.environ, "PYTHONPATH": str(source)}
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     used = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-m", "semsearch_process", *args], check=True, env=env, capture_output=True
+        [sys.executable, "-m", "semsearch", *args], check=True, env=env, capture_output=True
     )
     seconds = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -549,7 +549,7 @@ def beir_of(name: str, work: Path) -> Path:
 
 def age_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--set", default="cranfield", help=f"one or more of {', '.join(AGE_SETS)}, comma-separated"
+        "--set", default="cranfield", help=f"one or more of {', '.join(SETS)}, comma-separated"
     )
     parser.add_argument("--share", type=float, default=0.2, help="of the documents rewritten")
     parser.add_argument("--work", type=Path, default=Path("/tmp/w38-age"))
@@ -573,7 +573,7 @@ def age(config: argparse.Namespace) -> None:
         return render(json.loads((OUT / "calibration.json").read_text()))
     names = config.set.split(",")
     if unknown := [name for name in names if name not in AGE_SETS]:
-        raise SystemExit(f"unknown set {unknown[0]}: one of {', '.join(AGE_SETS)}")
+        raise SystemExit(f"unknown set {unknown[0]}: one of {', '.join(SETS)}")
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     for name in names:
         work = config.work if len(names) == 1 else config.work / name

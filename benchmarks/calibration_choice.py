@@ -53,7 +53,7 @@ ONE_STYLE = (
     "wordnet-aliases",
     "wordnet-web",
 )  # queries short already: asked as they are
-CHINESE = {  # as benchmarks/zh_retrieval.py's SEMSEARCH_SETS: file, label of a paraphrase, sentences a document
+CHINESE = {  # as text_controls.py's zh-retrieval SEMSEARCH_SETS: file, label of a paraphrase, sentences a document
     "zh-ATEC-test": ("ATEC/ATEC.test.data", 1.0, 1),
     "zh-ATEC-valid": ("ATEC/ATEC.valid.data", 1.0, 1),
     "zh-BQ-valid": ("BQ/BQ.valid.data", 1.0, 1),

@@ -37,7 +37,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from benchmarks.suite import DATA as SHARED
-from benchmarks.suite import OUT, REPO, add_parts, current_commit, run_part
+from benchmarks.suite import OUT, REPO, add_parts, command_line, current_commit, run_part
 
 CLAIM = "The same corpus calibrates and answers alike however it was ingested (one file, three, refit)"
 
@@ -148,7 +148,7 @@ def history(config: argparse.Namespace) -> None:
     started = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     load = os.getloadavg()[0]
     result = history_rows(config.work, config.queries)
-    command = ("python -m benchmarks calibration_history history " + " ".join(sys.argv[1:])).strip()
+    command = command_line()
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "calibration-history.json").write_text(json.dumps(result, indent=1) + "\n")
     (OUT / "calibration-history.md").write_text(report(result, command, started, load))
@@ -219,7 +219,7 @@ def draw(config: argparse.Namespace) -> None:
                 process(here, "-c", SCORE, str(copy), str(beir))
             )
     commit = current_commit()
-    command = "python -m benchmarks calibration_history draw " + " ".join(sys.argv[1:])
+    command = command_line()
     lines = [
         f"### The draw by content against the draw by pk: {config.set}'s calibrated default",
         "",

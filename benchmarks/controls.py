@@ -374,7 +374,11 @@ def similar(args, work: Path) -> dict:
 
 
 def write_report(results: dict, out: Path) -> None:
-    header = "Machine: 2 cores shared with other jobs, no GPU. Each section lists the command that made it."
+    header = (
+        "Machine: 2 cores shared with other jobs, no GPU. Each section lists the command that made it.\n\n"
+        "The search page showing them (tests/test_page.py's screenshots): [facets](page-facets.png), "
+        "[pages](page-pages.png), [similar documents](page-similar.png)."
+    )
     write_sections(results, out, "controls", "Facets, pages and similar documents", header, SECTIONS)
 
 

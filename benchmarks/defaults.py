@@ -187,7 +187,7 @@ def run(config: argparse.Namespace) -> None:
         tables[name] = summary(rows)
         print(tables[name], file=sys.stderr)
     command = command_line()
-    from benchmarks.scale import markdown_table
+    from benchmarks.suite import markdown_table
 
     lines = [
         "# Defaults on corpora nobody tuned for (issue 26)",
@@ -207,6 +207,15 @@ def run(config: argparse.Namespace) -> None:
         "keyword 0.6890, the default 0.7307 (issue 26's run: keyword 0.6870, hybrid 0.5, 0.7261; at 256 tokens "
         "0.7324, benchmarks/results/calibration/scifact). stsb-retrieval's sentences are one passage at any length. "
         "The per-set bench tables and plots: benchmarks/results/defaults/.",
+        "",
+        "Each set's `semsearch bench` output: "
+        + ", ".join(
+            f"[{s}](defaults/{s}/results.md)"
+            for s in tables
+            if (OUT / "defaults" / s / "results.md").is_file()
+        )
+        + ". The plot: [defaults-passages.png](defaults-passages.png); the passage overlap's data: "
+        "[overlap.json](overlap.json).",
         "",
     ]
     lines += verdict(tables)

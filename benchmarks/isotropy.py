@@ -9,7 +9,7 @@ the raw vectors and whitened ones (full whitening P=1 with every dimension, and 
 Spearman correlation of the pairs' cosines with the gold scores. The advice rule (transforms/advice.py) is then
 scored against the measured gain: hits and misses.
 
-    PYTHONPATH=src .venv/bin/python benchmarks/isotropy.py [--work indexes/isotropy]
+    python -m benchmarks isotropy [--work indexes/isotropy]
 
 Writes benchmarks/results/isotropy.md and .json, and the inspect figures of SciFact and STS-B to
 benchmarks/results/isotropy/. Encodings are cached in the work directory (delete it to encode again).

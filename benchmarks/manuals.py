@@ -558,7 +558,7 @@ def run_calibration(config: argparse.Namespace) -> None:
     started = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     load = os.getloadavg()[0]
     rows = [manual_row(pdf, config.work) for pdf in pdfs]
-    command = "python -m benchmarks manuals calibration " + " ".join(sys.argv[1:])
+    command = command_line()
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "calibration-places.json").write_text(json.dumps(rows, indent=1) + "\n")
     (OUT / "calibration-places.md").write_text(report(rows, command.strip(), started, load))

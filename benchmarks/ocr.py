@@ -32,7 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.suite import REPO, current_commit
+from benchmarks.suite import REPO, command_line, current_commit
 
 CLAIM = "Reading scans: the OCR engine chosen, pages a second and words found against the text layer"
 
@@ -348,7 +348,7 @@ def run(config: argparse.Namespace) -> None:
     truth = text_layer(document, numbers)
     spent = timed_encoder()
     commit = current_commit()
-    command = "OMP_NUM_THREADS=1 python -m benchmarks ocr " + " ".join(sys.argv[1:])
+    command = "OMP_NUM_THREADS=1 " + command_line()
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     made = f"`{command.strip()}` at commit {commit}, {when}; 2 shared cores, one OpenMP thread."
 

@@ -41,7 +41,7 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks.suite import OUT, REPO, add_parts, run_part
+from benchmarks.suite import OUT, REPO, add_parts, command_line, run_part
 
 CLAIM = "`semsearch serve` under load (cold start, read, write) and an MCP call's latency, against warm Index.search"
 
@@ -287,7 +287,7 @@ def serve(config: argparse.Namespace) -> None:
     ensure_index(config)
     texts = queries(config.wordnet)
     paths = [f"/search?q={'+'.join(t.split())}" for t in texts]
-    result = {"command": shlex.join([Path(sys.executable).name, *sys.argv]), "load_before": os.getloadavg()}
+    result = {"command": command_line(), "load_before": os.getloadavg()}
     result["write_docs"] = config.write_docs
     result["in_process"] = in_process(config, texts)
     print("in process", result["in_process"], file=sys.stderr)
@@ -389,7 +389,7 @@ def percentile_ms(values: list[float], q: float) -> float:
 def mcp_index(index: Path, wordnet: Path, encoded: bool, sample: int = 3000) -> None:
     """The WordNet index, built once: with `encoded`, every gloss encoded (4 minutes on an idle machine); else
     the glosses with vectors drawn from a Gaussian of the mean and covariance of `sample` encoded ones (`ingest
-    --vectors`: the same index, sizes and search path, mcp_queries encoded by the model, in a minute)."""
+    --vectors`: the same index, sizes and search path, queries encoded by the model, in a minute)."""
     if (index / "manifest.json").exists():
         return
     corpus = wordnet / "corpus.jsonl"
@@ -477,7 +477,7 @@ async def over_stdio(index_path: Path, texts: list[str], rounds: int, direct) ->
 def mcp_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--index", type=Path, default=REPO / "indexes" / "bench" / "mcp-wordnet")
     parser.add_argument("--wordnet", type=Path, default=REPO.parent / "shared" / "data" / "wordnet")
-    parser.add_argument("--mcp_queries", type=int, default=200)
+    parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--out", type=Path, default=OUT / "mcp")
     parser.add_argument("--encoded", action="store_true", help="build the index by encoding every gloss")
@@ -507,7 +507,7 @@ def mcp(config: argparse.Namespace) -> None:
     summary = {
         "documents": documents,
         "mode": mode,
-        "mcp_queries": len(texts),
+        "queries": len(texts),
         "rounds": rounds,
         "index_search_p50_ms": median("index_search", "p50_ms"),
         "index_search_p99_ms": median("index_search", "p99_ms"),
@@ -516,11 +516,11 @@ def mcp(config: argparse.Namespace) -> None:
         "ratio_p50": round(statistics.median(ratios), 2),
         "target_ms": round(statistics.median(budgets), 2),
         "met_in_rounds": sum(r["mcp_stdio"]["p50_ms"] <= b for r, b in zip(rounds, budgets)),
-        "command": "python -m benchmarks serve_load mcp " + shlex.join(sys.argv[1:]),
+        "command": command_line(),
         "build": "every gloss encoded"
         if config.encoded
         else "the glosses' text with vectors drawn from a Gaussian "
-        "of the mean and covariance of 3,000 encoded glosses (`ingest --vectors`); mcp_queries encoded by the model",
+        "of the mean and covariance of 3,000 encoded glosses (`ingest --vectors`); queries encoded by the model",
     }
     config.out.with_suffix(".json").write_text(json.dumps(summary, indent=2) + "\n")
     config.out.with_suffix(".md").write_text(mcp_report(summary))
@@ -539,7 +539,7 @@ def mcp_report(s: dict) -> str:
 `{s["command"]}`
 
 {s["documents"]:,} WordNet glosses in an index of the default settings (default mode {s["mode"]}): {s["build"]}.
-{s["mcp_queries"]} mcp_queries (titles and first words of glosses), k=10, each round the same mcp_queries
+{s["queries"]} queries (titles and first words of glosses), k=10, each round the same queries
 through warm `Index.search` in the benchmark's process and through the `search` tool of one `semsearch mcp`
 process driven by the SDK's `stdio_client` / `ClientSession` (warmed with 50 calls). Target: the MCP call's
 p50 at most 2x the warm `Index.search` p50 plus 5 ms.

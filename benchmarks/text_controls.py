@@ -324,8 +324,6 @@ def snippets(work: Path) -> dict:
 
 
 def chinese(work: Path) -> list[dict]:
-    from benchmarks.zh_retrieval import DATA as ZH
-    from benchmarks.zh_retrieval import FILES
     from semsearch.documents import Document
     from semsearch.evaluation.metrics import evaluate_run
     from semsearch.evaluation.zh_retrieval import read_pairs, retrieval_set, without_own
@@ -334,7 +332,7 @@ def chinese(work: Path) -> list[dict]:
 
     rows = []
     for name, relative in FILES.items():
-        data = retrieval_set(name, read_pairs(ZH / relative), max_queries=500)
+        data = retrieval_set(name, read_pairs(ZH_DATA / relative), max_queries=500)
         ids = list(data.corpus)
         for leftover in work.glob(f"zh-{name}.db*"):
             leftover.unlink()
@@ -435,7 +433,7 @@ def report(results: dict) -> str:
     return "\n".join(lines)
 
 
-ZH_DATA = REPO.parent / "shared" / "data" / "zh"
+ZH_DATA = DATA / "zh"
 FILES = {
     "ATEC-test": "ATEC/ATEC.test.data",
     "BQ-valid": "BQ/BQ.valid.data",
@@ -496,7 +494,7 @@ def ndcg_at_10(data, run: dict) -> float:
     from semsearch.evaluation.metrics import evaluate_run
     from semsearch.evaluation.zh_retrieval import without_own
 
-    return round(evaluate_run(data.qrels, without_own(run, data.own), ("ndcg_at_10@10",))["ndcg_at_10@10"], 4)
+    return round(evaluate_run(data.qrels, without_own(run, data.own), ("ndcg@10",))["ndcg@10"], 4)
 
 
 def keyword_section(queries: int) -> list[dict]:
