@@ -10,29 +10,41 @@ import ast
 import importlib
 import os
 import sys
+import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 NOT_BENCHMARKS = {"__init__", "__main__", "suite"}
 
 
-def benchmarks() -> dict[str, str]:
-    """Each benchmark's name and claim, read from its module's source (listing imports none of them)."""
+def benchmarks() -> dict[str, tuple[str, list[str]]]:
+    """Each benchmark's name, claim and parts, read from its module's source (listing imports none of them)."""
     found = {}
     for path in sorted(HERE.glob("*.py")):
         if path.stem in NOT_BENCHMARKS:
             continue
+        claim, parts = None, []
         for node in ast.parse(path.read_text(encoding="utf-8")).body:
-            if isinstance(node, ast.Assign) and [getattr(t, "id", "") for t in node.targets] == ["CLAIM"]:
-                found[path.stem] = ast.literal_eval(node.value)
+            names = [getattr(target, "id", "") for target in getattr(node, "targets", [])]
+            if names == ["CLAIM"]:
+                claim = ast.literal_eval(node.value)
+            elif names == ["PARTS"] and isinstance(node.value, ast.Dict):
+                parts = [key.value for key in node.value.keys if isinstance(key, ast.Constant)]
+        if claim is not None:
+            found[path.stem] = (claim, parts)
     return found
 
 
 def listing() -> str:
     known = benchmarks()
-    width = max(map(len, known))
-    lines = [f"{name:<{width}}  {claim}" for name, claim in known.items()]
-    return "\n".join([*lines, "", "python -m benchmarks NAME --help: a benchmark's options"])
+    width = max(len(name) for name in known)
+    lines = []
+    for name, (claim, parts) in known.items():
+        lines.append(f"{name:<{width}}  {claim}")
+        if parts:
+            lines.append(f"{'':<{width}}    parts: {', '.join(parts)}")
+    usage = "python -m benchmarks NAME [PART] --help: a benchmark's options (make bench NAME=... ARGS=...)"
+    return "\n".join([*lines, "", usage])
 
 
 def main(argv: list[str]) -> int:
@@ -53,12 +65,14 @@ def main(argv: list[str]) -> int:
     )
     module.add_arguments(parser)
     config = parser.parse_args(argv[1:])
-    from benchmarks.suite import MissingData
+    from benchmarks.suite import MissingData, head_new_results
 
+    started = time.time()
     try:
         module.run(config)
     except MissingData as skipped:
         print(f"{name}: {skipped}", file=sys.stderr)
+    head_new_results(started)
     return 0
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -141,9 +142,16 @@ def command_line() -> str:
 
 
 def current_commit() -> str:
-    """The repository's HEAD, short, as a results file records it ("" outside a git checkout)."""
+    """The repository's HEAD, short, as a results file records it ("" outside a git checkout), "+ changes" when
+    the code measured (src/, benchmarks/) differs from it."""
     done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO)
-    return done.stdout.strip()
+    changed = subprocess.run(
+        ["git", "status", "--porcelain", "--", "src", "benchmarks", ":!benchmarks/results"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
+    return done.stdout.strip() + (" + changes" if changed.stdout.strip() else "")
 
 
 def utc_now() -> str:
@@ -183,8 +191,9 @@ def write_text(path: Path, text: str) -> Path:
 
 def write_json(path: Path, data: object) -> Path:
     """A result's data beside its .md; a dict gets the command, commit and date it was made by."""
-    if isinstance(data, dict) and "made_by" not in data:
-        data = {"made_by": {"command": command_line(), "commit": current_commit(), "date": utc_now()}, **data}
+    if isinstance(data, dict):
+        made = {"command": command_line(), "commit": current_commit(), "date": utc_now()}
+        data = {"made_by": made, **{key: value for key, value in data.items() if key != "made_by"}}
     return write_text(path, json.dumps(data, indent=1) + "\n")
 
 
@@ -207,6 +216,26 @@ def write_sections(results: dict, out: Path, name: str, title: str, header: str,
                 lines.append(f"- {key}: {json.dumps(value) if isinstance(value, dict) else value}")
         lines.append("")
     write_text(out / f"{name}.md", "\n".join(lines))
+
+
+COMMIT_NAMED = re.compile(r"\bcommit [0-9a-f]{7}|\bat [0-9a-f]{7}\b")
+
+
+def head_new_results(since: float, out: Path = OUT) -> list[Path]:
+    """Every result .md written under `out` since `since` (time.time()) that does not name the commit it was made
+    at gets the `made_by` line under its title: whatever a benchmark writes, its result says how, when and at
+    which commit it was made."""
+    headed = []
+    for path in sorted(out.rglob("*.md")):
+        if path.stat().st_mtime < since:
+            continue
+        lines = path.read_text(encoding="utf-8").split("\n")
+        if any(COMMIT_NAMED.search(line) for line in lines[:8]):
+            continue
+        at = 1 if lines and lines[0].startswith("# ") else 0
+        write_text(path, "\n".join([*lines[:at], *([""] if at else []), made_by(), "", *lines[at:]]))
+        headed.append(path)
+    return headed
 
 
 def section_stamp() -> dict:
