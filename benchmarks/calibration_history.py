@@ -116,6 +116,9 @@ def report(result: dict, command: str, started: str, load: float) -> str:
         "",
         f"`{command}`, commit {commit}, {started}, 1-minute load {load:.1f} (2 shared cores).",
         "",
+        "The benchmark's other part, the draw by content on a small SMART collection: "
+        "[calibration-draw.md](calibration-draw.md).",
+        "",
         f"STS-B dev's {result['sentences']:,} distinct sentences, every default; three files of "
         f"{', '.join(map(str, result['parts']))}; top 10 of {result['queries']} STS-B train sentences in the "
         "default mode. `reused`: texts whose vectors the calibration cache held (spared encodings); `same`: the "

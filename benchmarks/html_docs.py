@@ -494,6 +494,14 @@ def run(config: argparse.Namespace) -> None:
         "",
         f"`{command_line()}`, {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC.",
         "",
+        f"Data: [{config.out}.json]({config.out}.json); each known item's scores: "
+        f"[{config.out}-items.json]({config.out}-items.json)."
+        + (
+            " The same without the page's outline: [html-docs-outline.md](html-docs-outline.md)."
+            if config.out == "html-docs"
+            else ""
+        ),
+        "",
         f"{package(root)} {root} ({len(files)} pages, {text_mb:.1f} MB of whole-page text), {len(queries)} known items "
         f"(module synopsis -> its page), {len(sentences)} sentences for the anchors. Every ingest with the "
         "defaults, one after another in one run (timings: ratios only; the machine is shared). "

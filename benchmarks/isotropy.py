@@ -38,6 +38,8 @@ from semsearch.transforms.stats import RunningStats
 
 CLAIM = "No isotropy figure predicts the gain of whitening in both directions: the advice `info` gives"
 RESULTS = OUT
+FIGURED = ("sts-dev", "scifact")  # the sets whose inspect figures are drawn, with mean and cls pooling
+FIGURE_SETS = [f"{name}-{pooling}" for name in FIGURED for pooling in ("mean", "cls")]
 WORDNET_SAMPLE = 6000  # synsets (seed 0) of WordNet's 117,791; their first lemmas are the queries
 WORDNET_QUERIES = 600
 
@@ -261,7 +263,9 @@ def reading(rows: list[dict]) -> list[str]:
 
 def report(rows: list[dict], command: str) -> str:
 
+    figures = ", ".join(f"[{name}](isotropy/{name}/isotropy.md)" for name in FIGURE_SETS)
     lines = ["# Isotropy against the gain of whitening", "", f"Made with: `{command}`", ""]
+    lines += [f"The figures `semsearch inspect` draws, per set and pooling: {figures}.", ""]
     lines += [
         "Each set encoded once (onnx, int8; documents cut at the model's max_length). Gain: the metric with",
         "whitening fitted on the set's own vectors minus the metric with the raw vectors (spearman x100 for",
@@ -325,7 +329,7 @@ def run(config: argparse.Namespace) -> None:
         data = make()
         for model, path, pooling in encoders:
             rows.append(measure(name, data, model, path, pooling, work))
-        if name in ("sts-dev", "scifact"):
+        if name in FIGURED:
             for pooling in ("mean", "cls"):
                 draw_figures(name, data, bundled, pooling, work)
     atomic_write_text(RESULTS / "isotropy.json", json.dumps(rows, indent=1) + "\n")

@@ -267,6 +267,9 @@ def run_known_places(config: argparse.Namespace) -> None:
             f"load average at the end {' '.join(f'{x:.1f}' for x in os.getloadavg())}; 2 cores shared",
             __doc__,
         ),
+        "The benchmark's other parts: one manual as a new user meets it, [one-manual.md](one-manual.md); a "
+        "manual's calibration against its known places, [calibration-places.md](calibration-places.md).",
+        "",
         f"Manuals: {', '.join(pdf.name for pdf in config.pdfs)} ({pages} pages with text); {len(places)} queries "
         "(unique outline titles). `before`: the source tree given by --before; `this`: this tree.",
         "",

@@ -688,6 +688,9 @@ def zh_retrieval(config: argparse.Namespace) -> None:
         "is a query (the first --queries of them), its label-1 partners relevant, every other sentence of the",
         "file a distractor (the query's own sentence left out of its ranking). nDCG@10.",
         "",
+        "The multilingual model's choice (USE multilingual v3 against multilingual-e5-small and the bundled "
+        "model, on Chinese STS-B, LCQMC and BQ): [multilingual-candidates.md](multilingual-candidates.md).",
+        "",
         "## Keyword: plain FTS5 (unicode61, bm25) over each segmentation, documents and queries alike",
         "",
         *markdown_table(keyword_section(config.queries)),
