@@ -1,4 +1,4 @@
-"""Backup, restore and export benchmark (issue 28): what a backup costs against the ingest that made the index,
+"""Backup, restore and export benchmark: what a backup costs against the ingest that made the index,
 what hard links save, and an export of every WordNet gloss with its vectors (peak RSS) re-imported without
 encoding, against the original ingest. Every command is a real `semsearch` process, timed from outside; peak
 RSS is the process's own (ru_maxrss from wait4).
@@ -10,7 +10,7 @@ Writes backup.md and backup.json (with the command) to --out. Targets: a backup 
 an unchanged index backed up into the same file system costs little beyond the SQLite copy; the re-import at
 least 5x faster than the ingest.
 
-Part `export-identity`: Export identity benchmark (issue 38): does `export --vectors` then `ingest` of the export answer as its
+Part `export-identity`: Export identity benchmark: does `export --vectors` then `ingest` of the export answer as its
 source after upserts? A BEIR corpus (default SciFact) is ingested with real `semsearch ingest` processes at each
 index type asked for, a share of its documents is then upserted with their text changed (the second half of
 its words put first: a new vector each), the index is exported with its vectors and the export ingested into a
@@ -395,7 +395,7 @@ def run_type(kind: str, args: argparse.Namespace, corpus: Path, changed: Path, q
 
 def report(result: dict, out: Path) -> None:
     lines = [
-        "# Export identity after upserts (issue 38)",
+        "# Export identity after upserts",
         "",
         f"Made with `{result['command']}` at {result['started']} UTC (finished {result['finished']}); load average "
         f"{result['load_before']} before, {result['load_after']} after (2 cores, shared with other work).",

@@ -1,4 +1,4 @@
-"""Issue 30's table of bad inputs (tests/badinputs.py) run once and written down: each CLI row in process (click's
+"""The table of bad inputs (tests/badinputs.py) run once and written down: each CLI row in process (click's
 CliRunner) against an index of the committed sample corpus, each HTTP row against a real `semsearch serve` of a
 copy of it; for each, the exit code (HTTP status) and the one line (JSON error message) it answered with, and
 whether a traceback or a 500 appeared anywhere (none may). Writes benchmarks/results/bad-inputs.md.
@@ -166,7 +166,7 @@ def run_table(config: argparse.Namespace) -> None:
         shutil.rmtree(root, ignore_errors=True)
     clean_cli, clean_http = sum(r["ok"] for r in cli), sum(r["ok"] for r in http)
     lines = [
-        "# Bad inputs: one line, exit 1 or 2, no traceback; 4xx JSON, never 500 (issue 30)",
+        "# Bad inputs: one line, exit 1 or 2, no traceback; 4xx JSON, never 500",
         "",
         made_by("the rows: tests/badinputs.py; the test: tests/test_bad_inputs.py"),
         "",

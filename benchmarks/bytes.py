@@ -1,4 +1,4 @@
-"""Bytes a passage by part (issue 37): `info`'s parts of each index directory given (less the generation a
+"""Bytes a passage by part: `info`'s parts of each index directory given (less the generation a
 refitted copy keeps for readers until its next write), against the first of
 its set (the issue's baseline: the defaults before it, float32 raw vectors and HNSW32 over float32), and the
 SQLite store split by what its pages hold (SQLite's dbstat: the documents' rows, the id index, the keyword
@@ -17,7 +17,7 @@ and dense alone:
 
     python -m benchmarks bytes parts --ingest cranfield-mixed=/tmp/cm cranfield-mixed:defaults=/tmp/cm
 
-Part `raw-precision`: Raw vectors at the precision rerank and refit need (issue 37): each retrieval set ingested once with every
+Part `raw-precision`: Raw vectors at the precision rerank and refit need: each retrieval set ingested once with every
 default and float32 raw vectors (as every release before wrote them); then per precision a copy whose raw
 segments are rewritten at that precision (rawvectors.reduced), refitted with the same settings (the transform
 fitted again from the statistics of the reduced rows, the vector index rebuilt from them), and searched with
@@ -160,7 +160,7 @@ def run_parts(config: argparse.Namespace) -> None:
         print(rows[-1], flush=True)
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     lines = [
-        "# Bytes a passage by part (issue 37)",
+        "# Bytes a passage by part",
         "",
         f"`{command_line()}` ({stamp})",
         "",
@@ -350,7 +350,7 @@ def raw_precision(config: argparse.Namespace) -> None:
         return
     command = command_line()
     lines = [
-        "# Raw vectors at the precision rerank and refit need (issue 37)",
+        "# Raw vectors at the precision rerank and refit need",
         "",
         f"`{command.strip()}` ({datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC). Each set ingested once with "
         "every default and float32 raw vectors; each precision a copy with its raw segments rewritten at that "

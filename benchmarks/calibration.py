@@ -1,4 +1,4 @@
-"""What calibrating the fusion weight (issue 16, calibration.py) costs the ingest it follows; written to
+"""What calibrating the fusion weight (calibration.py) costs the ingest it follows; written to
 benchmarks/results/calibration/cost.md and cost.json. Quality (the calibrated weight against the sweep and the
 oracle) is `semsearch bench`'s: benchmarks/results/calibration/{scifact,cranfield}/.
 
@@ -7,7 +7,7 @@ oracle) is `semsearch bench`'s: benchmarks/results/calibration/{scifact,cranfiel
 Each set's corpus is ingested with the defaults by `semsearch ingest` in its own process (the first ingest
 fits, so it calibrates), timed whole; the manifest says how long the calibration took and what it chose. Then
 `semsearch refit` and `refit --no-calibrate` on the same index, alternated, give the calibration's cost a
-second way (their difference; `refit --calibrate` alone calibrates without refitting, issue 38). The 1-minute load average is recorded with each run: the machine is shared.
+second way (their difference; `refit --calibrate` alone calibrates without refitting). The 1-minute load average is recorded with each run: the machine is shared.
 
 Part `bands`: What a calibration by query length (bands.py) costs, and what a cheaper one changes: on the same index, a
 calibration of the sentences alone and one asking every target short and as a paragraph too (the default), and
@@ -23,7 +23,7 @@ Each calibration runs in a process of its own (the version's code on its path), 
 to its return, the encoder loaded and warmed first. The indexes are read as they are (a calibration writes
 nothing); benchmarks/results/calibration/cost.md measured what a calibration costs against its ingest.
 
-Part `age`: A calibration's age, renewal and export (issue 38); written to benchmarks/results/calibration.md and .json.
+Part `age`: A calibration's age, renewal and export; written to benchmarks/results/calibration.md and .json.
 
     python -m benchmarks calibration age [--set cranfield,stsb-dev] [--share 0.2] [--work DIR]
         [--repeat N] [--against SRC]
@@ -125,7 +125,7 @@ def cost(config: argparse.Namespace) -> None:
         print(rows[-1], file=sys.stderr)
     command = command_line()
     lines = [
-        "# What calibrating the fusion weight costs (issue 16)",
+        "# What calibrating the fusion weight costs",
         "",
         f"Command: `{command.strip()}` ({datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC). Whole `semsearch` "
         "processes with the defaults (int8 ONNX encoder, passages of 256 tokens, whiten P=0.5 to 128 dims, "
@@ -240,7 +240,7 @@ def bands(config: argparse.Namespace) -> None:
         print(row, flush=True)
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     lines = [
-        "# What the weight per query length adds to a calibration (issue 38)",
+        "# What the weight per query length adds to a calibration",
         "",
         f"`{command_line()}` ({stamp}; 2 cores shared with other work; the faster of {config.rounds} alternated runs)",
         "",
@@ -721,7 +721,7 @@ def timed_process(
 def render(runs: dict) -> None:
     """calibration.md: a section per set's last run (calibration.json)."""
     lines = [
-        "# A calibration's age, renewal and export (issue 38)",
+        "# A calibration's age, renewal and export",
         "",
         __doc__.split("\n\n")[2].replace("\n", " "),
     ]

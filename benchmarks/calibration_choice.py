@@ -1,4 +1,4 @@
-"""The calibration's choice measured on every set we have (issues 38 and its follow-up): per set and query style,
+"""The calibration's choice measured on every set we have: per set and query style,
 the real queries' nDCG@10 at every fixed dense weight (0 keyword alone ... 1 dense alone), the index's one weight
 (choice.py) and the weight per query length (bands.py: each query takes its length's band); written to
 benchmarks/results/calibration-choice.md and .json.
@@ -274,7 +274,7 @@ def run(config: argparse.Namespace) -> None:
     summary = _summary(rows)
     lines = [
         *results_header(
-            "The calibration's choice rule on every set (issue 38)", "2 cores shared with other work", __doc__
+            "The calibration's choice rule on every set", "2 cores shared with other work", __doc__
         ),
         "Calibrated again here (`--from`, seconds under the load of the day): "
         + ", ".join(f"{f['set']} {f['recalibrated_s']} s" for f in collected if f.get("recalibrated_s"))

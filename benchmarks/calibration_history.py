@@ -1,4 +1,4 @@
-"""The same corpus, the same calibration and answers however it was ingested (issue 53). Written to
+"""The same corpus, the same calibration and answers however it was ingested. Written to
 benchmarks/results/calibration-history.md and .json.
 
     python -m benchmarks calibration_history history [--work DIR] [--queries 60]
@@ -12,7 +12,7 @@ targets' ranks, the bands) is compared with the one file's, and its default-mode
 train sentences (not in the corpus).
 
 Part `draw`: What the draw by content (retrieval/drawing.py) does to a small SMART collection's calibrated default
-(issue 53: held-out CISI's default 0.456 against 0.459; we have no CISI, Cranfield is its kind), beside what
+(held-out CISI's default 0.456 against 0.459; we have no CISI, Cranfield is its kind), beside what
 the passages' overlap does to it. Written to
 benchmarks/results/calibration-draw.md and .json.
 

@@ -1,4 +1,4 @@
-"""Facets, pages and similar documents (issue 35), measured on this machine and written to
+"""Facets, pages and similar documents, measured on this machine and written to
 benchmarks/results/controls.md and controls.json (sections merge, so one can be re-run alone).
 
     python -m benchmarks controls controls [--sections facets,pages,similar] [--work DIR] [--docs 200000]
@@ -20,7 +20,7 @@ benchmarks/results/controls.md and controls.json (sections merge, so one can be 
   text (the default mode, the abstract itself left out); recall@10 and p50 per call, with snippets and
   without, the three alternated example by example in one process.
 
-Part `places`: What places cost (issue 52): a query's p50 at no cap (`per_document` 0) against the default document answer,
+Part `places`: What places cost: a query's p50 at no cap (`per_document` 0) against the default document answer,
 and the snippets' share of a query's time in every mode, text and vector queries, side by side in one run, on
 the 117,791 WordNet glosses (one passage a document) and on a long-document set (mixed-topic documents made of
 SciFact's, evaluation/longdoc_sets.py). Written to benchmarks/results/places-cost.md and .json.

@@ -1,4 +1,4 @@
-"""Determinism benchmark (issue 11): is an index the same whatever way its corpus was ingested? The same
+"""Determinism benchmark: is an index the same whatever way its corpus was ingested? The same
 SciFact documents go in with real `semsearch ingest` processes as one file, as three files (three ingests into
 one index, then `semsearch refit` so the transform is fitted on all), and with --batch-size 1 and 512; the
 same queries then run on each index and are compared with the one-file index's answers. Done for the int8
@@ -191,7 +191,7 @@ def quality_section(work: Path) -> dict:
 
 def markdown(results: dict) -> str:
     lines = [
-        "# Determinism benchmark (issue 11)",
+        "# Determinism benchmark",
         "",
         "Made with (on this machine; sections merge, so one can be re-run alone): "
         + ", ".join(

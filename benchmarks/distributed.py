@@ -1,4 +1,4 @@
-"""Scale-out (issue 15): `semsearch ingest` on a local Dask cluster of 1 and 2 worker processes against the
+"""Scale-out: `semsearch ingest` on a local Dask cluster of 1 and 2 worker processes against the
 in-process ingest of the same WordNet glosses, whole processes, alternated rounds; the driver's peak RSS at three
 corpus sizes beside the vector index it builds; and, from the measured rates, what 10M and 100M documents cost
 on N machines. Writes benchmarks/results/distributed.md and distributed.json.

@@ -1,4 +1,4 @@
-"""Files in (issue 34), written to benchmarks/results/files.md:
+"""Files in, written to benchmarks/results/files.md:
 
 - parsers: the candidates for HTML (lxml with semsearch's main-content rules, selectolax, trafilatura) and PDF
   (pypdf, pdfminer.six), side by side on the same files: pages a second, and for HTML how much of each page's
@@ -935,7 +935,7 @@ def merged(blocks: dict[str, list[str]]) -> str:
         return (order.index(name) if name in order else len(order) + (name == "Notes"), len(name), name)
 
     lines = [line for name in sorted(kept, key=place) for line in kept[name]]
-    return "\n".join(["# Files in (issue 34)", "", *lines]).rstrip("\n") + "\n"
+    return "\n".join(["# Files in", "", *lines]).rstrip("\n") + "\n"
 
 
 # ---- one command in this process, its memory read (the arenas section runs it as a process of its own) -----

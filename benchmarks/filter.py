@@ -1,4 +1,4 @@
-"""Filtered and unfiltered search at scale (issues 12, 53): semsearch beside chromadb (where installed) on the
+"""Filtered and unfiltered search at scale: semsearch beside chromadb (where installed) on the
 same vectors in the same run, written to benchmarks/results/filter.md and filter.json (sections merge, so one
 can be re-run alone), each section with the machine's 5-minute load average at its start and end (timings, not
 recall, rise with other work).

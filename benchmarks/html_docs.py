@@ -1,4 +1,4 @@
-"""Real documentation HTML (issue 34): Django's documentation as Debian ships it (`apt-get install
+"""Real documentation HTML: Django's documentation as Debian ships it (`apt-get install
 python-django-doc`; or another Sphinx package's with a module index of synopses, --html: sphinx-doc,
 python-scrapy-doc), ingested as a folder with passages that follow its sections, against each page as one JSONL
 line of its whole text or of its main content (Python's own html.parser, as a conversion script would),
@@ -407,7 +407,7 @@ def run(config: argparse.Namespace) -> None:
     reader = config.reader
     if reader == "auto":
         try:
-            import semsearch.ingest.sources  # noqa: F401  (issue 34's file readers)
+            import semsearch.ingest.sources  # noqa: F401  (the file readers)
 
             reader = "semsearch"
         except ImportError:

@@ -1,4 +1,4 @@
-"""Issue 29's benchmark: does the isotropy diagnostic predict whether whitening helps?
+"""Does the isotropy diagnostic predict whether whitening helps?
 
 For every data set here and encoder (the bundled model with mean and cls pooling, a small random-initialised
 BERT), the corpus is encoded once (the engine's Encoder, onnx int8 as an index's default; documents cut at the

@@ -1,4 +1,4 @@
-"""The keyword side's ranking on every query style and its engine's speed (issue 25); written to
+"""The keyword side's ranking on every query style and its engine's speed; written to
 benchmarks/results/keyword-engine.md and keyword-engine.json.
 
     python -m benchmarks keyword_engine [--sections quality,latency] [--work DIR] [--wordnet-index DIR]
@@ -6,7 +6,7 @@ benchmarks/results/keyword-engine.md and keyword-engine.json.
 - quality: SciFact and Cranfield stored as an ingest stores them (no encoding: the keyword side reads only the
   store), queried in each style of semsearch.evaluation.query_styles (as they are, short, paragraph-long,
   repeating words): nDCG@10 and p50 ms of semsearch's keyword search (bm25 matrix; stopwords dropped, repeats
-  kept), the same with stopwords kept, with words deduplicated (as before issue 25), FTS5's own ranking of the
+  kept), the same with stopwords kept, with words deduplicated (as the engine before this one did), FTS5's own ranking of the
   same query (the engine before), and the plain-FTS5 reference: the query's words quoted and ORed as they stand,
   `ORDER BY bm25(keywords)`, and that with the title weighted 2.
 - latency: the 117,791 WordNet glosses ingested with the defaults (HNSW, 128 dims, rerank 100), one process,

@@ -1,4 +1,4 @@
-"""semsearch against LanceDB (issue 37) on the 117,791 WordNet glosses, the same vectors, texts, metadata and
+"""semsearch against LanceDB on the 117,791 WordNet glosses, the same vectors, texts, metadata and
 queries, one run, the two alternating query by query: bytes on disk by part, and p50 milliseconds and recall@10
 of every query mode. Written to benchmarks/results/lancedb.md and lancedb.json.
 
@@ -331,7 +331,7 @@ def run(config: argparse.Namespace) -> None:
         row["bytes/passage"] = round(row["total"] / len(rows))
     command = command_line()
     lines = [
-        "# semsearch against LanceDB on WordNet (issue 37)",
+        "# semsearch against LanceDB on WordNet",
         "",
         f"`{command}` ({datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC); {len(rows):,} glosses, {len(queries)} "
         f"queries, the two alternating query by query in one run. Vectors: {source}. LanceDB {built['version']} "

@@ -1,4 +1,4 @@
-"""Known places in real manuals (issue 52): a section's title as the query, the pages it spans as the answer,
+"""Known places in real manuals: a section's title as the query, the pages it spans as the answer,
 written to benchmarks/results/manuals.md and manuals.json.
 
     python -m benchmarks manuals known-places [--pdfs A.pdf B.pdf ...] [--work DIR] [--before ../main/src]
@@ -26,7 +26,7 @@ benchmarks/results/one-manual.md and .json.
 
 The default PDF is Debian's texlive-doc LuaTeX manual (324 pages; any real manual of a few hundred pages does).
 
-Part `calibration`: A manual's calibration (issue 52): what share of a one-PDF ingest the calibration takes, and whether the weight
+Part `calibration`: A manual's calibration: what share of a one-PDF ingest the calibration takes, and whether the weight
 it picks on places is a good weight for the manual's own known places. Written to
 benchmarks/results/calibration-places.md and .json.
 
@@ -159,7 +159,7 @@ def scores(places: list[dict], results, conversion: bool) -> dict:
 
 
 def takes_per_document(index) -> bool:
-    """Whether the search answers places (`per_document`, issue 52), else documents."""
+    """Whether the search answers places (`per_document`), else documents."""
     try:
         index.search_many(["a"], k=1, crop=0, per_document=0)
     except TypeError:

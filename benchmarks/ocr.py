@@ -1,4 +1,4 @@
-"""Reading scans (issue 55), written to benchmarks/results/ocr.md. Scans are made in code from a real manual
+"""Reading scans, written to benchmarks/results/ocr.md. Scans are made in code from a real manual
 (Debian's r-doc-pdf: R-intro.pdf), its pages rendered with pypdfium2 at 150 and 300 dpi, grey and colour, and
 put together as an image-only PDF and as single PNG (grey) and JPEG (colour) files; each is measured against
 the same pages' text layer.
@@ -376,6 +376,6 @@ def run(config: argparse.Namespace) -> None:
             sys.exit(f"no section {section!r}: {', '.join(SECTIONS)}")
         blocks[section] = [title, "", made, "", *lines, ""]
     order = [name for name in SECTIONS if name in blocks] + [name for name in blocks if name not in SECTIONS]
-    out = ["# Reading scans (issue 55)", "", *[line for name in order for line in blocks[name]]]
+    out = ["# Reading scans", "", *[line for name in order for line in blocks[name]]]
     OUT.write_text("\n".join(out).rstrip("\n") + "\n")
     print("\n".join(out))

@@ -1,4 +1,4 @@
-"""Speed and scale (issue 6), measured with whole processes on this machine and written to
+"""Speed and scale, measured with whole processes on this machine and written to
 benchmarks/results/scale.md and scale.json (sections merge, so one can be re-run alone).
 
     python -m benchmarks scale [--sections profile,throughput,memory,types,latency,million]

@@ -1,4 +1,4 @@
-"""`semsearch serve` under load (issue 14), on loopback only, bounded in time and in requests:
+"""`semsearch serve` under load, on loopback only, bounded in time and in requests:
 
     python -m benchmarks serve_load serve [--index DIR] [--wordnet DIR] [--clients 1,4,16,64]
                                               [--seconds 30] [--max-requests 200000] [--starts 3]
@@ -16,7 +16,7 @@
 The index is the 117,791 WordNet glosses with the defaults (built with `semsearch ingest` if absent; skipped
 with a message where ../shared/data/wordnet is missing). Writes benchmarks/results/serve.md and serve.json.
 
-Part `mcp`: An MCP `search` call's latency over stdio against a warm `Index.search` (issue 36's target: at most 2x its p50
+Part `mcp`: An MCP `search` call's latency over stdio against a warm `Index.search` (the target: at most 2x its p50
 plus 5 ms), on all 117,791 WordNet glosses; written to benchmarks/results/mcp.md and mcp.json.
 
     python -m benchmarks serve_load mcp [--index DIR] [--wordnet DIR] [--queries 200] [--rounds 3]
@@ -534,7 +534,7 @@ def mcp_report(s: dict) -> str:
         f"{2 * r['index_search']['p50_ms'] + 5:.2f} | {r['load_average']:.1f} |"
         for n, r in enumerate(s["rounds"], start=1)
     )
-    return f"""# MCP search latency over stdio (issue 36)
+    return f"""# MCP search latency over stdio
 
 `{s["command"]}`
 

@@ -1,4 +1,4 @@
-"""Sync (issue 34): a 1,000-file Markdown folder (SciFact abstracts, one a file) ingested, 1% of its files
+"""Sync: a 1,000-file Markdown folder (SciFact abstracts, one a file) ingested, 1% of its files
 edited and the folder ingested again; the second index compared with a fresh ingest of the edited folder;
 files deleted and pruned; then `--watch` timed over edits. Written to benchmarks/results/sync.md.
 

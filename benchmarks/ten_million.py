@@ -1,4 +1,4 @@
-"""Ten million passages on this machine (issue 37): ingest of given vectors with keyword search and filters,
+"""Ten million passages on this machine: ingest of given vectors with keyword search and filters,
 measured as whole processes and written to benchmarks/results/ten-million.md and ten-million.json.
 
     python -m benchmarks ten_million [--rows 10000000] [--stages encode,generate,ingest,query,sweep]

@@ -1,4 +1,4 @@
-"""Issue 35's text controls measured: typo tolerance and snippets; written to benchmarks/results/text-controls.md
+"""The text controls measured: typo tolerance and snippets; written to benchmarks/results/text-controls.md
 and text-controls.json.
 
     python -m benchmarks text_controls controls [--sections typos,chinese,snippets] [--work DIR]
@@ -22,7 +22,7 @@ and text-controls.json.
   snippets: p50 ms of a search at k=10 with them and without (the same search, snippets skipped), side by side,
   per mode, and a snippet's share (the difference over k) of the query's p50, and the share of the page's 10.
 
-Part `zh-retrieval`: Chinese keyword (and dense) retrieval (issue 27): which tokenization FTS5 should see for Chinese text, measured
+Part `zh-retrieval`: Chinese keyword (and dense) retrieval: which tokenization FTS5 should see for Chinese text, measured
 on retrieval sets built from the Chinese sentence-pair files (semsearch.evaluation.zh_retrieval: a text1 as
 query, its label-1 partners relevant, every other sentence of the file a distractor); written to
 benchmarks/results/zh-retrieval.md.
@@ -377,7 +377,7 @@ def controls(config: argparse.Namespace) -> None:
 
 def report(results: dict) -> str:
     lines = [
-        "# Text controls: typo tolerance and snippets (issue 35)",
+        "# Text controls: typo tolerance and snippets",
         "",
         f"Made on {results['date']} by benchmarks/text_controls.py (its docstring says what each section measures):",
         *(
@@ -680,7 +680,7 @@ def zh_retrieval(config: argparse.Namespace) -> None:
     """Which tokenization FTS5 sees for Chinese, and what the defaults give on Chinese (zh-retrieval.md)."""
     command = command_line()
     lines = [
-        "# Chinese retrieval (issue 27)",
+        "# Chinese retrieval",
         "",
         f"`{command.strip()}` ({datetime.now(timezone.utc):%Y-%m-%d}; 2 cores, SQLite {sqlite3.sqlite_version})",
         "",
@@ -714,7 +714,7 @@ def zh_retrieval(config: argparse.Namespace) -> None:
             "Each set ingested whole by semsearch (64-token passages, whitening P = 0.5 to 128 dims, rerank 100,",
             "the corpus's own calibration), then searched by its dense side, its keyword side (`--mode keyword`,",
             "the bm25 matrix over bigrams and characters) and its default; plain FTS5 over bigrams and over jieba's",
-            "words on the same corpus beside it. Targets (issue 27): keyword within 0.01 of the better plain",
+            "words on the same corpus beside it. Targets: keyword within 0.01 of the better plain",
             "FTS5 (`keyword - better FTS5` >= -0.01); the default at least the better side (`default - better",
             "side` >= 0) and 0.02 above keyword (`default - keyword` >= 0.02). The five-sentence sets glue",
             "unrelated sentences (evaluation.zh_retrieval.grouped): multi-sentence Chinese documents.",
