@@ -1,6 +1,6 @@
 """The benchmarks' runner: `python -m benchmarks` lists them, one line each (the claim it backs);
 `python -m benchmarks NAME [options]` runs one (`--help` after NAME: its options); `make bench NAME=... ARGS=...`
-is the same. Each benchmark is a module here with CLAIM, add_arguments(parser) and run(config)
+is the same. Each benchmark is a module here with CLAIM, and add_arguments(parser) with run(config), or PARTS
 (benchmarks/suite.py); a benchmark whose data set or peer is missing says so and is skipped (exit 0)."""
 
 from __future__ import annotations
@@ -63,13 +63,17 @@ def main(argv: list[str]) -> int:
         description=module.__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    module.add_arguments(parser)
-    config = parser.parse_args(argv[1:])
-    from benchmarks.suite import MissingData, head_new_results
+    from benchmarks.suite import MissingData, add_parts, head_new_results, run_part
 
+    parts = getattr(module, "PARTS", None)
+    if parts:
+        add_parts(parser, parts)
+    else:
+        module.add_arguments(parser)
+    config = parser.parse_args(argv[1:])
     started = time.time()
     try:
-        module.run(config)
+        (run_part if parts else module.run)(config)
     except MissingData as skipped:
         print(f"{name}: {skipped}", file=sys.stderr)
     head_new_results(started)

@@ -45,7 +45,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from benchmarks.suite import DATA, OUT, REPO, add_parts, command_line, run_part
+from benchmarks.suite import DATA, OUT, REPO, command_line, made_by
 from semsearch.evaluation.datasets import ensure_beir, load_beir
 
 CLAIM = "A backup costs a few percent of the ingest, hard links save its copies; an export re-imports without encoding, and answers as its source"
@@ -239,7 +239,7 @@ def markdown(rows: list[dict], command: str) -> str:
     lines = [
         "# Backup, restore and export",
         "",
-        f"Made with: `{command}`",
+        made_by(),
         "",
         "Each row a real `semsearch` process, timed from outside (its Python start included; `in_process_seconds` is "
         "the backup's own time from its summary line). `share_of_ingest`: of the ingest that made the index.",
@@ -488,10 +488,3 @@ PARTS = {
     "backup": (backup_arguments, backup),
     "export-identity": (export_identity_arguments, export_identity),
 }
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_parts(parser, PARTS)
-
-
-run = run_part

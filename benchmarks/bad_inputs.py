@@ -28,7 +28,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from benchmarks.suite import OUT, REPO, add_parts, made_by, run_part, tests_helpers
+from benchmarks.suite import OUT, REPO, made_by, tests_helpers
 from semsearch.cli import main
 
 tests_helpers()
@@ -247,10 +247,3 @@ def table_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 PARTS = {"table": (table_arguments, run_table), "files-route": (files_route_arguments, files_route)}
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_parts(parser, PARTS)
-
-
-run = run_part

@@ -38,12 +38,11 @@ import json
 import shutil
 import sqlite3
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
 
-from benchmarks.suite import DATA, OUT, add_parts, command_line, markdown_table, run_part
+from benchmarks.suite import DATA, OUT, command_line, made_by, markdown_table
 
 CLAIM = "Bytes a passage by part of an index (info, SQLite's dbstat), and what each raw-vector precision costs rerank and refit"
 
@@ -158,11 +157,10 @@ def run_parts(config: argparse.Namespace) -> None:
             rows[-1].update({"mode": mode, "ndcg@10": round(score, 4), "dense ndcg@10": round(dense, 4)})
         stores.append({"set": data_set, "index": name, **store_parts(Path(path) / "documents.db", passages)})
         print(rows[-1], flush=True)
-    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     lines = [
         "# Bytes a passage by part",
         "",
-        f"`{command_line()}` ({stamp})",
+        made_by(),
         "",
         *([config.note, ""] if config.note else []),
         "Every file of each index directory, by `info`'s parts, in bytes a passage; `of the baseline`: the total "
@@ -352,7 +350,9 @@ def raw_precision(config: argparse.Namespace) -> None:
     lines = [
         "# Raw vectors at the precision rerank and refit need",
         "",
-        f"`{command.strip()}` ({datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC). Each set ingested once with "
+        made_by(),
+        "",
+        "Each set ingested once with "
         "every default and float32 raw vectors; each precision a copy with its raw segments rewritten at that "
         "precision, its statistics counted again from the reduced rows (as an ingest at that precision counts them), and "
         "refitted (transform and vector index from the reduced rows), searched in the calibrated "
@@ -371,10 +371,3 @@ PARTS = {
     "parts": (parts_arguments, run_parts),
     "raw-precision": (raw_precision_arguments, raw_precision),
 }
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_parts(parser, PARTS)
-
-
-run = run_part

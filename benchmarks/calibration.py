@@ -58,7 +58,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.suite import DATA, OUT, REPO, add_parts, command_line, markdown_table, run_part
+from benchmarks.suite import DATA, OUT, REPO, command_line, made_by, markdown_table
 from semsearch.settings import FUSION_DEPTH
 from semsearch.storage.calibrationcache import FILE as CACHE
 
@@ -127,7 +127,9 @@ def cost(config: argparse.Namespace) -> None:
     lines = [
         "# What calibrating the fusion weight costs",
         "",
-        f"Command: `{command.strip()}` ({datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC). Whole `semsearch` "
+        made_by(),
+        "",
+        "Whole `semsearch` "
         "processes with the defaults (int8 ONNX encoder, passages of 256 tokens, whiten P=0.5 to 128 dims, "
         "rerank 100); the ingest's own fit calibrates. 2 cores, shared: the load average is beside each row.",
         "",
@@ -238,11 +240,10 @@ def bands(config: argparse.Namespace) -> None:
         row["load (1 min)"] = round(os.getloadavg()[0], 1)
         rows.append(row)
         print(row, flush=True)
-    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     lines = [
         "# What the weight per query length adds to a calibration",
         "",
-        f"`{command_line()}` ({stamp}; 2 cores shared with other work; the faster of {config.rounds} alternated runs)",
+        made_by(f"2 cores shared with other work; the faster of {config.rounds} alternated runs"),
         "",
         __doc__.split("\n\n")[0].replace("\n", " "),
         "",
@@ -739,10 +740,3 @@ PARTS = {
     "bands": (bands_arguments, bands),
     "age": (age_arguments, age),
 }
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_parts(parser, PARTS)
-
-
-run = run_part

@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.suite import DATA, OUT, markdown_table, results_header
+from benchmarks.text_controls import SEMSEARCH_SETS
 
 CLAIM = "The calibration's choice (one weight, by query length) against every fixed weight on every set"
 
@@ -53,16 +54,17 @@ ONE_STYLE = (
     "wordnet-aliases",
     "wordnet-web",
 )  # queries short already: asked as they are
-CHINESE = {  # as text_controls.py's zh-retrieval SEMSEARCH_SETS: file, label of a paraphrase, sentences a document
-    "zh-ATEC-test": ("ATEC/ATEC.test.data", 1.0, 1),
-    "zh-ATEC-valid": ("ATEC/ATEC.valid.data", 1.0, 1),
-    "zh-BQ-valid": ("BQ/BQ.valid.data", 1.0, 1),
-    "zh-LCQMC-valid": ("LCQMC/LCQMC.valid.data", 1.0, 1),
-    "zh-PAWSX-test": ("PAWSX/PAWSX.test.data", 1.0, 1),
-    "zh-PAWSX-valid": ("PAWSX/PAWSX.valid.data", 1.0, 1),
-    "zh-STS-B-test": ("STS-B/STS-B.test.data", 4.0, 1),
-    "zh-LCQMC-valid-glued5": ("LCQMC/LCQMC.valid.data", 1.0, 5),
-    "zh-BQ-valid-glued5": ("BQ/BQ.valid.data", 1.0, 5),
+
+
+def chinese_name(relative: str, size: int) -> str:
+    """A Chinese set's name here: "zh-" and its file ("ATEC/ATEC.test.data": ATEC-test), "-glued5" for 5 a document."""
+    stem = Path(relative).stem.replace(".", "-")
+    return f"zh-{stem}" + (f"-glued{size}" if size > 1 else "")
+
+
+# the sets semsearch's own search is measured on (text_controls.py's zh-retrieval): file, label, sentences a document
+CHINESE = {
+    chinese_name(relative, size): (relative, at, size) for relative, at, size in SEMSEARCH_SETS.values()
 }
 ZH_QUERIES = 500
 

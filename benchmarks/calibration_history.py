@@ -37,7 +37,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from benchmarks.suite import DATA as SHARED
-from benchmarks.suite import OUT, REPO, add_parts, command_line, current_commit, run_part
+from benchmarks.suite import OUT, REPO, command_line, current_commit
 
 CLAIM = "The same corpus calibrates and answers alike however it was ingested (one file, three, refit)"
 
@@ -251,10 +251,3 @@ PARTS = {
     "history": (history_arguments, history),
     "draw": (draw_arguments, draw),
 }
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_parts(parser, PARTS)
-
-
-run = run_part

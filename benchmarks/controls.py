@@ -54,11 +54,9 @@ from benchmarks.suite import (
     DATA,
     OUT,
     REPO,
-    add_parts,
     command_line,
     current_commit,
     markdown_table,
-    run_part,
     write_sections,  # noqa: E402
 )
 
@@ -683,10 +681,3 @@ PARTS = {
     "controls": (controls_arguments, controls),
     "places": (places_arguments, places),
 }
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_parts(parser, PARTS)
-
-
-run = run_part

@@ -44,13 +44,12 @@ import shutil
 import sys
 import time
 from dataclasses import replace
-from datetime import datetime, timezone
 from html.parser import HTMLParser
 from pathlib import Path
 
 import numpy as np
 
-from benchmarks.suite import OUT, command_line, markdown_table
+from benchmarks.suite import OUT, made_by, markdown_table
 
 CLAIM = "Real documentation HTML as a folder (passages by section) at least as good as each page as one JSONL line"
 
@@ -492,7 +491,7 @@ def run(config: argparse.Namespace) -> None:
     lines = [
         "# Real documentation HTML: a folder's sections against whole pages as JSONL",
         "",
-        f"`{command_line()}`, {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC.",
+        made_by(),
         "",
         f"Data: [{config.out}.json]({config.out}.json); each known item's scores: "
         f"[{config.out}-items.json]({config.out}-items.json)."

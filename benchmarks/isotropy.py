@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.suite import DATA, OUT, REPO, command_line, require
+from benchmarks.suite import DATA, OUT, REPO, command_line, made_by, require
 from semsearch.encoding import Encoder, resolve_model_path
 from semsearch.evaluation.datasets import cranfield_to_beir, load_beir, load_sts
 from semsearch.evaluation.metrics import evaluate_run, spearman
@@ -264,7 +264,7 @@ def reading(rows: list[dict]) -> list[str]:
 def report(rows: list[dict], command: str) -> str:
 
     figures = ", ".join(f"[{name}](isotropy/{name}/isotropy.md)" for name in FIGURE_SETS)
-    lines = ["# Isotropy against the gain of whitening", "", f"Made with: `{command}`", ""]
+    lines = ["# Isotropy against the gain of whitening", "", made_by(), ""]
     lines += [f"The figures `semsearch inspect` draws, per set and pooling: {figures}.", ""]
     lines += [
         "Each set encoded once (onnx, int8; documents cut at the model's max_length). Gain: the metric with",

@@ -60,12 +60,10 @@ import numpy as np
 from benchmarks.suite import (
     OUT,
     REPO,
-    add_parts,
     command_line,
     current_commit,
     markdown_table,
     results_header,
-    run_part,
 )
 
 CLAIM = "Known places in real manuals (a section's title, its pages), one manual as a new user meets it, a manual's calibration"
@@ -573,10 +571,3 @@ PARTS = {
     "one-manual": (one_manual_arguments, run_one_manual),
     "calibration": (calibration_arguments, run_calibration),
 }
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_parts(parser, PARTS)
-
-
-run = run_part

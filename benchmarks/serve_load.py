@@ -41,7 +41,7 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks.suite import OUT, REPO, add_parts, command_line, run_part
+from benchmarks.suite import OUT, REPO, command_line
 
 CLAIM = "`semsearch serve` under load (cold start, read, write) and an MCP call's latency, against warm Index.search"
 
@@ -560,10 +560,3 @@ PARTS = {
     "serve": (serve_arguments, serve),
     "mcp": (mcp_arguments, mcp),
 }
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_parts(parser, PARTS)
-
-
-run = run_part

@@ -2,8 +2,9 @@
 environments), running and timing whole processes, and writing a result headed by its command, commit and date.
 
 A benchmark is a module of this package with a one-line `CLAIM` (what it backs in README.md or docs/),
-`add_arguments(parser)` (its options) and `run(config) -> rows` (`config` the parsed options); `python -m
-benchmarks NAME` runs it (benchmarks/__main__.py)."""
+`add_arguments(parser)` (its options) and `run(config) -> rows` (`config` the parsed options), or, for a
+benchmark of several parts, `PARTS`: each part's name to its (add_arguments, run). `python -m benchmarks NAME
+[PART]` runs it (benchmarks/__main__.py)."""
 
 from __future__ import annotations
 

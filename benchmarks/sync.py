@@ -35,13 +35,13 @@ import threading
 import time
 from pathlib import Path
 
-from benchmarks.suite import DATA, OUT, REPO, add_parts, results_header, run_part, tests_helpers
+from benchmarks.suite import DATA, OUT, REPO, made_by, results_header, tests_helpers
 
 tests_helpers()
 
 from folders import contents, differences, edit, records, write_folder  # noqa: E402
 
-from benchmarks.suite import command_line, markdown_table  # noqa: E402
+from benchmarks.suite import markdown_table  # noqa: E402
 
 CLAIM = "Folder sync equals a fresh ingest of the edited folder; readers beside a writer meet no error"
 
@@ -194,9 +194,11 @@ def sync(config: argparse.Namespace) -> None:
     out = [
         "# Sync: a folder ingested again, pruned and watched",
         "",
-        f"`{command_line()}` ({config.files} Markdown files, each the title and first three sentences of a SciFact",
-        f"abstract, made by the benchmark; defaults; load average {load:.1f} on 2 cores at the end: wall times swing with the",
-        "others' jobs, CPU times much less).",
+        made_by(
+            f"{config.files} Markdown files, each the title and first three sentences of a SciFact abstract, made by "
+            f"the benchmark; defaults; load average {load:.1f} on 2 cores at the end: wall times swing with the "
+            "others' jobs, CPU times much less"
+        ),
         "",
         "## Ingest again after editing 1% of the files",
         "",
@@ -331,7 +333,9 @@ def concurrent_reads(config: argparse.Namespace) -> None:
         assert done.returncode == 0, done.stderr
     rows = {"this tree": readers_beside_writer(REPO / "src", first, corpus, config.work, config.seconds)}
     if config.against is not None:
-        rows["--against"] = run(config.against.resolve(), first, corpus, config.work, config.seconds)
+        rows["--against"] = readers_beside_writer(
+            config.against.resolve(), first, corpus, config.work, config.seconds
+        )
     lines = results_header(
         "Readers beside a writer", f"{len(corpus):,} documents, {config.seconds:g} s a run", __doc__
     )
@@ -356,10 +360,3 @@ PARTS = {
     "sync": (sync_arguments, sync),
     "concurrent-reads": (concurrent_reads_arguments, concurrent_reads),
 }
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_parts(parser, PARTS)
-
-
-run = run_part

@@ -58,7 +58,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.suite import DATA, OUT, REPO, add_parts, command_line, markdown_table, run_part
+from benchmarks.suite import DATA, OUT, REPO, command_line, markdown_table
 
 CLAIM = "Typo tolerance, Chinese keyword search and snippets, and which tokenization FTS5 sees for Chinese"
 
@@ -742,10 +742,3 @@ PARTS = {
     "controls": (controls_arguments, controls),
     "zh-retrieval": (zh_retrieval_arguments, zh_retrieval),
 }
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_parts(parser, PARTS)
-
-
-run = run_part
