@@ -45,7 +45,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from benchmarks.suite import DATA, OUT, REPO, command_line, made_by
+from benchmarks.suite import DATA, OUT, REPO, Rows, command_line, made_by
 from semsearch.evaluation.datasets import ensure_beir, load_beir
 
 CLAIM = "A backup costs a few percent of the ingest, hard links save its copies; an export re-imports without encoding, and answers as its source"
@@ -267,7 +267,7 @@ def backup_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results")
 
 
-def backup(config: argparse.Namespace) -> None:
+def backup(config: argparse.Namespace) -> Rows:
     """What a backup costs against the ingest, what hard links save, an export re-imported (backup.md)."""
     command = command_line()
     other = (
@@ -290,6 +290,7 @@ def backup(config: argparse.Namespace) -> None:
     (config.out / f"{name}.json").write_text(json.dumps({"command": command, "rows": rows}, indent=2) + "\n")
     (config.out / f"{name}.md").write_text(markdown(rows, command))
     print(markdown(rows, command))
+    return rows
 
 
 CACHE_ENV = "SEMSEARCH_ENCODING_CACHE"
@@ -447,7 +448,7 @@ def export_identity_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--name", default="export-identity")
 
 
-def export_identity(config: argparse.Namespace) -> None:
+def export_identity(config: argparse.Namespace) -> Rows:
     """export --vectors then ingest of the export answers as its source after upserts (export-identity.md)."""
     config.work.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault(CACHE_ENV, str(config.work / "encoding-cache"))
@@ -482,6 +483,7 @@ def export_identity(config: argparse.Namespace) -> None:
         "rows": rows,
     }
     report(result, OUT / config.name)
+    return rows
 
 
 PARTS = {

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from benchmarks.suite import OUT, REPO, made_by, tests_helpers
+from benchmarks.suite import OUT, REPO, Rows, made_by, tests_helpers
 from semsearch.cli import main
 
 tests_helpers()
@@ -124,7 +124,7 @@ def table(rows: list[dict], first: str) -> list[str]:
     return lines
 
 
-def run_table(config: argparse.Namespace) -> None:
+def run_table(config: argparse.Namespace) -> Rows:
     """Every bad input of tests/badinputs.py, CLI and HTTP: its exit code or status and the one line."""
     from semsearch import Index
 
@@ -189,6 +189,7 @@ def run_table(config: argparse.Namespace) -> None:
         f"wrote {OUT / 'bad-inputs.md'}: CLI {clean_cli}/{len(cli)} clean, HTTP {clean_http}/{len(http)}",
         file=sys.stderr,
     )
+    return {"cli": cli, "http": http}
 
 
 def escaped(text: str) -> str:
@@ -199,7 +200,7 @@ def files_route_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, default=OUT / "files-route-traversal.md")
 
 
-def files_route(config: argparse.Namespace) -> None:
+def files_route(config: argparse.Namespace) -> Rows:
     """Every traversal form of tests/traversal.py sent to a real server's /files route: none may leak."""
     with tempfile.TemporaryDirectory() as work:
         layout = traversal.build(Path(work), traversal.SEMSEARCH)
@@ -240,6 +241,7 @@ def files_route(config: argparse.Namespace) -> None:
         lines.append(f"| {what} | {escaped(target)} | {answer.status} | {answer.body == want} |")
     config.out.write_text("\n".join(lines) + "\n")
     print(f"{len(refused)} forms, {len(leaks)} leaks; wrote {config.out}")
+    return [{"what": what, "target": target, "status": answer.status} for what, target, answer in refused]
 
 
 def table_arguments(parser: argparse.ArgumentParser) -> None:

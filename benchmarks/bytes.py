@@ -42,7 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.suite import DATA, OUT, command_line, made_by, markdown_table
+from benchmarks.suite import DATA, OUT, Rows, command_line, made_by, markdown_table
 
 CLAIM = "Bytes a passage by part of an index (info, SQLite's dbstat), and what each raw-vector precision costs rerank and refit"
 
@@ -115,7 +115,7 @@ def parts_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ndcg", action="store_true", help="each index's nDCG@10 on its set's queries too")
 
 
-def run_parts(config: argparse.Namespace) -> None:
+def run_parts(config: argparse.Namespace) -> Rows:
     """Bytes a passage by part of each index given (bytes.md and its companions)."""
     from semsearch.index import Index
 
@@ -177,6 +177,7 @@ def run_parts(config: argparse.Namespace) -> None:
     ]
     (OUT / config.out).write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
+    return rows
 
 
 SETS = ("cranfield", "cranfield-mixed", "scifact-mixed", "scifact-sub")
@@ -313,7 +314,7 @@ def raw_precision_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--build-only", action="store_true")
 
 
-def raw_precision(config: argparse.Namespace) -> None:
+def raw_precision(config: argparse.Namespace) -> Rows:
     """Raw vectors at each precision: what rerank and refit lose on the retrieval sets (raw-precision.md)."""
     rows = []
     for name in config.sets.split(","):
@@ -365,6 +366,7 @@ def raw_precision(config: argparse.Namespace) -> None:
     (OUT / "raw-precision.md").write_text("\n".join(lines))
     (OUT / "raw-precision.json").write_text(json.dumps({"command": command, "rows": rows}, indent=1) + "\n")
     print("\n".join(lines))
+    return rows
 
 
 PARTS = {

@@ -58,7 +58,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.suite import DATA, OUT, REPO, command_line, made_by, markdown_table
+from benchmarks.suite import DATA, OUT, REPO, Rows, command_line, made_by, markdown_table, require
 from semsearch.settings import FUSION_DEPTH
 from semsearch.storage.calibrationcache import FILE as CACHE
 
@@ -114,7 +114,7 @@ def cost_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rounds", type=int, default=1)
 
 
-def cost(config: argparse.Namespace) -> None:
+def cost(config: argparse.Namespace) -> Rows:
     """What calibrating costs the ingest it follows, and what it chose (calibration/cost.md)."""
     rows = []
     for name in config.sets.split(","):
@@ -141,6 +141,7 @@ def cost(config: argparse.Namespace) -> None:
         json.dumps({"command": command, "rows": rows}, indent=1) + "\n"
     )
     print("\n".join(lines))
+    return rows
 
 
 BANDS_OUT = OUT / "calibration" / "bands-cost.md"
@@ -204,7 +205,7 @@ def bands_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lengths", action="store_true", help=argparse.SUPPRESS)
 
 
-def bands(config: argparse.Namespace) -> None:
+def bands(config: argparse.Namespace) -> Rows:
     """What a calibration by query length costs, and what a cheaper one changes (bands-cost.md)."""
     if config.worker:
         return worker(config.indexes[0], config.lengths)
@@ -251,6 +252,7 @@ def bands(config: argparse.Namespace) -> None:
         *markdown_table(rows),
     ]
     config.out.write_text("\n".join(lines) + "\n")
+    return rows
 
 
 def differing(before: dict, now: dict) -> str:
@@ -568,10 +570,12 @@ def age_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def age(config: argparse.Namespace) -> None:
+def age(config: argparse.Namespace) -> Rows:
     """A calibration's age, renewal and export (calibration.md)."""
+    require(DATA, "shared data sets")
     if config.render:
-        return render(json.loads((OUT / "calibration.json").read_text()))
+        render(json.loads((OUT / "calibration.json").read_text()))
+        return json.loads((OUT / "calibration.json").read_text())
     names = config.set.split(",")
     if unknown := [name for name in names if name not in AGE_SETS]:
         raise SystemExit(f"unknown set {unknown[0]}: one of {', '.join(SETS)}")
@@ -580,6 +584,7 @@ def age(config: argparse.Namespace) -> None:
         work = config.work if len(names) == 1 else config.work / name
         command = f"`{command_line()}` ({stamp}"
         timed_process(name, config.share, work, config.reuse, command, config.against, config.repeat)
+    return json.loads((OUT / "calibration.json").read_text())
 
 
 def timed_process(

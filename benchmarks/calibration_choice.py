@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.suite import DATA, OUT, markdown_table, results_header
+from benchmarks.suite import DATA, OUT, Rows, markdown_table, require, results_header
 from benchmarks.text_controls import SEMSEARCH_SETS
 
 CLAIM = "The calibration's choice (one weight, by query length) against every fixed weight on every set"
@@ -256,7 +256,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default="calibration-choice", help="results/OUT.md and .json")
 
 
-def run(config: argparse.Namespace) -> None:
+def run(config: argparse.Namespace) -> Rows:
+    require(DATA, "shared data sets")
     (config.work / "figures").mkdir(parents=True, exist_ok=True)
     collected = []
     for name in config.sets.split(","):
@@ -294,6 +295,7 @@ def run(config: argparse.Namespace) -> None:
     ]
     (OUT / f"{config.out}.md").write_text("\n".join(lines))
     print("\n".join(summary))
+    return rows
 
 
 def _means(styles: dict) -> dict:

@@ -37,7 +37,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from benchmarks.suite import DATA as SHARED
-from benchmarks.suite import OUT, REPO, command_line, current_commit
+from benchmarks.suite import OUT, REPO, Rows, command_line, current_commit, require
 
 CLAIM = "The same corpus calibrates and answers alike however it was ingested (one file, three, refit)"
 
@@ -64,8 +64,7 @@ def state(index: Path, queries: list[str]) -> tuple[dict, list[list[str]]]:
 
 
 def history_rows(work: Path, count: int) -> dict:
-    if not (DATA / "sts-dev.csv").is_file():
-        sys.exit(f"shared data not found: {DATA} (read from ../shared/data beside the repo)")
+    require(DATA / "sts-dev.csv", "STS-B dev")
     corpus = sentences(DATA / "sts-dev.csv")
     queries = [s for s in sentences(DATA / "sts-train.csv") if s not in set(corpus)][:count]
     shutil.rmtree(work, ignore_errors=True)
@@ -146,7 +145,7 @@ def history_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--queries", type=int, default=60)
 
 
-def history(config: argparse.Namespace) -> None:
+def history(config: argparse.Namespace) -> Rows:
     """The same corpus as one file or three files (then refit): the same calibration and top 10 (calibration-history.md)."""
     started = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     load = os.getloadavg()[0]
@@ -156,6 +155,7 @@ def history(config: argparse.Namespace) -> None:
     (OUT / "calibration-history.json").write_text(json.dumps(result, indent=1) + "\n")
     (OUT / "calibration-history.md").write_text(report(result, command, started, load))
     print((OUT / "calibration-history.md").read_text())
+    return result
 
 
 SCORE = """
@@ -190,16 +190,14 @@ def draw_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--overlaps", default="8,16", help="the passages' overlaps an index is built at")
 
 
-def draw(config: argparse.Namespace) -> None:
+def draw(config: argparse.Namespace) -> Rows:
     """What the draw by content does to a small SMART collection's calibrated default, beside the overlap (calibration-draw.md)."""
     from semsearch.evaluation.datasets import ensure_beir
     from semsearch.storage.calibrationcache import FILE
 
     started = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     load = os.getloadavg()[0]
-    source = SHARED / config.set
-    if not source.exists():
-        sys.exit(f"shared data not found: {source}")
+    source = require(SHARED / config.set, config.set)
     config.work.mkdir(parents=True, exist_ok=True)
     beir = ensure_beir(source, config.work)
     here = REPO / "src"
@@ -245,6 +243,7 @@ def draw(config: argparse.Namespace) -> None:
     (OUT / "calibration-draw.json").write_text(json.dumps(rows, indent=1) + "\n")
     (OUT / "calibration-draw.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
+    return rows
 
 
 PARTS = {

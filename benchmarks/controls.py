@@ -54,9 +54,11 @@ from benchmarks.suite import (
     DATA,
     OUT,
     REPO,
+    Rows,
     command_line,
     current_commit,
     markdown_table,
+    require,
     write_sections,  # noqa: E402
 )
 
@@ -399,11 +401,10 @@ def controls_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def controls(config: argparse.Namespace) -> None:
+def controls(config: argparse.Namespace) -> Rows:
     """Facets, pages and similar documents: exactness and cost (controls.md)."""
     for name in ("wordnet/corpus.jsonl", "scifact/corpus.jsonl"):
-        if not (DATA / name).is_file():
-            raise SystemExit(f"no {DATA / name}: the shared data sets are needed")
+        require(DATA / name, "shared data set")
     config.work.mkdir(parents=True, exist_ok=True)
     path = OUT / "controls.json"
     for name in config.sections.split(","):
@@ -415,6 +416,7 @@ def controls(config: argparse.Namespace) -> None:
             **section,
         }
         write_report(results, OUT)
+    return results
 
 
 SEED = 52
@@ -610,7 +612,7 @@ def places_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--base", default="686b7d0", help="the commit whose calibration is compared (before)")
 
 
-def places(config: argparse.Namespace) -> None:
+def places(config: argparse.Namespace) -> Rows:
     """What places cost: a query at no cap against the document answer, and the snippets' share (places-cost.md)."""
     config.work.mkdir(parents=True, exist_ok=True)
     calibrations = calibration_before_and_after(config.work, config.base)
@@ -675,6 +677,7 @@ def places(config: argparse.Namespace) -> None:
     (OUT / "places-cost.md").write_text("\n".join(header + body) + "\n")
     (OUT / "places-cost.json").write_text(json.dumps(results, indent=2) + "\n")
     print("\n".join(header + body))
+    return rows
 
 
 PARTS = {

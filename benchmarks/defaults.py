@@ -22,7 +22,7 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
-from benchmarks.suite import DATA, OUT, REPO, command_line
+from benchmarks.suite import DATA, OUT, REPO, Rows, command_line
 
 CLAIM = "The defaults on corpora nobody tuned for: dense, keyword, the calibrated default, per query, oracle, by passage length"
 
@@ -175,7 +175,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--collect", action="store_true", help="only gather the results already in --work")
 
 
-def run(config: argparse.Namespace) -> None:
+def run(config: argparse.Namespace) -> Rows:
     tables, commands = {}, []
     for name in config.sets.split(","):
         directory, long = build(name, config.work / "sets")
@@ -226,3 +226,4 @@ def run(config: argparse.Namespace) -> None:
     (OUT / "defaults.json").write_text(json.dumps({"command": command, "sets": tables}, indent=1) + "\n")
     plot(tables, OUT / "defaults-passages.png")
     print("\n".join(lines))
+    return rows

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.suite import DATA, OUT, command_line, require
+from benchmarks.suite import DATA, OUT, Rows, command_line, require
 from semsearch import Index  # noqa: E402
 from semsearch.encoding import Encoder  # noqa: E402
 
@@ -362,7 +362,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, default=OUT)
 
 
-def run(config: argparse.Namespace) -> None:
+def run(config: argparse.Namespace) -> Rows:
     for name in ("scifact", "wordnet"):
         require(DATA / name / "corpus.jsonl", name)
     sections = config.sections.split(",")
@@ -387,3 +387,4 @@ def run(config: argparse.Namespace) -> None:
     results_path.write_text(json.dumps(results, indent=2) + "\n")
     (config.out / "determinism.md").write_text(markdown(results))
     print(markdown(results))
+    return results

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.suite import OUT, REPO, command_line
+from benchmarks.suite import OUT, REPO, Rows, command_line, require
 from semsearch.ingest.pipeline import CHUNK_DOCS
 
 WORDNET = REPO.parent / "shared" / "data" / "wordnet"
@@ -179,13 +179,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--shard-types", default="ivf", help="index types measured, comma-separated")
 
 
-def run(config: argparse.Namespace) -> None:
-    source = config.wordnet / "corpus.jsonl"
-    if not source.is_file():
-        print(
-            f"skipped: {source} not found (the benchmark reads WordNet from ../shared/data)", file=sys.stderr
-        )
-        return
+def run(config: argparse.Namespace) -> Rows:
+    source = require(config.wordnet / "corpus.jsonl", "WordNet corpus")
     try:
         import distributed  # noqa: F401
     except ImportError:
@@ -248,6 +243,7 @@ def run(config: argparse.Namespace) -> None:
     (OUT / "distributed.json").write_text(json.dumps({**result, **kept}, indent=2) + "\n")
     (OUT / "distributed.md").write_text(report(result) + shard_section_kept())
     print((OUT / "distributed.md").read_text())
+    return result
 
 
 def summarise(args, runs, driver, rss, identical, text_bytes_per_doc) -> dict:

@@ -40,7 +40,16 @@ from unittest import mock
 
 import numpy as np
 
-from benchmarks.suite import PYTHON, REPO, SEMSEARCH, command_line, markdown_table, measure, tests_helpers
+from benchmarks.suite import (
+    PYTHON,
+    REPO,
+    SEMSEARCH,
+    Rows,
+    command_line,
+    markdown_table,
+    measure,
+    tests_helpers,
+)
 
 tests_helpers()
 from mixedfolder import write_folder  # noqa: E402
@@ -1051,7 +1060,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def run(config: argparse.Namespace) -> None:
+def run(config: argparse.Namespace) -> Rows:
     blocks = {}
     for section in config.sections.split(","):
         sections = {
@@ -1068,3 +1077,4 @@ def run(config: argparse.Namespace) -> None:
         print("\n".join(lines), flush=True)
         blocks[lines[0].split(":")[0][3:]] = lines
     OUT.write_text(merged(blocks))
+    return blocks

@@ -44,7 +44,17 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.suite import OUT, PYTHON, REPO, SEMSEARCH, command_line, disk_mib, markdown_table, measure
+from benchmarks.suite import (
+    OUT,
+    PYTHON,
+    REPO,
+    SEMSEARCH,
+    Rows,
+    command_line,
+    disk_mib,
+    markdown_table,
+    measure,
+)
 
 CLAIM = (
     "Filtered and unfiltered search at 200k-1M vectors: recall against brute force and speed beside chromadb"
@@ -362,7 +372,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, default=OUT)
 
 
-def run(config: argparse.Namespace) -> None:
+def run(config: argparse.Namespace) -> Rows:
     config.work.mkdir(parents=True, exist_ok=True)
     results = (
         json.loads((config.out / "filter.json").read_text()) if (config.out / "filter.json").is_file() else {}
@@ -378,3 +388,4 @@ def run(config: argparse.Namespace) -> None:
             results[key] = {**section, **run_size(config, data, n)}
             results[key]["load"] = f"{before:.1f} at the start, {os.getloadavg()[1]:.1f} at the end (5 min)"
             write_report(results, config.out)
+    return results

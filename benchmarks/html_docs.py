@@ -49,7 +49,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.suite import OUT, made_by, markdown_table
+from benchmarks.suite import OUT, Rows, made_by, markdown_table
 
 CLAIM = "Real documentation HTML as a folder (passages by section) at least as good as each page as one JSONL line"
 
@@ -396,7 +396,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def run(config: argparse.Namespace) -> None:
+def run(config: argparse.Namespace) -> Rows:
     if not (config.html / "py-modindex.html").is_file():
         sys.exit(
             f"{config.html} holds no Sphinx module index: apt-get install python-django-doc, or give --html"
@@ -520,3 +520,4 @@ def run(config: argparse.Namespace) -> None:
     (OUT / f"{config.out}.json").write_text(json.dumps(rows, indent=1) + "\n")
     (OUT / f"{config.out}-items.json").write_text(items_record(root, len(files), queries, rows) + "\n")
     print("\n".join(lines))
+    return rows

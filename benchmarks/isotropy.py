@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.suite import DATA, OUT, REPO, command_line, made_by, require
+from benchmarks.suite import DATA, OUT, REPO, Rows, command_line, made_by, require
 from semsearch.encoding import Encoder, resolve_model_path
 from semsearch.evaluation.datasets import cranfield_to_beir, load_beir, load_sts
 from semsearch.evaluation.metrics import evaluate_run, spearman
@@ -314,7 +314,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--work", type=Path, default=REPO / "indexes" / "isotropy")
 
 
-def run(config: argparse.Namespace) -> None:
+def run(config: argparse.Namespace) -> Rows:
     work = config.work
     require(DATA / "scifact", "SciFact")
     work.mkdir(parents=True, exist_ok=True)
@@ -335,3 +335,4 @@ def run(config: argparse.Namespace) -> None:
     atomic_write_text(RESULTS / "isotropy.json", json.dumps(rows, indent=1) + "\n")
     atomic_write_text(RESULTS / "isotropy.md", report(rows, command_line()))
     print((RESULTS / "isotropy.md").read_text())
+    return rows

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.suite import DATA, OUT, REPO, command_line, markdown_table
+from benchmarks.suite import DATA, OUT, REPO, Rows, command_line, markdown_table, require
 
 CLAIM = "The keyword side's ranking on every query style, and its engine's speed at 117k documents"
 
@@ -268,13 +268,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def run(config: argparse.Namespace) -> None:
+def run(config: argparse.Namespace) -> Rows:
     from semsearch.storage.files import atomic_write_text
 
     config.work.mkdir(parents=True, exist_ok=True)
     sections = config.sections.split(",")
-    if "latency" in sections and not (DATA / "wordnet").exists():
-        sys.exit(f"skipped: {DATA / 'wordnet'} not found (benchmarks read ../shared/data beside the repo)")
+    if "latency" in sections:
+        require(DATA / "wordnet", "WordNet")
     command = command_line()
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     results_path = OUT / "keyword-engine.json"
@@ -301,3 +301,4 @@ def run(config: argparse.Namespace) -> None:
             lines += markdown_table(got["rows"])
     atomic_write_text(OUT / "keyword-engine.md", "\n".join(lines))
     print("\n".join(lines))
+    return rows

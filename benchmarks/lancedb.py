@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.bytes import index_bytes, reduce_segments
-from benchmarks.suite import OUT, REPO, command_line, markdown_table
+from benchmarks.suite import OUT, REPO, Rows, command_line, markdown_table, peer_python, require
 
 CLAIM = "semsearch against LanceDB on 117,791 WordNet glosses: bytes on disk, p50 and recall@10 of every query mode"
 
@@ -192,14 +192,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def run(config: argparse.Namespace) -> None:
+def run(config: argparse.Namespace) -> Rows:
     corpus = config.wordnet / "corpus.jsonl"
-    if not corpus.is_file():
-        raise SystemExit(f"no WordNet corpus at {corpus}: give --wordnet DIR")
-    if not Path(config.lancedb_python).is_file():
-        raise SystemExit(
-            f"no LanceDB virtualenv at {config.lancedb_python}: make it as this file's docstring says"
-        )
+    require(corpus, "WordNet corpus (--wordnet DIR)")
+    peer_python(Path(config.lancedb_python), "LanceDB")
     config.work.mkdir(parents=True, exist_ok=True)
     rows = [json.loads(line) for line in corpus.open()]
     if config.encode:
@@ -356,3 +352,4 @@ def run(config: argparse.Namespace) -> None:
         json.dumps({"command": command, "bytes": table, "queries": results}, indent=1) + "\n"
     )
     print("\n".join(lines))
+    return rows

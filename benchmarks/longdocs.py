@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.suite import OUT, REPO, command_line, markdown_table, require
+from benchmarks.suite import OUT, REPO, Rows, command_line, markdown_table, require
 
 CLAIM = "Long documents: truncated against chunked passages (a document scored by its best)"
 
@@ -144,7 +144,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--configs", default="0/0,256/0,256/32,256/64,128/16")
 
 
-def run(config: argparse.Namespace) -> None:
+def run(config: argparse.Namespace) -> Rows:
     require(config.beir / "corpus.jsonl", "BEIR directory")
     long_set = make_long_set(config.beir, config.work / f"{config.beir.name}-long-{config.seed}", config.seed)
     rows = []
@@ -154,3 +154,4 @@ def run(config: argparse.Namespace) -> None:
         rows += measure(long_set, config.work, tokens, overlap)
     command = command_line()
     write(rows, command.strip(), config.beir, long_set)
+    return rows

@@ -60,9 +60,11 @@ import numpy as np
 from benchmarks.suite import (
     OUT,
     REPO,
+    Rows,
     command_line,
     current_commit,
     markdown_table,
+    require,
     results_header,
 )
 
@@ -230,13 +232,10 @@ def known_places_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rows", type=Path, help=argparse.SUPPRESS)  # a --before run's rows, as JSON
 
 
-def run_known_places(config: argparse.Namespace) -> None:
+def run_known_places(config: argparse.Namespace) -> Rows:
     """Known places in real manuals: a section title as the query, its pages as the answer (manuals.md)."""
-    missing = [str(pdf) for pdf in config.pdfs if not pdf.is_file()]
-    if missing:
-        sys.exit(
-            f"skipped: {', '.join(missing)} missing (apt-get install -y r-doc-pdf asymptote-doc lilypond-doc-pdf)"
-        )
+    for pdf in config.pdfs:
+        require(pdf, "manual", "apt-get install -y r-doc-pdf asymptote-doc lilypond-doc-pdf")
     config.work.mkdir(parents=True, exist_ok=True)
     places = known_places(config.pdfs)
     if config.rows:  # a --before tree, run by the driver below
@@ -279,6 +278,7 @@ def run_known_places(config: argparse.Namespace) -> None:
         json.dumps({"command": command_line(), "rows": rows}, indent=1) + "\n"
     )
     print("\n".join(lines))
+    return rows
 
 
 DEFAULT_PDF = Path("/usr/share/doc/texlive-doc/luatex/base/luatex.pdf")
@@ -297,7 +297,7 @@ def one_manual_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--work", type=Path, default=Path("/tmp/semsearch-one-manual"))
 
 
-def run_one_manual(config: argparse.Namespace) -> None:
+def run_one_manual(config: argparse.Namespace) -> Rows:
     """One long manual as a new user meets it: k distinct places, JSON lines under 64 KB, calibration a fifth at most (one-manual.md)."""
     if not config.pdf.exists():
         sys.exit(f"{config.pdf}: not found (apt-get install texlive-doc, or --pdf a manual of your own)")
@@ -350,6 +350,7 @@ def run_one_manual(config: argparse.Namespace) -> None:
     ]
     (OUT / "one-manual.md").write_text("\n".join(body) + "\n")
     print("\n".join(body))
+    return rows
 
 
 R_MANUALS = Path("/usr/share/R/doc/manual")
@@ -550,7 +551,7 @@ def calibration_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--work", type=Path, default=Path("/tmp/semsearch-calibration-places"))
 
 
-def run_calibration(config: argparse.Namespace) -> None:
+def run_calibration(config: argparse.Namespace) -> Rows:
     """A manual's calibration: its share of a one-PDF ingest, and its weight against the manual's known places (calibration-places.md)."""
     pdfs = config.pdf or DEFAULT_PDFS
     missing = [pdf for pdf in pdfs if not pdf.is_file()]
@@ -564,6 +565,7 @@ def run_calibration(config: argparse.Namespace) -> None:
     (OUT / "calibration-places.json").write_text(json.dumps(rows, indent=1) + "\n")
     (OUT / "calibration-places.md").write_text(report(rows, command.strip(), started, load))
     print((OUT / "calibration-places.md").read_text())
+    return rows
 
 
 PARTS = {

@@ -32,7 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.suite import REPO, command_line, current_commit
+from benchmarks.suite import REPO, Rows, command_line, current_commit, require
 
 CLAIM = "Reading scans: the OCR engine chosen, pages a second and words found against the text layer"
 
@@ -332,9 +332,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--work", help="where the scans and indexes are made (default: a temporary folder)")
 
 
-def run(config: argparse.Namespace) -> None:
-    if not MANUAL.is_file():
-        sys.exit(f"{MANUAL} is missing: apt-get install r-doc-pdf")
+def run(config: argparse.Namespace) -> Rows:
+    require(MANUAL, "manual", "apt-get install r-doc-pdf")
     import pypdfium2 as pdfium
 
     from semsearch.ingest.ocr import extraction
@@ -379,3 +378,4 @@ def run(config: argparse.Namespace) -> None:
     out = ["# Reading scans", "", *[line for name in order for line in blocks[name]]]
     OUT.write_text("\n".join(out).rstrip("\n") + "\n")
     print("\n".join(out))
+    return blocks

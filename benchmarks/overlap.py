@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.defaults import build
-from benchmarks.suite import OUT, REPO, command_line, markdown_table
+from benchmarks.suite import OUT, REPO, Rows, command_line, markdown_table
 
 CLAIM = "Passage overlap and late chunking: nDCG@10 and what encoding costs at 64-token passages"
 
@@ -257,7 +257,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--collect", action="store_true", help="only write the rows already in --work")
 
 
-def run(config: argparse.Namespace) -> None:
+def run(config: argparse.Namespace) -> Rows:
     os.environ.pop(CACHE_ENV, None)  # every ingest encodes: their seconds are compared
     results = config.work / "overlap-rows.json"
     done = json.loads(results.read_text()) if results.is_file() else {"quality": [], "timed": []}
@@ -277,6 +277,7 @@ def run(config: argparse.Namespace) -> None:
         done["timed"] = timed(config.timed.split(","), overlaps, config.rounds, config.work)
         results.write_text(json.dumps(done, indent=1))
     write(done, command_line())
+    return results
 
 
 REFERENCE = "16"  # the overlap at 64 tokens before this measurement: the sets it was measured on are compared

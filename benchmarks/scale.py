@@ -32,6 +32,7 @@ from benchmarks.suite import (
     PYTHON,
     SEMSEARCH,
     WORDNET,
+    Rows,
     disk_mib,
     first_documents,
     measure,
@@ -489,7 +490,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, default=OUT)
 
 
-def run(config: argparse.Namespace) -> None:
+def run(config: argparse.Namespace) -> Rows:
     require(config.wordnet / "corpus.jsonl", "WordNet corpus (--wordnet DIR)")
     config.work.mkdir(parents=True, exist_ok=True)
     # The onnx backend's exported graphs: kept with the benchmark's work, so its export is measured.
@@ -502,3 +503,4 @@ def run(config: argparse.Namespace) -> None:
         results[name] = section_stamp()
         results[name].update(SECTIONS[name](config, config.work))
         write_report(results, config.out)
+    return results

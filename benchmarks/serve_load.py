@@ -41,7 +41,7 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks.suite import OUT, REPO, command_line
+from benchmarks.suite import OUT, REPO, Rows, command_line
 
 CLAIM = "`semsearch serve` under load (cold start, read, write) and an MCP call's latency, against warm Index.search"
 
@@ -282,7 +282,7 @@ def serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, default=OUT / "serve")
 
 
-def serve(config: argparse.Namespace) -> None:
+def serve(config: argparse.Namespace) -> Rows:
     """semsearch serve under load: cold start, read and write clients (serve.md)."""
     ensure_index(config)
     texts = queries(config.wordnet)
@@ -323,6 +323,7 @@ def serve(config: argparse.Namespace) -> None:
     config.out.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")
     config.out.with_suffix(".md").write_text(report(result))
     print(f"wrote {config.out}.md and .json", file=sys.stderr)
+    return result
 
 
 def report(r: dict) -> str:
@@ -483,7 +484,7 @@ def mcp_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--encoded", action="store_true", help="build the index by encoding every gloss")
 
 
-def mcp(config: argparse.Namespace) -> None:
+def mcp(config: argparse.Namespace) -> Rows:
     """An MCP search call over stdio against a warm Index.search: at most 2x its p50 plus 5 ms (mcp.md)."""
     config.index.parent.mkdir(parents=True, exist_ok=True)
     mcp_index(config.index, config.wordnet, config.encoded)
@@ -525,6 +526,7 @@ def mcp(config: argparse.Namespace) -> None:
     config.out.with_suffix(".json").write_text(json.dumps(summary, indent=2) + "\n")
     config.out.with_suffix(".md").write_text(mcp_report(summary))
     print(mcp_report(summary))
+    return summary
 
 
 def mcp_report(s: dict) -> str:

@@ -40,19 +40,21 @@ class MissingData(SystemExit):
     """A data set or peer a benchmark needs is not on this machine: the runner says so and skips it."""
 
 
-def require(path: Path, what: str = "") -> Path:
-    """`path` if it exists; else a skip naming it (the shared data sets are read from ../shared/data)."""
+def require(
+    path: Path, what: str = "", where: str = "benchmarks read ../shared/data beside the repo"
+) -> Path:
+    """`path` if it exists; else a skip naming it and `where` such a thing comes from."""
     if not Path(path).exists():
-        raise MissingData(
-            f"skipped: no {what or 'data'} at {path} (benchmarks read ../shared/data beside the repo)"
-        )
+        raise MissingData(f"skipped: no {what or 'data'} at {path} ({where})")
     return Path(path)
 
 
 def peer_python(default: Path, name: str) -> Path:
     """The interpreter of a peer's own virtualenv (a peer whose dependencies clash with semsearch's runs there
     from benchmarks/peers/); a skip when it is not made."""
-    return require(default, f"{name} virtualenv")
+    return require(
+        default, f"{name} virtualenv", "a peer's virtualenv, made as its benchmark's docstring says"
+    )
 
 
 def tests_helpers() -> None:
@@ -267,3 +269,7 @@ def add_parts(parser, parts: dict) -> None:
 def run_part(config: argparse.Namespace):
     """Runs the part `add_parts` parsed."""
     return config.run_part(config)
+
+
+Rows = list[dict] | dict
+"""What a benchmark's run returns: the rows it measured (or, for a benchmark of sections, each section's)."""

@@ -35,7 +35,7 @@ import threading
 import time
 from pathlib import Path
 
-from benchmarks.suite import DATA, OUT, REPO, made_by, results_header, tests_helpers
+from benchmarks.suite import DATA, OUT, REPO, Rows, made_by, require, results_header, tests_helpers
 
 tests_helpers()
 
@@ -128,10 +128,9 @@ def sync_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--edits", type=int, default=20)
 
 
-def sync(config: argparse.Namespace) -> None:
+def sync(config: argparse.Namespace) -> Rows:
     """A folder re-ingested after edits equals a fresh ingest of it; prune; --watch (sync.md)."""
-    if not SCIFACT.is_file():
-        raise SystemExit(f"needs {SCIFACT} (the shared SciFact corpus)")
+    require(SCIFACT, "SciFact corpus")
     # a note: an abstract's title and first three sentences (a whole abstract a file takes the first ingest
     # half an hour beside the other jobs on this machine)
     corpus = [
@@ -225,6 +224,7 @@ def sync(config: argparse.Namespace) -> None:
     ]
     SYNC_OUT.write_text("\n".join(out) + "\n")
     print("\n".join(out))
+    return {"differences": found, "findable": findable, "watch": watch_row}
 
 
 QUERIES = ("a man is playing a guitar", "a woman slicing an onion")
@@ -319,8 +319,9 @@ def concurrent_reads_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--against", type=Path, help="another semsearch's src directory, run after this one")
 
 
-def concurrent_reads(config: argparse.Namespace) -> None:
+def concurrent_reads(config: argparse.Namespace) -> Rows:
     """Readers beside a writer: what a search, an open or a check meets while another process writes (concurrent-reads.md)."""
+    require(DATA / "stsb" / "sts-dev.csv", "STS-B dev")
     from semsearch.evaluation.longdoc_sets import sts_retrieval
 
     config.work.mkdir(parents=True, exist_ok=True)
@@ -354,6 +355,7 @@ def concurrent_reads(config: argparse.Namespace) -> None:
             lines += ["", f"{name}, the first errors:", "", *[f"- `{error}`" for error in shown]]
     print("\n".join(lines))
     (OUT / "concurrent-reads.md").write_text("\n".join(lines) + "\n")
+    return rows
 
 
 PARTS = {

@@ -41,7 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.suite import LAUNCHER, OUT, PYTHON, WORDNET, command_line, write_sections  # noqa: E402
+from benchmarks.suite import LAUNCHER, OUT, PYTHON, WORDNET, Rows, command_line, require, write_sections
 
 CLAIM = "Ten million passages on this machine: ingest of given vectors with keyword search and filters, query times"
 
@@ -578,9 +578,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--name", default="ten-million", help="results file name (NAME.md, NAME.json)")
 
 
-def run(config: argparse.Namespace) -> None:
-    if not (config.wordnet / "corpus.jsonl").is_file():
-        raise SystemExit(f"no WordNet corpus at {config.wordnet / 'corpus.jsonl'}: give --wordnet DIR")
+def run(config: argparse.Namespace) -> Rows:
+    require(config.wordnet / "corpus.jsonl", "WordNet corpus (--wordnet DIR)")
     config.work.mkdir(parents=True, exist_ok=True)
     results_path = config.out / f"{config.name}.json"
     results = json.loads(results_path.read_text()) if results_path.is_file() else {}
@@ -597,6 +596,7 @@ def run(config: argparse.Namespace) -> None:
         results[section].update(STAGES[name](config, config.work))
         results[section] = flatten(results[section])
         write_sections(results, config.out, config.name, "Ten million passages", HEADER, list(results))
+    return results
 
 
 HEADER = (

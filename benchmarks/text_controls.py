@@ -58,7 +58,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.suite import DATA, OUT, REPO, command_line, markdown_table
+from benchmarks.suite import DATA, OUT, REPO, Rows, command_line, markdown_table
 
 CLAIM = "Typo tolerance, Chinese keyword search and snippets, and which tokenization FTS5 sees for Chinese"
 
@@ -359,7 +359,7 @@ def controls_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--work", type=Path, default=Path("/tmp/semsearch-text-controls"))
 
 
-def controls(config: argparse.Namespace) -> None:
+def controls(config: argparse.Namespace) -> Rows:
     """Typo tolerance, Chinese keyword search and snippets (text-controls.md)."""
     config.work.mkdir(parents=True, exist_ok=True)
     sections = config.sections.split(",")
@@ -373,6 +373,7 @@ def controls(config: argparse.Namespace) -> None:
     path.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
     (OUT / "text-controls.md").write_text(report(results))
     print(report(results))
+    return results
 
 
 def report(results: dict) -> str:
@@ -676,7 +677,7 @@ def zh_retrieval_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--work", type=Path, default=Path("/tmp/zh-retrieval-bench"))
 
 
-def zh_retrieval(config: argparse.Namespace) -> None:
+def zh_retrieval(config: argparse.Namespace) -> Rows:
     """Which tokenization FTS5 sees for Chinese, and what the defaults give on Chinese (zh-retrieval.md)."""
     command = command_line()
     lines = [
@@ -736,6 +737,7 @@ def zh_retrieval(config: argparse.Namespace) -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     atomic_write_text(OUT / "zh-retrieval.md", "\n".join(lines) + "\n")
     print("\n".join(lines))
+    return rows
 
 
 PARTS = {
