@@ -45,6 +45,12 @@ test: install chromium tesseract
 	# and every CLI process the tests start compiles the package and re-rewrites the test modules' asserts.
 	PYTHONDONTWRITEBYTECODE= OMP_NUM_THREADS=1 $(BIN)/pytest -q -m 'slow or not slow' -n 2 --dist loadgroup --durations=10
 
+# `make bench` lists the benchmarks (the claim each backs); `make bench NAME=filter ARGS='--sizes 200000'` runs
+# one (`python -m benchmarks NAME ARGS`), writing its result into benchmarks/results. Each is a real
+# measurement: run one at a time on a shared machine.
+bench: install
+	PYTHONPATH=src $(BIN)/python -m benchmarks $(NAME) $(ARGS)
+
 lint: install
 	$(BIN)/ruff check --fix src tests benchmarks
 	$(BIN)/ruff format src tests benchmarks

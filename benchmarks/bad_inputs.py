@@ -1,17 +1,24 @@
-"""Issue 30's table of bad inputs (tests/badinputs.py) run once and written down: each CLI row in process (click's
+"""The table of bad inputs (tests/badinputs.py) run once and written down: each CLI row in process (click's
 CliRunner) against an index of the committed sample corpus, each HTTP row against a real `semsearch serve` of a
 copy of it; for each, the exit code (HTTP status) and the one line (JSON error message) it answered with, and
 whether a traceback or a 500 appeared anywhere (none may). Writes benchmarks/results/bad-inputs.md.
 
-    .venv/bin/python benchmarks/bad_inputs.py
+    python -m benchmarks bad_inputs table
+
+And `serve`'s /files route against every traversal form of tests/traversal.py, written to
+benchmarks/results/files-route-traversal.md: a folder (Markdown, HTML, a PDF) ingested by `semsearch ingest`,
+files and links around it, a real server on 127.0.0.1; each form sent as written on a socket of its own, its
+status and size, and whether any byte of a file outside the index (the markers each holds) came back. The files
+the index holds are fetched too, and must come back byte for byte.
+
+    python -m benchmarks bad_inputs files-route [--out benchmarks/results/files-route-traversal.md]
 """
 
 from __future__ import annotations
 
+import argparse
 import json
-import os
 import re
-import shlex
 import shutil
 import subprocess
 import sys
@@ -19,15 +26,17 @@ import tempfile
 import threading
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests"))
+from click.testing import CliRunner
 
+from benchmarks.suite import OUT, REPO, Rows, made_by, tests_helpers
+from semsearch.cli import main
+
+tests_helpers()
+import traversal  # noqa: E402
 from badinputs import ADMIN, CLI, HTTP, Fixtures, first_error, shown, traceback_in, vectors_corpus  # noqa: E402
-from click.testing import CliRunner  # noqa: E402
+from test_server import running_server  # noqa: E402
 
-from semsearch.cli import main  # noqa: E402
-
-OUT = REPO / "benchmarks" / "results" / "bad-inputs.md"
+CLAIM = "A bad input answers one line and exit 1 or 2 (4xx JSON over HTTP), never a traceback; /files serves no byte outside"
 
 
 def cell(text: str, width: int = 110) -> str:
@@ -115,7 +124,8 @@ def table(rows: list[dict], first: str) -> list[str]:
     return lines
 
 
-def main_() -> None:
+def run_table(config: argparse.Namespace) -> Rows:
+    """Every bad input of tests/badinputs.py, CLI and HTTP: its exit code or status and the one line."""
     from semsearch import Index
 
     root = Path(tempfile.mkdtemp(prefix="bad-inputs-"))
@@ -154,12 +164,11 @@ def main_() -> None:
         http = http_rows(served)
     finally:
         shutil.rmtree(root, ignore_errors=True)
-    command = "python " + shlex.join(["benchmarks/bad_inputs.py", *sys.argv[1:]])
     clean_cli, clean_http = sum(r["ok"] for r in cli), sum(r["ok"] for r in http)
     lines = [
-        "# Bad inputs: one line, exit 1 or 2, no traceback; 4xx JSON, never 500 (issue 30)",
+        "# Bad inputs: one line, exit 1 or 2, no traceback; 4xx JSON, never 500",
         "",
-        f"Made with: `{command}` (the rows: tests/badinputs.py; the test: tests/test_bad_inputs.py)",
+        made_by("the rows: tests/badinputs.py; the test: tests/test_bad_inputs.py"),
         "",
         f"- CLI: {len(cli)} inputs, {clean_cli} clean (exit 1/2 with one line where the input is bad, 0 where it is "
         "only odd; no traceback).",
@@ -175,10 +184,68 @@ def main_() -> None:
         *table(http, "request"),
         "",
     ]
-    OUT.write_text("\n".join(lines))
-    print(f"wrote {OUT}: CLI {clean_cli}/{len(cli)} clean, HTTP {clean_http}/{len(http)}", file=sys.stderr)
+    (OUT / "bad-inputs.md").write_text("\n".join(lines))
+    print(
+        f"wrote {OUT / 'bad-inputs.md'}: CLI {clean_cli}/{len(cli)} clean, HTTP {clean_http}/{len(http)}",
+        file=sys.stderr,
+    )
+    return {"cli": cli, "http": http}
 
 
-if __name__ == "__main__":
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    main_()
+def escaped(text: str) -> str:
+    return "`" + text.encode("unicode_escape").decode().replace("|", "\\|").replace("`", "'") + "`"
+
+
+def files_route_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", type=Path, default=OUT / "files-route-traversal.md")
+
+
+def files_route(config: argparse.Namespace) -> Rows:
+    """Every traversal form of tests/traversal.py sent to a real server's /files route: none may leak."""
+    with tempfile.TemporaryDirectory() as work:
+        layout = traversal.build(Path(work), traversal.SEMSEARCH)
+        with running_server(layout.index) as url:
+            refused = [
+                (what, target, traversal.request(url, target)) for what, target in traversal.forms(layout)
+            ]
+            held = [(what, target, want, traversal.request(url, target)) for what, target, want in
+                    traversal.served_right(layout)]  # fmt: skip
+    leaks = [row for row in refused if traversal.leaked(row[2]) or row[2].status == 200]
+    statuses = sorted({answer.status for *_, answer in refused})
+    lines = [
+        "# /files route: traversal forms",
+        "",
+        made_by("a real server on 127.0.0.1"),
+        "",
+        f"{len(refused)} request targets aimed outside what the index holds, each sent as written on its own "
+        f"connection to a real `serve` on 127.0.0.1: **{len(leaks)} answered 200 or held a byte of a file "
+        f"outside the index** (statuses seen: {', '.join(map(str, statuses))}). The markers looked for: a file "
+        "outside the folder, one in a folder linked in, a deleted document's file, a file made after the "
+        "ingest, a hidden one the walk left out, the index's SQLite file, /etc/passwd.",
+        "",
+        f"The {len(held)} files the index holds, asked for the same way: "
+        f"{sum(answer.status == 200 and answer.body == want for *_, want, answer in held)} of {len(held)} "
+        "came back byte for byte.",
+        "",
+        "| what | request target | status | bytes | outside bytes |",
+        "|---|---|---|---|---|",
+    ]
+    for what, target, answer in refused:
+        found = traversal.leaked(answer)
+        lines.append(
+            f"| {what} | {escaped(target)} | {answer.status} | {len(answer.body)} | "
+            f"{'**' + ', '.join(m.decode() for m in found) + '**' if found else 'none'} |"
+        )
+    lines += ["", "| held file | request target | status | byte for byte |", "|---|---|---|---|"]
+    for what, target, want, answer in held:
+        lines.append(f"| {what} | {escaped(target)} | {answer.status} | {answer.body == want} |")
+    config.out.write_text("\n".join(lines) + "\n")
+    print(f"{len(refused)} forms, {len(leaks)} leaks; wrote {config.out}")
+    return [{"what": what, "target": target, "status": answer.status} for what, target, answer in refused]
+
+
+def table_arguments(parser: argparse.ArgumentParser) -> None:
+    """The table takes no options: its rows are tests/badinputs.py's."""
+
+
+PARTS = {"table": (table_arguments, run_table), "files-route": (files_route_arguments, files_route)}

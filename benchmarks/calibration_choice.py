@@ -1,9 +1,9 @@
-"""The calibration's choice measured on every set we have (issues 38 and its follow-up): per set and query style,
+"""The calibration's choice measured on every set we have: per set and query style,
 the real queries' nDCG@10 at every fixed dense weight (0 keyword alone ... 1 dense alone), the index's one weight
 (choice.py) and the weight per query length (bands.py: each query takes its length's band); written to
 benchmarks/results/calibration-choice.md and .json.
 
-    .venv/bin/python benchmarks/calibration_choice.py [--sets NAME,...] [--work DIR] [--collect]
+    python -m benchmarks calibration_choice [--sets NAME,...] [--work DIR] [--collect]
                                                       [--from DIR [--fresh-draw]] [--out calibration-choice]
 
 Each set is ingested once with every default (64-token passages, whiten P=0.5 to 128 dims, rerank 100, int8;
@@ -29,11 +29,12 @@ import time
 from pathlib import Path
 
 import numpy as np
-from scale import markdown_table, results_header
 
-REPO = Path(__file__).resolve().parents[1]
-DATA = REPO.parent / "shared" / "data"
-OUT = REPO / "benchmarks" / "results"
+from benchmarks.suite import DATA, OUT, Rows, markdown_table, require, results_header
+from benchmarks.text_controls import SEMSEARCH_SETS
+
+CLAIM = "The calibration's choice (one weight, by query length) against every fixed weight on every set"
+
 WEIGHTS = [f"{0.1 * step:.1f}" for step in range(11)]
 ENGLISH = (
     "scifact",
@@ -53,16 +54,17 @@ ONE_STYLE = (
     "wordnet-aliases",
     "wordnet-web",
 )  # queries short already: asked as they are
-CHINESE = {  # as benchmarks/zh_retrieval.py's SEMSEARCH_SETS: file, label of a paraphrase, sentences a document
-    "zh-ATEC-test": ("ATEC/ATEC.test.data", 1.0, 1),
-    "zh-ATEC-valid": ("ATEC/ATEC.valid.data", 1.0, 1),
-    "zh-BQ-valid": ("BQ/BQ.valid.data", 1.0, 1),
-    "zh-LCQMC-valid": ("LCQMC/LCQMC.valid.data", 1.0, 1),
-    "zh-PAWSX-test": ("PAWSX/PAWSX.test.data", 1.0, 1),
-    "zh-PAWSX-valid": ("PAWSX/PAWSX.valid.data", 1.0, 1),
-    "zh-STS-B-test": ("STS-B/STS-B.test.data", 4.0, 1),
-    "zh-LCQMC-valid-glued5": ("LCQMC/LCQMC.valid.data", 1.0, 5),
-    "zh-BQ-valid-glued5": ("BQ/BQ.valid.data", 1.0, 5),
+
+
+def chinese_name(relative: str, size: int) -> str:
+    """A Chinese set's name here: "zh-" and its file ("ATEC/ATEC.test.data": ATEC-test), "-glued5" for 5 a document."""
+    stem = Path(relative).stem.replace(".", "-")
+    return f"zh-{stem}" + (f"-glued{size}" if size > 1 else "")
+
+
+# the sets semsearch's own search is measured on (text_controls.py's zh-retrieval): file, label, sentences a document
+CHINESE = {
+    chinese_name(relative, size): (relative, at, size) for relative, at, size in SEMSEARCH_SETS.values()
 }
 ZH_QUERIES = 500
 
@@ -241,10 +243,7 @@ def rows_of(figures: dict) -> list[dict]:
     return rows
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sets", default=",".join([*ENGLISH, *CHINESE]))
     parser.add_argument("--work", type=Path, default=Path("/tmp/w38"))
     parser.add_argument("--collect", action="store_true", help="only gather the figures already in --work")
@@ -255,13 +254,16 @@ def main() -> None:
         "--fresh-draw", action="store_true", help="with --from: the copy's calibration cache removed first"
     )
     parser.add_argument("--out", default="calibration-choice", help="results/OUT.md and .json")
-    args = parser.parse_args()
-    (args.work / "figures").mkdir(parents=True, exist_ok=True)
+
+
+def run(config: argparse.Namespace) -> Rows:
+    require(DATA, "shared data sets")
+    (config.work / "figures").mkdir(parents=True, exist_ok=True)
     collected = []
-    for name in args.sets.split(","):
-        saved = args.work / "figures" / f"{name}.json"
-        if not saved.is_file() and not args.collect:
-            figures = measure(name, args.work, args.source, args.fresh_draw)
+    for name in config.sets.split(","):
+        saved = config.work / "figures" / f"{name}.json"
+        if not saved.is_file() and not config.collect:
+            figures = measure(name, config.work, config.source, config.fresh_draw)
             saved.write_text(json.dumps(figures))
             print(name, json.dumps({s: v["ndcg@10"] for s, v in figures["styles"].items()}), flush=True)
         if saved.is_file():
@@ -271,11 +273,11 @@ def main() -> None:
         {**figures, "styles": _means(figures["styles"]), "calibration": _unranked(figures)}
         for figures in collected
     ]
-    (OUT / f"{args.out}.json").write_text(json.dumps(kept, indent=1) + "\n")
+    (OUT / f"{config.out}.json").write_text(json.dumps(kept, indent=1) + "\n")
     summary = _summary(rows)
     lines = [
         *results_header(
-            "The calibration's choice rule on every set (issue 38)", "2 cores shared with other work", __doc__
+            "The calibration's choice rule on every set", "2 cores shared with other work", __doc__
         ),
         "Calibrated again here (`--from`, seconds under the load of the day): "
         + ", ".join(f"{f['set']} {f['recalibrated_s']} s" for f in collected if f.get("recalibrated_s"))
@@ -291,8 +293,9 @@ def main() -> None:
         "",
         *markdown_table(rows),
     ]
-    (OUT / f"{args.out}.md").write_text("\n".join(lines))
+    (OUT / f"{config.out}.md").write_text("\n".join(lines))
     print("\n".join(summary))
+    return rows
 
 
 def _means(styles: dict) -> dict:
@@ -326,9 +329,3 @@ def _summary(rows: list[dict]) -> list[str]:
         f"- worst by length - better side {min(r['by length - better side'] for r in rows):+.4f}; worst by "
         f"length - best fixed {min(r['by length - best fixed'] for r in rows):+.4f}",
     ]
-
-
-if __name__ == "__main__":
-    if not DATA.is_dir():
-        raise SystemExit(f"needs the shared data sets in {DATA}")
-    main()

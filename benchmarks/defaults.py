@@ -2,7 +2,7 @@
 weight), the weight per query, the oracle weight, at each passage length; written to
 benchmarks/results/defaults.md (with the commands) and defaults-passages.png.
 
-    .venv/bin/python benchmarks/defaults.py [--sets NAME,...] [--chunks 64,128,256] [--work DIR] [--collect]
+    python -m benchmarks defaults [--sets NAME,...] [--chunks 64,128,256] [--work DIR] [--collect]
 
 The sets are built in code from ../shared/data (semsearch.evaluation.longdoc_sets): mixed-topic long documents
 (SciFact: its judged abstracts and others drawn up to 1,000, ten to a document; Cranfield: all 1,400), single-
@@ -22,11 +22,10 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
-from scale import command_line
+from benchmarks.suite import DATA, OUT, REPO, Rows, command_line
 
-REPO = Path(__file__).resolve().parents[1]
-DATA = REPO.parent / "shared" / "data"
-OUT = REPO / "benchmarks" / "results"
+CLAIM = "The defaults on corpora nobody tuned for: dense, keyword, the calibrated default, per query, oracle, by passage length"
+
 ALPHAS = "0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9"
 METRIC = "ndcg@10"
 OVERLAP_SECTION = "## Passage overlap"  # overlap.py's section, at the end of defaults.md
@@ -166,10 +165,7 @@ def kept_sections(path: Path) -> str:
     return text[at:] if at >= 0 else ""
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--sets",
         default="scifact-sub,cranfield,stsb-retrieval,scifact-mixed,cranfield-mixed,cranfield-single",
@@ -177,19 +173,21 @@ def main() -> None:
     parser.add_argument("--chunks", default="64,128,256")
     parser.add_argument("--work", type=Path, default=REPO / "indexes" / "defaults-bench")
     parser.add_argument("--collect", action="store_true", help="only gather the results already in --work")
-    args = parser.parse_args()
+
+
+def run(config: argparse.Namespace) -> Rows:
     tables, commands = {}, []
-    for name in args.sets.split(","):
-        directory, long = build(name, args.work / "sets")
-        out = args.work / "out" / name
-        if not args.collect:
-            bench(directory, args.chunks if long else "256", args.work, out)
+    for name in config.sets.split(","):
+        directory, long = build(name, config.work / "sets")
+        out = config.work / "out" / name
+        if not config.collect:
+            bench(directory, config.chunks if long else "256", config.work, out)
         rows = json.loads((out / "results.json").read_text())
         commands += list(dict.fromkeys(row["command"] for row in rows))
         tables[name] = summary(rows)
         print(tables[name], file=sys.stderr)
     command = command_line()
-    from scale import markdown_table
+    from benchmarks.suite import markdown_table
 
     lines = [
         "# Defaults on corpora nobody tuned for (issue 26)",
@@ -210,6 +208,15 @@ def main() -> None:
         "0.7324, benchmarks/results/calibration/scifact). stsb-retrieval's sentences are one passage at any length. "
         "The per-set bench tables and plots: benchmarks/results/defaults/.",
         "",
+        "Each set's `semsearch bench` output: "
+        + ", ".join(
+            f"[{s}](defaults/{s}/results.md)"
+            for s in tables
+            if (OUT / "defaults" / s / "results.md").is_file()
+        )
+        + ". The plot: [defaults-passages.png](defaults-passages.png); the passage overlap's data: "
+        "[overlap.json](overlap.json).",
+        "",
     ]
     lines += verdict(tables)
     for name, rows in tables.items():
@@ -219,7 +226,4 @@ def main() -> None:
     (OUT / "defaults.json").write_text(json.dumps({"command": command, "sets": tables}, indent=1) + "\n")
     plot(tables, OUT / "defaults-passages.png")
     print("\n".join(lines))
-
-
-if __name__ == "__main__":
-    main()
+    return rows

@@ -1,13 +1,13 @@
-"""Determinism benchmark (issue 11): is an index the same whatever way its corpus was ingested? The same
+"""Determinism benchmark: is an index the same whatever way its corpus was ingested? The same
 SciFact documents go in with real `semsearch ingest` processes as one file, as three files (three ingests into
 one index, then `semsearch refit` so the transform is fitted on all), and with --batch-size 1 and 512; the
 same queries then run on each index and are compared with the one-file index's answers. Done for the int8
 encoder of this release (per-row), of the previous one (dynamic: an index whose manifest says so, as every
 index it made does) and fp32 (control). Also int8's speed and fidelity against fp32, and the candidates the
-method was chosen from (int8_candidates.py). Written to determinism.md and determinism.json (sections merge,
+method was chosen from (measured once by the removed int8_candidates.py; determinism.json keeps them). Written to determinism.md and determinism.json (sections merge,
 so one can be re-run alone).
 
-    .venv/bin/python benchmarks/determinism.py [--sections cli,speed,candidates] [--docs 600] [--queries 25]
+    python -m benchmarks determinism [--sections cli,speed,quality] [--docs 600] [--queries 25]
                                                [--ingest-docs 10000] [--rounds 3] [--work DIR] [--out DIR]
 
 Reads ../shared/data/scifact and ../shared/data/wordnet (skips, saying so, if absent). `--sections ''`
@@ -20,6 +20,7 @@ import json
 import os
 import shlex
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -28,21 +29,20 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import int8_candidates as candidates  # noqa: E402
-
+from benchmarks.suite import DATA, OUT, Rows, command_line, require
 from semsearch import Index  # noqa: E402
 from semsearch.encoding import Encoder  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
-DATA = REPO.parent / "shared" / "data"
-OUT = REPO / "benchmarks" / "results"
+CLAIM = "An index is the same whatever way its corpus was ingested (one file, three, batch sizes), int8 encoder's speed and fidelity"
+
 SEMSEARCH = [sys.executable, "-m", "semsearch"]
 # (name, --quantize, int8_method written into the manifest)
 METHODS = [("int8 per-row (now)", "int8", "per-row"), ("int8 dynamic (before)", "int8", "dynamic")]
 CONTROL = ("fp32", "none", "per-row")
 SELF_QUERIES = 5  # documents whose own text is also a query
-SECTIONS = ("cli", "speed", "quality", "candidates")
+SECTIONS = ("cli", "speed", "quality")
+# The int8 methods the per-row one was chosen from: measured once (determinism.json keeps them), not again.
+RECORDED = ("candidates",)
 
 
 def semsearch(*args: str) -> float:
@@ -129,7 +129,7 @@ def compare(base: list, found: list) -> dict:
 
 def speed_section(work: Path, ingest_docs: int, rounds: int) -> dict:
     wordnet, scifact = DATA / "wordnet" / "corpus.jsonl", DATA / "scifact" / "corpus.jsonl"
-    glosses, abstracts = candidates.read_texts(wordnet, 0, 2000), candidates.read_texts(scifact, 0, 600)
+    glosses, abstracts = read_texts(wordnet, 0, 2000), read_texts(scifact, 0, 600)
     queries = [json.loads(line)["text"] for line in (DATA / "scifact" / "queries.jsonl").open()][:100]
     encoders = {
         "fp32": Encoder(),
@@ -142,11 +142,11 @@ def speed_section(work: Path, ingest_docs: int, rounds: int) -> dict:
     for name, encoder in encoders.items():
         if name != "fp32":
             out["fidelity"][name] = {
-                kind: candidates.fidelity(encoder.encode(texts), exact[kind])
+                kind: fidelity(encoder.encode(texts), exact[kind])
                 for kind, texts in (("glosses", glosses), ("abstracts", abstracts))
             }
     print("speed: encoding", flush=True)
-    out["encode"] = candidates.speeds(encoders, glosses, abstracts, queries, rounds)
+    out["encode"] = speeds(encoders, glosses, abstracts, queries, rounds)
     print("speed: whole ingests", flush=True)
     records = []
     with open(wordnet) as handle:
@@ -191,10 +191,12 @@ def quality_section(work: Path) -> dict:
 
 def markdown(results: dict) -> str:
     lines = [
-        "# Determinism benchmark (issue 11)",
+        "# Determinism benchmark",
         "",
         "Made with (on this machine; sections merge, so one can be re-run alone): "
-        + ", ".join(sorted({f"`{results[name]['command']}`" for name in SECTIONS if name in results})),
+        + ", ".join(
+            sorted({f"`{results[name]['command']}`" for name in (*SECTIONS, *RECORDED) if name in results})
+        ),
         "",
         "The int8 encoder of the previous release (ONNX Runtime's `quantize_dynamic`) took one activation scale "
         "per batch, so a document's vector depended on the documents batched with it. This release quantizes "
@@ -289,7 +291,7 @@ def candidates_markdown(found: dict) -> list[str]:
     lines = [
         "## The candidates",
         "",
-        "Each built from the same fp32 graph (int8_candidates.py says how) and run by the product's Encoder. "
+        "Each built from the same fp32 graph (by int8_candidates.py, at the commit the section names) and run by the product's Encoder. "
         "Largest difference of a vector from its default-batched one across batch sizes 1, 2 and 512, the "
         "texts split in three, glosses batched with long abstracts, and texts alone (1,000 WordNet glosses "
         "and 200 SciFact abstracts; fp32 itself moves by about 1e-7); speed alternated within rounds, "
@@ -307,10 +309,50 @@ def candidates_markdown(found: dict) -> list[str]:
     return [*lines, ""]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+def read_texts(path: Path, start: int, count: int) -> list[str]:
+    """Texts as ingest embeds them (title, then text) of `count` documents from line `start`."""
+    out = []
+    with open(path) as handle:
+        for number, line in enumerate(handle):
+            if number >= start + count:
+                break
+            if number >= start:
+                record = json.loads(line)
+                title = record.get("title")
+                out.append(f"{title} {record['text']}" if title else record["text"])
+    return out
+
+
+def fidelity(vectors: np.ndarray, exact: np.ndarray) -> dict:
+    cosines = np.sum(vectors * exact, axis=1) / (
+        np.linalg.norm(vectors, axis=1) * np.linalg.norm(exact, axis=1)
     )
+    return {"mean_cosine": float(cosines.mean()), "min_cosine": float(cosines.min())}
+
+
+def speeds(encoders: dict[str, Encoder], glosses, abstracts, queries, rounds: int) -> dict[str, dict]:
+    """docs/s on glosses and on abstracts, and ms per query encoded alone: the encoders alternated within each
+    round (the machine's other load then falls on all alike), medians."""
+    found: dict[str, dict[str, list[float]]] = {name: {} for name in encoders}
+    for encoder in encoders.values():
+        encoder.encode(glosses[:64])  # load and warm
+    for _ in range(rounds):
+        for kind, texts in (("glosses_per_s", glosses), ("abstracts_per_s", abstracts)):
+            for name, encoder in encoders.items():
+                started = time.perf_counter()
+                encoder.encode(texts)
+                found[name].setdefault(kind, []).append(len(texts) / (time.perf_counter() - started))
+        for name, encoder in encoders.items():
+            started = time.perf_counter()
+            for query in queries:
+                encoder.encode([query])
+            found[name].setdefault("query_ms", []).append(
+                (time.perf_counter() - started) * 1000 / len(queries)
+            )
+    return {name: {k: statistics.median(v) for k, v in kinds.items()} for name, kinds in found.items()}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sections", default=",".join(SECTIONS))
     parser.add_argument("--docs", type=int, default=600)
     parser.add_argument("--queries", type=int, default=25)
@@ -318,42 +360,31 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--work", type=Path, default=None)
     parser.add_argument("--out", type=Path, default=OUT)
-    args = parser.parse_args()
-    missing = [p for p in (DATA / "scifact", DATA / "wordnet") if not (p / "corpus.jsonl").is_file()]
-    if missing:
-        print(f"skipped: shared data not found ({', '.join(map(str, missing))})")
-        return
-    sections = args.sections.split(",")
-    results_path = args.out / "determinism.json"
+
+
+def run(config: argparse.Namespace) -> Rows:
+    for name in ("scifact", "wordnet"):
+        require(DATA / name / "corpus.jsonl", name)
+    sections = config.sections.split(",")
+    results_path = config.out / "determinism.json"
     results = json.loads(results_path.read_text()) if results_path.is_file() else {}
-    command = shlex.join([".venv/bin/python", "benchmarks/determinism.py", *sys.argv[1:]])
+    command = command_line()
     for quantize, method in (("none", "per-row"), ("int8", "per-row"), ("int8", "dynamic")):
         Encoder(quantize=quantize, int8_method=method).load()  # graphs exported before any timing
-    work = args.work or Path(tempfile.mkdtemp(prefix="determinism-"))
+    work = config.work or Path(tempfile.mkdtemp(prefix="determinism-"))
     work.mkdir(parents=True, exist_ok=True)
     try:
         if "cli" in sections:
-            results["cli"] = {**cli_section(work, args.docs, args.queries), "command": command}
+            results["cli"] = {**cli_section(work, config.docs, config.queries), "command": command}
         if "speed" in sections:
-            results["speed"] = {**speed_section(work, args.ingest_docs, args.rounds), "command": command}
+            results["speed"] = {**speed_section(work, config.ingest_docs, config.rounds), "command": command}
         if "quality" in sections and (DATA / "stsb" / "sts-dev.csv").is_file():
             results["quality"] = {**quality_section(work), "command": command}
-        if "candidates" in sections:
-            print("candidates", flush=True)
-            found = candidates.measure_candidates(work / "graphs", *_candidate_data())
-            results["candidates"] = {"rows": found, "command": command}
     finally:
-        if args.work is None:
+        if config.work is None:
             shutil.rmtree(work, ignore_errors=True)
-    args.out.mkdir(parents=True, exist_ok=True)
+    config.out.mkdir(parents=True, exist_ok=True)
     results_path.write_text(json.dumps(results, indent=2) + "\n")
-    (args.out / "determinism.md").write_text(markdown(results))
+    (config.out / "determinism.md").write_text(markdown(results))
     print(markdown(results))
-
-
-def _candidate_data() -> tuple[Path, Path]:
-    return DATA / "wordnet" / "corpus.jsonl", DATA / "scifact" / "corpus.jsonl"
-
-
-if __name__ == "__main__":
-    main()
+    return results

@@ -1,11 +1,11 @@
-"""Scale-out (issue 15): `semsearch ingest` on a local Dask cluster of 1 and 2 worker processes against the
+"""Scale-out: `semsearch ingest` on a local Dask cluster of 1 and 2 worker processes against the
 in-process ingest of the same WordNet glosses, whole processes, alternated rounds; the driver's peak RSS at three
 corpus sizes beside the vector index it builds; and, from the measured rates, what 10M and 100M documents cost
 on N machines. Writes benchmarks/results/distributed.md and distributed.json.
 
-    .venv/bin/python benchmarks/distributed.py [--wordnet DIR] [--docs 20000] [--large 60000] [--largest 117791]
+    python -m benchmarks distributed [--wordnet DIR] [--docs 20000] [--large 60000] [--largest 117791]
                                                [--rounds 3]
-    .venv/bin/python benchmarks/distributed.py --shard-add [--shard-docs 500000] [--shard-source 20000]
+    python -m benchmarks distributed --shard-add [--shard-docs 500000] [--shard-source 20000]
                                                [--shard-types ivf] [--rounds 2]
 
 --shard-add measures only the ivf / pq index filled on the workers (a section of its own in the results, which
@@ -34,13 +34,11 @@ import time
 from pathlib import Path
 
 import numpy as np
-from scale import command_line
 
+from benchmarks.suite import OUT, REPO, Rows, command_line, require
 from semsearch.ingest.pipeline import CHUNK_DOCS
 
-REPO = Path(__file__).resolve().parents[1]
 WORDNET = REPO.parent / "shared" / "data" / "wordnet"
-OUT = REPO / "benchmarks" / "results"
 SEMSEARCH = [sys.executable, "-m", "semsearch"]
 # `semsearch ingest` with its encoder on one thread, as a worker's task runs it: the fair baseline for one worker
 # process. (taskset is not: ONNX Runtime pins its own threads to every core, and ran at 166% CPU under
@@ -63,6 +61,8 @@ from semsearch.ingest import distributed
 from semsearch.retrieval import tuning
 from semsearch.retrieval import vectorindex
 from semsearch.cli import main
+
+CLAIM = "Ingest on a Dask cluster of 1 and 2 workers against in-process, the driver's memory, and 10M-100M projections"
 
 spent = {}
 
@@ -167,8 +167,7 @@ def raw_vectors(index: Path) -> bytes:
         return np.concatenate([block for _, block in opened.raw.blocks()]).tobytes()
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--wordnet", type=Path, default=WORDNET)
     parser.add_argument("--docs", type=int, default=20_000)
     parser.add_argument("--large", type=int, default=60_000, help="the second size for the driver's RSS")
@@ -178,13 +177,10 @@ def main() -> None:
     parser.add_argument("--shard-docs", type=int, default=500_000, help="vectors ingested with --shard-add")
     parser.add_argument("--shard-source", type=int, default=20_000, help="glosses encoded, then resampled")
     parser.add_argument("--shard-types", default="ivf", help="index types measured, comma-separated")
-    args = parser.parse_args()
-    source = args.wordnet / "corpus.jsonl"
-    if not source.is_file():
-        print(
-            f"skipped: {source} not found (the benchmark reads WordNet from ../shared/data)", file=sys.stderr
-        )
-        return
+
+
+def run(config: argparse.Namespace) -> Rows:
+    source = require(config.wordnet / "corpus.jsonl", "WordNet corpus")
     try:
         import distributed  # noqa: F401
     except ImportError:
@@ -194,16 +190,16 @@ def main() -> None:
     atexit.register(shutil.rmtree, scratch, True)  # GBs of indexes (2-3 GB one of 1M vectors)
     env = {**os.environ, "SEMSEARCH_CACHE": str(scratch / "cache")}
     lines = source.read_text().splitlines(keepends=True)
-    if args.shard_add:
-        shard_add(args, lines, scratch, env)
+    if config.shard_add:
+        shard_add(config, lines, scratch, env)
         return
     corpus = scratch / "corpus.jsonl"
-    corpus.write_text("".join(lines[: args.docs]))
+    corpus.write_text("".join(lines[: config.docs]))
 
     # Warm-up: the model exported once into the cache, files in the page cache.
     ingest(corpus, scratch / "warm", [], env)
     runs: dict[str, list[dict]] = {name: [] for name in VARIANTS}
-    for round_ in range(args.rounds):  # alternated: each round runs every variant once
+    for round_ in range(config.rounds):  # alternated: each round runs every variant once
         for name, (program, extra) in VARIANTS.items():
             index = scratch / f"{name.replace(' ', '-').replace(',', '')}-{round_}"
             runs[name].append(ingest(corpus, index, extra, env, program))
@@ -218,12 +214,12 @@ def main() -> None:
     np.save(scratch / "vectors.npy", vectors)
     driver = [
         ingest(corpus, scratch / f"vectors-{r}", ["--vectors", str(scratch / "vectors.npy")], env)
-        for r in range(args.rounds)
+        for r in range(config.rounds)
     ]
     # Peak RSS at growing sizes: the cluster's driver (default index, and pq, whose index is small), and the
     # in-process ingest; beside each, the bytes of the vector index it built, which it holds at the end.
     rss: dict[str, dict[int, dict]] = {name: {} for name in RSS_VARIANTS}
-    for size in sorted({args.docs, args.large, min(args.largest, len(lines))}):
+    for size in sorted({config.docs, config.large, min(config.largest, len(lines))}):
         jsonl = scratch / f"rss-{size}.jsonl"
         jsonl.write_text("".join(lines[:size]))
         for name, extra in RSS_VARIANTS.items():
@@ -239,14 +235,15 @@ def main() -> None:
             }
             print(name, size, rss[name][size], file=sys.stderr, flush=True)
             shutil.rmtree(index)
-    records = [json.loads(line) for line in lines[: args.docs]]
+    records = [json.loads(line) for line in lines[: config.docs]]
     text_bytes = sum(len(d["text"].encode()) + len((d.get("title") or "").encode()) for d in records)
-    result = summarise(args, runs, driver, rss, identical, text_bytes / len(records))
+    result = summarise(config, runs, driver, rss, identical, text_bytes / len(records))
     OUT.mkdir(parents=True, exist_ok=True)
     kept = {k: v for k, v in previous_json().items() if k == "shard_add"}  # --shard-add's section stays
     (OUT / "distributed.json").write_text(json.dumps({**result, **kept}, indent=2) + "\n")
     (OUT / "distributed.md").write_text(report(result) + shard_section_kept())
     print((OUT / "distributed.md").read_text())
+    return result
 
 
 def summarise(args, runs, driver, rss, identical, text_bytes_per_doc) -> dict:
@@ -641,7 +638,3 @@ def shard_report(r: dict) -> str:
         "",
     ]
     return "\n".join(lines)
-
-
-if __name__ == "__main__":
-    main()

@@ -1,4 +1,4 @@
-"""Files in (issue 34), written to benchmarks/results/files.md:
+"""Files in, written to benchmarks/results/files.md:
 
 - parsers: the candidates for HTML (lxml with semsearch's main-content rules, selectolax, trafilatura) and PDF
   (pypdf, pdfminer.six), side by side on the same files: pages a second, and for HTML how much of each page's
@@ -14,10 +14,10 @@
   (the child process that reads a table file);
 - held: the same two corpora's documents as the ingest holds them from reading to storing (a partition):
   bytes and allocations a document (tracemalloc), Parquet's also with its rows' place as before;
-- arenas: the same two corpora each ingested alone by benchmarks/ingest_memory.py: Python's arenas, glibc's
+- arenas: the same two corpora each ingested alone by measured_command (below): Python's arenas, glibc's
   heap and anonymous memory once every document is stored, and the peak.
 
-    .venv/bin/python benchmarks/files.py [--sections parsers,docx,split,parquet,held,arenas] [--pages 120] [--copies 20]
+    python -m benchmarks files [--sections parsers,docx,split,parquet,held,arenas] [--pages 120] [--copies 20]
                                          [--rows 100000] [--dim 384] [--work DIR] [--library-row] [--before-row]
                                          [--index-type flat] [--together]
 """
@@ -26,7 +26,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import ctypes
 import json
+import os
+import re
 import shutil
 import sys
 import tempfile
@@ -37,11 +40,21 @@ from unittest import mock
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests"))
-sys.path.insert(0, str(REPO / "benchmarks"))
+from benchmarks.suite import (
+    PYTHON,
+    REPO,
+    SEMSEARCH,
+    Rows,
+    command_line,
+    markdown_table,
+    measure,
+    tests_helpers,
+)
+
+tests_helpers()
 from mixedfolder import write_folder  # noqa: E402
-from scale import PYTHON, SEMSEARCH, command_line, markdown_table, measure  # noqa: E402
+
+CLAIM = "Files in: the parsers chosen against the others, parse rates, the process pool's split, an ingest's memory"
 
 DJANGO = Path("/usr/share/doc/python-django-doc/html")
 PDFS = [
@@ -861,7 +874,7 @@ def held(args) -> list[str]:
 
 
 def arenas(args) -> list[str]:
-    """Each corpus ingested alone, one after the other, by benchmarks/ingest_memory.py (the CLI in a process
+    """Each corpus ingested alone, one after the other, by measured_command (the CLI in a process
     that reads its own memory): Python's arenas, anonymous memory and glibc's heap in use once every document
     is stored (before the transform's fit), and the process's high-water mark at its end."""
     import os
@@ -874,10 +887,15 @@ def arenas(args) -> list[str]:
             shutil.rmtree(index, ignore_errors=True)
             with tempfile.TemporaryDirectory() as scratch:
                 out = Path(scratch) / "memory.json"
-                command = [PYTHON, str(REPO / "benchmarks" / "ingest_memory.py"), "ingest", str(work / name)]
+                command = [PYTHON, "-c", "from benchmarks.files import measured_command; measured_command()"]
+                command += ["ingest", str(work / name)]
                 environment = {**os.environ, "MEMORY_REPORT": str(out)}
                 subprocess.run(
-                    [*command, *ingest_options(args, index)], env=environment, check=True, capture_output=True
+                    [*command, *ingest_options(args, index)],
+                    env=environment,
+                    check=True,
+                    capture_output=True,
+                    cwd=REPO,
                 )
                 report = json.loads(out.read_text())
             shutil.rmtree(index, ignore_errors=True)
@@ -891,7 +909,7 @@ def arenas(args) -> list[str]:
 
 
 def memory_row(corpus: str, report: dict) -> dict:
-    """A row of the arenas section from ingest_memory.py's report."""
+    """A row of the arenas section from measured_command's report."""
     stored = report["stored"]
     return {
         "corpus": corpus,
@@ -926,11 +944,98 @@ def merged(blocks: dict[str, list[str]]) -> str:
         return (order.index(name) if name in order else len(order) + (name == "Notes"), len(name), name)
 
     lines = [line for name in sorted(kept, key=place) for line in kept[name]]
-    return "\n".join(["# Files in (issue 34)", "", *lines]).rstrip("\n") + "\n"
+    return "\n".join(["# Files in", "", *lines]).rstrip("\n") + "\n"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
+# ---- one command in this process, its memory read (the arenas section runs it as a process of its own) -----
+
+
+class MallInfo2(ctypes.Structure):
+    _fields_ = [
+        (name, ctypes.c_size_t)
+        for name in [
+            "arena",
+            "ordblks",
+            "smblks",
+            "hblks",
+            "hblkhd",
+            "usmblks",
+            "fsmblks",
+            "uordblks",
+            "fordblks",
+            "keepcost",
+        ]
+    ]
+
+
+def python_arenas() -> dict[str, float]:
+    """Python's arena counts and the bytes in its blocks, from sys._debugmallocstats (written to C's stderr)."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as out:
+        os.dup2(out.fileno(), 2)
+        try:
+            sys._debugmallocstats()
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        out.seek(0)
+        text = out.read().decode()
+
+    def number(name: str) -> int:
+        return int(re.search(rf"# {name}\s*=\s*([\d,]+)", text).group(1).replace(",", ""))
+
+    return {
+        "arenas_highest": number("arenas highwater mark"),
+        "arenas": number("arenas allocated current"),
+        "blocks_mib": number("bytes in allocated blocks") / 2**20,
+    }
+
+
+def memory() -> dict[str, float]:
+    libc = ctypes.CDLL("libc.so.6")
+    libc.mallinfo2.restype = MallInfo2
+    heap = libc.mallinfo2()
+    lines = Path("/proc/self/status").read_text().splitlines()
+    status = {line.split(":")[0]: int(line.split()[1]) / 1024 for line in lines if line.endswith("kB")}
+    return {
+        "rss_mib": status["VmRSS"],
+        "anonymous_mib": status["RssAnon"],
+        "peak_mib": status["VmHWM"],
+        "heap_mib": heap.arena / 2**20,
+        "heap_used_mib": heap.uordblks / 2**20,
+        **python_arenas(),
+    }
+
+
+def measured_command() -> None:
+    """Runs the `semsearch` command of sys.argv[1:] in this process and writes its memory as JSON to the file
+    named by MEMORY_REPORT: once every document is stored (before the transform's fit) and at its end."""
+    import semsearch.ingest.build as build
+    from semsearch.cli import main as semsearch
+
+    report: dict[str, object] = {}
+    fit = build.fit
+
+    def measured_fit(*args, **kwargs):
+        report.setdefault("stored", memory())  # the first fit: every document stored, no index built yet
+        return fit(*args, **kwargs)
+
+    build.fit = measured_fit
+    sys.argv = ["semsearch", *sys.argv[1:]]
+    started = time.process_time()
+    try:
+        semsearch()
+    except SystemExit as done:
+        if done.code:
+            raise
+    finally:
+        report["end"] = memory()
+        report["cpu_seconds"] = time.process_time() - started
+        Path(os.environ["MEMORY_REPORT"]).write_text(json.dumps(report))
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sections", default="parsers,split,parquet")
     parser.add_argument("--pages", type=int, default=120)
     parser.add_argument("--copies", type=int, default=20)
@@ -953,9 +1058,11 @@ def main() -> None:
         action="store_true",
         help="parquet: JSONL also in a process that loads pyarrow.parquet",
     )
-    args = parser.parse_args()
+
+
+def run(config: argparse.Namespace) -> Rows:
     blocks = {}
-    for section in args.sections.split(","):
+    for section in config.sections.split(","):
         sections = {
             "parsers": parsers,
             "types": by_type,
@@ -965,12 +1072,9 @@ def main() -> None:
             "held": held,
             "arenas": arenas,
         }
-        lines = sections[section](args)
+        lines = sections[section](config)
         lines[1:1] = ["", f"`{command_line()}`"]
         print("\n".join(lines), flush=True)
         blocks[lines[0].split(":")[0][3:]] = lines
     OUT.write_text(merged(blocks))
-
-
-if __name__ == "__main__":
-    main()
+    return blocks

@@ -1,9 +1,9 @@
-"""Filtered and unfiltered search at scale (issues 12, 53): semsearch beside chromadb (where installed) on the
+"""Filtered and unfiltered search at scale: semsearch beside chromadb (where installed) on the
 same vectors in the same run, written to benchmarks/results/filter.md and filter.json (sections merge, so one
 can be re-run alone), each section with the machine's 5-minute load average at its start and end (timings, not
 recall, rise with other work).
 
-    .venv/bin/python benchmarks/filter.py [--sizes 200000,1000000] [--data scifact,anisotropic]
+    python -m benchmarks filter [--sizes 200000,1000000] [--data scifact,anisotropic]
                                           [--raw-precisions default,int4] [--peer-max 200000]
                                           [--types auto] [--work DIR]
 
@@ -43,11 +43,24 @@ import time
 from pathlib import Path
 
 import numpy as np
-from scale import PYTHON, SEMSEARCH, command_line, disk_mib, markdown_table, measure
 
-REPO = Path(__file__).resolve().parents[1]
+from benchmarks.suite import (
+    OUT,
+    PYTHON,
+    REPO,
+    SEMSEARCH,
+    Rows,
+    command_line,
+    disk_mib,
+    markdown_table,
+    measure,
+)
+
+CLAIM = (
+    "Filtered and unfiltered search at 200k-1M vectors: recall against brute force and speed beside chromadb"
+)
+
 SCIFACT = REPO.parent / "shared" / "data" / "scifact"
-OUT = REPO / "benchmarks" / "results"
 FILTERS = [None, 100, 20, 5, 1]  # b < N; None: unfiltered
 NOISE = 0.7
 K = 10
@@ -346,10 +359,7 @@ def write_report(results: dict, out: Path) -> None:
     atomic_write_text(out / "filter.md", "\n".join(lines))
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sizes", default="200000,1000000")
     parser.add_argument("--types", default="auto", help="auto, then each named type refitted (e.g. auto,ivf)")
     parser.add_argument("--data", default="scifact,anisotropic", help=f"of {', '.join(DATA)}")
@@ -360,23 +370,22 @@ def main() -> None:
     parser.add_argument("--none-max", type=int, default=200_000)
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "semsearch-filter")
     parser.add_argument("--out", type=Path, default=OUT)
-    args = parser.parse_args()
-    args.work.mkdir(parents=True, exist_ok=True)
+
+
+def run(config: argparse.Namespace) -> Rows:
+    config.work.mkdir(parents=True, exist_ok=True)
     results = (
-        json.loads((args.out / "filter.json").read_text()) if (args.out / "filter.json").is_file() else {}
+        json.loads((config.out / "filter.json").read_text()) if (config.out / "filter.json").is_file() else {}
     )
     command = command_line()
-    for n in map(int, args.sizes.split(",")):
-        for data in args.data.split(","):
+    for n in map(int, config.sizes.split(",")):
+        for data in config.data.split(","):
             print(f"== {data} {n}", file=sys.stderr)
             section = {"command": command, "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
             before = os.getloadavg()[1]
             key = f"{data}-{n}"
             results.pop(str(n) if data == "scifact" else key, None)  # sections of a release before: by size
-            results[key] = {**section, **run_size(args, data, n)}
+            results[key] = {**section, **run_size(config, data, n)}
             results[key]["load"] = f"{before:.1f} at the start, {os.getloadavg()[1]:.1f} at the end (5 min)"
-            write_report(results, args.out)
-
-
-if __name__ == "__main__":
-    main()
+            write_report(results, config.out)
+    return results

@@ -1,11 +1,11 @@
-"""Real documentation HTML (issue 34): Django's documentation as Debian ships it (`apt-get install
+"""Real documentation HTML: Django's documentation as Debian ships it (`apt-get install
 python-django-doc`; or another Sphinx package's with a module index of synopses, --html: sphinx-doc,
 python-scrapy-doc), ingested as a folder with passages that follow its sections, against each page as one JSONL
 line of its whole text or of its main content (Python's own html.parser, as a conversion script would),
 written to benchmarks/results/html-docs.md and html-docs.json (each known item's scores in
 html-docs-items.json, for html_docs_pool.py).
 
-    .venv/bin/python benchmarks/html_docs.py [--html /usr/share/doc/python-django-doc/html] [--work DIR]
+    python -m benchmarks html_docs [--html /usr/share/doc/python-django-doc/html] [--work DIR]
                                              [--merges nested,none] [--sentences 300] [--seed 34]
                                              [--text-kb N] [--exclude PREFIX,PREFIX]
 
@@ -44,15 +44,15 @@ import shutil
 import sys
 import time
 from dataclasses import replace
-from datetime import datetime, timezone
 from html.parser import HTMLParser
 from pathlib import Path
 
 import numpy as np
-from scale import command_line, markdown_table
 
-REPO = Path(__file__).resolve().parents[1]
-OUT = REPO / "benchmarks" / "results"
+from benchmarks.suite import OUT, Rows, made_by, markdown_table
+
+CLAIM = "Real documentation HTML as a folder (passages by section) at least as good as each page as one JSONL line"
+
 DEFAULT_HTML = Path("/usr/share/doc/python-django-doc/html")
 # not documentation pages: release notes (Django's releases/, Sphinx's changes.html, Scrapy's news.html), the
 # indexes, highlighted sources, a 404 page
@@ -339,7 +339,7 @@ def items_record(root: Path, pages: int, queries: list[tuple[str, str]], rows: l
     return json.dumps(record, separators=(",", ":"))
 
 
-def run(name: str, work: Path, make, queries, sentences) -> dict:
+def measured(name: str, work: Path, make, queries, sentences) -> dict:
     """An index built by `make(index_path)` (timed), searched by the known items (and the sentences)."""
     from semsearch import Index
 
@@ -374,8 +374,7 @@ def run(name: str, work: Path, make, queries, sentences) -> dict:
     return row
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--html", type=Path, default=DEFAULT_HTML)
     parser.add_argument("--work", type=Path, default=Path("/tmp/semsearch-html-docs"))
     parser.add_argument("--merges", default="nested,none")
@@ -395,42 +394,44 @@ def main() -> None:
     parser.add_argument(
         "--text-kb", type=int, default=0, help="pages up to this much whole-page text (0: all): half answers"
     )
-    args = parser.parse_args()
-    if not (args.html / "py-modindex.html").is_file():
+
+
+def run(config: argparse.Namespace) -> Rows:
+    if not (config.html / "py-modindex.html").is_file():
         sys.exit(
-            f"{args.html} holds no Sphinx module index: apt-get install python-django-doc, or give --html"
+            f"{config.html} holds no Sphinx module index: apt-get install python-django-doc, or give --html"
         )
     from semsearch import Index
 
-    reader = args.reader
+    reader = config.reader
     if reader == "auto":
         try:
-            import semsearch.ingest.sources  # noqa: F401  (issue 34's file readers)
+            import semsearch.ingest.sources  # noqa: F401  (the file readers)
 
             reader = "semsearch"
         except ImportError:
             reader = "standin"
-    root = args.html
-    excluded = tuple(prefix for prefix in args.exclude.split(",") if prefix)
+    root = config.html
+    excluded = tuple(prefix for prefix in config.exclude.split(",") if prefix)
     files = [f for f in pages(root) if not f.relative_to(root).as_posix().startswith(excluded)]
     if (
-        args.text_kb
+        config.text_kb
     ):  # the known items' pages, smallest first, to half the budget; then others drawn at random
         items = {page for _, page in known_items(root, {f.relative_to(root).as_posix() for f in files})}
         sizes = {f: len(page_record(f, root, False)["text"]) for f in files}
         answers = sorted((f for f in files if f.relative_to(root).as_posix() in items), key=sizes.get)
-        rest = [files[i] for i in np.random.default_rng(args.seed).permutation(len(files))]
+        rest = [files[i] for i in np.random.default_rng(config.seed).permutation(len(files))]
         keep, total = [], 0
         for share, pool in ((0.5, answers), (1.0, [f for f in rest if f not in answers])):
             for f in pool:
-                if total + sizes[f] <= share * args.text_kb * 1000:
+                if total + sizes[f] <= share * config.text_kb * 1000:
                     keep.append(f)
                     total += sizes[f]
         files = sorted(keep)
     ids = {f.relative_to(root).as_posix() for f in files}
     queries = known_items(root, ids)
-    sentences = sample_sentences(root, files, args.sentences, args.seed)
-    work = args.work
+    sentences = sample_sentences(root, files, config.sentences, config.seed)
+    work = config.work
     work.mkdir(parents=True, exist_ok=True)
     print(f"{len(files)} pages, {len(queries)} known items, {len(sentences)} sentences", flush=True)
 
@@ -468,19 +469,21 @@ def main() -> None:
         return make
 
     rows = []
-    if not args.no_jsonl:
+    if not config.no_jsonl:
         rows += [
-            run("whole page JSONL", work, jsonl(False), queries, []),
-            run("main content JSONL", work, jsonl(True), queries, []),
+            measured("whole page JSONL", work, jsonl(False), queries, []),
+            measured("main content JSONL", work, jsonl(True), queries, []),
         ]
     print(markdown_table(rows), flush=True)
-    for policy in args.merges.split(","):
-        rows.append(run(f"folder ({policy})", work, folder(policy), queries, sentences))
+    for policy in config.merges.split(","):
+        rows.append(measured(f"folder ({policy})", work, folder(policy), queries, sentences))
         print(markdown_table(rows[-1:]), flush=True)
-        if args.without_outline:
+        if config.without_outline:
             undo = without_outline()
             try:
-                rows.append(run(f"folder ({policy}), no outline", work, folder(policy), queries, sentences))
+                rows.append(
+                    measured(f"folder ({policy}), no outline", work, folder(policy), queries, sentences)
+                )
             finally:
                 undo()
             print(markdown_table(rows[-1:]), flush=True)
@@ -488,7 +491,15 @@ def main() -> None:
     lines = [
         "# Real documentation HTML: a folder's sections against whole pages as JSONL",
         "",
-        f"`{command_line()}`, {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC.",
+        made_by(),
+        "",
+        f"Data: [{config.out}.json]({config.out}.json); each known item's scores: "
+        f"[{config.out}-items.json]({config.out}-items.json)."
+        + (
+            " The same without the page's outline: [html-docs-outline.md](html-docs-outline.md)."
+            if config.out == "html-docs"
+            else ""
+        ),
         "",
         f"{package(root)} {root} ({len(files)} pages, {text_mb:.1f} MB of whole-page text), {len(queries)} known items "
         f"(module synopsis -> its page), {len(sentences)} sentences for the anchors. Every ingest with the "
@@ -505,11 +516,8 @@ def main() -> None:
         *paired(rows, "main content JSONL"),
     ]
     OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / f"{args.out}.md").write_text("\n".join(lines) + "\n")
-    (OUT / f"{args.out}.json").write_text(json.dumps(rows, indent=1) + "\n")
-    (OUT / f"{args.out}-items.json").write_text(items_record(root, len(files), queries, rows) + "\n")
+    (OUT / f"{config.out}.md").write_text("\n".join(lines) + "\n")
+    (OUT / f"{config.out}.json").write_text(json.dumps(rows, indent=1) + "\n")
+    (OUT / f"{config.out}-items.json").write_text(items_record(root, len(files), queries, rows) + "\n")
     print("\n".join(lines))
-
-
-if __name__ == "__main__":
-    main()
+    return rows

@@ -1,4 +1,4 @@
-"""Issue 29's benchmark: does the isotropy diagnostic predict whether whitening helps?
+"""Does the isotropy diagnostic predict whether whitening helps?
 
 For every data set here and encoder (the bundled model with mean and cls pooling, a small random-initialised
 BERT), the corpus is encoded once (the engine's Encoder, onnx int8 as an index's default; documents cut at the
@@ -9,7 +9,7 @@ the raw vectors and whitened ones (full whitening P=1 with every dimension, and 
 Spearman correlation of the pairs' cosines with the gold scores. The advice rule (transforms/advice.py) is then
 scored against the measured gain: hits and misses.
 
-    PYTHONPATH=src .venv/bin/python benchmarks/isotropy.py [--work indexes/isotropy]
+    python -m benchmarks isotropy [--work indexes/isotropy]
 
 Writes benchmarks/results/isotropy.md and .json, and the inspect figures of SciFact and STS-B to
 benchmarks/results/isotropy/. Encodings are cached in the work directory (delete it to encode again).
@@ -20,12 +20,12 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
+from benchmarks.suite import DATA, OUT, REPO, Rows, command_line, made_by, require
 from semsearch.encoding import Encoder, resolve_model_path
 from semsearch.evaluation.datasets import cranfield_to_beir, load_beir, load_sts
 from semsearch.evaluation.metrics import evaluate_run, spearman
@@ -36,9 +36,10 @@ from semsearch.transforms.advice import ANISOTROPY_THRESHOLD, RULE, advise
 from semsearch.transforms.isotropy import figures, sample_rows
 from semsearch.transforms.stats import RunningStats
 
-REPO = Path(__file__).resolve().parents[1]
-DATA = REPO.parent / "shared" / "data"
-RESULTS = REPO / "benchmarks" / "results"
+CLAIM = "No isotropy figure predicts the gain of whitening in both directions: the advice `info` gives"
+RESULTS = OUT
+FIGURED = ("sts-dev", "scifact")  # the sets whose inspect figures are drawn, with mean and cls pooling
+FIGURE_SETS = [f"{name}-{pooling}" for name in FIGURED for pooling in ("mean", "cls")]
 WORDNET_SAMPLE = 6000  # synsets (seed 0) of WordNet's 117,791; their first lemmas are the queries
 WORDNET_QUERIES = 600
 
@@ -262,7 +263,9 @@ def reading(rows: list[dict]) -> list[str]:
 
 def report(rows: list[dict], command: str) -> str:
 
-    lines = ["# Isotropy against the gain of whitening", "", f"Made with: `{command}`", ""]
+    figures = ", ".join(f"[{name}](isotropy/{name}/isotropy.md)" for name in FIGURE_SETS)
+    lines = ["# Isotropy against the gain of whitening", "", made_by(), ""]
+    lines += [f"The figures `semsearch inspect` draws, per set and pooling: {figures}.", ""]
     lines += [
         "Each set encoded once (onnx, int8; documents cut at the model's max_length). Gain: the metric with",
         "whitening fitted on the set's own vectors minus the metric with the raw vectors (spearman x100 for",
@@ -307,11 +310,13 @@ def report(rows: list[dict], command: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--work", type=Path, default=REPO / "indexes" / "isotropy")
-    arguments = parser.parse_args()
-    work = arguments.work
+
+
+def run(config: argparse.Namespace) -> Rows:
+    work = config.work
+    require(DATA / "scifact", "SciFact")
     work.mkdir(parents=True, exist_ok=True)
     sets = {"sts-dev": sts_set, "scifact": lambda: beir_set(DATA / "scifact")}
     sets["cranfield"] = lambda: beir_set(cranfield_to_beir(DATA / "cranfield", work / "cranfield-beir"))
@@ -324,14 +329,10 @@ def main() -> None:
         data = make()
         for model, path, pooling in encoders:
             rows.append(measure(name, data, model, path, pooling, work))
-        if name in ("sts-dev", "scifact"):
+        if name in FIGURED:
             for pooling in ("mean", "cls"):
                 draw_figures(name, data, bundled, pooling, work)
-    command = "PYTHONPATH=src .venv/bin/python benchmarks/isotropy.py " + " ".join(sys.argv[1:])
     atomic_write_text(RESULTS / "isotropy.json", json.dumps(rows, indent=1) + "\n")
-    atomic_write_text(RESULTS / "isotropy.md", report(rows, command.strip()))
+    atomic_write_text(RESULTS / "isotropy.md", report(rows, command_line()))
     print((RESULTS / "isotropy.md").read_text())
-
-
-if __name__ == "__main__":
-    main()
+    return rows

@@ -1,12 +1,12 @@
-"""The keyword side's ranking on every query style and its engine's speed (issue 25); written to
+"""The keyword side's ranking on every query style and its engine's speed; written to
 benchmarks/results/keyword-engine.md and keyword-engine.json.
 
-    .venv/bin/python benchmarks/keyword_engine.py [--sections quality,latency] [--work DIR] [--wordnet-index DIR]
+    python -m benchmarks keyword_engine [--sections quality,latency] [--work DIR] [--wordnet-index DIR]
 
 - quality: SciFact and Cranfield stored as an ingest stores them (no encoding: the keyword side reads only the
   store), queried in each style of semsearch.evaluation.query_styles (as they are, short, paragraph-long,
   repeating words): nDCG@10 and p50 ms of semsearch's keyword search (bm25 matrix; stopwords dropped, repeats
-  kept), the same with stopwords kept, with words deduplicated (as before issue 25), FTS5's own ranking of the
+  kept), the same with stopwords kept, with words deduplicated (as the engine before this one did), FTS5's own ranking of the
   same query (the engine before), and the plain-FTS5 reference: the query's words quoted and ORed as they stand,
   `ORDER BY bm25(keywords)`, and that with the title weighted 2.
 - latency: the 117,791 WordNet glosses ingested with the defaults (HNSW, 128 dims, rerank 100), one process,
@@ -28,11 +28,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
-from scale import command_line, markdown_table
 
-REPO = Path(__file__).resolve().parents[1]
-DATA = REPO.parent / "shared" / "data"
-OUT = REPO / "benchmarks" / "results"
+from benchmarks.suite import DATA, OUT, REPO, Rows, command_line, markdown_table, require
+
+CLAIM = "The keyword side's ranking on every query style, and its engine's speed at 117k documents"
+
 SETS = {"scifact": DATA / "scifact", "cranfield": DATA / "cranfield"}
 
 
@@ -258,10 +258,7 @@ def engine(patches: dict):
             yield
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sections", default="quality,latency")
     parser.add_argument("--work", type=Path, default=REPO / "indexes" / "keyword-engine")
     parser.add_argument(
@@ -269,13 +266,15 @@ def main() -> None:
         type=Path,
         help="An index of all WordNet glosses made with the defaults (default: made)",
     )
-    args = parser.parse_args()
+
+
+def run(config: argparse.Namespace) -> Rows:
     from semsearch.storage.files import atomic_write_text
 
-    args.work.mkdir(parents=True, exist_ok=True)
-    sections = args.sections.split(",")
-    if "latency" in sections and not (DATA / "wordnet").exists():
-        sys.exit(f"skipped: {DATA / 'wordnet'} not found (benchmarks read ../shared/data beside the repo)")
+    config.work.mkdir(parents=True, exist_ok=True)
+    sections = config.sections.split(",")
+    if "latency" in sections:
+        require(DATA / "wordnet", "WordNet")
     command = command_line()
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     results_path = OUT / "keyword-engine.json"
@@ -285,7 +284,7 @@ def main() -> None:
         "latency": "Query latency, 117,791 WordNet glosses, defaults, warm `Index.search`, k=10",
     }
     for section in sections:
-        rows = quality(args.work) if section == "quality" else latency(args.work, args.wordnet_index)
+        rows = quality(config.work) if section == "quality" else latency(config.work, config.wordnet_index)
         load = " ".join(f"{x:.1f}" for x in os.getloadavg())
         results[section] = {"command": command, "when": f"{stamp}; load average {load}", "rows": rows}
     atomic_write_text(results_path, json.dumps(results, indent=1) + "\n")
@@ -302,7 +301,4 @@ def main() -> None:
             lines += markdown_table(got["rows"])
     atomic_write_text(OUT / "keyword-engine.md", "\n".join(lines))
     print("\n".join(lines))
-
-
-if __name__ == "__main__":
-    main()
+    return rows

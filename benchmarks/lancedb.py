@@ -1,9 +1,9 @@
-"""semsearch against LanceDB (issue 37) on the 117,791 WordNet glosses, the same vectors, texts, metadata and
+"""semsearch against LanceDB on the 117,791 WordNet glosses, the same vectors, texts, metadata and
 queries, one run, the two alternating query by query: bytes on disk by part, and p50 milliseconds and recall@10
 of every query mode. Written to benchmarks/results/lancedb.md and lancedb.json.
 
     python3 -m venv /work/lancedb-venv && /work/lancedb-venv/bin/pip install "lancedb==0.40.0" numpy pyarrow
-    .venv/bin/python benchmarks/lancedb.py [--encode | --vectors FILE.npy | --covariance-from INDEX] [--work DIR]
+    python -m benchmarks lancedb [--encode | --vectors FILE.npy | --covariance-from INDEX] [--work DIR]
                                            [--lancedb-python /work/lancedb-venv/bin/python] [--queries 200]
 
 LanceDB runs in its own virtualenv (benchmarks/peers/lancedb_worker.py, a subprocess answering one request a
@@ -38,12 +38,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
-from raw_precision import reduce_segments
-from scale import command_line, markdown_table
 
-REPO = Path(__file__).resolve().parents[1]
+from benchmarks.bytes import index_bytes, reduce_segments
+from benchmarks.suite import OUT, REPO, Rows, command_line, markdown_table, peer_python, require
+
+CLAIM = "semsearch against LanceDB on 117,791 WordNet glosses: bytes on disk, p50 and recall@10 of every query mode"
+
 WORDNET = REPO.parent / "shared" / "data" / "wordnet"
-OUT = REPO / "benchmarks" / "results"
 FILTERS = {  # semsearch --where, LanceDB where: a verb (11.7% of rows), a lexicographer file of 2.0%, of 0.07%
     "filtered 11.7%": (["pos=verb"], "pos = 'verb'"),
     "filtered 2.0%": (["lexname=30"], "lexname = 30"),
@@ -120,22 +121,6 @@ def semsearch_indexes(
     return paths
 
 
-def parts(path: Path) -> dict:
-    """`info`'s bytes by part, less a refitted copy's previous generation (kept one write for readers that
-    loaded it, removed by the next write: the copied defaults' files, not the copy's own)."""
-    from semsearch import Index
-    from semsearch.storage.generations import generation_name
-
-    with Index.open(path) as index:
-        info, current = index.info(), generation_name(index.state.generation)
-    sizes = info["bytes"]
-    previous = sum(
-        file.stat().st_size for gen in path.glob("gen-*") if gen.name != current for file in gen.iterdir()
-    )
-    sizes = {**sizes, "other": sizes["other"] - previous, "total": sizes["total"] - previous}
-    return {"structure": info["index_structure"], **sizes}
-
-
 class LanceDB:
     def __init__(self, python: str):
         worker = REPO / "benchmarks" / "peers" / "lancedb_worker.py"
@@ -191,8 +176,7 @@ def recall(found: list[list[str]], exact: list[list[str]]) -> float:
     return float(np.mean([len(set(f) & set(e)) / max(1, len(e)) for f, e in zip(found, exact) if e]))
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--wordnet", type=Path, default=WORDNET)
     parser.add_argument("--vectors", type=Path)
     parser.add_argument("--encode", action="store_true", help="encode the glosses once (cached in --work)")
@@ -206,40 +190,40 @@ def main() -> None:
         action="store_true",
         help="leave out the copy with the defaults before issue 37 (bytes)",
     )
-    args = parser.parse_args()
-    corpus = args.wordnet / "corpus.jsonl"
-    if not corpus.is_file():
-        raise SystemExit(f"no WordNet corpus at {corpus}: give --wordnet DIR")
-    if not Path(args.lancedb_python).is_file():
-        raise SystemExit(
-            f"no LanceDB virtualenv at {args.lancedb_python}: make it as this file's docstring says"
-        )
-    args.work.mkdir(parents=True, exist_ok=True)
+
+
+def run(config: argparse.Namespace) -> Rows:
+    corpus = config.wordnet / "corpus.jsonl"
+    require(corpus, "WordNet corpus (--wordnet DIR)")
+    peer_python(Path(config.lancedb_python), "LanceDB")
+    config.work.mkdir(parents=True, exist_ok=True)
     rows = [json.loads(line) for line in corpus.open()]
-    if args.encode:
-        vectors_path = encoded(rows, args.work / "wordnet-vectors.npy")
+    if config.encode:
+        vectors_path = encoded(rows, config.work / "wordnet-vectors.npy")
         source = "the glosses encoded by the default model (title and text)"
-    elif args.vectors:
-        vectors_path, source = args.vectors, f"the raw vectors of a WordNet ingest ({args.vectors.name})"
+    elif config.vectors:
+        vectors_path, source = config.vectors, f"the raw vectors of a WordNet ingest ({config.vectors.name})"
     else:
-        vectors_path = synthetic(args.covariance_from, len(rows), args.work / "synthetic.npy")
-        source = f"synthetic, with the mean and covariance of the raw vectors of {args.covariance_from.name}"
+        vectors_path = synthetic(config.covariance_from, len(rows), config.work / "synthetic.npy")
+        source = (
+            f"synthetic, with the mean and covariance of the raw vectors of {config.covariance_from.name}"
+        )
     vectors = np.load(vectors_path)
-    queries, positions = query_vectors(vectors, args.queries)
+    queries, positions = query_vectors(vectors, config.queries)
     texts = [rows[int(p)]["title"].split(",")[0] for p in positions]
-    np.save(args.work / "queries.npy", queries, allow_pickle=False)
+    np.save(config.work / "queries.npy", queries, allow_pickle=False)
 
     from semsearch import Index
 
-    types = tuple(t for t in args.types.split(",") if t)
-    paths = semsearch_indexes(corpus, vectors_path, args.work, before=not args.no_before, types=types)
-    lance = LanceDB(args.lancedb_python)
-    lance_dir = args.work / "lancedb"
+    types = tuple(t for t in config.types.split(",") if t)
+    paths = semsearch_indexes(corpus, vectors_path, config.work, before=not config.no_before, types=types)
+    lance = LanceDB(config.lancedb_python)
+    lance_dir = config.work / "lancedb"
     if not lance_dir.is_dir():
         built = lance.ask(op="build", rows=str(corpus), vectors=str(vectors_path), directory=str(lance_dir))
-        (args.work / "lancedb-build.json").write_text(json.dumps(built))
-    built = json.loads((args.work / "lancedb-build.json").read_text())
-    lance.ask(op="open", directory=str(lance_dir), queries=str(args.work / "queries.npy"))
+        (config.work / "lancedb-build.json").write_text(json.dumps(built))
+    built = json.loads((config.work / "lancedb-build.json").read_text())
+    lance.ask(op="open", directory=str(lance_dir), queries=str(config.work / "queries.npy"))
 
     defaults, flat = Index.open(paths["defaults"]), Index.open(paths["flat"])
     others = {name: Index.open(paths[name]) for name in types}  # timed beside the defaults, same queries
@@ -327,7 +311,7 @@ def main() -> None:
         print(row, flush=True)
     load_end = f"{os.getloadavg()[0]:.1f}"
     lance.close()
-    sizes = {name: parts(path) for name, path in paths.items()}
+    sizes = {name: index_bytes(path) for name, path in paths.items()}
     for index in (defaults, flat, *others.values()):
         index.close()
     table = [
@@ -343,7 +327,7 @@ def main() -> None:
         row["bytes/passage"] = round(row["total"] / len(rows))
     command = command_line()
     lines = [
-        "# semsearch against LanceDB on WordNet (issue 37)",
+        "# semsearch against LanceDB on WordNet",
         "",
         f"`{command}` ({datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC); {len(rows):,} glosses, {len(queries)} "
         f"queries, the two alternating query by query in one run. Vectors: {source}. LanceDB {built['version']} "
@@ -368,7 +352,4 @@ def main() -> None:
         json.dumps({"command": command, "bytes": table, "queries": results}, indent=1) + "\n"
     )
     print("\n".join(lines))
-
-
-if __name__ == "__main__":
-    main()
+    return rows

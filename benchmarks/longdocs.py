@@ -2,7 +2,7 @@
 (one vector per document, cut at the model's 256 tokens) and chunked (passages, a document scored by its best),
 written to benchmarks/results/longdocs.md and longdocs.json.
 
-    .venv/bin/python benchmarks/longdocs.py [--beir ../shared/data/scifact] [--work DIR] [--seed 13]
+    python -m benchmarks longdocs [--beir ../shared/data/scifact] [--work DIR] [--seed 13]
                                             [--configs 0/0,256/0,256/32,256/64,128/16]
 
 The long set: the source's documents in a fixed random order (--seed), each "Title. text", concatenated into
@@ -26,10 +26,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
-from scale import command_line, markdown_table
 
-REPO = Path(__file__).resolve().parents[1]
-OUT = REPO / "benchmarks" / "results"
+from benchmarks.suite import OUT, REPO, Rows, command_line, markdown_table, require
+
+CLAIM = "Long documents: truncated against chunked passages (a document scored by its best)"
+
 MODES = ("dense", "keyword", "hybrid")
 
 
@@ -136,28 +137,21 @@ def write(rows: list[dict], command: str, source: Path, long_set: Path) -> None:
     print("\n".join(lines))
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--beir", type=Path, default=REPO.parent / "shared" / "data" / "scifact")
     parser.add_argument("--work", type=Path, default=REPO / "indexes" / "longdocs")
     parser.add_argument("--seed", type=int, default=13)
     parser.add_argument("--configs", default="0/0,256/0,256/32,256/64,128/16")
-    args = parser.parse_args()
-    if not (args.beir / "corpus.jsonl").is_file():
-        sys.exit(
-            f"skipped: no BEIR directory at {args.beir} (benchmarks read ../shared/data beside the repo)"
-        )
-    long_set = make_long_set(args.beir, args.work / f"{args.beir.name}-long-{args.seed}", args.seed)
+
+
+def run(config: argparse.Namespace) -> Rows:
+    require(config.beir / "corpus.jsonl", "BEIR directory")
+    long_set = make_long_set(config.beir, config.work / f"{config.beir.name}-long-{config.seed}", config.seed)
     rows = []
-    for config in args.configs.split(","):
-        tokens, overlap = (int(part) for part in config.split("/"))
+    for setting in config.configs.split(","):
+        tokens, overlap = (int(part) for part in setting.split("/"))
         print(f"chunk {tokens}/{overlap} ...", file=sys.stderr, flush=True)
-        rows += measure(long_set, args.work, tokens, overlap)
+        rows += measure(long_set, config.work, tokens, overlap)
     command = command_line()
-    write(rows, command.strip(), args.beir, long_set)
-
-
-if __name__ == "__main__":
-    main()
+    write(rows, command.strip(), config.beir, long_set)
+    return rows

@@ -1,4 +1,4 @@
-"""Reading scans (issue 55), written to benchmarks/results/ocr.md. Scans are made in code from a real manual
+"""Reading scans, written to benchmarks/results/ocr.md. Scans are made in code from a real manual
 (Debian's r-doc-pdf: R-intro.pdf), its pages rendered with pypdfium2 at 150 and 300 dpi, grey and colour, and
 put together as an image-only PDF and as single PNG (grey) and JPEG (colour) files; each is measured against
 the same pages' text layer.
@@ -14,7 +14,7 @@ the same pages' text layer.
 - encoding: the image-only PDF and the text PDF of the same pages each ingested, the encoder's own seconds
   (Encoder.encode timed) beside the ingest's wall time (recognition runs in the parse pool).
 
-    .venv/bin/python benchmarks/ocr.py [--sections engines,quality,search,encoding] [--first 7] [--pages 24]
+    python -m benchmarks ocr [--sections engines,quality,search,encoding] [--first 7] [--pages 24]
                                        [--engine-pages 4] [--encoding-pages N] [--rounds 2] [--work DIR]
 """
 
@@ -32,9 +32,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from scale import current_commit
+from benchmarks.suite import REPO, Rows, command_line, current_commit, require
 
-REPO = Path(__file__).resolve().parents[1]
+CLAIM = "Reading scans: the OCR engine chosen, pages a second and words found against the text layer"
+
 OUT = REPO / "benchmarks" / "results" / "ocr.md"
 MANUAL = Path("/usr/share/doc/r-doc-pdf/manual/R-intro.pdf")
 WORD = re.compile(r"[A-Za-z]{4,}")
@@ -319,8 +320,7 @@ def kept_sections() -> dict[str, list[str]]:
     return kept
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sections", default=",".join(SECTIONS))
     parser.add_argument("--first", type=int, default=7, help="the first page (1-based) of the manual taken")
     parser.add_argument("--pages", type=int, default=24)
@@ -330,9 +330,10 @@ def main() -> None:
     )
     parser.add_argument("--rounds", type=int, default=2, help="encoding: interleaved ingests of each")
     parser.add_argument("--work", help="where the scans and indexes are made (default: a temporary folder)")
-    args = parser.parse_args()
-    if not MANUAL.is_file():
-        sys.exit(f"{MANUAL} is missing: apt-get install r-doc-pdf")
+
+
+def run(config: argparse.Namespace) -> Rows:
+    require(MANUAL, "manual", "apt-get install r-doc-pdf")
     import pypdfium2 as pdfium
 
     from semsearch.ingest.ocr import extraction
@@ -340,13 +341,13 @@ def main() -> None:
     auto = extraction("auto")
     if auto.engine is None:
         sys.exit("no OCR engine installed: pip install 'semsearch[ocr]' and apt-get install tesseract-ocr")
-    work = Path(args.work or tempfile.mkdtemp(prefix="ocr-bench-"))
+    work = Path(config.work or tempfile.mkdtemp(prefix="ocr-bench-"))
     document = pdfium.PdfDocument(str(MANUAL))
-    numbers = list(range(args.first, args.first + args.pages))
+    numbers = list(range(config.first, config.first + config.pages))
     truth = text_layer(document, numbers)
     spent = timed_encoder()
     commit = current_commit()
-    command = "OMP_NUM_THREADS=1 python benchmarks/ocr.py " + " ".join(sys.argv[1:])
+    command = "OMP_NUM_THREADS=1 " + command_line()
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     made = f"`{command.strip()}` at commit {commit}, {when}; 2 shared cores, one OpenMP thread."
 
@@ -354,9 +355,9 @@ def main() -> None:
         return f"pages {chosen[0]}-{chosen[-1]} of {MANUAL} ({len(document)} pages), rendered with pypdfium2"
 
     blocks = kept_sections()
-    for section in args.sections.split(","):
+    for section in config.sections.split(","):
         if section == "engines":
-            chosen_pages = numbers[: args.engine_pages]
+            chosen_pages = numbers[: config.engine_pages]
             lines, chosen = engines_section(document, chosen_pages, truth, work)
             title = f"## Engines: {len(chosen_pages)} {pages_of(chosen_pages)}, 150 dpi grey"
             lines += ["", f"Chosen: {chosen} (the first of ingest/ocr's ENGINES installed)."]
@@ -367,17 +368,14 @@ def main() -> None:
             title = f"## Search: the pages as text and as scans, {pages_of(numbers)}"
             lines = search_section(document, numbers, truth, work, spent, auto)
         elif section == "encoding":
-            chosen_pages = list(range(args.first, args.first + (args.encoding_pages or args.pages)))
+            chosen_pages = list(range(config.first, config.first + (config.encoding_pages or config.pages)))
             title = f"## Encoding beside recognition: one PDF of {pages_of(chosen_pages)}, text against scan"
-            lines = encoding_section(document, chosen_pages, work, spent, auto, args.rounds)
+            lines = encoding_section(document, chosen_pages, work, spent, auto, config.rounds)
         else:
             sys.exit(f"no section {section!r}: {', '.join(SECTIONS)}")
         blocks[section] = [title, "", made, "", *lines, ""]
     order = [name for name in SECTIONS if name in blocks] + [name for name in blocks if name not in SECTIONS]
-    out = ["# Reading scans (issue 55)", "", *[line for name in order for line in blocks[name]]]
+    out = ["# Reading scans", "", *[line for name in order for line in blocks[name]]]
     OUT.write_text("\n".join(out).rstrip("\n") + "\n")
     print("\n".join(out))
-
-
-if __name__ == "__main__":
-    main()
+    return blocks

@@ -5,7 +5,7 @@ nDCG@10 of dense, keyword and the calibrated default, passages, tokens encoded p
 ingest seconds. Rows are kept in --work as they are measured (a run again measures only what is missing);
 written to benchmarks/results/overlap.json and the "Passage overlap" section of benchmarks/results/defaults.md.
 
-    .venv/bin/python benchmarks/overlap.py [--sets NAME,...] [--configs 0,16,32,late0,late16] [--work DIR]
+    python -m benchmarks overlap [--sets NAME,...] [--configs 0,16,32,late0,late16] [--work DIR]
                                            [--timed SETS] [--rounds 2] [--collect]
 
 Quality: each configuration is an index with the defaults (int8, whiten P=0.5 to 128 dims, rerank 100, hybrid
@@ -33,11 +33,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
-from defaults import build
-from scale import command_line, markdown_table
 
-REPO = Path(__file__).resolve().parents[1]
-OUT = REPO / "benchmarks" / "results"
+from benchmarks.defaults import build
+from benchmarks.suite import OUT, REPO, Rows, command_line, markdown_table
+
+CLAIM = "Passage overlap and late chunking: nDCG@10 and what encoding costs at 64-token passages"
+
 SETS = "scifact-sub,cranfield,scifact-mixed,cranfield-mixed,cranfield-single"
 LONG_SETS = "scifact-mixed,cranfield-mixed,cranfield-single"
 CHUNK_TOKENS = 64
@@ -246,10 +247,7 @@ def timed(sets: list[str], overlaps: list[int], rounds: int, work: Path) -> list
     return rows
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sets", default=SETS)
     parser.add_argument("--configs", default="0,16,32,late0,late16")
     parser.add_argument("--timed", default=LONG_SETS, help="sets whose whole ingests are timed ('' for none)")
@@ -257,26 +255,29 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--work", type=Path, default=REPO / "indexes" / "overlap-bench")
     parser.add_argument("--collect", action="store_true", help="only write the rows already in --work")
-    args = parser.parse_args()
+
+
+def run(config: argparse.Namespace) -> Rows:
     os.environ.pop(CACHE_ENV, None)  # every ingest encodes: their seconds are compared
-    results = args.work / "overlap-rows.json"
+    results = config.work / "overlap-rows.json"
     done = json.loads(results.read_text()) if results.is_file() else {"quality": [], "timed": []}
-    for name in [] if args.collect else args.sets.split(","):
-        directory, _ = build(name, args.work / "sets")
-        for config in args.configs.split(","):
-            key = f"{name}/{config}"
+    for name in [] if config.collect else config.sets.split(","):
+        directory, _ = build(name, config.work / "sets")
+        for setting in config.configs.split(","):
+            key = f"{name}/{setting}"
             if any(row.get("key") == key for row in done["quality"]):
                 continue
             print(f"{key} ...", file=sys.stderr, flush=True)
-            row = measure(name, directory, config, args.work)
+            row = measure(name, directory, setting, config.work)
             print(row, file=sys.stderr, flush=True)
             done["quality"].append({"key": key, "command": command_line(), **row})
             results.write_text(json.dumps(done, indent=1))
-    if args.timed and not args.collect:
-        overlaps = [int(o) for o in args.timed_overlaps.split(",")]
-        done["timed"] = timed(args.timed.split(","), overlaps, args.rounds, args.work)
+    if config.timed and not config.collect:
+        overlaps = [int(o) for o in config.timed_overlaps.split(",")]
+        done["timed"] = timed(config.timed.split(","), overlaps, config.rounds, config.work)
         results.write_text(json.dumps(done, indent=1))
     write(done, command_line())
+    return results
 
 
 REFERENCE = "16"  # the overlap at 64 tokens before this measurement: the sets it was measured on are compared
@@ -366,7 +367,7 @@ def section(done: dict, command: str, stamp: str) -> list[str]:
 
 def write(done: dict, command: str) -> None:
     """overlap.json, and the "Passage overlap" section of defaults.md (replaced, the rest kept)."""
-    from defaults import OVERLAP_SECTION
+    from benchmarks.defaults import OVERLAP_SECTION
 
     commands = list(dict.fromkeys(row["command"] for row in done["quality"] if "command" in row))
     quality = [{k: v for k, v in row.items() if k not in ("key", "command")} for row in done["quality"]]
@@ -383,7 +384,3 @@ def write(done: dict, command: str) -> None:
     lines = section(done, command, stamp)
     path.write_text((text if at < 0 else text[:at]).rstrip("\n") + "\n\n" + "\n".join(lines))
     print("\n".join(lines))
-
-
-if __name__ == "__main__":
-    main()

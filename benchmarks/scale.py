@@ -1,7 +1,7 @@
-"""Speed and scale (issue 6), measured with whole processes on this machine and written to
+"""Speed and scale, measured with whole processes on this machine and written to
 benchmarks/results/scale.md and scale.json (sections merge, so one can be re-run alone).
 
-    .venv/bin/python benchmarks/scale.py [--sections profile,throughput,memory,types,latency,million]
+    python -m benchmarks scale [--sections profile,throughput,memory,types,latency,million]
                                           [--wordnet DIR] [--docs 20000] [--rounds 3] [--million 1000000]
 
 - profile: where ingest time goes on 5,000 WordNet glosses (tokenizer, forward pass by batch size and
@@ -19,69 +19,30 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shlex
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
-WORDNET = REPO.parent / "shared" / "data" / "wordnet"
-OUT = REPO / "benchmarks" / "results"
-PYTHON = sys.executable
-SEMSEARCH = [PYTHON, "-m", "semsearch"]
+from benchmarks.suite import (
+    OUT,
+    PYTHON,
+    SEMSEARCH,
+    WORDNET,
+    Rows,
+    disk_mib,
+    first_documents,
+    measure,
+    require,
+    section_stamp,
+    texts_of,
+    write_sections,
+)
 
-
-# ---- running and measuring processes ----------------------------------------------------------------------
-
-
-# Runs the command and reports its own peak RSS. Spawned from this small process, not from the benchmark:
-# Linux carries the RSS high-water mark of the memory a process had before exec into its ru_maxrss, and a
-# child spawned straight from the benchmark (torch and a model loaded) would inherit the benchmark's.
-LAUNCHER = """
-import json, os, sys
-pid = os.posix_spawn(sys.argv[2], sys.argv[2:], os.environ)
-_, status, usage = os.wait4(pid, 0)
-open(sys.argv[1], "w").write(json.dumps({"code": os.waitstatus_to_exitcode(status), "maxrss_kib": usage.ru_maxrss}))
-"""
-
-
-def measure(command: list[str]) -> dict:
-    """Wall seconds and peak RSS (MiB) of a whole process; raises with its stderr if it fails."""
-    with tempfile.TemporaryDirectory() as scratch:
-        report = Path(scratch) / "report.json"
-        started = time.perf_counter()
-        run = subprocess.run([PYTHON, "-c", LAUNCHER, str(report), *command], capture_output=True, text=True)
-        seconds = time.perf_counter() - started
-        result = json.loads(report.read_text()) if report.is_file() else {"code": run.returncode}
-        if run.returncode != 0 or result["code"] != 0:
-            raise SystemExit(f"failed: {shlex.join(command)}\n{run.stderr}")
-        return {"seconds": seconds, "peak_rss_mib": result["maxrss_kib"] / 1024, "stdout": run.stdout}
-
-
-def disk_mib(path: Path) -> float:
-    return sum(p.stat().st_size for p in Path(path).rglob("*") if p.is_file()) / 2**20
-
-
-def first_documents(n: int, directory: Path, wordnet: Path) -> Path:
-    path = directory / f"wordnet-{n}.jsonl"
-    if not path.exists():
-        with open(wordnet / "corpus.jsonl") as source, open(path, "w") as target:
-            for i, line in enumerate(source):
-                if i == n:
-                    break
-                target.write(line)
-    return path
-
-
-def texts_of(path: Path) -> list[str]:
-    docs = [json.loads(line) for line in path.read_text().splitlines()]
-    return [f"{d['title']} {d['text']}" if d.get("title") else d["text"] for d in docs]
+CLAIM = "Ingest throughput against sentence-transformers and txtai, peak memory, index types and latency on WordNet"
 
 
 ST_SCRIPT = """
@@ -514,79 +475,12 @@ SECTIONS = {
 }
 
 
-def command_line() -> str:
-    """How this benchmark was run, as its results record it: `python benchmarks/NAME.py ARGUMENTS`."""
-    return f"python benchmarks/{Path(sys.argv[0]).name} {shlex.join(sys.argv[1:])}".strip()
-
-
-def current_commit() -> str:
-    """The repository's HEAD, short, as a results file records it ("" outside a git checkout)."""
-    repo = Path(__file__).resolve().parents[1]
-    done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=repo)
-    return done.stdout.strip()
-
-
-def results_header(title: str, conditions: str, doc: str) -> list[str]:
-    """A results file's first lines: its title, the command that made it with the time (UTC) and `conditions`,
-    and the second paragraph of the benchmark's docstring `doc` (what it measures)."""
-    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    return [
-        f"# {title}",
-        "",
-        f"`{command_line()}` ({stamp}; {conditions})",
-        "",
-        doc.split("\n\n")[2].replace("\n", " "),
-        "",
-    ]
-
-
-def markdown_table(rows: list[dict]) -> list[str]:
-    """A markdown table of rows (the union of their keys as columns, in order), then a blank line."""
-    columns = list(dict.fromkeys(key for row in rows for key in row))
-    return [
-        "| " + " | ".join(columns) + " |",
-        "|" + "|".join("---" for _ in columns) + "|",
-        *("| " + " | ".join(str(row.get(c, "")) for c in columns) + " |" for row in rows),
-        "",
-    ]
-
-
 def write_report(results: dict, out: Path) -> None:
     header = "Machine: 2 cores, no GPU; torch 2.13.0 CPU. Each section lists the command that made it."
     write_sections(results, out, "scale", "Speed and scale", header, SECTIONS)
 
 
-def write_sections(results: dict, out: Path, name: str, title: str, header: str, sections) -> None:
-    """NAME.json with the results, and NAME.md: a part per section (in `sections`' order) with its command, a
-    table of each list of rows it holds, and its other figures a line each."""
-    from semsearch.storage.files import atomic_write_text
-
-    out.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(out / f"{name}.json", json.dumps(results, indent=1) + "\n")
-    lines = [f"# {title}", "", header, ""]
-    for section_name in sections:
-        if section_name not in results:
-            continue
-        section = results[section_name]
-        lines += [f"## {section_name}", "", f"`{section['command']}` ({section['when']})", ""]
-        tables = [key for key, value in section.items() if key != "runs" and is_rows(value)]
-        for key in tables:
-            lines += markdown_table(section[key])
-        for key, value in section.items():
-            if key not in (*tables, "runs", "command", "when"):
-                lines.append(f"- {key}: {json.dumps(value) if isinstance(value, dict) else value}")
-        lines.append("")
-    atomic_write_text(out / f"{name}.md", "\n".join(lines))
-
-
-def is_rows(value) -> bool:
-    return isinstance(value, list) and bool(value) and all(isinstance(row, dict) for row in value)
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sections", default=",".join(SECTIONS))
     parser.add_argument("--wordnet", type=Path, default=WORDNET)
     parser.add_argument("--docs", type=int, default=20000)
@@ -594,20 +488,19 @@ def main() -> None:
     parser.add_argument("--million", type=int, default=1_000_000)
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "semsearch-scale")
     parser.add_argument("--out", type=Path, default=OUT)
-    args = parser.parse_args()
-    if not (args.wordnet / "corpus.jsonl").is_file():
-        raise SystemExit(f"no WordNet corpus at {args.wordnet / 'corpus.jsonl'}: give --wordnet DIR")
-    args.work.mkdir(parents=True, exist_ok=True)
+
+
+def run(config: argparse.Namespace) -> Rows:
+    require(config.wordnet / "corpus.jsonl", "WordNet corpus (--wordnet DIR)")
+    config.work.mkdir(parents=True, exist_ok=True)
     # The onnx backend's exported graphs: kept with the benchmark's work, so its export is measured.
-    os.environ["SEMSEARCH_CACHE"] = str(args.work / "onnx-cache")
-    results = json.loads((args.out / "scale.json").read_text()) if (args.out / "scale.json").is_file() else {}
-    command = command_line()
-    for name in args.sections.split(","):
+    os.environ["SEMSEARCH_CACHE"] = str(config.work / "onnx-cache")
+    results = (
+        json.loads((config.out / "scale.json").read_text()) if (config.out / "scale.json").is_file() else {}
+    )
+    for name in config.sections.split(","):
         print(f"== {name}", file=sys.stderr)
-        results[name] = {"command": command, "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
-        results[name].update(SECTIONS[name](args, args.work))
-        write_report(results, args.out)
-
-
-if __name__ == "__main__":
-    main()
+        results[name] = section_stamp()
+        results[name].update(SECTIONS[name](config, config.work))
+        write_report(results, config.out)
+    return results

@@ -1,17 +1,32 @@
-"""Sync (issue 34): a 1,000-file Markdown folder (SciFact abstracts, one a file) ingested, 1% of its files
+"""Sync: a 1,000-file Markdown folder (SciFact abstracts, one a file) ingested, 1% of its files
 edited and the folder ingested again; the second index compared with a fresh ingest of the edited folder;
 files deleted and pruned; then `--watch` timed over edits. Written to benchmarks/results/sync.md.
 
-    .venv/bin/python benchmarks/sync.py [--files 1000] [--edits 20]
+    python -m benchmarks sync sync [--files 1000] [--edits 20]
 
 Every ingest is a whole `semsearch ingest` process: its wall time and its CPU time (user + system, itself and
-its children) are both reported, as the machine is shared and wall time swings with the others' load."""
+its children) are both reported, as the machine is shared and wall time swings with the others' load.
+
+Part `concurrent-reads`: Readers beside a writer, for a while: what a search, an open or a check meets while another process writes.
+
+    python -m benchmarks sync concurrent-reads [--seconds 150] [--work DIR] [--against SRC]
+
+STS-B dev's 2,648 sentences are ingested once; then, for `--seconds`, one process writes in turn (upserts of 60
+rewritten sentences, a delete of 10, `refit --calibrate`, upserts of 30 with `--refit auto`), while a reader process
+runs two threads: one opens the index afresh and searches it (5 hits asked) and searches a long-lived
+handle too; the other runs `check_index` (every file verified). Any exception, a search of fewer than 5 hits or
+a check that finds damage is counted against its kind. `--against SRC` runs the same with another semsearch
+(a `src` directory, its readers and its writer) after this one, for the figures before a change.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import random
 import resource
+import shutil
 import signal
 import subprocess
 import sys
@@ -20,15 +35,18 @@ import threading
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests"))
-sys.path.insert(0, str(REPO / "benchmarks"))
+from benchmarks.suite import DATA, OUT, REPO, Rows, made_by, require, results_header, tests_helpers
+
+tests_helpers()
 
 from folders import contents, differences, edit, records, write_folder  # noqa: E402
-from scale import command_line, markdown_table  # noqa: E402
+
+from benchmarks.suite import markdown_table  # noqa: E402
+
+CLAIM = "Folder sync equals a fresh ingest of the edited folder; readers beside a writer meet no error"
 
 SCIFACT = REPO.parent / "shared" / "data" / "scifact" / "corpus.jsonl"
-OUT = REPO / "benchmarks" / "results" / "sync.md"
+SYNC_OUT = OUT / "sync.md"
 SEMSEARCH = [sys.executable, "-m", "semsearch", "ingest"]
 ENV = {**os.environ, "PYTHONPATH": str(REPO / "src")}
 
@@ -105,22 +123,23 @@ def prune_check(index: Path, gone: list[str], sentences: dict[str, str]) -> dict
         }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
+def sync_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--files", type=int, default=1000)
     parser.add_argument("--edits", type=int, default=20)
-    args = parser.parse_args()
-    if not SCIFACT.is_file():
-        raise SystemExit(f"needs {SCIFACT} (the shared SciFact corpus)")
+
+
+def sync(config: argparse.Namespace) -> Rows:
+    """A folder re-ingested after edits equals a fresh ingest of it; prune; --watch (sync.md)."""
+    require(SCIFACT, "SciFact corpus")
     # a note: an abstract's title and first three sentences (a whole abstract a file takes the first ingest
     # half an hour beside the other jobs on this machine)
     corpus = [
         (title, ". ".join(text.split(". ")[:3]).rstrip(".") + ".")
-        for title, text in records(SCIFACT, args.files + 100)
+        for title, text in records(SCIFACT, config.files + 100)
     ]
     work = Path(tempfile.mkdtemp(prefix="semsearch-sync-"))
     folder, synced, fresh = work / "notes", work / "synced", work / "fresh"
-    paths = write_folder(folder, corpus[: args.files], files=args.files)
+    paths = write_folder(folder, corpus[: config.files], files=config.files)
     rows, lines = [], []
 
     wall, cpu, line = timed(str(folder), "--index", str(synced))
@@ -128,9 +147,9 @@ def main() -> None:
     lines.append(line)
     first_wall, first_cpu = wall, cpu
 
-    edited = paths[::100][: max(1, args.files // 100)]  # 1% of the files
+    edited = paths[::100][: max(1, config.files // 100)]  # 1% of the files
     for n, path in enumerate(edited):
-        edit(path, corpus[args.files + n][1])  # another abstract appended
+        edit(path, corpus[config.files + n][1])  # another abstract appended
     wall, cpu, line = timed(str(folder), "--index", str(synced))
     rows.append(
         {
@@ -147,7 +166,7 @@ def main() -> None:
     lines.append(line)
     found = differences(contents(synced), contents(fresh))
 
-    gone = paths[50::100][: max(1, args.files // 100)]
+    gone = paths[50::100][: max(1, config.files // 100)]
     sentences = {p.relative_to(folder).as_posix(): p.read_text().split("\n")[4].split(". ")[0] for p in gone}
     for path in gone:
         path.unlink()
@@ -158,7 +177,7 @@ def main() -> None:
     lines.append(line)
     findable = prune_check(synced, list(sentences), sentences)
 
-    latencies, status = watch_latencies(folder, synced, [p for p in paths if p.exists()], args.edits)
+    latencies, status = watch_latencies(folder, synced, [p for p in paths if p.exists()], config.edits)
     ordered = sorted(latencies)
     watch_row = {
         "edits": len(latencies),
@@ -174,9 +193,11 @@ def main() -> None:
     out = [
         "# Sync: a folder ingested again, pruned and watched",
         "",
-        f"`{command_line()}` ({args.files} Markdown files, each the title and first three sentences of a SciFact",
-        f"abstract, made by the benchmark; defaults; load average {load:.1f} on 2 cores at the end: wall times swing with the",
-        "others' jobs, CPU times much less).",
+        made_by(
+            f"{config.files} Markdown files, each the title and first three sentences of a SciFact abstract, made by "
+            f"the benchmark; defaults; load average {load:.1f} on 2 cores at the end: wall times swing with the "
+            "others' jobs, CPU times much less"
+        ),
         "",
         "## Ingest again after editing 1% of the files",
         "",
@@ -201,9 +222,143 @@ def main() -> None:
         "",
         *markdown_table([watch_row]),
     ]
-    OUT.write_text("\n".join(out) + "\n")
+    SYNC_OUT.write_text("\n".join(out) + "\n")
     print("\n".join(out))
+    return {"differences": found, "findable": findable, "watch": watch_row}
 
 
-if __name__ == "__main__":
-    main()
+QUERIES = ("a man is playing a guitar", "a woman slicing an onion")
+READER = """
+import json, sys, threading, time
+from semsearch import Index
+from semsearch.operations.check import check_index
+
+index, seconds, queries = sys.argv[1], float(sys.argv[2]), sys.argv[3:]
+stop, errors = time.time() + seconds, []
+counts = {"opens and searches": 0, "long-lived searches": 0, "checks": 0}
+
+def searches():
+    long_lived = Index.open(index)
+    while time.time() < stop:
+        try:
+            with Index.open(index) as fresh:
+                got = fresh.search(queries[0], k=5)
+                assert len(got) == 5, f"a fresh reader's search took {len(got)} hits of 5"
+            counts["opens and searches"] += 1
+            got = long_lived.search(queries[1], k=5)
+            assert len(got) == 5, f"a long-lived reader's search took {len(got)} hits of 5"
+            counts["long-lived searches"] += 1
+        except Exception as error:
+            errors.append(repr(error)[:200])
+    long_lived.close()
+
+def checks():
+    while time.time() < stop:
+        try:
+            report = check_index(index)
+            assert report.healthy, report.summary()
+            counts["checks"] += 1
+        except Exception as error:
+            errors.append(repr(error)[:200])
+
+threads = [threading.Thread(target=searches), threading.Thread(target=checks)]
+[t.start() for t in threads]
+[t.join() for t in threads]
+print(json.dumps({"counts": counts, "errors": errors}))
+"""
+
+
+def semsearch(source: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(source)}
+    return subprocess.run([sys.executable, "-m", "semsearch", *args], env=env, capture_output=True, text=True)
+
+
+def readers_beside_writer(source: Path, first: Path, corpus: list[dict], work: Path, seconds: float) -> dict:
+    """The readers (a process of their own, on `source`) beside the writes, on a copy of the index `first`."""
+    index = work / "index"
+    shutil.rmtree(index, ignore_errors=True)
+    shutil.copytree(first, index)
+    env = {**os.environ, "PYTHONPATH": str(source)}
+    readers = subprocess.Popen(
+        [sys.executable, "-c", READER, str(index), str(seconds), *QUERIES],
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    rng, gone, writes, failed = random.Random(1), set(), 0, []
+    stop = time.time() + seconds
+
+    def batch(n: int, tag: str, deleting: bool = False) -> tuple[Path, list[str]]:
+        chosen = rng.sample([d for d in corpus if d["_id"] not in gone], n)
+        for d in chosen:
+            (gone.add if deleting else gone.discard)(d["_id"])
+        path = work / f"{tag}.jsonl"
+        path.write_text("".join(json.dumps({**d, "text": f"{d['text']} ({tag})"}) + "\n" for d in chosen))
+        return path, [d["_id"] for d in chosen]
+
+    while time.time() < stop:
+        writes += 1
+        step = writes % 4
+        if step == 0:
+            args = ("ingest", str(batch(60, f"u{writes}")[0]), "--index", str(index), "-q")
+        elif step == 1:
+            args = ("delete", "--index", str(index), *batch(10, f"d{writes}", deleting=True)[1])
+        elif step == 2:
+            args = ("refit", "--index", str(index), "--calibrate")
+        else:
+            args = ("ingest", str(batch(30, f"v{writes}")[0]), "--index", str(index), "-q", "--refit", "auto")
+        if (done := semsearch(source, *args)).returncode:
+            failed.append(f"{args[0]}: {done.stderr.strip().splitlines()[-1:]}")
+    read = json.loads(readers.communicate()[0])
+    return {"writes": writes, "failed writes": failed, **read}
+
+
+def concurrent_reads_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--seconds", type=float, default=150)
+    parser.add_argument("--work", type=Path, default=Path("/tmp/concurrent-reads"))
+    parser.add_argument("--against", type=Path, help="another semsearch's src directory, run after this one")
+
+
+def concurrent_reads(config: argparse.Namespace) -> Rows:
+    """Readers beside a writer: what a search, an open or a check meets while another process writes (concurrent-reads.md)."""
+    require(DATA / "stsb" / "sts-dev.csv", "STS-B dev")
+    from semsearch.evaluation.longdoc_sets import sts_retrieval
+
+    config.work.mkdir(parents=True, exist_ok=True)
+    beir = sts_retrieval([DATA / "stsb" / "sts-dev.csv"], config.work / "converted")
+    corpus = [json.loads(line) for line in (beir / "corpus.jsonl").open()]
+    first = config.work / "first"
+    if not (first / "manifest.json").is_file():
+        shutil.rmtree(first, ignore_errors=True)
+        done = semsearch(REPO / "src", "ingest", str(beir / "corpus.jsonl"), "--index", str(first), "-q")
+        assert done.returncode == 0, done.stderr
+    rows = {"this tree": readers_beside_writer(REPO / "src", first, corpus, config.work, config.seconds)}
+    if config.against is not None:
+        rows["--against"] = readers_beside_writer(
+            config.against.resolve(), first, corpus, config.work, config.seconds
+        )
+    lines = results_header(
+        "Readers beside a writer", f"{len(corpus):,} documents, {config.seconds:g} s a run", __doc__
+    )
+    lines += ["", "| semsearch | writes | opens and searches | long-lived searches | checks | errors |"]
+    lines += ["|---|---|---|---|---|---|"]
+    for name, row in rows.items():
+        counted = row["counts"]
+        lines.append(
+            f"| {name} | {row['writes']} ({len(row['failed writes'])} failed) | "
+            f"{counted['opens and searches']} | {counted['long-lived searches']} | {counted['checks']} | "
+            f"{len(row['errors'])} |"
+        )
+    for name, row in rows.items():
+        shown = row["errors"][:10] + row["failed writes"][:10]
+        if shown:
+            lines += ["", f"{name}, the first errors:", "", *[f"- `{error}`" for error in shown]]
+    print("\n".join(lines))
+    (OUT / "concurrent-reads.md").write_text("\n".join(lines) + "\n")
+    return rows
+
+
+PARTS = {
+    "sync": (sync_arguments, sync),
+    "concurrent-reads": (concurrent_reads_arguments, concurrent_reads),
+}

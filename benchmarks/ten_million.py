@@ -1,7 +1,7 @@
-"""Ten million passages on this machine (issue 37): ingest of given vectors with keyword search and filters,
+"""Ten million passages on this machine: ingest of given vectors with keyword search and filters,
 measured as whole processes and written to benchmarks/results/ten-million.md and ten-million.json.
 
-    .venv/bin/python benchmarks/ten_million.py [--rows 10000000] [--stages encode,generate,ingest,query,sweep]
+    python -m benchmarks ten_million [--rows 10000000] [--stages encode,generate,ingest,query,sweep]
                                                [--work DIR] [--noise-share 0.5] [--index-type pq]
 
 Every stage is resumable: it keeps its output in --work and a stage whose output is there is skipped, so a
@@ -41,10 +41,10 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from scale import LAUNCHER, PYTHON, WORDNET, command_line, write_sections  # noqa: E402
+from benchmarks.suite import LAUNCHER, OUT, PYTHON, WORDNET, Rows, command_line, require, write_sections
 
-OUT = Path(__file__).resolve().parent / "results"
+CLAIM = "Ten million passages on this machine: ingest of given vectors with keyword search and filters, query times"
+
 QUERIES = 500  # held back: generated like the rows, never ingested
 TUNING_QUERIES = 500  # drawn alike from a seed of their own, for tuning (`ingest --tuning-queries`)
 TUNING_SEED = 1 << 30  # beside the blocks' seeds (block numbers)
@@ -555,10 +555,7 @@ STAGES = {
 }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--stages", default=",".join(STAGES))
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--noise-share", type=float, default=0.5)
@@ -579,25 +576,27 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "semsearch-ten-million")
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--name", default="ten-million", help="results file name (NAME.md, NAME.json)")
-    args = parser.parse_args()
-    if not (args.wordnet / "corpus.jsonl").is_file():
-        raise SystemExit(f"no WordNet corpus at {args.wordnet / 'corpus.jsonl'}: give --wordnet DIR")
-    args.work.mkdir(parents=True, exist_ok=True)
-    results_path = args.out / f"{args.name}.json"
+
+
+def run(config: argparse.Namespace) -> Rows:
+    require(config.wordnet / "corpus.jsonl", "WordNet corpus (--wordnet DIR)")
+    config.work.mkdir(parents=True, exist_ok=True)
+    results_path = config.out / f"{config.name}.json"
     results = json.loads(results_path.read_text()) if results_path.is_file() else {}
-    section = f"{args.rows} rows, {args.index_type}, noise share {args.noise_share}"
-    if args.tuning == "held-back":
+    section = f"{config.rows} rows, {config.index_type}, noise share {config.noise_share}"
+    if config.tuning == "held-back":
         section += ", tuned on held-back sample queries"
-    if args.label:
-        section += f", {args.label}"
+    if config.label:
+        section += f", {config.label}"
     # a section keeps what earlier runs measured (stages run on their own, or a killed run started again)
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     results[section] = {**results.get(section, {}), "command": command_line(), "when": when}
-    for name in args.stages.split(","):
+    for name in config.stages.split(","):
         log(f"== {name}")
-        results[section].update(STAGES[name](args, args.work))
+        results[section].update(STAGES[name](config, config.work))
         results[section] = flatten(results[section])
-        write_sections(results, args.out, args.name, "Ten million passages", HEADER, list(results))
+        write_sections(results, config.out, config.name, "Ten million passages", HEADER, list(results))
+    return results
 
 
 HEADER = (
@@ -619,7 +618,3 @@ def flatten(section: dict) -> dict:
         else:
             out[key] = value
     return out
-
-
-if __name__ == "__main__":
-    main()

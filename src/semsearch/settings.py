@@ -150,7 +150,7 @@ DEFAULT_CHUNK_TOKENS = 64
 DEFAULT_CHUNK_OVERLAP = 32
 CHUNK_OVERLAP_SHARE = 4  # the default overlap: a passage's tokens over this
 MIN_CHUNK_TOKENS = 16  # shorter passages hold too little to be found by
-# Hybrid retrieval: the mode and fusion weight a query gets unless it asks (benchmarks/results/hybrid.md: hybrid is
+# Hybrid retrieval: the mode and fusion weight a query gets unless it asks (benchmarks/results/hybrid/: hybrid is
 # the default only where it is at least as good as dense on every set measured). Each side contributes
 # FUSION_DEPTH candidates before fusing (deeper results and pages: further windows, retrieval/search.py).
 DEFAULT_MODE = SearchMode.HYBRID

@@ -2,7 +2,7 @@
 (the first byte of every value, then the second, ...: the sign and exponent bytes of a float repeat from value to
 value, the low bytes of its mantissa do not) and deflated (zlib). Read back, every value is the one written, bit
 for bit. The statistics' float64 comoment 591 -> 525 KB and the transform's float32 matrix 197 -> 168 KB on a
-set of 6,419 passages (about 15 of its 873 bytes a passage; benchmarks/results/bytes-long-documents.md).
+set of 6,419 passages (about 15 of its 873 bytes a passage; benchmarks/results/bytes.md#long-documents).
 
 A packed array is a uint8 tensor under its own name; the file's metadata `packed` (JSON) gives each one's dtype
 and shape. A file written before (no `packed`) holds its arrays as they are and is read as it was; `plain` names

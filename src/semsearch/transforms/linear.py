@@ -185,7 +185,7 @@ def rounded(matrix: np.ndarray, spread: float) -> np.ndarray:
     relative u (float16's unit roundoff, 2^-11) mixes the other directions into its whitened one by about
     u * sqrt(`spread`) of its own spread, `spread` the covariance's trace over (dims x its eigenvalue), at most
     LEAK: on the long-document sets `spread` is 1.25 at the 128th direction, 5e-4, beside the 0.01 of its spread
-    that the 8-bit codes the index scans move it by (nDCG@10 unchanged: benchmarks/results/bytes-long-documents.md).
+    that the 8-bit codes the index scans move it by (nDCG@10 unchanged: benchmarks/results/bytes.md#long-documents).
     Above a spread of 17 (directions of little variance whitened) float32's. `drift` leaves the rounding's share
     out."""
     half = np.finfo(np.float16)

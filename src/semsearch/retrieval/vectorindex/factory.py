@@ -27,7 +27,7 @@ LISTED = tuple(name for name, kind in KINDS.items() if issubclass(kind, IVF))
 # `auto`: exact search while documents x dims stay within this many documents at AUTO_REFERENCE_DIMS, hnsw-sq8
 # above, where an exact scan costs more than a graph's search (benchmarks/results/index-type-quality.md)
 AUTO_FLAT_LIMIT, AUTO_REFERENCE_DIMS = 50_000, 128
-# within it, the exact scan over 8-bit codes from this many rows (flat-sq8, benchmarks/results/flat-codes-*.md):
+# within it, the exact scan over 8-bit codes from this many rows (flat-sq8, benchmarks/results/index-type-quality.md):
 # a range trained on fewer rows clips the rows added next, and the bytes saved are few
 AUTO_CODED_ROWS = 1024
 
