@@ -40,6 +40,7 @@ demo: install tesseract
 test: install chromium tesseract
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/mypy
 	# two workers on two cores, one OpenMP thread each (FAISS, torch): more threads only contend (4:53 against 5:40-6:06).
 	# Bytecode is written even where the environment says not to (PYTHONDONTWRITEBYTECODE): else every worker
 	# and every CLI process the tests start compiles the package and re-rewrites the test modules' asserts.

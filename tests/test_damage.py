@@ -218,3 +218,29 @@ def test_damaged_flow_files_are_named_and_rebuilt(tmp_path):
         every_reader_fails(index, name, "semsearch check --repair")
         ok(run("check", "--index", index, "--repair"))
         assert answers(index) == before
+
+
+def test_the_store_opens_where_sqlite3_names_no_result_codes(tmp_path):
+    """Python 3.10's sqlite3 names none of SQLite's result codes (3.11 added them): the store imports and opens
+    a file there all the same, with SQLite's own numbers for the codes it reads."""
+    import sqlite3
+    import subprocess
+    import sys
+
+    from semsearch.storage import store
+
+    names = ["SQLITE_READONLY", "SQLITE_CORRUPT", "SQLITE_CANTOPEN", "SQLITE_NOTADB"]
+    if hasattr(sqlite3, "SQLITE_READONLY"):  # Python 3.11 on
+        assert [getattr(store, name) for name in names] == [getattr(sqlite3, name) for name in names]
+    script = (
+        "import sqlite3, sys\n"
+        f"for name in {names!r}:\n"
+        "    delattr(sqlite3, name)\n"
+        "from semsearch.storage.store import DocumentStore\n"
+        "DocumentStore(sys.argv[1]).close()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path / "documents.db")], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "documents.db").is_file()

@@ -16,6 +16,7 @@ against 0.4620; jieba trails by 0.012 on PAWSX), and need no dictionary."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from functools import cache
 from typing import Literal
 
@@ -68,7 +69,7 @@ def _jieba_words(run: str) -> list[str]:
 
 
 @cache
-def _search_cut():  # noqa: ANN202 - a function of a string
+def _search_cut() -> Callable[[str], list[str]]:
     try:
         import rjieba
 

@@ -11,7 +11,7 @@ import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -76,7 +76,11 @@ class RowSections(Sequence[Section]):
     def __len__(self) -> int:
         return 1
 
-    def __getitem__(self, index):  # an int or a slice, as a tuple's
+    @overload
+    def __getitem__(self, index: int) -> Section: ...
+    @overload
+    def __getitem__(self, index: slice) -> tuple[Section, ...]: ...
+    def __getitem__(self, index: int | slice) -> Section | tuple[Section, ...]:  # as a tuple's
         location = Location(line_start=self.line_start, line_end=self.line_end, row=self.row)
         return (Section(0, len(self.text), location),)[index]
 
@@ -159,16 +163,18 @@ def passage_locations(doc: Document, spans: Sequence[Span]) -> list[Location | N
             last += 1
         first, final = sections[at], sections[last]
         line_start, line_end = first.location.line_start, final.location.line_end
-        if line_start is not None and line_end is not None and final.location.line_start is not None:
-            line_start = _line_at(doc.text, first, max(start, first.start))
-            line_end = max(line_start, _line_at(doc.text, final, min(max(end, start + 1), final.end) - 1))
+        final_start = final.location.line_start
+        if line_start is not None and line_end is not None and final_start is not None:
+            line_start = _line_at(doc.text, first, line_start, max(start, first.start))
+            last_offset = min(max(end, start + 1), final.end) - 1
+            line_end = max(line_start, _line_at(doc.text, final, final_start, last_offset))
         place = first.location
         out.append(Location(place.page, line_start, line_end, place.anchor, place.headings, place.row))
     return out
 
 
-def _line_at(text: str, section: Section, offset: int) -> int:
-    """The file line of a character of a section's text."""
-    low, high = section.location.line_start, section.location.line_end
-    line = low + text.count("\n", section.start, max(offset, section.start))
+def _line_at(text: str, section: Section, first_line: int, offset: int) -> int:
+    """The file line of a character of a section's text, the section starting on `first_line`."""
+    high = section.location.line_end
+    line = first_line + text.count("\n", section.start, max(offset, section.start))
     return line if high is None else min(line, high)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from typing import TypeVar
+from typing import TypeVar, overload
 
 from .errors import SettingsError
 
@@ -170,6 +170,10 @@ DRIFT_LIMIT = 0.25
 YOUNG_FACTOR = 2
 
 
+@overload
+def at_least(value: int, minimum: int, setting: str) -> int: ...
+@overload
+def at_least(value: int | None, minimum: int, setting: str) -> int | None: ...
 def at_least(value: int | None, minimum: int, setting: str) -> int | None:
     """`value` unchanged (None allowed), or a SettingsError naming the setting."""
     if value is not None and value < minimum:
@@ -219,7 +223,7 @@ class TransformSpec:
     epochs: int = 1
     seed: int = 0
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "kind", TransformKind.parse(self.kind, "transform"))
         at_least(self.dims, 1, "dims")
         if self.power is not None and not 0 <= self.power <= 1:
@@ -273,7 +277,7 @@ class IndexOptions:
     chunk_overlap: int | None = None  # tokens shared by consecutive passages
     raw_precision: str | None = None  # of the kept raw vectors (RawPrecision)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         for name, choice in (
             ("raw_precision", RawPrecision),
             ("pooling", Pooling),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -79,7 +79,6 @@ class Encoder:
             self.path, self.pooling, self.normalize, self.quantize, self.max_length, self.int8_method
         )
         self._backend = BACKEND_CLASSES[self.backend](spec)
-        self._tokenizer: Tokenizer | UnitTokenizer | None = None
         self._cache_identity: str | None = None
 
     @property
@@ -92,10 +91,9 @@ class Encoder:
         raises ModelError, a model the onnx backend cannot export ExportError. Loaded once per process and
         directory: queries and tests reuse them."""
         if self._external is not None:  # a named model run by its own package (external.py)
-            self._tokenizer = UnitTokenizer(self.max_length)
             self._external.load()
             return self
-        self._tokenizer = load_tokenizer(str(self.path), self.max_length)
+        load_tokenizer(str(self.path), self.max_length)
         self._backend.load()
         return self
 
@@ -139,7 +137,8 @@ class Encoder:
         threads = self.threads if threads is None else threads
         if self._external is not None:
             self.load()
-            return self._encode_external(texts, 1 if len(texts) <= FEW_TEXTS else threads, progress)
+            threads = 1 if len(texts) <= FEW_TEXTS else threads
+            return self._encode_external(self._external, texts, threads, progress)
         token_ids = self.tokenize(texts)
         cache = self._cache()
         if cache is None:
@@ -190,12 +189,14 @@ class Encoder:
         threads = 1 if len(token_ids) <= FEW_TEXTS else threads
         order = np.argsort([len(ids) for ids in token_ids], kind="stable")
         out = np.empty((len(token_ids), self.dim), dtype=np.float32)
+        pad_id = self.tokenizer.pad_id
 
         def run(rows: np.ndarray) -> np.ndarray:
-            ids, mask = padded([token_ids[i] for i in rows], self._tokenizer.pad_id)
+            ids, mask = padded([token_ids[i] for i in rows], pad_id)
             return self._backend.run(ids, mask, threads)
 
         batches = list(self.batches(order, [len(token_ids[i]) for i in order], tight))
+        ran: Iterable[tuple[np.ndarray, np.ndarray]]
         if side_by_side > 1 and len(batches) > 1 and self._backend.concurrent:
             from concurrent.futures import ThreadPoolExecutor
 
@@ -212,14 +213,18 @@ class Encoder:
         return out
 
     def _encode_external(
-        self, texts: Sequence[str], threads: int, progress: Callable[[int], None] | None
+        self,
+        runner: ExternalRunner,
+        texts: Sequence[str],
+        threads: int,
+        progress: Callable[[int], None] | None,
     ) -> np.ndarray:
         """An external model's vectors, MAX_BATCH texts a call (each cut to max_length units' characters)."""
         limit = self.max_length * CHARS_PER_TOKEN
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         for start in range(0, len(texts), MAX_BATCH):
             batch = [text[:limit] for text in texts[start : start + MAX_BATCH]]
-            out[start : start + len(batch)] = self._external.encode(batch, threads)
+            out[start : start + len(batch)] = runner.encode(batch, threads)
             if progress:
                 progress(len(batch))
         return out

@@ -139,11 +139,11 @@ def _export(model_path: Path, pooling: Pooling, normalize: bool, tokenize: Token
     model = load_model(str(model_path), Quantize.NONE)
 
     class Pooled(torch.nn.Module):
-        def __init__(self):
+        def __init__(self) -> None:
             super().__init__()
             self.model = model
 
-        def forward(self, input_ids, attention_mask):
+        def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
             return embed(self.model, input_ids, attention_mask, pooling, normalize)
 
     ids, mask = padded(tokenize(PROBE_TEXTS[:2]))
@@ -217,7 +217,7 @@ def _quantize_per_row(fp32: Path, target: Path) -> None:
     graph = model.graph
     weights = {tensor.name: tensor for tensor in graph.initializer}
     opset = next(o.version for o in model.opset_import if o.domain in ("", "ai.onnx"))
-    added = {  # shared constants
+    added: dict[str, np.ndarray] = {  # shared constants
         "int8/127": np.array(127.0, np.float32),
         "int8/tiny": np.array(1e-12, np.float32),  # a row of zeros still gets a scale
         "int8/one": np.array(1.0, np.float32),
@@ -227,7 +227,8 @@ def _quantize_per_row(fp32: Path, target: Path) -> None:
         "int8/rows_axis": np.array([1], np.int64),
     }
     # rows: input name -> the name prefix of its quantized rows, their scales and its leading dimensions
-    nodes, rows = [], {}
+    nodes: list[onnx.NodeProto] = []
+    rows: dict[str, str] = {}
     for node in graph.node:
         weight = weights.get(node.input[1]) if node.op_type == "MatMul" else None
         if weight is None or len(weight.dims) != 2:
@@ -239,17 +240,15 @@ def _quantize_per_row(fp32: Path, target: Path) -> None:
         if x not in rows:
             p = f"int8/row{len(rows)}/"
             added[p + "shape2d"] = np.array([-1, k], np.int64)
-            reduce = {"axes": [1]} if opset < 18 else {}  # axes became an input in opset 18
+            reduce_max = (
+                helper.make_node("ReduceMax", [p + "abs"], [p + "max"], keepdims=0, axes=[1])
+                if opset < 18  # axes became an input in opset 18
+                else helper.make_node("ReduceMax", [p + "abs", "int8/rows_axis"], [p + "max"], keepdims=0)
+            )
             nodes += [
                 helper.make_node("Reshape", [x, p + "shape2d"], [p + "x"]),
                 helper.make_node("Abs", [p + "x"], [p + "abs"]),
-                helper.make_node(
-                    "ReduceMax",
-                    [p + "abs"] + ([] if reduce else ["int8/rows_axis"]),
-                    [p + "max"],
-                    keepdims=0,
-                    **reduce,
-                ),
+                reduce_max,
                 helper.make_node("Max", [p + "max", "int8/tiny"], [p + "max_"]),
                 helper.make_node("Div", [p + "max_", "int8/127"], [p + "scale"]),
                 helper.make_node("Shape", [p + "scale"], [p + "count"]),

@@ -15,18 +15,23 @@ import os
 import threading
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..errors import ModelError
 from ..storage.files import atomic_path
 from ..threads import threads_allowed
 
-_SESSIONS: dict[tuple[str, int], Any] = {}  # one per graph and thread count, for the process's life
+if TYPE_CHECKING:
+    from onnxruntime import GraphOptimizationLevel, InferenceSession, SessionOptions
+
+_SESSIONS: dict[
+    tuple[str, int], InferenceSession
+] = {}  # one per graph and thread count, for the process's life
 _STARTING = threading.Lock()  # a session started on one thread while another asks for it is made once
 WEIGHTS = "weights"  # the optimized copy's weights' file: beside it, its name, a word of its own and this
 
 
-def session(path: str, threads: int):
+def session(path: str, threads: int) -> InferenceSession:
     """An ONNX Runtime session on `threads` threads (0: one per core), made once per process. Its threads
     sleep between runs instead of spinning: the ingest's own work between batches needs the cores
     (measured: faster). Not told (0): as many as OMP_NUM_THREADS allows (threads.threads_allowed)."""
@@ -40,7 +45,7 @@ def session(path: str, threads: int):
     return made
 
 
-def one_off_session(path: str):
+def one_off_session(path: str) -> InferenceSession:
     """A session on one thread for a check of a graph being exported: not kept, nothing saved beside it."""
     return _new_session(path, 1, keep_optimized=False)
 
@@ -62,10 +67,10 @@ def optimized_path(path: str | Path, runtime_version: str) -> Path:
     return path.with_name(f"{path.stem}.ort-{runtime_version}-{stat.st_size}-{stat.st_mtime_ns}.mapped.onnx")
 
 
-def _new_session(path: str, threads: int, keep_optimized: bool):
+def _new_session(path: str, threads: int, keep_optimized: bool) -> InferenceSession:
     import onnxruntime
 
-    def options(level):
+    def options(level: GraphOptimizationLevel) -> SessionOptions:
         made = onnxruntime.SessionOptions()
         made.intra_op_num_threads = threads
         made.inter_op_num_threads = 1

@@ -5,11 +5,16 @@ from __future__ import annotations
 import functools
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import ModelError
 from .model import _read_json
+
+if TYPE_CHECKING:
+    import tokenizers
+    from transformers import PreTrainedTokenizerBase
 
 
 class Tokenizer:
@@ -20,8 +25,8 @@ class Tokenizer:
     def __init__(self, path: Path, max_length: int):
         self.path = path
         self.max_length = max_length
-        self._slow = None
-        self._unclaimed = None
+        self._slow: PreTrainedTokenizerBase | None = None
+        self._unclaimed: tokenizers.Tokenizer | None = None
         self._claiming = threading.Lock()  # two threads asking for both copies at once get one each
         if (path / "tokenizer.json").is_file():  # read now: a broken file fails before anything is written
             self._unclaimed = self._read_fast()
@@ -35,7 +40,7 @@ class Tokenizer:
     # again from the file when asked (a third cheaper than a copy through JSON). A query asks only for ids, a
     # renewal of the calibration only cuts passages: each reads the file once (20 ms), an ingest twice.
     @functools.cached_property
-    def _fast(self):
+    def _fast(self) -> tokenizers.Tokenizer | None:
         """The fast tokenizer truncating at max_length; None without tokenizer.json."""
         fast = self._claim()
         if fast is not None:
@@ -43,18 +48,25 @@ class Tokenizer:
         return fast
 
     @functools.cached_property
-    def _whole(self):
+    def _whole(self) -> tokenizers.Tokenizer | None:
         """The fast tokenizer without truncation (where a text can be cut); None without tokenizer.json."""
         return self._claim()
 
-    def _claim(self):
+    def _claim(self) -> tokenizers.Tokenizer | None:
         if self._slow is not None:
             return None
         with self._claiming:
             claimed, self._unclaimed = self._unclaimed, None
         return claimed or self._read_fast()
 
-    def _read_fast(self):
+    @property
+    def _transformers(self) -> PreTrainedTokenizerBase:
+        """transformers' tokenizer: the one there is wherever the fast one is not (no tokenizer.json)."""
+        if self._slow is None:
+            raise ModelError(f"{self.path}: no tokenizer loaded")
+        return self._slow
+
+    def _read_fast(self) -> tokenizers.Tokenizer:
         import tokenizers
 
         try:
@@ -68,7 +80,7 @@ class Tokenizer:
     @functools.cached_property
     def pad_id(self) -> int:
         if self._fast is None:
-            return self._slow.pad_token_id or 0
+            return self._transformers.pad_token_id or 0
         config = self.path / "tokenizer_config.json"
         pad_token = _read_json(config).get("pad_token") if config.is_file() else None
         found = self._fast.token_to_id(pad_token) if isinstance(pad_token, str) else None
@@ -83,7 +95,9 @@ class Tokenizer:
             ]
         if not getattr(self._slow, "is_fast", False):
             raise ModelError("cutting documents into passages needs a fast tokenizer (tokenizer.json)")
-        found = self._slow(texts, add_special_tokens=False, return_offsets_mapping=True, truncation=False)
+        found = self._transformers(
+            texts, add_special_tokens=False, return_offsets_mapping=True, truncation=False
+        )
         return [list(map(tuple, offsets)) for offsets in found["offset_mapping"]]
 
     @functools.cached_property
@@ -91,12 +105,12 @@ class Tokenizer:
         """How many special tokens the model adds to a text ([CLS] and [SEP] for BERT)."""
         if self._whole is not None:  # asked where texts are cut (the copy a renewal reads)
             return len(self._whole.encode("", add_special_tokens=True).ids)
-        return len(self._slow("", add_special_tokens=True)["input_ids"])
+        return len(self._transformers("", add_special_tokens=True)["input_ids"])
 
     def __call__(self, texts: list[str]) -> list[list[int]]:
         if self._fast is not None:
             return [encoding.ids for encoding in self._fast.encode_batch(texts)]
-        return self._slow(texts, truncation=True, max_length=self.max_length)["input_ids"]
+        return self._transformers(texts, truncation=True, max_length=self.max_length)["input_ids"]
 
 
 @functools.lru_cache(maxsize=8)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import warnings
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -15,9 +16,12 @@ from ..settings import Pooling, Quantize
 from ..threads import one_torch_thread
 from .backend import EncoderBackend
 
+if TYPE_CHECKING:
+    import torch
+
 
 @functools.lru_cache(maxsize=4)
-def load_model(path: str, quantize: Quantize | str = Quantize.NONE):
+def load_model(path: str, quantize: Quantize | str = Quantize.NONE) -> torch.nn.Module:
     """The torch model (tokens come from `Tokenizer`), loaded once per process, directory and weights."""
     import torch  # imported here so the CLI starts without it
     import transformers
@@ -42,7 +46,13 @@ def load_model(path: str, quantize: Quantize | str = Quantize.NONE):
     return model
 
 
-def embed(model, input_ids, attention_mask, pooling: Pooling, normalize: bool):
+def embed(
+    model: torch.nn.Module,
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor,
+    pooling: Pooling,
+    normalize: bool,
+) -> torch.Tensor:
     """Sentence vectors from a transformer (torch tensors in and out): the torch backend's forward pass, and
     what the ONNX graph is traced from."""
     import torch
@@ -65,7 +75,7 @@ def embed(model, input_ids, attention_mask, pooling: Pooling, normalize: bool):
     return pooled
 
 
-def _masked_mean(hidden, mask):
+def _masked_mean(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     weights = mask.unsqueeze(-1).to(hidden.dtype)
     return (hidden * weights).sum(1) / weights.sum(1).clamp(min=1e-9)
 
@@ -73,7 +83,7 @@ def _masked_mean(hidden, mask):
 class TorchBackend(EncoderBackend):
     """The model run by torch, for models the exporter cannot reproduce."""
 
-    _model = None
+    _model: torch.nn.Module | None = None
 
     def load(self) -> None:
         if self._model is None:
@@ -82,6 +92,8 @@ class TorchBackend(EncoderBackend):
     def run(self, ids: np.ndarray, mask: np.ndarray, threads: int = 0) -> np.ndarray:
         import torch
 
+        if self._model is None:
+            raise ModelError(f"{self.spec.path}: the torch backend runs only once loaded")
         with one_torch_thread() if threads == 1 else contextlib.nullcontext(), torch.inference_mode():
             spec = self.spec
             vectors = embed(

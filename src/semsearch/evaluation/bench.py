@@ -10,16 +10,21 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..errors import SettingsError
 from ..settings import SearchMode, TransformKind, TransformSpec
 from .metrics import RETRIEVAL_METRICS
+
+if TYPE_CHECKING:
+    from ..index import Index
+    from ..retrieval.hits import Results
+    from .calibrated import FusedHit
 
 log = logging.getLogger(__name__)
 
@@ -134,10 +139,15 @@ def run_beir(directory: Path, config: BenchConfig) -> list[dict[str, Any]]:
             for rerank in config.rerank:
                 if rerank and setting.transform == "none" and setting.dims is None:
                     continue  # re-scoring the full raw vectors with themselves changes nothing
-                swept = [(how, {}) for how in _modes(config, keyword_done)]
-                for how, measured in swept + calibrated(index, config, rerank):
+                searches: list[tuple[dict[str, Any], dict[str, Any]]] = [
+                    (how, {}) for how in _modes(config, keyword_done)
+                ]
+                if config.calibrate and "hybrid" in config.modes:
+                    searches += calibrated(index, rerank, config.progress)
+                for how, measured in searches:
                     keyword_done |= how["mode"] == "keyword" and not measured
                     weights = measured.pop("weights", None)
+                    results: list[list[FusedHit]] | list[Results]
                     if weights is not None:
                         results = per_query_search(index, queries, texts, rerank, weights)
                     else:
@@ -159,7 +169,7 @@ def run_beir(directory: Path, config: BenchConfig) -> list[dict[str, Any]]:
                             "backend": backend,
                             "transform": None if keyword else setting.transform,
                             "power": None if keyword else settings.power,
-                            "dims": None if keyword else int(state.dims),
+                            "dims": None if keyword or state.dims is None else int(state.dims),
                             "dims_requested": None if keyword else setting.dims,
                             "rerank": 0 if keyword else rerank,
                             "chunk_tokens": settings.chunk_tokens,
@@ -215,7 +225,7 @@ def run_sts(path: Path, config: BenchConfig) -> list[dict[str, Any]]:
             material = for_pairs(encoder, sentences, vectors, (left[strong], right[strong]))
             draw(material, config.figures / f"{Path(path).stem}-{pooling}")
 
-        def batches(vectors=vectors):  # flow trains on these
+        def batches(vectors: np.ndarray = vectors) -> Iterator[np.ndarray]:  # flow trains on these
             return iter([vectors])
 
         for setting in settings_grid(config, encoder.dim):
@@ -277,7 +287,7 @@ def _whiten_power(setting: Setting) -> float | None:
     return setting.power if setting.transform == "whiten" else None
 
 
-def _encoded_index(name: str, corpus: Path, encoding: tuple, config: BenchConfig):
+def _encoded_index(name: str, corpus: Path, encoding: tuple, config: BenchConfig) -> tuple[Index, float]:
     """The dataset encoded once per model, pooling, quantization, backend and chunking, and its ingest rate:
     reused across runs when the bench's record says the encoding completed, else encoded afresh."""
     import shutil
@@ -293,8 +303,8 @@ def _encoded_index(name: str, corpus: Path, encoding: tuple, config: BenchConfig
     record_path = path.with_name(path.name + RECORD_SUFFIX)
     wanted = {"pooling": pooling, "quantize": quantize, "backend": backend}
     record = _read_record(record_path)
-    index = _reusable(path, record, wanted)
-    if index is not None:
+    index = None if record is None else _reusable(path, record, wanted)
+    if record is not None and index is not None:
         config.progress(f"{name} {pooling}: reusing the encoded corpus in {path}")
         return index, record["ingest_docs_per_s"]
     record_path.unlink(missing_ok=True)  # before the index it describes goes
@@ -316,14 +326,12 @@ def _encoded_index(name: str, corpus: Path, encoding: tuple, config: BenchConfig
     return index, report.docs_per_second
 
 
-def _reusable(path: Path, record: dict[str, Any] | None, wanted: dict[str, str]):
+def _reusable(path: Path, record: dict[str, Any], wanted: dict[str, str]) -> Index | None:
     """The encoded index at `path`, open, if it was encoded as `wanted` and the record counts the documents
     it holds (an interrupted encoding leaves no record); else None."""
     from ..errors import IndexStateError
     from ..index import Index
 
-    if record is None:
-        return None
     try:
         index = Index.open(path)
     except IndexStateError:
@@ -354,7 +362,7 @@ def _write_record(path: Path, record: dict[str, Any]) -> None:
 
 
 def _search_ms(
-    index, queries: np.ndarray, texts: list[str], rerank: int, how: dict[str, Any]
+    index: Index, queries: np.ndarray, texts: list[str], rerank: int, how: dict[str, Any]
 ) -> tuple[float, float]:
     """Median and 90th percentile milliseconds of one search (transform, vector search, keyword search, fusion, metadata join), one
     query at a time, its encoding and snippets aside: a snippet's cost is the same for every setting a sweep

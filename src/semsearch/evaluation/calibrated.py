@@ -3,25 +3,29 @@ weight and with a weight per query (perquery.py), measured on the real queries b
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+if TYPE_CHECKING:
+    from ..index import Index
+    from ..retrieval.perquery import PerQueryWeights
 
-def calibrated(index, config, rerank: int) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    """The search the corpus's own calibration (calibration.py) chooses for these settings, and what its row
-    records beside the metrics (`calibrated`, the weight, the pseudo-queries' sweep); none unless hybrid is
-    among the modes and the corpus can be calibrated."""
+
+def calibrated(
+    index: Index, rerank: int, progress: Callable[[str], None]
+) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """The search the corpus's own calibration (calibration.py) chooses, and what its row records beside the
+    metrics (`calibrated`, the weight, the pseudo-queries' sweep); none where the corpus cannot be calibrated."""
     from ..operations.calibrating import calibration
     from ..retrieval.calibration import Calibration
     from ..retrieval.perquery import PerQueryWeights
 
-    if not config.calibrate or "hybrid" not in config.modes:
-        return []
     chosen = calibration(index.directory, rerank=rerank)
     if not isinstance(chosen, Calibration):
-        config.progress(f"not calibrated: {chosen.skipped}")
+        progress(f"not calibrated: {chosen.skipped}")
         return []
     search: dict[str, Any] = {"mode": chosen.mode}
     if chosen.mode == "hybrid":
@@ -38,7 +42,9 @@ def calibrated(index, config, rerank: int) -> list[tuple[dict[str, Any], dict[st
     return [(search, measured), ({"mode": "hybrid", "fusion": "convex"}, per_query)]
 
 
-def per_query_search(index, queries: np.ndarray, texts: list[str], rerank: int, weights) -> list[list]:
+def per_query_search(
+    index: Index, queries: np.ndarray, texts: list[str], rerank: int, weights: PerQueryWeights
+) -> list[list[FusedHit]]:
     """Each query's dense and keyword lists (FUSION_DEPTH each, as hybrid search takes them) fused at the
     weight its own lists call for (perquery.py)."""
     from ..retrieval.search import Match, fuse
@@ -50,7 +56,11 @@ def per_query_search(index, queries: np.ndarray, texts: list[str], rerank: int, 
     ]
     out = []
     for hits in zip(*sides):
-        dense, keyword = [[Match(hit.id, hit.score) for hit in side] for side in hits]
+        keys: dict[str, int] = {}  # the documents' ids as the keys fusion matches the sides' places by
+        dense, keyword = [
+            [Match(keys.setdefault(hit.id, len(keys)), hit.score) for hit in side] for side in hits
+        ]
+        ids = list(keys)
         weight = weights.weight(dense, keyword)
         found = (
             dense
@@ -59,11 +69,15 @@ def per_query_search(index, queries: np.ndarray, texts: list[str], rerank: int, 
             if weight == 0
             else fuse(dense, keyword, weight, Fusion.CONVEX, 100)
         )
-        out.append([_Hit(match.pk, match.score) for match in found])  # 100 deep, as the bench's other rows
+        out.append(
+            [FusedHit(ids[match.pk], match.score) for match in found]
+        )  # 100 deep, as the bench's other rows
     return out
 
 
 @dataclass(frozen=True)
-class _Hit:
+class FusedHit:
+    """A document's place in a fused list: what the bench's metrics read of a hit."""
+
     id: str
     score: float

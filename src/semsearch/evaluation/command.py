@@ -4,12 +4,16 @@ imports wait until it runs."""
 from __future__ import annotations
 
 import shlex
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 
+Command = TypeVar("Command", bound=Callable[..., Any])
 
-def listed(flag: str, default: str, help: str, name: str | None = None):
+
+def listed(flag: str, default: str, help: str, name: str | None = None) -> Callable[[Command], Command]:
     """An option taking a comma-separated list, its default shown."""
     names = [flag] if name is None else [flag, name]
     return click.option(*names, default=default, show_default=True, help=help)
@@ -85,27 +89,27 @@ def listed(flag: str, default: str, help: str, name: str | None = None):
     help="Where encoded corpora are kept for reuse.",
 )
 def bench(
-    beir,
-    sts,
-    pairs,
-    split,
-    dims_text,
-    transforms,
-    powers,
-    pooling,
-    quantize,
-    backends,
-    model,
-    rerank,
-    modes,
-    alphas,
-    fusions,
-    calibrate,
-    chunk_tokens_text,
-    peers,
-    out,
-    work,
-):
+    beir: Path | None,
+    sts: Path | None,
+    pairs: tuple[str, ...],
+    split: str,
+    dims_text: str,
+    transforms: str,
+    powers: str,
+    pooling: str,
+    quantize: str,
+    backends: str,
+    model: Path | None,
+    rerank: str,
+    modes: str,
+    alphas: str,
+    fusions: str,
+    calibrate: bool,
+    chunk_tokens_text: str,
+    peers: bool,
+    out: Path | None,
+    work: Path,
+) -> None:
     """Measure quality against dimensions kept, for each transform and power, through the engine itself.
 
     \b
@@ -123,6 +127,8 @@ def bench(
     if pairs:
         _bench_pairs(pairs, model, quantize, out)
         return
+    source = beir or sts
+    assert source is not None  # one of them, checked above
     config = benchmark.BenchConfig(
         transforms=_split(transforms),
         dims=benchmark.parse_dims(dims_text),
@@ -140,7 +146,7 @@ def bench(
         split=split,
         work=work,
         peers=peers,
-        figures=(out or Path("benchmarks") / "results" / (beir or sts).stem) / "isotropy",
+        figures=(out or Path("benchmarks") / "results" / source.stem) / "isotropy",
         progress=lambda message: click.echo(message, err=True),
     )
     if beir:
@@ -150,8 +156,8 @@ def bench(
         rows = benchmark.run_beir(directory, config)
         name = beir.name
     else:
-        rows = benchmark.run_sts(sts, config)
-        name = sts.stem
+        rows = benchmark.run_sts(source, config)
+        name = source.stem
     if peers:
         from . import peers as peer_systems
 
@@ -184,7 +190,7 @@ def _bench_pairs(pairs: tuple[str, ...], model: Path | None, quantize: str, out:
 def _command_line(ctx: click.Context, only: set[str] | None = None) -> str:
     """The command as it would be typed to reproduce this run, every option (or those `only` names) spelled
     out."""
-    parts = ["semsearch", ctx.info_name or ctx.command.name]
+    parts = ["semsearch", ctx.info_name or ctx.command.name or "bench"]
     for param in ctx.command.params:
         if only is not None and param.name not in only:
             continue

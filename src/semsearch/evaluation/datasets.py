@@ -7,9 +7,10 @@ from __future__ import annotations
 import csv
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 from ..errors import DataError
 from ..storage.files import atomic_write_text
@@ -137,6 +138,7 @@ def load_sts(path: str | Path) -> list[StsPair]:
         first = next(rows, None)
         if first is None:
             raise DataError("empty file", path=path)
+        numbered: Iterable[list[str]]
         if "sentence_A" in first:  # SICK
             columns = {name: first.index(name) for name in ("sentence_A", "sentence_B", "relatedness_score")}
             left, right, score, start = (
@@ -184,7 +186,10 @@ def _chain_first(first: list[str], rows: Iterator[list[str]]) -> Iterator[list[s
 def read_smart(path: Path) -> Iterator[tuple[str, dict[str, str]]]:
     """(id, {field letter: text}) records of a SMART file: `.I id` starts a record, `.T`, `.A`, `.B`, `.W`
     start its fields."""
-    record_id, fields, current, missing_id_line = None, {}, None, None
+    record_id: str | None = None
+    fields: dict[str, list[str]] = {}
+    current: str | None = None
+    missing_id_line: int | None = None
     with _open_text(path) as handle:
         for number, line in enumerate(handle, 1):
             marker = re.match(r"^\.([A-Z])(?:\s+(.*))?$", line.rstrip("\n"))
@@ -251,7 +256,7 @@ def cranfield_to_beir(source: str | Path, out: str | Path) -> Path:
     return out
 
 
-def _open_text(path: Path):
+def _open_text(path: Path) -> TextIO:
     try:
         return open(path, encoding="utf-8", newline="")
     except OSError as error:

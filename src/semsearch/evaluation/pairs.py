@@ -7,6 +7,7 @@ direction of whitening's effect on each, not equal numbers."""
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -78,9 +79,7 @@ def run_pairs(
             row: dict[str, Any] = {"task": path.name, "model": model_name(encoder.path), "pairs": len(pairs)}
             for label, kind, dims in SETTINGS:
                 spec = TransformSpec(kind, dims if dims and dims < encoder.dim else None)
-                projected = fit_transform(spec, stats, lambda vectors=vectors: iter([vectors])).project(
-                    vectors
-                )
+                projected = fit_transform(spec, stats, functools.partial(iter, [vectors])).project(vectors)
                 cosine = np.sum(projected[left] * projected[right], axis=1)
                 row[label] = round(100 * spearman(cosine, labels), 2)
             su = SU_BERT_P4.get(task_of(path))

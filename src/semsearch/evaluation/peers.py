@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -14,6 +14,9 @@ from ..errors import SettingsError
 from .bench import BenchConfig
 from .datasets import BeirData, load_beir
 from .metrics import RETRIEVAL_METRICS, evaluate_run
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
 
 INSTALL = "pip install 'semsearch[peers]'"
 
@@ -81,7 +84,7 @@ def _beir_row(
     )
 
 
-def _sentence_transformer(config: BenchConfig):
+def _sentence_transformer(config: BenchConfig) -> SentenceTransformer:
     try:
         from sentence_transformers import SentenceTransformer
     except ImportError:

@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..storage.files import atomic_write_text
 from .metrics import RETRIEVAL_METRICS
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 ROW_KEY = (
     "dataset",
@@ -124,7 +128,7 @@ def markdown_table(rows: list[dict[str, Any]], command: str | None = None) -> st
 def calibration_summary(rows: list[dict[str, Any]], metric: str) -> list[str]:
     """Per encoding and dense setting: each side alone, the calibrated default (a fixed weight), the weight per
     query (perquery.py), and the swept weights' best (the oracle, which knows the real queries' labels)."""
-    lines = []
+    lines: list[str] = []
     calibrated = [r for r in rows if r.get("calibrated")]
     for row in [r for r in calibrated if r.get("weighting", "fixed") == "fixed"]:
         same = [r for r in rows if not r.get("calibrated") and _setting(r) == _setting(row)]
@@ -247,7 +251,9 @@ def _label(transform: str, power: float | None, dims: int | None, rerank: int) -
     )
 
 
-def _finish(figure, axes, labels: tuple[str, str], title: str, path: Path, fontsize: int = 8) -> Path:
+def _finish(
+    figure: Figure, axes: Axes, labels: tuple[str, str], title: str, path: Path, fontsize: int = 8
+) -> Path:
     """Axis labels, title, grid and legend; saved to `path` and closed."""
     import matplotlib.pyplot as plt
 

@@ -69,7 +69,9 @@ def retrieval_set(
     for pair in pairs:
         if pair.label >= relevant_at and pair.text1 != pair.text2:
             partners.setdefault(pair.text1, set()).add(ids[pair.text2])
-    queries, qrels, own = {}, {}, {}
+    queries: dict[str, str] = {}
+    qrels: dict[str, dict[str, int]] = {}
+    own: dict[str, str] = {}
     for text, relevant in partners.items():
         if max_queries is not None and len(queries) >= max_queries:
             break

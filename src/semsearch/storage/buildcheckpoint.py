@@ -86,13 +86,15 @@ class BuildCheckpoint:
         """Keep the build at `stage`: `write_index(directory)` writes the index into a new directory (atomically,
         as VectorIndex.save does); `arrays` beside it; then the record naming both, then the last ones go."""
         number = int(self.record.get("number", 0)) + 1
-        record = {"key": self.key, "stage": stage, "rows": rows, "number": number, "index": f"index-{number}"}
-        (self.directory / record["index"]).mkdir(parents=True, exist_ok=True)
-        write_index(self.directory / record["index"])
+        index_name, arrays_name = f"index-{number}", f"arrays-{number}.npz"
+        record = {"key": self.key, "stage": stage, "rows": rows, "number": number, "index": index_name}
+        (self.directory / index_name).mkdir(parents=True, exist_ok=True)
+        write_index(self.directory / index_name)
         if arrays:
-            record["arrays"] = f"arrays-{number}.npz"
-            with atomic_path(self.directory / record["arrays"]) as tmp, open(tmp, "wb") as out:
-                np.savez(out, **arrays)
+            record["arrays"] = arrays_name
+            with atomic_path(self.directory / arrays_name) as tmp, open(tmp, "wb") as out:
+                # numpy's stubs match **arrays against savez's allow_pickle: bool as well as its arrays
+                np.savez(out, **arrays)  # type: ignore[arg-type]
         atomic_write_text(self.directory / self.RECORD, json.dumps(record))
         if self.record.get("index"):  # the previous checkpoint's files
             shutil.rmtree(self.directory / self.record["index"], ignore_errors=True)

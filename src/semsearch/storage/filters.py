@@ -81,10 +81,10 @@ def number(text: str) -> int | float | None:
     except ValueError:
         pass
     try:
-        value = float(text)
+        real = float(text)
     except (ValueError, OverflowError):
         return None
-    return value if math.isfinite(value) else None
+    return real if math.isfinite(real) else None
 
 
 def where_sql(conditions: Iterable[Condition], known_fields: set[str]) -> tuple[str, dict[str, Any]]:
@@ -159,8 +159,12 @@ def condition_sql(condition: Condition) -> tuple[str, dict[str, Any], bool]:
     parsed = number(value)
     if condition.field in COLUMN_FIELDS:
         column = COLUMN_FIELDS[condition.field]
-        params = {"value": value, "number": value if parsed is None else parsed}
-        return f"SELECT pk FROM documents WHERE {column} IN (:value, :number)", params, operator == "!="
+        column_params = {"value": value, "number": value if parsed is None else parsed}
+        return (
+            f"SELECT pk FROM documents WHERE {column} IN (:value, :number)",
+            column_params,
+            operator == "!=",
+        )
     params: dict[str, Any] = {"path": condition.field}
     at = "SELECT pk FROM meta WHERE path = :path"
     if operator in NUMERIC_OPERATORS and parsed is None:  # a date: ISO 8601 text, ordered as text
@@ -185,7 +189,7 @@ class RowCache:
 
     LIMIT = 256 << 20
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.entries: dict[Any, np.ndarray] = {}
 
     def get(self, key: Any, make: Callable[[], np.ndarray]) -> np.ndarray:

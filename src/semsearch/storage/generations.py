@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 from ..errors import IndexStateError, WriterBusy
 from . import resumestate
@@ -65,7 +66,7 @@ class WriterLock:
 
     def __init__(self, directory: str | Path):
         self.path = Path(directory) / self.FILE
-        self.handle = None
+        self.handle: TextIO | None = None
 
     def acquire(self, timeout: float) -> None:
         """Wait up to `timeout` seconds; raise WriterBusy naming the other writer after that."""

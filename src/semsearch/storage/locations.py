@@ -27,4 +27,5 @@ def location_rows(
         for doc, pk, parts in zip(documents, pks, spans)
         if doc.sections
         for i, location in enumerate(passage_locations(doc, parts or [(0, len(doc.text))]))
+        if location is not None  # always, for a document with sections
     )

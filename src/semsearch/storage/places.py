@@ -8,11 +8,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..documents import Document, Location, Section
 from .locations import location_rows, sections_json
 from .schema import META_ROWS, NEW_ROWS
+
+if TYPE_CHECKING:
+    import sqlite_utils
+
+    from .filters import RowCache
 
 
 def field_counts(metadata: Iterable[str]) -> dict[str, int]:
@@ -25,7 +30,15 @@ def field_counts(metadata: Iterable[str]) -> dict[str, int]:
 
 
 class PlaceUpdates:
-    db: Any  # and DocumentStore's `spans` and `_allowed`
+    """Mixed into DocumentStore (store.py), whose connection `db`, `spans` and row cache these use."""
+
+    db: sqlite_utils.Database
+
+    if TYPE_CHECKING:
+
+        def spans(self, pks: Sequence[int]) -> dict[int, tuple[int, int]]: ...
+
+        def _allowed(self) -> RowCache: ...
 
     def stored_documents(self, pks: Sequence[int]) -> dict[int, tuple[Document, str]]:
         """The stored documents (without vectors) and the content hash stored with each, by pk."""

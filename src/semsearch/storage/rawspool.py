@@ -9,6 +9,7 @@ import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
@@ -50,6 +51,7 @@ class SegmentWriter:
         self.spool_path = self.directory / f"{SPOOL_PREFIX}{start:012d}-{owner}"
         self.finished: Segment | None = None  # the segment an interrupted run finished, its head kept
         self.kept = 0  # of its rows
+        self.spool: BinaryIO
         if kept_rows and not self.spool_path.exists():
             self.finished, self.kept = self._finished_segment(kept_rows), kept_rows
             self.spool, self.count = open(self.spool_path, "wb"), kept_rows  # noqa: SIM115
@@ -59,7 +61,7 @@ class SegmentWriter:
         else:
             self.spool = open(self.spool_path, "wb")  # noqa: SIM115 (closed in finish/discard)
 
-    def _kept_spool(self, kept_bytes: int):
+    def _kept_spool(self, kept_bytes: int) -> BinaryIO:
         """The interrupted run's spool cut back to its last resume point (the rows after it are written
         again); a spool missing or shorter than the point cannot resume: an error (the ingest's partial
         directory is then removed, ingest/first.building)."""
@@ -122,10 +124,10 @@ class SegmentWriter:
             self.discard()
             return None
         name = name or f"seg-{self.start:012d}.npy"
-        listed = None if pks is None else name[:-4] + ".pks.npy"
-        segment = Segment(name, self.start, self.count, listed, self.precision)
+        pks_file = name[:-4] + ".pks.npy"
+        segment = Segment(name, self.start, self.count, None if pks is None else pks_file, self.precision)
         if pks is not None:
-            with atomic_path(self.directory / segment.pks) as tmp, open(tmp, "wb") as out:
+            with atomic_path(self.directory / pks_file) as tmp, open(tmp, "wb") as out:
                 np.save(out, np.asarray(pks, dtype="<i8"), allow_pickle=False)
         encode = None
         if segment.scale is not None:
@@ -155,7 +157,7 @@ class SegmentWriter:
         self.discard()
         return segment
 
-    def _copy_head(self, name: str, row_bytes: int, out) -> None:
+    def _copy_head(self, name: str, row_bytes: int, out: BinaryIO) -> None:
         """The kept head of the finished segment's file `name` (same name in a new segment), copied to `out`."""
         if not self.kept:
             return

@@ -4,7 +4,7 @@ named with a prefix, committed with the documents they count."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from .store import DocumentStore
 
@@ -34,7 +34,7 @@ def forget(store: DocumentStore) -> None:
     store.db.conn.execute("DELETE FROM state WHERE substr(key, 1, ?) = ?", [len(PREFIX), PREFIX])
 
 
-def _names(names) -> str:
+def _names(names: Iterable[str]) -> str:
     return json.dumps(list(names))
 
 

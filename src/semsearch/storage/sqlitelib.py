@@ -12,11 +12,12 @@ import sys
 _hide = "pandas" not in sys.modules
 if _hide:
     sys.modules["pandas"] = None  # type: ignore[assignment]  # its import raises ImportError
-if "dateutil.parser" not in sys.modules and (found := importlib.util.find_spec("dateutil.parser")):
-    found.loader = importlib.util.LazyLoader(found.loader)
+found = None if "dateutil.parser" in sys.modules else importlib.util.find_spec("dateutil.parser")
+if found is not None and found.loader is not None:
+    found.loader = lazy = importlib.util.LazyLoader(found.loader)
     sys.modules["dateutil.parser"] = later = importlib.util.module_from_spec(found)
-    found.loader.exec_module(later)  # its code runs at the first use of one of its names
-    sys.modules["dateutil"].parser = later  # `from dateutil import parser` takes it as it is
+    lazy.exec_module(later)  # its code runs at the first use of one of its names
+    vars(sys.modules["dateutil"])["parser"] = later  # `from dateutil import parser` takes it as it is
 try:
     import sqlite_utils
 finally:

@@ -29,8 +29,10 @@ from .sqlitelib import database
 from .synced import SyncedFiles
 
 TABLES = ("documents", "fields", "state")
+# SQLite's primary result codes (fixed by its C API; Python's sqlite3 names them only from 3.11 on).
+SQLITE_READONLY, SQLITE_CORRUPT, SQLITE_CANTOPEN, SQLITE_NOTADB = 8, 11, 14, 26
 # A writable open failing so (the file or its directory cannot be written) opens read-only instead.
-UNWRITABLE = (sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN)
+UNWRITABLE = (SQLITE_READONLY, SQLITE_CANTOPEN)
 
 # The stores open in this process, by file. A file SQLite has open is never opened by other code here: POSIX
 # locks belong to the process, and closing any descriptor of the file drops SQLite's, after which another
@@ -131,9 +133,9 @@ class DocumentStore(StoreReads, SyncedFiles, PlaceUpdates):
 
     def error(self, error: sqlite3.DatabaseError) -> IndexStateError:
         code = (getattr(error, "sqlite_errorcode", None) or 0) & 0xFF
-        if code in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
+        if code in (SQLITE_CORRUPT, SQLITE_NOTADB):
             return DamagedFile(self.path, brief(error), RESTORE)
-        if code == sqlite3.SQLITE_READONLY:
+        if code == SQLITE_READONLY:
             return IndexStateError(f"{self.path.parent} is read-only: {brief(error)}")
         return IndexStateError(f"{self.path}: {brief(error)}")
 
@@ -323,7 +325,7 @@ class DocumentStore(StoreReads, SyncedFiles, PlaceUpdates):
             [(n, key) for key, n in counts.items()],
         )
 
-    def transaction(self):
+    def transaction(self) -> sqlite3.Connection:
         """A context manager: everything inside commits together or not at all."""
         return self.db.conn
 
@@ -366,7 +368,8 @@ class DocumentStore(StoreReads, SyncedFiles, PlaceUpdates):
         with self.read_snapshot():
             generation = self.generation()
             parts = [
-                cache.get((generation, c), lambda c=c: self._matching(c, generation)) for c in conditions
+                cache.get((generation, c), functools.partial(self._matching, c, generation))
+                for c in conditions
             ]
         return functools.reduce(lambda a, b: np.intersect1d(a, b, assume_unique=True), parts)
 

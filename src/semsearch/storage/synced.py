@@ -40,7 +40,10 @@ class SyncedFiles:
         rows = self.db.execute(
             "SELECT path, size, mtime_ns, hash, documents, extraction FROM files WHERE root = ?", [root]
         ).fetchall()
-        return {row[0]: FileRecord(*row[:4], json.loads(row[4]), row[5]) for row in rows}
+        return {
+            path: FileRecord(path, size, mtime_ns, digest, json.loads(documents), extraction)
+            for path, size, mtime_ns, digest, documents, extraction in rows
+        }
 
     def record_files(self, root: str, records: Sequence[FileRecord], forget: Sequence[str] = ()) -> None:
         """Record these files under the root (replacing what was recorded of them) and forget those paths,

@@ -19,6 +19,7 @@ import time
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -261,7 +262,7 @@ def _adam(flow: Flow) -> torch.optim.Adam:
     dense factors cost as much as the forward pass). CPU support came in torch 2.4."""
     factors = [p for name, p in flow.named_parameters() if name.endswith((".lower", ".upper"))]
     others = [p for name, p in flow.named_parameters() if not name.endswith((".lower", ".upper"))]
-    groups = [{"params": factors, "lr": LEARNING_RATE / flow.dim}, {"params": others}]
+    groups: list[dict[str, Any]] = [{"params": factors, "lr": LEARNING_RATE / flow.dim}, {"params": others}]
     try:
         return torch.optim.Adam(groups, lr=LEARNING_RATE, fused=True)
     except RuntimeError:
@@ -290,7 +291,8 @@ def _train(
     optimiser = _adam(flow)
     flow.train()
     before: float | None = None
-    steps, epoch_losses = 0, []
+    steps = 0
+    epoch_losses: list[float] = []
     with one_torch_thread():
         for epoch in range(spec.epochs):
             epoch_losses, trained = [], 0

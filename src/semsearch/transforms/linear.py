@@ -95,6 +95,8 @@ class LinearTransform(Transform):
             say = log.info if stats.count <= spec.dims else log.warning
             say("the corpus spans only %d directions; keeping %d dims, not %d", rank, rank, spec.dims)
         power = spec.effective_power
+        if power is None:
+            raise SettingsError(f"{spec.kind.value} is not a linear transform")
         spread = values.sum() / (stats.dim * values[keep - 1])  # of the least direction kept (see `rounded`)
         matrix = rounded(vectors_[:, :keep] * values[:keep] ** (-power / 2), spread)
         fitted = cls(replace(spec, dims=keep), stats.dim, stats.mean, matrix, values[:keep])
@@ -156,9 +158,9 @@ class LinearTransform(Transform):
     def from_arrays(
         cls, arrays: dict[str, np.ndarray], spec: TransformSpec, in_dim: int, prefix: str = ""
     ) -> LinearTransform:
-        fitted = (arrays[f"{prefix}{name}"] for name in ("mean", "matrix", "eigenvalues"))
+        mean, matrix, eigenvalues = (arrays[f"{prefix}{name}"] for name in ("mean", "matrix", "eigenvalues"))
         rounding = arrays.get(f"{prefix}rounding", np.zeros(1))[0]  # none in a fit of releases before
-        return cls(spec, in_dim, *fitted, rounding=rounding)
+        return cls(spec, in_dim, mean, matrix, eigenvalues, rounding=float(rounding))
 
     def save(self, directory: Path) -> None:
         save_arrays(Path(directory) / self.FILE, self.arrays())

@@ -61,7 +61,7 @@ class RunningStats:
             return
         remaining = self.count - count
         if remaining == 0:
-            self.__init__(self.dim)
+            self.count, self.mean, self.comoment = 0, np.zeros_like(self.mean), np.zeros_like(self.comoment)
             return
         # Invert the merge: the remaining set's mean and comoment from the total and the removed part.
         rest_mean = (self.mean * self.count - mean * count) / remaining
