@@ -188,7 +188,7 @@ def measure(name: str, directory: Path, config: str, work: Path) -> dict:
             "passage count": index.state.rows,
         }
         for mode in ("dense", "keyword", None):
-            results = index.search_vectors(vectors, k=100, texts=texts, mode=mode, crop=0)
+            results = index.search_vectors(vectors, k=100, texts=texts, mode=mode, crop=0, per_document=1)
             run = {q: {h.id: h.score for h in hits} for q, hits in zip(ids, results)}
             row[mode or "default"] = round(evaluate_run(data.qrels, run, ["ndcg@10"])["ndcg@10"], 5)
         row["calibrated"] = describe_default(index)
