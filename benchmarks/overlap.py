@@ -380,8 +380,10 @@ def write(done: dict, command: str) -> None:
     path = OUT / "defaults.md"
     text = path.read_text()
     at = text.find(f"\n{OVERLAP_SECTION}")
+    end = text.find("\n## ", at + 1) if at >= 0 else -1  # the sections after this one are kept
     lines = section(done, command, stamp)
-    path.write_text((text if at < 0 else text[:at]).rstrip("\n") + "\n\n" + "\n".join(lines))
+    after = text[end:] if end >= 0 else ""
+    path.write_text((text if at < 0 else text[:at]).rstrip("\n") + "\n\n" + "\n".join(lines) + after)
     print("\n".join(lines))
 
 

@@ -24,16 +24,19 @@ if it beats the default (hybrid at DEFAULT_ALPHA) beyond noise (choice.py); else
 else the default (`rule` says which). Where the sentences measure nothing (UNINFORMED: documents of unrelated
 sentences glued together, whose rest says nothing about the sentence taken out), known items choose instead: each
 sentence's first words asked of the index as it is (`known_items`). Each target is also asked short and as a
-paragraph, and a band per query length moves the weight toward where those peak (bands.py). The cost is the encoding of
-at most QUERIES sentences and their one-passage documents and 2 x QUERIES searches, whatever the corpus's size.
+paragraph, and a band per query length moves the weight toward where those peak (bands.py); where the sentences
+are entries, each its own topic (a glossary: their rarest terms seldom recur in their documents), the short band
+is chosen by known items of those terms instead (calibration_entries.py). The cost is the encoding of at most
+QUERIES sentences and their one-passage documents and 2 x QUERIES searches, whatever the corpus's size.
 A renewal (`refit`) draws as a fresh calibration does, and finds the vectors of the texts it encoded before
 in the calibration cache (storage/calibrationcache.py): after a fifth of the corpus changed, about a fifth of
 its texts is encoded, and by the upsert that made the calibration stale, whose model runs already
 (`encode_ahead`): the renewal then starts none.
 
-Size: the draw, the targets, the sweep's searches and the known items share one pseudo-query type and its
-encoder; the scratch copy's searches (calibration_scratch.py), the bands' lengths (bands.py), the choice
-(choice.py) and the sweep's scoring (sweep.py) are apart."""
+Size: the draw, the sweep's searches and the known items share one pseudo-query type and its encoder; the
+targets (calibration_targets.py), the encoders and what the cache keeps (calibration_encoding.py), the scratch
+copy's searches (calibration_scratch.py), the entries (calibration_entries.py), the bands' lengths (bands.py),
+the choice (choice.py) and the sweep's scoring (sweep.py) are apart."""
 
 from __future__ import annotations
 
@@ -67,8 +70,9 @@ from .sweep import sweep_weights as sweep_weights  # where the tests find it
 QUERIES = 256  # pseudo-queries at most
 # ... and at most one per QUERY_SHARE passages (vector rows): a target of one passage is re-encoded (1/16 of the
 # ingest's encoding at most), a target of several is cropped, not re-encoded (calibration_targets.py), so a
-# calibration stays under 10% of the ingest it follows (benchmarks/results/calibration/cost.md). Passages, not documents: 500 long
-# documents of 5,000 passages give queries enough; fewer documents than queries are asked of their places.
+# calibration stays under 10% of the ingest it follows (benchmarks/results/calibration/cost.md). Passages, not
+# documents: 500 long documents of 5,000 passages give queries enough; fewer documents than queries are asked
+# of their places.
 QUERY_SHARE = 16
 MIN_QUERIES = 50  # fewer than this: too little to judge, not calibrated
 MIN_PASSAGES = MIN_QUERIES * QUERY_SHARE  # 800: a smaller index keeps the default weight
@@ -367,9 +371,9 @@ def places_asked(
 def asked_by_length(
     drawn: list[PseudoQuery], targets: Any, seed: int, lengths: bool, length_targets: int
 ) -> Asking:
-    """What is asked of these targets: every one as its sentence, which alone chooses the index's weight as
-    before bands; up to `length_targets` of them short and as a paragraph too (bands.py), sampled by their
-    keys and their paragraphs drawn in that order, so the same corpus asks the same."""
+    """What is asked of these targets: every one as its sentence, which alone chooses the index's weight; up to
+    `length_targets` of them short and as a paragraph too (bands.py), sampled by their keys and their paragraphs
+    drawn in that order, so the same corpus asks the same."""
     sampled = by_length(targets.queries, seed, length_targets) if lengths else []
     return Asking(drawn, targets, sampled, paragraph_queries(sampled, np.random.default_rng(seed)))
 
