@@ -153,7 +153,7 @@ def measure(name: str, work: Path, source: Path | None = None, fresh_draw: bool 
             ids = list(queries)
             texts = [queries[q] for q in ids]
             sides = {
-                mode: index.search_many(texts, k=FUSION_DEPTH, mode=mode, crop=0)
+                mode: index.search_many(texts, k=FUSION_DEPTH, mode=mode, crop=0, per_document=1)
                 for mode in ("dense", "keyword")
             }
             figures, per_query = {}, {}
@@ -198,6 +198,7 @@ def label(mode: str, alpha: float) -> str:
 def rows_of(figures: dict) -> list[dict]:
     from semsearch.retrieval.bands import chosen_bands
     from semsearch.retrieval.calibration import MIN_QUERIES, Calibration
+    from semsearch.retrieval.calibration_entries import with_entries
     from semsearch.retrieval.choice import choose
     from semsearch.retrieval.lengths import BANDS
 
@@ -208,7 +209,9 @@ def rows_of(figures: dict) -> list[dict]:
     rule = f"known items, {rule}" if calibration.known else rule
     one = weight_of(mode, alpha)
     ranks = {name: band["ranks"] for name, band in calibration.bands.items()}
-    bands = chosen_bands(ranks, (mode, alpha), MIN_QUERIES, calibration.ranks)
+    bands = with_entries(
+        chosen_bands(ranks, (mode, alpha), MIN_QUERIES, calibration.ranks), calibration.entries
+    )
     limits = [(name, most) for name, most in BANDS]
     rows = []
     for style, measured in figures["styles"].items():

@@ -45,6 +45,7 @@ def build(name: str, sets: Path) -> tuple[Path, bool]:
         "cranfield": lambda: cranfield,
         "wordnet-glossary": lambda: built.glossary(DATA / "wordnet" / "corpus.jsonl", sets / name),
         "scifact-mixed-b": lambda: built.mixed_topic(DATA / "scifact", sets / name, subset=1000, seed=27),
+        "scifact-catalogue": lambda: built.catalogue(DATA / "scifact", sets / name),
         "stsb-retrieval": lambda: built.sts_retrieval(
             [DATA / "stsb" / "sts-dev.csv", DATA / "stsb" / "sts-train.csv"], sets / name
         ),

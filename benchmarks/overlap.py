@@ -189,7 +189,7 @@ def measure(name: str, directory: Path, config: str, work: Path) -> dict:
             "passage count": index.state.rows,
         }
         for mode in ("dense", "keyword", None):
-            results = index.search_vectors(vectors, k=100, texts=texts, mode=mode, crop=0)
+            results = index.search_vectors(vectors, k=100, texts=texts, mode=mode, crop=0, per_document=1)
             run = {q: {h.id: h.score for h in hits} for q, hits in zip(ids, results)}
             row[mode or "default"] = round(evaluate_run(data.qrels, run, ["ndcg@10"])["ndcg@10"], 5)
         row["calibrated"] = describe_default(index)
@@ -381,6 +381,8 @@ def write(done: dict, command: str) -> None:
     path = OUT / "defaults.md"
     text = path.read_text()
     at = text.find(f"\n{OVERLAP_SECTION}")
+    end = text.find("\n## ", at + 1) if at >= 0 else -1  # the sections after this one are kept
     lines = section(done, command, stamp)
-    path.write_text((text if at < 0 else text[:at]).rstrip("\n") + "\n\n" + "\n".join(lines))
+    after = text[end:] if end >= 0 else ""
+    path.write_text((text if at < 0 else text[:at]).rstrip("\n") + "\n\n" + "\n".join(lines) + after)
     print("\n".join(lines))

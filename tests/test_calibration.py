@@ -748,6 +748,24 @@ def test_the_targets_asked_by_length_are_every_one_or_a_sample_fixed_by_their_do
 
 
 @pytest.mark.slow
+def test_reports_whose_rare_terms_recur_are_no_entries_and_keep_the_clozes_short_band(index):
+    """Cranfield's abstracts speak of their rare terms in several sentences: not a corpus of entries
+    (calibration_entries.py), so nothing more is asked and the short band stays the cloze's."""
+    from semsearch.retrieval.calibration import documents_of
+    from semsearch.retrieval.calibration_entries import RECURRING, entries, entry_terms, terms_asked
+
+    store = index.store
+    drawn = pseudo_queries(store, 60)
+    documents = documents_of(drawn, False, store)
+    assert entry_terms(drawn, store, documents)[1] >= RECURRING
+    assert terms_asked(drawn, documents, store) == []
+    dense = DenseRetriever(index.transform, index.vectors, index.raw)
+    assert entries(drawn, documents, store, dense, index.encoder.encode, index.settings.rerank) is None
+    recorded = index.state.calibration
+    assert recorded["entries"] is None and not recorded["bands"]["short"]["rule"].startswith("entries")
+
+
+@pytest.mark.slow
 def test_known_items_are_asked_of_the_index_as_it_is_where_the_sentences_measure_nothing(index):
     """Where sentences find no neighbours in their documents (pieces glued together), the index chooses from
     known items: each sentence's first words asked of the unchanged index, whose ranks are those of real

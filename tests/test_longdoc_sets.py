@@ -137,3 +137,40 @@ def test_a_glossary_groups_glosses_by_their_file_and_carries_the_lemma_judgement
         wanted = {pk for pk, lemmas in holding.items() if any(text in lemma.split(", ") for lemma in lemmas)}
         assert set(data.qrels[query]) == wanted
     assert "bank, depository financial institution: a financial institution." in "\n".join(corpus.values())
+
+
+def test_a_catalogue_lists_titled_entries_and_judges_a_title_word_by_the_entries_titled_with_it(tmp_path):
+    """Titled documents as catalogue entries ("Title: its first sentence.", CATALOGUE_ENTRIES a document); a
+    query is a word of TITLE_WORD_TITLES titles, relevant to every catalogue document holding an entry titled
+    with it, not to those whose entries only say it."""
+    from semsearch.evaluation.longdoc_sets import CATALOGUE_ENTRIES, TITLE_WORD_TITLES, catalogue
+
+    topics = ["kinase", "receptor", "neuron", "tumour", "insulin", "protein"]
+    docs = [
+        {
+            "_id": f"d{i}",
+            "title": f"{topics[i % len(topics)].title()} observations in cohort {i}",
+            "text": f"Cohort {i} was studied for {topics[(i + 1) % len(topics)]}. A second sentence.",
+        }
+        for i in range(30)
+    ]
+    root = tmp_path / "src"
+    (root / "qrels").mkdir(parents=True)
+    (root / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
+    (root / "queries.jsonl").write_text(json.dumps({"_id": "1", "text": "unused"}) + "\n")
+    (root / "qrels" / "test.tsv").write_text("1\td0\t1\n")
+    out = catalogue(root, tmp_path / "catalogue", documents=2)
+    corpus, data = _corpus(out), load_beir(out)
+    lines = {pk: text.splitlines() for pk, text in corpus.items()}
+    assert sorted(len(entries) for entries in lines.values()) == [30 - CATALOGUE_ENTRIES, CATALOGUE_ENTRIES]
+    assert (
+        "Kinase observations in cohort 0: Cohort 0 was studied for receptor."
+        in lines["catalogue-0"] + lines["catalogue-1"]
+    )
+    # five titles each (within TITLE_WORD_TITLES); "observations" and "cohort" stand in all thirty: no query
+    assert TITLE_WORD_TITLES[0] <= 5 <= TITLE_WORD_TITLES[1] and sorted(data.queries.values()) == sorted(
+        topics
+    )
+    for query, word in data.queries.items():
+        titled = {pk for pk, entries in lines.items() if any(e.lower().startswith(word) for e in entries)}
+        assert set(data.qrels[query]) == titled

@@ -18,6 +18,10 @@ on kinds of corpora the source sets are not:
 - a glossary (WordNet glosses grouped by their lexicographer file, GLOSSARY_ENTRIES an entry "lemmas: gloss" a
   line, like a manual's glossary or a dictionary's chapter): a lemma query (as the entity names') is relevant to
   every long document holding a synset that carries it: many short entries a document, each on its own topic.
+- a catalogue (a BEIR set's titles, each entry "Title: its text's first sentence", CATALOGUE_ENTRIES a line, in
+  a fixed random order, like a journal's contents with their summaries): a query is a word of a few titles
+  (TITLE_WORD_TITLES: as a lemma of several synsets), every long document holding an entry titled with it
+  relevant; the word may stand in other entries' sentences too, which are not.
 
 Each is written once as a BEIR directory (corpus.jsonl, queries.jsonl, qrels/test.tsv) and reused.
 `subset` keeps every judged document and draws the rest (seeded) up to that many source documents."""
@@ -48,6 +52,10 @@ TITLED = {
 GLOSSARY_ENTRIES = 24  # glosses per glossary document
 GLOSSARY_DOCUMENTS = 300
 LEMMA = re.compile(r"[a-z][a-z'-]+( [a-z][a-z'-]*){0,2}")
+CATALOGUE_ENTRIES = 24  # titled entries per catalogue document
+CATALOGUE_DOCUMENTS = 200
+TITLE_WORD_TITLES = (2, 5)  # a query word stands in this many titles, at least and at most
+TITLE_WORD = re.compile(r"[a-z]{4,}")  # a query: a word of letters, four at least (no numerals, no symbols)
 
 
 def mixed_topic(source: Path, target: Path, subset: int | None = None, seed: int = SEED) -> Path:
@@ -201,6 +209,47 @@ def glossary(
         for q, judged in read_qrels(lemmas_set / "qrels" / "test.tsv").items()
     }
     _write(target, corpus, data.queries, qrels)
+    return target
+
+
+def catalogue(
+    source: Path,
+    target: Path,
+    documents: int = CATALOGUE_DOCUMENTS,
+    queries: int = LEMMA_QUERIES,
+    seed: int = SEED,
+) -> Path:
+    """Long catalogue documents of a BEIR set's titled documents (the module's docstring): `documents` x
+    CATALOGUE_ENTRIES entries drawn (seeded), and `queries` words of TITLE_WORD_TITLES titles among them (not
+    stopwords), each relevant to every catalogue document holding an entry titled with it."""
+    from ..retrieval.drawing import sentences
+    from ..retrieval.keywords import STOPWORDS
+
+    if _complete(target):
+        return target
+    data = load_beir(source)
+    docs = [json.loads(line) for line in data.corpus_path.read_text().splitlines() if line.strip()]
+    docs = [d for d in docs if d.get("title") and d.get("text")]
+    rng = np.random.default_rng(seed)
+    drawn = [docs[at] for at in rng.permutation(len(docs))[: documents * CATALOGUE_ENTRIES]]
+    owner, corpus = [], []
+    for n, start in enumerate(range(0, len(drawn), CATALOGUE_ENTRIES)):
+        lines = []
+        for doc in drawn[start : start + CATALOGUE_ENTRIES]:
+            first = sentences(doc["text"])[0]
+            lines.append(f"{doc['title'].rstrip('.')}: {doc['text'][first[0] : first[1]].strip()}")
+            owner.append(f"catalogue-{n}")
+        corpus.append({"_id": f"catalogue-{n}", "title": "", "text": "\n".join(lines)})
+    entries_of: dict[str, list[int]] = {}  # a title word's entries
+    for at, doc in enumerate(drawn):
+        for word in dict.fromkeys(re.findall(r"[a-z0-9]+", doc["title"].lower())):
+            if TITLE_WORD.fullmatch(word) and word not in STOPWORDS:
+                entries_of.setdefault(word, []).append(at)
+    least, most = TITLE_WORD_TITLES
+    words = sorted(word for word, entries in entries_of.items() if least <= len(entries) <= most)
+    asked = [words[at] for at in sorted(rng.choice(len(words), min(queries, len(words)), replace=False))]
+    qrels = {f"q{n}": {owner[at]: 1 for at in entries_of[word]} for n, word in enumerate(asked)}
+    _write(target, corpus, {f"q{n}": word for n, word in enumerate(asked)}, qrels)
     return target
 
 

@@ -1,12 +1,13 @@
-"""A weight per query length (issue 38): one weight per index cannot suit a query of three keywords and a pasted
+"""A weight per query length: one weight per index cannot suit a query of three keywords and a pasted
 paragraph alike (SciFact's real queries peak at 0.3 short, 0.4 as asked and 0.2 as a paragraph, keyword's side
 gaining with the query's words). Beside each sentence pseudo-query (calibration.py) the calibration asks two more
 of the same target: a short one (the sentence's first SHORT_WORDS words that are not stopwords) and a paragraph
 (the sentence, PARAGRAPH_WORDS words drawn from its target's rest and as many from OTHERS other targets), as
 evaluation/query_styles.py builds the real query styles. Every pseudo-query falls in the band of its length in
 the keyword side's words (lengths.py); a band moves the index's weight by as far as its own pseudo-queries peak
-from where the sentences as drawn peak (chosen_bands), and a query takes its length's band. A record made before
-bands has none: every length takes its one weight."""
+from where the sentences as drawn peak (chosen_bands), and a query takes its length's band. A record without
+bands: every length takes its one weight. A corpus of entries has its short band chosen by known items instead
+(calibration_entries.py)."""
 
 from __future__ import annotations
 

@@ -24,16 +24,19 @@ if it beats the default (hybrid at DEFAULT_ALPHA) beyond noise (choice.py); else
 else the default (`rule` says which). Where the sentences measure nothing (UNINFORMED: documents of unrelated
 sentences glued together, whose rest says nothing about the sentence taken out), known items choose instead: each
 sentence's first words asked of the index as it is (`known_items`). Each target is also asked short and as a
-paragraph, and a band per query length moves the weight toward where those peak (bands.py). The cost is the encoding of
-at most QUERIES sentences and their one-passage documents and 2 x QUERIES searches, whatever the corpus's size.
+paragraph, and a band per query length moves the weight toward where those peak (bands.py); where the sentences
+are entries, each its own topic (a glossary: their rarest terms seldom recur in their documents), the short band
+is chosen by known items of those terms instead (calibration_entries.py). The cost is the encoding of at most
+QUERIES sentences and their one-passage documents and 2 x QUERIES searches, whatever the corpus's size.
 A renewal (`refit`) draws as a fresh calibration does, and finds the vectors of the texts it encoded before
 in the calibration cache (storage/calibrationcache.py): after a fifth of the corpus changed, about a fifth of
 its texts is encoded, and by the upsert that made the calibration stale, whose model runs already
 (`encode_ahead`): the renewal then starts none.
 
-Size: the draw, the targets, the sweep's searches and the known items share one pseudo-query type and its
-encoder; the scratch copy's searches (calibration_scratch.py), the bands' lengths (bands.py), the choice
-(choice.py) and the sweep's scoring (sweep.py) are apart."""
+Size: the draw, the sweep's searches and the known items share one pseudo-query type and its encoder; the
+targets (calibration_targets.py), the encoders and what the cache keeps (calibration_encoding.py), the scratch
+copy's searches (calibration_scratch.py), the entries (calibration_entries.py), the bands' lengths (bands.py),
+the choice (choice.py) and the sweep's scoring (sweep.py) are apart."""
 
 from __future__ import annotations
 
@@ -45,28 +48,31 @@ from typing import Any
 import numpy as np
 
 from ..cjk import word_count
-from ..documents import Document
-from ..settings import FUSION_DEPTH, RawPrecision, SearchMode
+from ..settings import FUSION_DEPTH, SearchMode
 from ..storage.calibrationcache import CalibrationCache
-from ..storage.rawvectors import as_kept
 from ..storage.store import DocumentStore
 from . import drawing, perquery
 from .bands import banded_ranks, by_length, chosen_bands, paragraph_queries, short_query
+from .calibration_encoding import encoders, save_draw
+from .calibration_entries import entries, terms_asked, with_entries
 from .calibration_places import PlaceTargets, drawn_places, place_rankings
 from .calibration_scratch import rankings
+from .calibration_targets import Cut, Targets
+from .calibration_targets import without as without  # where the tests find it
 from .choice import NOISE, TIE, choose
-from .cropping import CROP_WORDS, crop, cropped
+from .cropping import CROP_WORDS, crop
 from .drawing import CLOZE, CROP, PseudoQuery, sentences
 from .keywords import KeywordRetriever
 from .search import DenseRetriever, Match, dense_documents
 from .sweep import WEIGHTS, gains_of, sweep_ranks
-from .sweep import sweep_weights as sweep_weights  # where the tests have always found it
+from .sweep import sweep_weights as sweep_weights  # where the tests find it
 
 QUERIES = 256  # pseudo-queries at most
 # ... and at most one per QUERY_SHARE passages (vector rows): a target of one passage is re-encoded (1/16 of the
-# ingest's encoding at most), a target of several is cropped, not re-encoded (targets.py), so a calibration stays
-# under 10% of the ingest it follows (benchmarks/results/calibration/cost.md). Passages, not documents: 500 long
-# documents of 5,000 passages give queries enough; fewer documents than queries are asked of their places.
+# ingest's encoding at most), a target of several is cropped, not re-encoded (calibration_targets.py), so a
+# calibration stays under 10% of the ingest it follows (benchmarks/results/calibration/cost.md). Passages, not
+# documents: 500 long documents of 5,000 passages give queries enough; fewer documents than queries are asked
+# of their places.
 QUERY_SHARE = 16
 MIN_QUERIES = 50  # fewer than this: too little to judge, not calibrated
 MIN_PASSAGES = MIN_QUERIES * QUERY_SHARE  # 800: a smaller index keeps the default weight
@@ -84,15 +90,6 @@ UNINFORMED = 0.05
 # SciFact's moves and 37% Cranfield's; of 96, 7% and 7%: benchmarks/results/calibration/bands-cost.md)
 LENGTH_TARGETS = QUERIES
 Encode = Callable[[Sequence[str]], np.ndarray]
-# The pseudo-queries' vectors at int8 at least, as the calibration cache keeps them (388 bytes at 384 dims, not
-# float32's 1,536): real queries are float32, and at the default raw vectors' int4 the pseudo-queries' ranks moved
-# enough to move two sets' weights (SciFact-mixed's paragraph band to 0.9 from 0.6: -0.146 nDCG@10 on its real
-# paragraph queries), at int6 one; at int8 the five key sets choose as at float32 (calibration/cache-precision.md)
-QUERY_PRECISION = "int8"
-PRECISION_ORDER = tuple(precision.value for precision in RawPrecision)  # finest first
-# The index's own cut of documents into passages (ingest's, handed in by the caller: a query stage does not
-# reach up into ingest): each document's passages, each with its `embedding_text`.
-Cut = Callable[[Sequence[Document]], Sequence[Sequence[Any]]]
 
 
 @dataclass(frozen=True)
@@ -107,16 +104,16 @@ class Calibration:
     sides: dict[str, float]  # nDCG@10 of the pseudo-queries: dense, keyword, hybrid (at alpha)
     sweep: dict[str, float]  # nDCG@10 at each dense weight ("0.0" keyword alone ... "1.0" dense alone)
     seconds: float
-    passages: int | None = None  # vector rows when calibrated (None: recorded before they counted)
-    rule: str | None = None  # "best", or why the default weight stood (None: recorded before the noise rule)
+    passages: int | None = None  # vector rows when calibrated (None: a record without them)
+    rule: str | None = None  # "best", or why the default weight stood (None: a record without the noise rule)
     per_query: dict[str, Any] | None = None  # weights per query fitted beside the fixed one (perquery.py)
     metric: str = METRIC
     tie: float = TIE
     noise: float = NOISE  # standard errors a weight must beat the default one by
     # each weight's rank of every pseudo-query's target, a character each (RANKS: "0" beyond CUTOFF), so the
-    # choice can be made again from the record (choice.py); None: recorded before they were kept
+    # choice can be made again from the record (choice.py); None: a record without them
     ranks: dict[str, str] | None = None
-    # documents added, replaced or deleted since (the index counts them, changes.py); None: not counted yet
+    # documents added, replaced or deleted since (the index counts them: calibration_age.py); None: not counted
     changed: int | None = None
     # texts (pseudo-queries and targets) whose vectors came from the last calibration (None: no cache)
     reused: int | None = None
@@ -124,13 +121,16 @@ class Calibration:
     # alpha (`known_items`); None: the sentences chose
     known: dict[str, Any] | None = None
     # a choice per query length (bands.py): band name -> its most keyword tokens, pseudo-queries, mode, alpha,
-    # rule, sweep and ranks; None: recorded before bands (every length takes `mode` and `alpha`)
+    # rule, sweep and ranks; None: a record without bands (every length takes `mode` and `alpha`)
     bands: dict[str, dict[str, Any]] | None = None
     # targets asked short and as a paragraph too (LENGTH_TARGETS at most); None: every one, or no bands
     by_length: int | None = None
     # what a pseudo-query's target was: its document ("documents"), or its passage where documents are fewer
     # than the queries wanted ("places": calibration_places.py)
     targets: str = "documents"
+    # where the sentences are entries, each its own topic (calibration_entries.py): their rarest terms'
+    # recurrence and the known items that chose the short band; None: the cloze's short queries chose it
+    entries: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -192,16 +192,6 @@ def _drawn(pk: int, text: str, rng: np.random.Generator) -> PseudoQuery | None:
     if found is None:
         cut, found = CROP, crop(text, rng)
     return None if found is None else PseudoQuery(pk, *found, cut)
-
-
-def panel(drawn: Sequence[PseudoQuery]) -> np.ndarray:
-    """The draw as the cache keeps it: a row per pseudo-query, its pk, span and cut."""
-    return np.array([row_of(q) for q in drawn], dtype=np.int64).reshape(-1, 4)
-
-
-def row_of(drawn: PseudoQuery) -> tuple[int, int, int, int]:
-    """A pseudo-query's row of the panel: its pk, span and cut."""
-    return (drawn.pk, *drawn.span, drawn.cut)
 
 
 def _cloze(
@@ -277,6 +267,10 @@ def calibrate(
     bands = (
         chosen_bands(banded_ranks(asked, every_rank), (mode, alpha), MIN_QUERIES, ranks) if lengths else None
     )
+    found = None  # a corpus of entries: known items choose the short band (calibration_entries.py)
+    if bands and known is None and mostly_sentences(kept):
+        found = entries(sampled, documents_of(sampled, places, store), store, dense, encode, rerank)
+        bands = with_entries(bands, found)
     if cache is not None:
         asking.keep(cache)
     return Calibration(
@@ -297,6 +291,7 @@ def calibrate(
         by_length=len(sampled) if lengths else None,
         known=known,
         targets="places" if places else "documents",
+        entries=found,
         seconds=round(time.perf_counter() - started, 3),
     )
 
@@ -322,8 +317,7 @@ class Asking:
 
     def keep(self, cache: CalibrationCache) -> None:
         """Save the draw, and the paragraph each sampled query was asked as, in `cache` (with what it encoded)."""
-        paragraph_of = {row_of(q): text for q, text in zip(self.sampled, self.paragraphs)}
-        cache.save(panel(self.drawn), [paragraph_of.get(row_of(q), "") for q in self.drawn])
+        save_draw(cache, self.drawn, self.sampled, self.paragraphs)
 
 
 def draw(
@@ -377,21 +371,11 @@ def places_asked(
 def asked_by_length(
     drawn: list[PseudoQuery], targets: Any, seed: int, lengths: bool, length_targets: int
 ) -> Asking:
-    """What is asked of these targets: every one as its sentence, which alone chooses the index's weight as
-    before bands; up to `length_targets` of them short and as a paragraph too (bands.py), sampled by their
-    keys and their paragraphs drawn in that order, so the same corpus asks the same."""
+    """What is asked of these targets: every one as its sentence, which alone chooses the index's weight; up to
+    `length_targets` of them short and as a paragraph too (bands.py), sampled by their keys and their paragraphs
+    drawn in that order, so the same corpus asks the same."""
     sampled = by_length(targets.queries, seed, length_targets) if lengths else []
     return Asking(drawn, targets, sampled, paragraph_queries(sampled, np.random.default_rng(seed)))
-
-
-def encoders(encode: Encode, precision: str, cache: CalibrationCache | None) -> tuple[Encode, Encode]:
-    """The targets' encoder and the queries'. Every vector at a precision of raw vectors, so the cache keeps
-    each as encoding would give it here, at that precision's bytes: the targets at the index's own, as an
-    ingest keeps them; the queries at int8 or finer (query_precision)."""
-    asked_at = query_precision(precision)
-    if cache is None:
-        return at_precision(encode, precision), at_precision(encode, asked_at)
-    return cache.encoder(encode, precision), cache.encoder(encode, asked_at)
 
 
 def encode_ahead(
@@ -406,90 +390,28 @@ def encode_ahead(
     before = cache.encoded
     asking.targets.encoded(encode_target)
     encode_query(asking.asked)
+    if mostly_sentences(asking.targets.queries):
+        places = isinstance(asking.targets, PlaceTargets)
+        encode_query(terms_asked(asking.sampled, documents_of(asking.sampled, places, store), store))
     asking.keep(cache)
     return cache.encoded - before
-
-
-def query_precision(raw: str) -> str:
-    """The precision the calibration takes its queries' vectors at: the raw vectors' where it is QUERY_PRECISION
-    or finer, else QUERY_PRECISION (a query at int4 moves the choice: calibration/cache-precision.md)."""
-    return raw if PRECISION_ORDER.index(raw) <= PRECISION_ORDER.index(QUERY_PRECISION) else QUERY_PRECISION
-
-
-def at_precision(encode: Encode, precision: str) -> Encode:
-    """`encode`, its vectors as raw vectors at `precision` are kept (rawvectors.as_kept)."""
-    return lambda texts: as_kept(encode(texts), precision)
-
-
-@dataclass(frozen=True)
-class Targets:
-    """The pseudo-queries' documents as the scratch copy holds them: each re-cut without its sentences (every one
-    drawn from it), its new passages taking its first rows (a document the removal would give more passages than
-    it had is left out: rare, and its extra rows would belong to the next document), their texts encoded by
-    `encoded`; or cropped (cropping.py). A document's queries share its one scratch text."""
-
-    queries: list[PseudoQuery]
-    rows: np.ndarray  # the new passages' vector rows, sorted
-    texts: list[str]  # their texts to encode, in the order of `rows`
-    dropped: np.ndarray  # every row the targets had, sorted
-    vectors: np.ndarray | None = None  # their raw vectors, once encoded
-
-    def encoded(self, encode: Encode) -> Targets:
-        """These targets with their new passages' vectors."""
-        return replace(self, vectors=encode(self.texts) if self.texts else np.zeros((0, 0), np.float32))
-
-    @classmethod
-    def drawn(cls, drawn: list[PseudoQuery], store: DocumentStore, cut: Cut) -> Targets:
-        """Documents of one passage re-cut without the query (`of`); of several, cropped (cropping.py)."""
-        counts = store.passages().counts_of(np.array([q.pk for q in drawn], dtype=np.int64))
-        several = [(q, int(n)) for q, n in zip(drawn, counts) if n > 1]
-        whole = cls.of([q for q, n in zip(drawn, counts) if n == 1], store, cut)
-        if not several:
-            return whole
-        rows = list(dict.fromkeys(q.pk + i for q, n in several for i in range(n)))
-        texts = {pk: row["text"] for pk, row in store.get([q.pk for q, _ in several]).items()}
-        kept, dropped = cropped([q for q, _ in several], texts, [n for _, n in several], store.spans(rows))
-        return replace(
-            whole, queries=whole.queries + kept, dropped=np.sort(np.concatenate([whole.dropped, dropped]))
-        )
-
-    @classmethod
-    def of(cls, drawn: list[PseudoQuery], store: DocumentStore, cut: Cut) -> Targets:
-        """Documents of one passage re-cut without their sentences (all a document gave)."""
-        rows_of = store.get([q.pk for q in drawn])
-        if len({q.pk for q in drawn}) < len(drawn):  # a document's several sentences taken out together
-            spans: dict[int, list[tuple[int, int]]] = {}
-            for q in drawn:
-                spans.setdefault(q.pk, []).append(q.span)
-            rest = {pk: without(rows_of[pk]["text"], taken) for pk, taken in spans.items() if len(taken) > 1}
-            drawn = [replace(q, rest=rest[q.pk]) if q.pk in rest else q for q in drawn]
-        one = {q.pk: q for q in drawn}  # a document's queries share its rest
-        parts_of = cut([Document(str(pk), q.rest, rows_of.get(pk, {}).get("title")) for pk, q in one.items()])
-        had = store.passages().counts_of(np.array(list(one), dtype=np.int64))
-        kept = {pk: (parts, int(n)) for pk, parts, n in zip(one, parts_of, had) if len(parts) <= n}
-        rows = [pk + i for pk, (parts, _) in kept.items() for i in range(len(parts))]
-        texts = [part.embedding_text for parts, _ in kept.values() for part in parts]
-        dropped = [pk + i for pk, (_, n) in kept.items() for i in range(n)]
-        order = np.argsort(rows, kind="stable").tolist()
-        return cls(
-            [q for q in drawn if q.pk in kept],
-            np.asarray(rows, dtype=np.int64)[order],
-            [texts[i] for i in order],
-            np.sort(np.asarray(dropped, dtype=np.int64)),
-        )
-
-
-def without(text: str, spans: Sequence[tuple[int, int]]) -> str:
-    """The text without these sentences (spans that do not overlap), as a pseudo-query's `rest` is cut."""
-    for start, end in sorted(spans, reverse=True):
-        text = text[:start] + text[end:]
-    return text.strip()
 
 
 def uninformed(sweep: dict[str, float], drawn: Sequence[PseudoQuery]) -> bool:
     """Whether the sentences measured nothing: their best weight under UNINFORMED, most of them cut from
     documents of several sentences (a corpus of one-sentence texts is cropped: its spans say what they can)."""
-    return max(sweep.values()) < UNINFORMED and sum(q.cut == CLOZE for q in drawn) * 2 > len(drawn)
+    return max(sweep.values()) < UNINFORMED and mostly_sentences(drawn)
+
+
+def mostly_sentences(drawn: Sequence[PseudoQuery]) -> bool:
+    """Whether most pseudo-queries are sentences cut from documents of several (not cropped spans)."""
+    return sum(q.cut == CLOZE for q in drawn) * 2 > len(drawn)
+
+
+def documents_of(drawn: Sequence[PseudoQuery], places: bool, store: DocumentStore) -> list[int]:
+    """The document each pseudo-query's sentence stands in: its target, or its place's owner."""
+    pks = np.array([q.pk for q in drawn], dtype=np.int64)
+    return (store.passages().owners(pks) if places else pks).tolist()
 
 
 def known_items(
