@@ -112,7 +112,10 @@ def test_every_kind_of_picture_is_a_document_found_at_its_page(scans):
     with Index.open(index) as opened:
         for number, text in enumerate(PAGES, start=1):
             query = " ".join(WORD.findall(text)[:6])
-            hits = {hit.id: hit for hit in opened.search(query, k=10, mode="keyword")}
+            hits: dict = {}
+            for hit in opened.search(query, k=10, mode="keyword"):
+                # each file's best place: a page sharing one stem ("replaced") is a further, lower place
+                hits.setdefault(hit.id, hit)
             assert hits["scan.pdf"].location["page"] == number, query
             assert hits["pages.tiff"].location["page"] == number, query
         hits = opened.search("salmon footbridge mill tallies", k=10, mode="keyword")

@@ -212,8 +212,13 @@ class KeywordRetriever:
             depth *= 4
 
 
-def best_span(text: str, spans: Sequence[tuple[int, int]], query: str) -> tuple[int, int]:
-    """Of a document's passages, the one holding most of the query's words (the first, on a tie)."""
-    words = set(query_words(query))
-    counts = [len(words & {w.lower() for w in WORD.findall(text[start:end])}) for start, end in spans]
-    return spans[int(np.argmax(counts))]
+def query_terms(text: str) -> dict[str, float]:
+    """The index terms of a query's own words, each weighted by how often the query says it (no typo
+    corrections: what a document's passages are scored by, places.py)."""
+    words = query_words(text)
+    stems = STEMMER.terms_of(words)
+    out: dict[str, float] = {}
+    for word in words:
+        for term in stems[word]:
+            out[term] = out.get(term, 0.0) + 1.0
+    return out

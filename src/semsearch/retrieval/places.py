@@ -3,8 +3,8 @@ score, best first, and the per-document cap one step of the list.
 
 Every step passes places: the dense side's rows (strategy.py, a row a passage), capped (`capped`: at most N
 places of one document, 0 no cap; at 1 a document once at its best passage, MaxP); the keyword side's documents
-by bm25 (keywords.py), each a place whose passage is chosen where it is joined (the one holding most of the
-query's words), or, asked for several places of a document, its passages holding the query's words
+by bm25 (keywords.py), each a place whose passage is chosen where it is joined (the one the query's words score
+best in, passagescores.py), or, asked for several places of a document, its passages holding the query's words
 (`keyword_places`); fusion (search.py) takes both.
 
 The default cap (`per_document` None): a document once while the documents last, then, when fewer documents
@@ -13,6 +13,9 @@ document answers k of its places."""
 
 from __future__ import annotations
 
+import threading
+import weakref
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -21,11 +24,17 @@ import numpy as np
 from ..errors import SettingsError
 from ..storage.passages import PassageMap
 from ..storage.store import DocumentStore
-from .keywords import WORD, best_span, query_words
+from .keywords import query_terms
+from .passagescores import PassageTerms
 
 # One query's vector rows and their scores (float64), best first: what a retriever answers (a Python pair per
 # candidate cost a calibration's hundreds of searches more than the searches did)
 RankedRows = tuple[np.ndarray, np.ndarray]
+PASSAGE_TERMS_KEPT = 16  # long documents' words kept per store (a manual's: a few MB)
+PASSAGE_TERMS: weakref.WeakKeyDictionary[DocumentStore, OrderedDict[tuple, PassageTerms]] = (
+    weakref.WeakKeyDictionary()
+)
+PASSAGE_TERMS_LOCK = threading.Lock()
 
 
 @dataclass
@@ -135,26 +144,63 @@ def available(passages: PassageMap, total_rows: int, allowed: np.ndarray | None,
 
 def placed(store: DocumentStore, found: list[Found], texts: Sequence[str] | None) -> list[Found]:
     """The places with their passage chosen where a side left it open (a keyword side's document): its only
-    one, or of a document cut into several, the one holding most of the query's words."""
+    one, or of a document cut into several, the one the query's words score best in (passagescores.py)."""
     open_pks = sorted({m.pk for matches in found for m in matches if m.row is None})
     if not open_pks:
         return found
     counts = dict(zip(open_pks, store.passages().counts_of(np.array(open_pks)).tolist()))
-    long = [pk for pk in open_pks if counts[pk] > 1]
-    spans = store.spans([row for pk in long for row in range(pk, pk + counts[pk])]) if long else {}
-    docs = store.get(long) if long else {}
-    out = []
     for n, matches in enumerate(found):
-        query = texts[n] if texts else ""
+        terms = query_terms(texts[n]) if texts else {}
         for match in matches:
             if match.row is None:
                 match.row = match.pk
-                rows = [r for r in range(match.pk, match.pk + counts[match.pk]) if r in spans]
-                if match.pk in docs and rows:
-                    options = [spans[r] for r in rows]
-                    match.row = rows[options.index(best_span(docs[match.pk]["text"], options, query))]
-        out.append(matches)
-    return out
+                scored = passages_scored(store, match.pk, counts[match.pk], terms)
+                if scored is not None:
+                    rows, scores = scored
+                    match.row = rows[int(np.argmax(scores))]  # the first, on a tie
+    return found
+
+
+def passages_scored(
+    store: DocumentStore, pk: int, count: int, terms: dict[str, float]
+) -> tuple[list[int], np.ndarray] | None:
+    """A document's passages' rows and each one's score for the query's terms (passagescores.py); None for a
+    document of one passage (or gone meanwhile)."""
+    if count < 2:
+        return None
+    read = passage_terms(store, pk, count)
+    return None if read is None else (read.rows, read.scores(terms))
+
+
+def passage_terms(store: DocumentStore, pk: int, count: int) -> PassageTerms | None:
+    """The document's PassageTerms, kept for the store's committed content (the last PASSAGE_TERMS_KEPT read)."""
+    key = store.content_version()
+    kept = PASSAGE_TERMS.setdefault(store, OrderedDict())
+    with PASSAGE_TERMS_LOCK:
+        if key is not None and (key, pk) in kept:
+            kept.move_to_end((key, pk))
+            return kept[key, pk]
+    rows = [row for row in range(pk, pk + count)]
+    spans = store.spans(rows)
+    rows = [row for row in rows if row in spans]
+    docs = store.get([pk]) if rows else {}
+    if pk not in docs:
+        return None
+    locations = store.locations(rows)
+    body = docs[pk]["text"]
+    read = PassageTerms.of(
+        rows,
+        [body[start:end] for start, end in map(spans.get, rows)],
+        [locations.get(row, {}).get("headings") or () for row in rows],
+    )
+    if key is not None:
+        with PASSAGE_TERMS_LOCK:
+            for stale in [k for k in kept if k[0] != key]:
+                del kept[stale]
+            kept[key, pk] = read
+            while len(kept) > PASSAGE_TERMS_KEPT:
+                kept.popitem(last=False)
+    return read
 
 
 def keyword_places(
@@ -165,18 +211,18 @@ def keyword_places(
     n: int,
 ) -> list[Found]:
     """Each query's n best keyword places from its documents by bm25 (best first): a document of one passage
-    that passage; of several, its passages holding the query's words (the one holding most first), each scored
-    its document's score times its share of the most words a passage of it holds; at most `cap` a document (0:
-    all), by score, ties in the documents' order. A place scores at most its document, so documents are opened
-    in their order only until n places score at least the next document: the first n at any n are the same
-    (nested, as bm25's documents are)."""
+    that passage; of several, its passages holding the query's words, each scored its document's score times
+    its passage score's share of the best one's (passagescores.py); at most `cap` a document (0: all), by score,
+    ties in the documents' order. A place scores at most its document, so documents are opened in their order
+    only until n places score at least the next document: the first n at any n are the same (nested, as
+    bm25's documents are)."""
     passages = store.passages()
     out = []
     for scored, text in zip(documents, texts):
-        words = set(query_words(text))
+        terms = query_terms(text)
         places: Found = []
         for at, (pk, score) in enumerate(scored):
-            places += document_places(store, passages, pk, score, words, cap)
+            places += document_places(store, passages, pk, score, terms, cap)
             following = scored[at + 1][1] if at + 1 < len(scored) else -np.inf
             if sum(match.score >= following for match in places) >= n:
                 break
@@ -185,18 +231,14 @@ def keyword_places(
 
 
 def document_places(
-    store: DocumentStore, passages: PassageMap, pk: int, score: float, words: set[str], cap: int
+    store: DocumentStore, passages: PassageMap, pk: int, score: float, terms: dict[str, float], cap: int
 ) -> Found:
     """One keyword document's places, best first (keyword_places)."""
-    count = int(passages.counts_of(np.array([pk]))[0])
-    spans = store.spans(range(pk, pk + count)) if count > 1 else {}
-    rows = [row for row in range(pk, pk + count) if row in spans]
-    docs = store.get([pk]) if rows else {}
-    if pk not in docs:
+    scored = passages_scored(store, pk, int(passages.counts_of(np.array([pk]))[0]), terms)
+    if scored is None:
         return [Match(pk, score, pk)]
-    body = docs[pk]["text"]
-    held = [len(words & {w.lower() for w in WORD.findall(body[s:e])}) for s, e in map(spans.get, rows)]
-    most = max(held)
-    order = sorted(range(len(rows)), key=lambda i: (-held[i], i))
-    chosen = [i for i in order if held[i] or i == order[0]][: cap or None]
-    return [Match(pk, score * (held[i] / most if most else 1.0), rows[i]) for i in chosen]
+    rows, scores = scored
+    best = float(scores.max())
+    order = sorted(range(len(rows)), key=lambda i: (-scores[i], i))
+    chosen = [i for i in order if scores[i] > 0 or i == order[0]][: cap or None]
+    return [Match(pk, score * (float(scores[i]) / best if best > 0 else 1.0), rows[i]) for i in chosen]

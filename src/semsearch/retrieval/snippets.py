@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -42,48 +43,60 @@ def word_marks(text: str, terms: Mapping[str, Any]) -> list[Span]:
 
 
 def marks_of(texts: Sequence[str], terms: Mapping[str, Any]) -> list[list[Span]]:
-    """`word_marks` of each text for one query's terms, only the words that may match stemmed, in one call (the
-    stemmer asks SQLite for every word it has not seen: most of a query's cost here). Porter stemming rewrites
-    only a suffix: a stem differs from its word in at most its last two letters ("sensibiliti" -> "sensibl", "y"
-    -> "i"; FTS5 passes words under three letters through), so an ASCII word can stem to a term only if,
-    lower-cased, it starts with the term less its last STEM_SLACK letters (at least its first letter)."""
+    """`word_marks` of each text for one query's terms, in one call (`matching`)."""
     if not terms:
         return [[] for _ in texts]
-    prefixes = tuple({term[: max(1, len(term) - STEM_SLACK)] for term in terms})
     # strings, not match objects: a token's position is found only where it is marked (token_marks)
     tokens = [TOKEN.findall(text) for text in texts]
-    ascii_words = {token for found in tokens for token in found if token.isascii()}
-    others = {token for found in tokens for token in found if not token.isascii()}
-    runs = {token for token in others if CJK_RUN.match(token)}
-    possible = [token for token in ascii_words if token.lower().startswith(prefixes)]
-    stems = STEMMER.terms_of(possible + [token for token in others - runs])
-    matched = {token for token, found in stems.items() if any(stem in terms for stem in found)}
+    found = matching(tokens, terms)
+    marked = found.words.keys() | found.runs
+    return [
+        [] if marked.isdisjoint(words) else token_marks(text, words, found)
+        for text, words in zip(texts, tokens)
+    ]
+
+
+@dataclass(frozen=True)
+class Matching:
+    """Which tokens (TOKEN's) of some texts match a query's terms: `words`, each with the terms it stems to that
+    the query has; `runs`, the Han and Hangul runs (matched by their bigrams, `cjk_marks`); `paired`, the Han
+    characters the query has only inside its bigrams; `terms`, the query's."""
+
+    words: dict[str, tuple[str, ...]]
+    runs: set[str]
+    paired: set[str]
+    terms: Mapping[str, Any]
+
+
+def matching(tokens: Sequence[Sequence[str]], terms: Mapping[str, Any]) -> Matching:
+    """The tokens' matches of the terms, only the words that may match stemmed (the stemmer asks SQLite for every
+    word it has not seen: most of a query's cost here). Porter stemming rewrites only a suffix: a stem differs
+    from its word in at most its last two letters ("sensibiliti" -> "sensibl", "y" -> "i"; FTS5 passes words
+    under three letters through), so an ASCII word can stem to a term only if, lower-cased, it starts with the
+    term less its last STEM_SLACK letters (at least its first letter)."""
+    prefixes = tuple({term[: max(1, len(term) - STEM_SLACK)] for term in terms})
+    words = set().union(*map(set, tokens))
+    runs = {word for word in words if not word.isascii() and CJK_RUN.match(word)}
+    possible = [word for word in words - runs if not word.isascii() or word.lower().startswith(prefixes)]
+    stems = STEMMER.terms_of(possible)
+    matched = {word: hit for word, found in stems.items() if (hit := tuple(t for t in found if t in terms))}
     # a lone Han character marks only where the query asks for it alone, not as part of its bigrams
     paired = {char for term in terms if len(term) == 2 and HAN_RUN.fullmatch(term) for char in term}
-    return [token_marks(text, found, matched, runs, terms, paired) for text, found in zip(texts, tokens)]
+    return Matching(matched, runs, paired, terms)
 
 
-def token_marks(
-    text: str,
-    tokens: list[str],
-    matched: set[str],
-    runs: set[str],
-    terms: Mapping[str, Any],
-    paired: set[str],
-) -> list[Span]:
+def token_marks(text: str, tokens: list[str], found: Matching) -> list[Span]:
     """The marks of one text from its TOKEN matches in order: a token's first occurrence at or after the end of
     the one before is where TOKEN found it (what lies between holds no letter, digit, Han or Hangul character,
     where a token would have started)."""
-    if not any(token in matched or token in runs for token in tokens):
-        return []
     marks: list[Span] = []
     position = 0
     for token in tokens:
         position = text.find(token, position)
-        if token in matched:
+        if token in found.words:
             marks.append((position, position + len(token)))
-        elif token in runs:
-            marks += cjk_marks(token, position, terms, paired)
+        elif token in found.runs:
+            marks += cjk_marks(token, position, found.terms, found.paired)
         position += len(token)
     return merged(marks)
 
