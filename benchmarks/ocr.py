@@ -12,9 +12,11 @@ the same pages' text layer.
   a sentence sampled from each page, searched by its keywords (keyword mode), finds its page first (share);
   known places: each section title of the outline in the range searched (default mode), MRR@10 of its pages;
 - encoding: the image-only PDF and the text PDF of the same pages each ingested, the encoder's own seconds
-  (Encoder.encode timed) beside the ingest's wall time (recognition runs in the parse pool).
+  (Encoder.encode timed) beside the ingest's wall time (recognition runs in the parse pool);
+- threads: the image-only PDF parsed with its pages recognized on one thread and on RECOGNIZING_THREADS
+  (ocr/pages.py), interleaved: wall seconds and pages a second of one file.
 
-    python -m benchmarks ocr [--sections engines,quality,search,encoding] [--first 7] [--pages 24]
+    python -m benchmarks ocr [--sections engines,quality,search,encoding,threads] [--first 7] [--pages 24]
                                        [--engine-pages 4] [--encoding-pages N] [--rounds 2] [--work DIR]
 """
 
@@ -304,7 +306,41 @@ def encoding_section(document, numbers, work: Path, spent, auto, rounds: int) ->
     return lines
 
 
-SECTIONS = ("engines", "quality", "search", "encoding")
+def threads_section(document, numbers, work: Path, auto, rounds: int) -> list[str]:
+    from semsearch.ingest.ocr import pages
+    from semsearch.ingest.sources.formats import parser
+
+    scan_pdf = work / f"threads-scan-{len(numbers)}.pdf"
+    images = [rendered(document, number, 150, True) for number in numbers]
+    image_pdf(images, scan_pdf, 150)
+    for image in images:
+        image.close()
+    data, parse = scan_pdf.read_bytes(), parser("pdf", auto)
+    counts = sorted({1, pages.RECOGNIZING_THREADS})
+    lines = ["| round | threads | wall s | pages a second |", "|---|---|---|---|"]
+    walls: dict[int, list[float]] = {count: [] for count in counts}
+    default = pages.RECOGNIZING_THREADS
+    try:
+        for round_ in range(1, rounds + 1):  # interleaved: the machine's load falls on both alike
+            for count in counts:
+                pages.RECOGNIZING_THREADS = count
+                started = time.perf_counter()
+                parse(data, "pdf")
+                wall = time.perf_counter() - started
+                walls[count].append(wall)
+                lines.append(f"| {round_} | {count} | {wall:.1f} | {len(numbers) / wall:.2f} |")
+    finally:
+        pages.RECOGNIZING_THREADS = default
+    if len(counts) > 1:
+        ratios = [one / many for one, many in zip(walls[1], walls[counts[-1]])]
+        lines.append(
+            f"\nOne file's wall time on 1 thread against {counts[-1]}, by round: "
+            f"{', '.join(f'{ratio:.2f}x' for ratio in ratios)}."
+        )
+    return lines
+
+
+SECTIONS = ("engines", "quality", "search", "encoding", "threads")
 
 
 def kept_sections() -> dict[str, list[str]]:
@@ -371,6 +407,10 @@ def run(config: argparse.Namespace) -> Rows:
             chosen_pages = list(range(config.first, config.first + (config.encoding_pages or config.pages)))
             title = f"## Encoding beside recognition: one PDF of {pages_of(chosen_pages)}, text against scan"
             lines = encoding_section(document, chosen_pages, work, spent, auto, config.rounds)
+        elif section == "threads":
+            chosen_pages = numbers[: config.engine_pages * 2]
+            title = f"## Threads: one image-only PDF of {pages_of(chosen_pages)}, 150 dpi grey"
+            lines = threads_section(document, chosen_pages, work, auto, config.rounds)
         else:
             sys.exit(f"no section {section!r}: {', '.join(SECTIONS)}")
         blocks[section] = [title, "", made, "", *lines, ""]

@@ -24,7 +24,9 @@ SECTIONS = {
 
 def manual(folder: Path, sections: dict[str, str]) -> Path:
     folder.mkdir(exist_ok=True)
-    body = "".join(f"## {title}\n\n{FILLER * 3}{text}\n\n{FILLER * 3}\n\n" for title, text in sections.items())
+    body = "".join(
+        f"## {title}\n\n{FILLER * 3}{text}\n\n{FILLER * 3}\n\n" for title, text in sections.items()
+    )
     (folder / "plotting.md").write_text(f"# Plotting\n\n{body}")
     return folder
 

@@ -1,6 +1,8 @@
 """The OCR engines behind one interface: `recognize(image) -> text`, the text in the engine's reading order with
-a line break at the end of each line and a blank line between blocks. Each engine is made once in a process
-(loading its models costs more than a page) and reused for every page the process recognizes.
+a line break at the end of each line and a blank line between blocks. Each engine is made once in a thread
+(loading its models costs more than a page) and reused for every page the thread recognizes: an engine's state
+is one page at a time, and both release the GIL while they read, so pages.py recognizes a file's pages on a
+few threads at once, an engine each.
 
 - Tesseract through tesserocr (its C++ API in process: no program started, no image file written a page);
   the trained data Debian's tesseract-ocr-* packages install.
@@ -10,7 +12,6 @@ from __future__ import annotations
 
 import re
 import threading
-from functools import cache
 from typing import TYPE_CHECKING, Protocol
 
 from . import tessdata
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
 # Tesseract writes a space between CJK characters (each its own "word"): taken out, so words read as written
 CJK = r"[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef]"
 _CJK_SPACE = re.compile(rf"(?<={CJK}) +(?={CJK})")
-_LOCK = threading.Lock()  # an engine's state is one page at a time
+_MADE_HERE = threading.local()  # this thread's engines, by name and languages
 
 
 class Engine(Protocol):
@@ -37,10 +38,8 @@ class Tesseract:
         )
 
     def recognize(self, image: Image) -> str:
-        with _LOCK:
-            self.api.SetImage(image)
-            text = self.api.GetUTF8Text()
-        return tidy(text)
+        self.api.SetImage(image)
+        return tidy(self.api.GetUTF8Text())
 
 
 class RapidOcr:
@@ -55,8 +54,7 @@ class RapidOcr:
     def recognize(self, image: Image) -> str:
         import numpy as np
 
-        with _LOCK:
-            found, _ = self.engine(np.asarray(image.convert("RGB")))
+        found, _ = self.engine(np.asarray(image.convert("RGB")))
         lines: list[list[tuple[float, str]]] = []
         bottom = middle_of_line = None
         for box, text, _score in found or []:
@@ -77,9 +75,12 @@ class RapidOcr:
 MADE = {"tesseract": Tesseract, "rapidocr": RapidOcr}
 
 
-@cache
 def engine(name: str, languages: tuple[str, ...]) -> Engine:
-    return MADE[name](languages)
+    """This thread's engine of that name and languages, made on first use."""
+    made: dict[tuple[str, tuple[str, ...]], Engine] = _MADE_HERE.__dict__.setdefault("engines", {})
+    if (name, languages) not in made:
+        made[name, languages] = MADE[name](languages)
+    return made[name, languages]
 
 
 def tidy(text: str) -> str:

@@ -1,6 +1,10 @@
 """Pictures into pages of text: the frames of an image file (a TIFF's every page; any other image is page 1)
-and the PDF pages that have no text layer of their own, each decoded or rendered, recognized and let go before
-the next (a 1,000-page scan is never held at once: one page image at a time, its text kept).
+and the PDF pages that have no text layer of their own, each decoded or rendered, recognized and let go (a
+1,000-page scan is never held at once: at most two images a recognizing thread, their texts kept).
+
+A file's pages are recognized on RECOGNIZING_THREADS threads at once (`Recognizer`), an engine each (the engines
+release the GIL while they read): a scan of one file in a parsing worker uses more than one core, while the
+file's decoding and PDFium's rendering stay on the thread that reads the file, one page after another.
 
 Limits: an image of more than PIXEL_LIMIT pixels is refused unread (a decompression bomb: a few kilobytes that
 decode to gigabytes); Pillow's own limit, enforced as an error rather than its warning."""
@@ -8,8 +12,11 @@ decode to gigabytes); Pillow's own limit, enforced as an error rather than its w
 from __future__ import annotations
 
 import io
+import os
 import warnings
-from collections.abc import Iterator
+from collections import deque
+from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from ..sources.formats import Unreadable
@@ -25,6 +32,8 @@ RENDER_DPI = 300  # a PDF page is rendered at most at this resolution to be reco
 MIN_DPI = 150  # and at least at this one (a coarser scan is enlarged: Tesseract misreads small letters)
 FEW_CHARACTERS = 32  # a text layer of fewer non-space characters over a full-page image is a scan's stamp
 IMAGE_COVER = 0.5  # an image over this share of the page is a full-page one
+# pages of one file recognized at once: the cores, at most 4 (each thread's engine holds its models, ~30 MB)
+RECOGNIZING_THREADS = max(1, min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1))
 
 
 def recognized(image: Image, extraction: Extraction) -> str:
@@ -61,10 +70,42 @@ def image_pages(data: bytes) -> Iterator[tuple[int, Image]]:
         raise Unreadable(f"page {max(number, 1)}: a truncated or damaged image ({reason})") from None
 
 
-def recognized_pages(pages: Iterator[tuple[int, Image]], extraction: Extraction) -> Iterator[tuple[int, str]]:
-    for number, image in pages:
-        yield number, recognized(image, extraction)
-        image.close()
+class Recognizer:
+    """Images recognized on a few threads while the caller reads on: `submit` hands an image over (it is closed
+    once read) and answers its text's Future, waiting first while 2 x threads images are unread."""
+
+    def __init__(self, extraction: Extraction, threads: int | None = None):
+        threads = threads or RECOGNIZING_THREADS
+        self.extraction, self.held = extraction, 2 * threads
+        self.pool = ThreadPoolExecutor(threads, thread_name_prefix="ocr")
+        self.unread: deque[Future[str]] = deque()
+
+    def submit(self, image: Image) -> Future[str]:
+        while self.unread and (self.unread[0].done() or len(self.unread) >= self.held):
+            self.unread.popleft().exception()  # waits; its error is raised where its text is asked for
+        text = self.pool.submit(self._read, image)
+        self.unread.append(text)
+        return text
+
+    def _read(self, image: Image) -> str:
+        try:
+            return recognized(image, self.extraction)
+        finally:
+            image.close()
+
+    def __enter__(self) -> Recognizer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+def recognized_pages(pages: Iterable[tuple[int, Image]], extraction: Extraction) -> Iterator[tuple[int, str]]:
+    """(page number, text) in the pages' order, recognized a few at once (Recognizer)."""
+    with Recognizer(extraction) as recognizer:
+        texts = [(number, recognizer.submit(image)) for number, image in pages]
+        for number, text in texts:
+            yield number, text.result()
 
 
 def needs_recognition(page: Any, text: str, extraction: Extraction) -> bool:
@@ -78,20 +119,22 @@ def needs_recognition(page: Any, text: str, extraction: Extraction) -> bool:
     return visible == 0 or (visible < FEW_CHARACTERS and _largest_image(page)[0] >= IMAGE_COVER)
 
 
-def pdf_page_text(page: Any, extraction: Extraction) -> str:
-    """A PDF page (pypdfium2's PdfPage) rendered in grey and recognized: at the resolution of the scan it holds
+def pdf_page_image(page: Any) -> Image:
+    """A PDF page (pypdfium2's PdfPage) rendered in grey to be recognized: at the resolution of the scan it holds
     (within MIN_DPI and RENDER_DPI: more pixels than the scan's add time, not letters), else at RENDER_DPI; at
-    most PIXEL_LIMIT pixels."""
+    most PIXEL_LIMIT pixels. A copy of PDFium's bitmap, which is freed here: PDFium is not thread-safe, and the
+    image is read on another thread."""
     width, height = page.get_size()
     cover, dpi = _largest_image(page)
     dpi = min(RENDER_DPI, max(MIN_DPI, dpi)) if dpi and cover >= IMAGE_COVER else RENDER_DPI
     scale = min(dpi / 72, (PIXEL_LIMIT / max(width * height, 1)) ** 0.5)
     bitmap = page.render(scale=scale, grayscale=True)
-    image = bitmap.to_pil()
     try:
-        return recognized(image, extraction)
+        shared = bitmap.to_pil()
+        image = shared.copy()
+        shared.close()
+        return image
     finally:
-        image.close()
         bitmap.close()
 
 

@@ -11,6 +11,9 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Iterable
+from concurrent.futures import Future
+from contextlib import AbstractContextManager, nullcontext
+from typing import Any
 
 from ...ocr import INSTALL, TEXT_LAYERS_ONLY, Extraction
 from . import Format, Parsed, Unreadable, starting_with
@@ -36,8 +39,7 @@ def parse(data: bytes, kind: str = "pdf", extraction: Extraction = TEXT_LAYERS_O
     import pypdfium2 as pdfium
 
     out = Assembly()
-    ocr = None
-    with _LOCK:
+    with _LOCK, _recognizer(extraction) as recognizer:
         try:
             document = pdfium.PdfDocument(data)
         except pdfium.PdfiumError as error:
@@ -45,20 +47,20 @@ def parse(data: bytes, kind: str = "pdf", extraction: Extraction = TEXT_LAYERS_O
                 raise Unreadable("encrypted (a password is needed)") from None
             raise Unreadable(f"not a readable PDF ({error})") from None
         try:
-            texts = []
+            read: list[str | Future[str]] = []  # a page's text, or its recognition under way
             for number in range(len(document)):
                 page = document[number]
                 textpage = page.get_textpage()
                 text = plain(textpage.get_text_range())
                 textpage.close()
-                if recognized := _recognized(page, text, extraction):
-                    text, ocr = recognized, extraction.described()
-                texts.append(text)
+                read.append(_recognized(page, text, extraction, recognizer) or text)
                 page.close()
             marks = outline(document)
             title = document.get_metadata_dict(skip_empty=True).get("Title")
         finally:
             document.close()
+        texts = [text if isinstance(text, str) else text.result() for text in read]
+    ocr = extraction.described() if any(isinstance(text, Future) for text in read) else None
     starts = heading_paths(marks or contents_headings(texts, title_at))
     for number, text in enumerate(texts):
         out.page_parts(number + 1, page_parts(text, starts.get(number, ()), starts.above(number)))
@@ -68,13 +70,22 @@ def parse(data: bytes, kind: str = "pdf", extraction: Extraction = TEXT_LAYERS_O
     return parsed
 
 
-def _recognized(page, text: str, extraction: Extraction) -> str | None:
-    """The page's text read by OCR, if it is a page to recognize (ocr/pages.py)."""
+def _recognizer(extraction: Extraction) -> AbstractContextManager[Any]:
+    """The threads a scan's pages are recognized on (ocr/pages.py), where the ingest recognizes."""
     if not extraction.recognizes:
-        return None
-    from ...ocr.pages import needs_recognition, pdf_page_text
+        return nullcontext()
+    from ...ocr.pages import Recognizer
 
-    return pdf_page_text(page, extraction) if needs_recognition(page, text, extraction) else None
+    return Recognizer(extraction)
+
+
+def _recognized(page, text: str, extraction: Extraction, recognizer: Any) -> Future[str] | None:
+    """The page's text as OCR will read it, if it is a page to recognize (ocr/pages.py)."""
+    if recognizer is None:
+        return None
+    from ...ocr.pages import needs_recognition, pdf_page_image
+
+    return recognizer.submit(pdf_page_image(page)) if needs_recognition(page, text, extraction) else None
 
 
 def _no_text(extraction: Extraction) -> str:
