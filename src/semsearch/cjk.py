@@ -48,6 +48,8 @@ def segment(text: str, method: Method = DEFAULT_METHOD, hangul: bool = True) -> 
     characters (the default), bigrams alone, jieba's search-mode words (needs rjieba or jieba), and those with
     single characters. Each run of Hangul becomes its bigrams (김치는 -> 김치 치는; `hangul=False`: untouched, as
     before schema 5). Other text is unchanged."""
+    if text.isascii():  # no Han, no Hangul: most texts, asked twice a stored document
+        return text
     if HAN_RUN.search(text):
         words = _WORDS[method]
         text = HAN_RUN.sub(lambda run: " " + " ".join(words(run.group())) + " ", text)

@@ -110,7 +110,8 @@ def _parsed(line: str, name: str | Path, number: int) -> Any:
         return DataError(f"not valid JSON ({error.msg} at column {error.colno})", path=name, line=number)
     except RecursionError:
         return DataError(f"JSON nested deeper than {MAX_DEPTH} levels", path=name, line=number)
-    if depth(value) > MAX_DEPTH:
+    # a value nests no deeper than the brackets the line opens (most lines: one object, a few lists)
+    if line.count("[") + line.count("{") > MAX_DEPTH and depth(value) > MAX_DEPTH:
         return DataError(f"JSON nested deeper than {MAX_DEPTH} levels", path=name, line=number)
     return value
 

@@ -20,6 +20,8 @@ UNREACHABLE_IN_KEYS = '.=!<>"'
 
 
 def check_id(doc_id: str, field: str, **where: Any) -> None:
+    if doc_id.isprintable():  # no character of Unicode's Other or Separator class (but space): no Cc
+        return
     for position, char in enumerate(doc_id, start=1):
         if unicodedata.category(char) == "Cc":
             raise DataError(
@@ -38,7 +40,11 @@ def check_key(key: str, field: str, **where: Any) -> None:
         reason = f"a dot in a key means a nested field to --where: write it nested, {nested}, or rename it"
     elif bad is not None:
         reason = f"{bad!r} in a key cannot be written in --where FIELD=VALUE: rename it"
-    elif not key.strip() or key != key.strip() or any(unicodedata.category(c) == "Cc" for c in key):
+    elif (
+        not key.strip()
+        or key != key.strip()
+        or (not key.isprintable() and any(unicodedata.category(c) == "Cc" for c in key))
+    ):
         reason = (
             "an empty key, or one with surrounding spaces or control characters, cannot be named: rename it"
         )

@@ -108,6 +108,8 @@ def check_values(value: Any, field: str, **where: Any) -> None:
     """Strings must be valid Unicode (JSON's \\ud800 escapes can make lone surrogates, which no UTF-8 store or
     tokenizer takes) and numbers finite (NaN, Infinity and 1e400 have no place in strict JSON output)."""
     if isinstance(value, str):
+        if value.isascii():  # a lone surrogate is not ASCII
+            return
         try:
             value.encode("utf-8")
         except UnicodeEncodeError as error:
