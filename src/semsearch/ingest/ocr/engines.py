@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Callable
 from functools import cache
 from typing import TYPE_CHECKING, Protocol
 
@@ -74,7 +75,7 @@ class RapidOcr:
         return tidy("\n".join(" ".join(text for _, text in sorted(line)) for line in lines))
 
 
-MADE = {"tesseract": Tesseract, "rapidocr": RapidOcr}
+MADE: dict[str, Callable[[tuple[str, ...]], Engine]] = {"tesseract": Tesseract, "rapidocr": RapidOcr}
 
 
 @cache

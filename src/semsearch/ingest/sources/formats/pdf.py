@@ -11,11 +11,15 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from ...ocr import INSTALL, TEXT_LAYERS_ONLY, Extraction
 from . import Format, Parsed, Unreadable, starting_with
 from .blocks import Assembly
 from .contents import contents_headings
+
+if TYPE_CHECKING:
+    from pypdfium2 import PdfDocument, PdfPage
 
 # pages without a text layer are recognized (ocr/pages.py): the parse takes the ingest's Extraction
 FORMATS = (
@@ -68,7 +72,7 @@ def parse(data: bytes, kind: str = "pdf", extraction: Extraction = TEXT_LAYERS_O
     return parsed
 
 
-def _recognized(page, text: str, extraction: Extraction) -> str | None:
+def _recognized(page: PdfPage, text: str, extraction: Extraction) -> str | None:
     """The page's text read by OCR, if it is a page to recognize (ocr/pages.py)."""
     if not extraction.recognizes:
         return None
@@ -91,7 +95,7 @@ def plain(text: str) -> str:
     return text.replace("\ufffe", "").replace("\r\n", "\n").replace("\r", "\n")
 
 
-def outline(document) -> list[Heading]:
+def outline(document: PdfDocument) -> list[Heading]:
     """The document's bookmarks that point at a page, in order (none where it has no outline)."""
     import pypdfium2.raw as pdfium_c
 
