@@ -12,6 +12,7 @@ from conftest import SAMPLE, copy_index, encoded_once, write_jsonl
 
 from semsearch import Index
 from semsearch.cli import main
+from semsearch.errors import SettingsError
 
 # its module fixtures are built once: the whole module runs on one worker (--dist loadgroup)
 pytestmark = pytest.mark.xdist_group("vectors")
@@ -239,6 +240,16 @@ def test_query_vector_errors(small, tmp_path):
     )
     result = run("query", "--index", index)
     assert result.exit_code == 2 and "give the query TEXT or a --vector FILE (one of them)" in result.stderr
+
+
+def test_refit_refuses_dims_that_are_not_a_number_in_one_line(small, tmp_path):
+    corpus, good, _ = small
+    index = tmp_path / "index"
+    ok(run("ingest", corpus, "--vectors", good, "--index", index, "--transform", "pca", "--dims", "8"))
+    with Index.open(index) as opened:
+        with pytest.raises(SettingsError, match="must be a number of dimensions or 'all', not 'twelve'"):
+            opened.refit("pca", "twelve")  # type: ignore[arg-type]  # as an untyped caller may
+        assert opened.info()["dims"] == 8
 
 
 def test_refit_without_the_raw_vectors_says_so(small, tmp_path):

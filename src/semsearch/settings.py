@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from typing import TypeVar, overload
+from typing import Any, TypeVar, overload
 
 from .errors import SettingsError
 
@@ -300,6 +300,6 @@ class IndexOptions:
         at_least(self.chunk_tokens, 0, "chunk_tokens")
         at_least(self.chunk_overlap, 0, "chunk_overlap")
 
-    def given(self) -> dict[str, object]:
+    def given(self) -> dict[str, Any]:
         """The options set (not None), by name."""
         return {name: value for name, value in self.__dict__.items() if value is not None}

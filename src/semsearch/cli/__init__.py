@@ -11,6 +11,7 @@ import os
 import signal
 import sys
 import threading
+from typing import Any
 
 import click
 
@@ -25,7 +26,7 @@ YOUNG_OBJECTS = 10_000  # allocations between collections of the youngest genera
 class Group(click.Group):
     """Turns the library's own errors into one clear line and a non-zero exit, never a traceback."""
 
-    def invoke(self, ctx):
+    def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except SemsearchError as error:

@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from .options import (
+    advance_of,
     bar_of,
     human,
     index_option,
@@ -38,7 +39,7 @@ def backup(dest, index_path, archive, quiet):
     from ..operations.backup import backup as make
 
     with bar_of(quiet, "backup") as bar:
-        report = make(index_path, dest, archive=archive, progress=bar.update, total=total_of(bar))
+        report = make(index_path, dest, archive=archive, progress=advance_of(bar), total=total_of(bar))
     if not quiet:
         linked = f", {human(report.linked_bytes)} of it hard-linked" if report.linked_bytes else ""
         click.echo(
@@ -69,7 +70,7 @@ def restore(backup_path, index_path, force, wait, quiet):
     started = time.perf_counter()
     with bar_of(quiet, "verifying") as bar:
         report = put_back(
-            backup_path, index_path, force=force, wait=wait, progress=bar.update, total=total_of(bar)
+            backup_path, index_path, force=force, wait=wait, progress=advance_of(bar), total=total_of(bar)
         )
     if not quiet:
         replaced = f"; it replaced an index that was {report.replaced}" if report.replaced else ""
@@ -105,7 +106,7 @@ def export(index_path, output, vectors, quiet):
 
     started = time.perf_counter()
     with Index.open(index_path) as index, bar_of(quiet, "exporting", "doc", len(index)) as bar:
-        count = index.export(output or sys.stdout, vectors=vectors, progress=bar.update)
+        count = index.export(output or sys.stdout, vectors=vectors, progress=advance_of(bar))
     if not quiet:
         where = f"{output} ({human(output.stat().st_size)})" if output else "standard output"
         click.echo(

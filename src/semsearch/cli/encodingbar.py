@@ -68,6 +68,6 @@ class EncodingBar:
         self.listening.enter_context(counted_pages(self.pages_recognized))
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.listening.close()
         self.bar.close()

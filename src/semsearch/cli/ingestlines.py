@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -16,6 +17,9 @@ from ..retrieval.calibration_age import RENEW, age
 from ..settings import DRIFT_LIMIT, YOUNG_FACTOR
 from .encodingbar import EncodingBar
 from .options import calibrated_again, calibration_line, ingest_summary, kept_line, stale_words
+
+if TYPE_CHECKING:
+    from ..ingest.sync import FolderChanges
 
 
 class PrintedIngest(Listener):
@@ -107,7 +111,7 @@ def corpus_lines(done: Ingested, index_path: Path, quiet: bool) -> None:
         click.echo(done.advice, err=True)
 
 
-def show_dry_run(root: Path, changes, total: int, prune: bool) -> None:
+def show_dry_run(root: Path, changes: FolderChanges, total: int, prune: bool) -> None:
     """What `ingest DIR` would do, writing nothing: the files it would read, and what --prune would remove."""
     click.echo(f"would ingest {root}: {files_line(changes)}")
     if changes.gone:
@@ -117,7 +121,7 @@ def show_dry_run(root: Path, changes, total: int, prune: bool) -> None:
         click.echo(f"{verb} {len(ids)} of {total} documents" + (f": {shown}" if shown else ""))
 
 
-def files_line(changes) -> str:
+def files_line(changes: FolderChanges) -> str:
     return (
         f"{len(changes.added)} files added, {len(changes.changed)} changed, {changes.unchanged} unchanged, "
         f"{len(changes.gone)} gone"

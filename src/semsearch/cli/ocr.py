@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
+from .options import Command
 
-def ocr_options(command):
+if TYPE_CHECKING:
+    from ..ingest.ocr import Extraction
+
+
+def ocr_options(command: Command) -> Command:
     """--ocr and --ocr-languages: how pictures of text (scans, photos, screenshots) are read (ingest/ocr)."""
     command = click.option(
         "--ocr-languages",
@@ -22,7 +29,7 @@ def ocr_options(command):
     )(command)
 
 
-def extraction_of(ocr: str | None, languages: str | None):
+def extraction_of(ocr: str | None, languages: str | None) -> Extraction:
     from ..errors import DataError
     from ..ingest.ocr import extraction
 

@@ -6,7 +6,9 @@ calibration and what an import kept of its export."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import click
 
@@ -14,11 +16,18 @@ from ..errors import SettingsError
 from ..retrieval.calibration_age import RENEW, Age
 from ..settings import DEFAULT_K, DEFAULT_WAIT, MAX_OFFSET, Choice, IndexType, check_k
 
+if TYPE_CHECKING:
+    from tqdm import tqdm
+
+    from ..ingest.pipeline import AddReport
+    from ..operations.ingestoptions import Ingested
+
+Command = TypeVar("Command", bound=Callable[..., Any])  # a click command's function, as a decorator gets it
 DEFAULT_INDEX = Path("indexes") / "default"
 INDEX_PATH = click.Path(file_okay=False, path_type=Path)
 
 
-def index_option(func):
+def index_option(func: Command) -> Command:
     """--index, defaulting to indexes/default (or $SEMSEARCH_INDEX)."""
     return click.option(
         "--index",
@@ -31,7 +40,7 @@ def index_option(func):
     )(func)
 
 
-def required_index_option(func):
+def required_index_option(func: Command) -> Command:
     """--index with no default (or $SEMSEARCH_INDEX): for commands that replace or copy a whole index."""
     return click.option(
         "--index",
@@ -43,7 +52,7 @@ def required_index_option(func):
     )(func)
 
 
-def wait_option(func):
+def wait_option(func: Command) -> Command:
     return click.option(
         "--wait",
         type=click.FloatRange(min=0),
@@ -53,7 +62,7 @@ def wait_option(func):
     )(func)
 
 
-def quiet_option(func):
+def quiet_option(func: Command) -> Command:
     return click.option("--quiet", "-q", is_flag=True, help="No progress bar or summary.")(func)
 
 
@@ -65,10 +74,10 @@ def flag_for(setting: str) -> str:
     return FLAGS.get(setting, "--" + setting.replace("_", "-"))
 
 
-def checked(rule):
+def checked(rule: Callable[[Any], Any]) -> Callable[[click.Context, click.Parameter, Any], Any]:
     """A click callback applying a library rule (settings.py) to an option, as a usage error."""
 
-    def callback(ctx, param, value):
+    def callback(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
         try:
             return rule(value) if value is not None else value
         except SettingsError as error:
@@ -77,12 +86,14 @@ def checked(rule):
     return callback
 
 
-def choice_option(flag: str, choices: type[Choice], help: str, **options):
+def choice_option(
+    flag: str, choices: type[Choice], help: str, **options: Any
+) -> Callable[[Command], Command]:
     """An option whose values are a closed set from settings.py."""
     return click.option(flag, type=click.Choice(choices.names()), help=help, **options)
 
 
-def index_type_option(func):
+def index_type_option(func: Command) -> Command:
     return choice_option(
         "--index-type",
         IndexType,
@@ -94,7 +105,7 @@ def index_type_option(func):
     )(func)
 
 
-def recall_target_option(func):
+def recall_target_option(func: Command) -> Command:
     return click.option(
         "--recall-target",
         type=click.FloatRange(min=0, max=1, min_open=True),
@@ -103,7 +114,7 @@ def recall_target_option(func):
     )(func)
 
 
-def flow_options(func):
+def flow_options(func: Command) -> Command:
     func = click.option(
         "--seed", type=int, help="Seed of the flow's initialisation and data order (default 0)."
     )(func)
@@ -114,9 +125,11 @@ def flow_options(func):
     )(func)
 
 
-def dims_option(text: str | None) -> int | str | None:
-    if text is None or text == "all":
-        return text
+def dims_option(text: str | None) -> int | Literal["all"] | None:
+    if text is None:
+        return None
+    if text == "all":
+        return "all"
     if not text.isdigit() or int(text) < 1:
         raise click.BadParameter(f"{text!r} is not a positive integer or 'all'", param_hint="'--dims'")
     return int(text)
@@ -138,7 +151,7 @@ def calibration_line(calibration: dict | None) -> str:
     )
 
 
-def kept_line(kept: tuple[str, ...], index) -> str:
+def kept_line(kept: tuple[str, ...], index: Ingested) -> str:
     """What an import kept of its export, and how to make it again instead."""
     parts, searched = [], index.state.search_params
     if "calibration" in kept:
@@ -204,7 +217,7 @@ def shorten(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def human(size: int) -> str:
+def human(size: float) -> str:
     for unit in ("B", "KB", "MB", "GB"):
         if size < 1024 or unit == "GB":
             return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
@@ -212,7 +225,7 @@ def human(size: int) -> str:
     return str(size)
 
 
-def bar_of(quiet: bool, label: str, unit: str = "B", total: int | None = None):
+def bar_of(quiet: bool, label: str, unit: str = "B", total: int | None = None) -> tqdm[Any]:
     from tqdm import tqdm
 
     scaled = unit == "B"
@@ -228,7 +241,16 @@ def bar_of(quiet: bool, label: str, unit: str = "B", total: int | None = None):
     )
 
 
-def total_of(bar):
+def advance_of(bar: tqdm[Any]) -> Callable[[int], None]:
+    """The bar moved on by each count: a Progress (tqdm's own `update` answers whether it redrew)."""
+
+    def advance(done: int) -> None:
+        bar.update(done)
+
+    return advance
+
+
+def total_of(bar: tqdm[Any]) -> Callable[[int], None]:
     def total(size: int) -> None:
         bar.total = size
         bar.refresh()
@@ -236,7 +258,9 @@ def total_of(bar):
     return total
 
 
-def ingest_summary(report, refused: int, documents: int, index_path: Path, ignored: int = 0) -> str:
+def ingest_summary(
+    report: AddReport, refused: int, documents: int, index_path: Path, ignored: int = 0
+) -> str:
     """The last line of an ingest: read = added (replaced among them) + unchanged + moved + refused, whatever
     the source; files of no known type are counted apart."""
     read = report.added + report.unchanged + report.moved + refused
@@ -250,7 +274,7 @@ def ingest_summary(report, refused: int, documents: int, index_path: Path, ignor
     )
 
 
-def rate(report) -> str:
+def rate(report: AddReport) -> str:
     """The summary's rate: in passages a second where the documents are few and long (a manual's passages are
     the work), else in documents a second."""
     from .encodingbar import counts_passages
@@ -260,7 +284,7 @@ def rate(report) -> str:
     return f"{report.docs_per_second:.1f} docs/s"
 
 
-def page_options(func):
+def page_options(func: Command) -> Command:
     """--offset and --generation: where a page starts, and the generation the pages before it read."""
     func = click.option(
         "--generation",
@@ -277,11 +301,11 @@ def page_options(func):
     )(func)
 
 
-def json_option(func):
+def json_option(func: Command) -> Command:
     return click.option("--json", "as_json", is_flag=True, help="One JSON object per result and line.")(func)
 
 
-def search_options(func):
+def search_options(func: Command) -> Command:
     """-k, --where and --rerank, as query and similar take them."""
     for option in reversed(
         (

@@ -22,6 +22,7 @@ from ..settings import (
 if TYPE_CHECKING:
     from ..retrieval.hits import Hit, Results
 from .options import (
+    Command,
     choice_option,
     index_option,
     json_option,
@@ -31,7 +32,7 @@ from .options import (
 )
 
 
-def place_options(func):
+def place_options(func: Command) -> Command:
     """--per-document and --full-text: how many hits one document may fill, and whether --json carries each
     hit's whole document (query and similar take them)."""
     func = click.option(
@@ -180,7 +181,7 @@ def print_results(hits: Results, as_json: bool) -> None:
         return
     for name, counts in hits.facets.items():
         values = ", ".join(f"{value} {n}" for value, n in counts.items()) or "none"
-        stats = hits.facet_stats.get(name)
+        stats = (hits.facet_stats or {}).get(name)
         bounds = f" (min {stats['min']}, max {stats['max']})" if stats else ""
         click.echo(f"facet {name}: {values}{bounds}")
 

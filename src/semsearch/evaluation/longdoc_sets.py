@@ -266,10 +266,10 @@ def _built(source: Path, target: Path, subset: int | None, seed: int, group: Gro
         doc["_id"] = str(doc["_id"])
     rng = np.random.default_rng(seed)
     if subset is not None and subset < len(docs):
-        judged = {d for judged in qrels.values() for d in judged}
-        others = [i for i, doc in enumerate(docs) if doc["_id"] not in judged]
+        judged_ids = {d for judged in qrels.values() for d in judged}
+        others = [i for i, doc in enumerate(docs) if doc["_id"] not in judged_ids]
         drawn = set(rng.permutation(others)[: max(0, subset - (len(docs) - len(others)))].tolist())
-        docs = [doc for i, doc in enumerate(docs) if doc["_id"] in judged or i in drawn]
+        docs = [doc for i, doc in enumerate(docs) if doc["_id"] in judged_ids or i in drawn]
     owner: dict[str, str] = {}
     corpus = []
     for n, pieces in enumerate(group(docs, qrels, rng)):

@@ -49,10 +49,10 @@ def read_ahead(items: Iterable[Item], depth: int) -> Iterator[Item]:
         while True:
             ok, item = waiting.get()
             if not ok:
-                raise item  # type: ignore[misc]
+                raise item
             if item is _END:
                 return
-            yield item  # type: ignore[misc]
+            yield item
     finally:
         stop.set()
         thread.join()

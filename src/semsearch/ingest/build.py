@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..errors import SettingsError
 from ..retrieval import strategy, tuning
 from ..retrieval.vectorindex import (
     CODED,
@@ -151,7 +152,15 @@ def build_vectors(
             taken = trained_lists
     queries = None if tuning_queries is None else transform.project(tuning_queries)
     kept = (
-        checkpoint(checkpoint_in, transform, raw, live, kind, queries, taken and taken.trained["centroids"])
+        checkpoint(
+            checkpoint_in,
+            transform,
+            raw,
+            live,
+            kind,
+            queries,
+            taken.trained["centroids"] if taken is not None else None,
+        )
         if checkpoint_in is not None
         else None
     )
@@ -306,6 +315,8 @@ def refit_spec(
         dims = None
     elif dims is None and same_kind:
         dims = settings.dims_requested
+    if isinstance(dims, str):
+        raise SettingsError(f"must be a number of dimensions or 'all', not {dims!r}", setting="dims")
     spec = TransformSpec(
         kind,
         dims,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from ..encoding import (
     Encoder,
@@ -91,14 +92,18 @@ def _settings(
         transform = DEFAULT_TRANSFORM.value
         power = DEFAULT_POWER if power is None else power
         dims = min(DEFAULT_DIMS, dim) if dims is None else dims
-    spec = TransformSpec(transform, dims, power, options.flow_epochs or 1, options.seed or 0)
+    spec = TransformSpec(
+        TransformKind.parse(transform, "transform"), dims, power, options.flow_epochs or 1, options.seed or 0
+    )
     spec.check_against(dim)
     rerank = options.rerank
     if rerank is None:
         reduced = dims is not None and dims < dim
         rerank = DEFAULT_RERANK if sentence_model and reduced else 0
     if model_path is None:
-        identity = dict(model=NO_MODEL, model_name=NO_MODEL, model_fingerprint=NO_MODEL, pooling=NO_MODEL)
+        identity: dict[str, Any] = dict(
+            model=NO_MODEL, model_name=NO_MODEL, model_fingerprint=NO_MODEL, pooling=NO_MODEL
+        )
         quantize = Quantize.NONE.value
     else:
         named = options.model is not None and options.model != DEFAULT_MODEL
@@ -144,7 +149,7 @@ def default_raw_precision(transform: TransformKind) -> str:
     return RawPrecision.FLOAT16.value if untransformed else DEFAULT_RAW_PRECISION.value
 
 
-def _chunking(options: IndexOptions, max_length: int) -> dict[str, int]:
+def _chunking(options: IndexOptions, max_length: int) -> dict[str, Any]:
     """Passage length and overlap: by default DEFAULT_CHUNK_TOKENS, at most the model's max_length (0 without a
     model: nothing to cut with)."""
     tokens = min(DEFAULT_CHUNK_TOKENS, max_length) if options.chunk_tokens is None else options.chunk_tokens

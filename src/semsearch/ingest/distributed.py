@@ -92,7 +92,7 @@ class Executor(ABC):
 
     def encoder(self, job: Job) -> Encode:
         """What encodes texts outside the partitions (calibration's pseudo-queries): the index's encoder."""
-        return job.encode  # type: ignore[return-value] (an index of vectors made elsewhere calibrates nothing)
+        return job.encode  # type: ignore[return-value]  # None only for vectors made elsewhere: nothing calibrates
 
     def fidelity(self, texts: list[str], job: Job) -> Callable[[], dict[str, Any]]:
         """The quantized encoder against fp32 on `texts` (ingest.quantize_fidelity), begun now; the call
@@ -207,7 +207,7 @@ class DaskExecutor(Executor):
             while True:
                 while not exhausted and len(pending) + len(ready) < window:
                     number, docs = next(source, (None, None))
-                    if number is None:
+                    if number is None or docs is None:
                         exhausted = True
                         break
                     counter.expect(number, len(docs))
@@ -331,15 +331,15 @@ class _Counter:
     def __init__(self, progress: Progress | None):
         self.progress = progress
         self.sizes: dict[int, int] = {}
-        self.counted: dict[int, float] = {}
-        self.owed = 0.0
+        self.counted: dict[int, int] = {}
+        self.owed = 0
         self.lock = threading.Lock()  # events arrive on the client's thread
 
     def expect(self, number: int, size: int) -> None:
         with self.lock:
             self.sizes[number] = size
 
-    def event(self, event: tuple[float, tuple[int, float]]) -> None:
+    def event(self, event: tuple[float, tuple[int, int]]) -> None:
         number, n = event[1]
         with self.lock:
             self._count(number, n)
@@ -349,15 +349,15 @@ class _Counter:
             self._count(number, self.sizes[number])
         self.flush()
 
-    def _count(self, number: int, n: float) -> None:
-        before = self.counted.get(number, 0.0)
+    def _count(self, number: int, n: int) -> None:
+        before = self.counted.get(number, 0)
         after = min(before + n, self.sizes.get(number, 0))
-        self.owed += max(0.0, after - before)
+        self.owed += max(0, after - before)
         self.counted[number] = after
 
     def flush(self) -> None:
         with self.lock:
-            owed, self.owed = self.owed, 0.0
+            owed, self.owed = self.owed, 0
         if self.progress and owed:
             self.progress(owed)
 

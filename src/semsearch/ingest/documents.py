@@ -118,7 +118,8 @@ class Corpus:
     def documents(self, skip: int = 0) -> Iterator[Document]:
         """The documents; `skip`: the first so many passed over unparsed (a source with an `identity`)."""
         known = {str(error) for error in self.refused}  # named by the check already
-        entries = self.source.entries(skip) if skip else self.source.entries()
+        # a skip is only asked of a source with an identity, whose `entries` takes one (base.Source.identity)
+        entries = self.source.entries(skip) if skip else self.source.entries()  # type: ignore[call-arg]
         for _, doc in entries:
             if not isinstance(doc, DataError):
                 yield doc

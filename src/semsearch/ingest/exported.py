@@ -204,16 +204,19 @@ class Lists:
         return {**arrays, "search_params": search_params, "measured_recall": recall}
 
     @classmethod
-    def of(cls, record: Any, kind: str, dim: int) -> Lists | None:
+    def of(cls, record: Any, kind: str | None, dim: int) -> Lists | None:
         """A header's `lists` for an index of `kind` and `dim` dims (None where it has none, or they do not
         fit that index, or this release cannot read them: the import trains its own)."""
         from ..retrieval.vectorindex import lists_problem
 
-        if not isinstance(record, dict) or not isinstance(record.get("search_params"), (dict, type(None))):
+        if kind is None or not isinstance(record, dict):
+            return None
+        if not isinstance(record.get("search_params"), (dict, type(None))):
             return None
         recall = record.get("measured_recall")
-        trained = {name: _array(record[name]) for name in ("centroids", "codebooks") if name in record}
-        if not isinstance(recall, (int, float, type(None))) or any(a is None for a in trained.values()):
+        read = {name: _array(record[name]) for name in ("centroids", "codebooks") if name in record}
+        trained = {name: array for name, array in read.items() if array is not None}
+        if not isinstance(recall, (int, float, type(None))) or len(trained) < len(read):
             return None
         if lists_problem(kind, dim, trained):
             return None

@@ -66,7 +66,7 @@ def _source(path: str | Path) -> BinaryIO:
     return open(path, "rb")
 
 
-def opened(path: Path) -> BinaryIO:
+def opened(path: Path) -> gzip.GzipFile | BinaryIO:
     """The file to read lines from: a .gz corpus is read as such, never unpacked to disk."""
     try:
         return (gzip.open if path.suffix == ".gz" else open)(path, "rb")
@@ -128,7 +128,7 @@ def depth(value: Any) -> int:
     return deepest
 
 
-def _lines(handle: BinaryIO, name: str | Path) -> Iterator[tuple[int, bytes | DataError]]:
+def _lines(handle: gzip.GzipFile | BinaryIO, name: str | Path) -> Iterator[tuple[int, bytes | DataError]]:
     """The file's numbered lines, a line over MAX_LINE_BYTES as its DataError (the rest of it read past); a read
     that fails half-way (a disk error, a vanished network file) raises a DataError naming the line it stopped at."""
     number = 0
@@ -153,7 +153,7 @@ def _lines(handle: BinaryIO, name: str | Path) -> Iterator[tuple[int, bytes | Da
         yield number, raw
 
 
-def _read(handle: BinaryIO, name: str | Path, number: int) -> bytes:
+def _read(handle: gzip.GzipFile | BinaryIO, name: str | Path, number: int) -> bytes:
     try:
         return handle.readline(MAX_LINE_BYTES + 1)
     except (OSError, EOFError) as error:  # EOFError: a .gz cut short

@@ -124,7 +124,7 @@ def encode_partition(
     out = np.empty((len(docs), dim), dtype=np.float32)
     given = [i for i, doc in enumerate(docs) if doc.vector is not None]
     if given:
-        out[given] = np.stack([docs[i].vector for i in given])
+        out[given] = np.stack([doc.vector for doc in docs if doc.vector is not None])
     rest = np.array([i for i, doc in enumerate(docs) if doc.vector is None], dtype=np.int64)
     found = np.zeros(len(rest), dtype=bool)
     row_keys: list[str | None] = [None] * len(docs)
@@ -143,6 +143,7 @@ def encode_partition(
         # Similar lengths together across the partition (the encoder sorts only within each call): less padding.
         todo = todo[np.argsort([len(docs[rest[i]].embedding_text) for i in todo], kind="stable")]
         for begin in range(0, len(todo), RESUME_EVERY):
+            assert encode is not None  # refused above where there is something to encode
             part = todo[begin : begin + RESUME_EVERY]
             encoded = encode([docs[rest[i]].embedding_text for i in part], progress)
             if cache is not None:
@@ -225,7 +226,11 @@ def _spread(items: list, size: int, length: Callable[[Any], int]) -> list:
 
 
 def quantize_fidelity(
-    texts: list[str], settings: IndexSettings, encode: Encode, where: Path, threads: int = 0
+    texts: list[str],
+    settings: IndexSettings,
+    encode: Callable[[list[str]], np.ndarray],
+    where: Path,
+    threads: int = 0,
 ) -> dict[str, Any]:
     """The quantized encoder (`encode`) against the same model in fp32 on these texts (`fidelity`); the fp32
     model is loaded for this, on `threads` (0: every core), and freed. `where`: the index, for errors."""

@@ -44,8 +44,8 @@ def record_document_files(store: DocumentStore, source: Any) -> int:
             size = (root / relative).stat().st_size if (root / relative).exists() else 0
             record = FileRecord(relative, size, UNSURE_TIME, "", {doc_id: stored[doc_id][1]})
             by_root.setdefault(str(root), []).append(record)
-    for root, records in by_root.items():
-        store.record_files(root, records)
+    for folder, records in by_root.items():
+        store.record_files(folder, records)
     return sum(map(len, by_root.values()))
 
 

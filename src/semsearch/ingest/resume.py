@@ -44,7 +44,7 @@ def resume_points(path: Path, corpus: Corpus | None, count: int, store: Document
     """The resume points of an ingest into the index at `path` of `count` documents, where it is a first
     ingest (`corpus` given: its directory no reader sees) of a corpus that knows itself again."""
     identity = None if corpus is None or count else corpus.identity()
-    return None if identity is None else ResumePoints(path, corpus, identity, store)
+    return None if corpus is None or identity is None else ResumePoints(path, corpus, identity, store)
 
 
 class ResumePoints:

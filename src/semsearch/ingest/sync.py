@@ -102,7 +102,11 @@ def scan(folder: Folder, store: DocumentStore, *, parse: bool = True, later: boo
         try:
             status = path.stat()
             same_reading = old is not None and old.extraction == key
-            if same_reading and (old.size, old.mtime_ns) == (status.st_size, status.st_mtime_ns):
+            if (
+                old is not None
+                and same_reading
+                and (old.size, old.mtime_ns) == (status.st_size, status.st_mtime_ns)
+            ):
                 maybe_same.append((relative, path, old))
                 continue
             digest = file_hash(path)
@@ -111,7 +115,9 @@ def scan(folder: Folder, store: DocumentStore, *, parse: bool = True, later: boo
             continue
         when = status.st_mtime_ns if status.st_mtime_ns < started - UNSURE_NS else UNSURE_TIME
         record = FileRecord(relative, status.st_size, when, digest, old.documents if old else {}, key)
-        (maybe_same if same_reading and old.hash == digest else to_parse).append((relative, path, record))
+        (maybe_same if old is not None and same_reading and old.hash == digest else to_parse).append(
+            (relative, path, record)
+        )
     stored = store.existing_ids([doc_id for _, _, r in maybe_same for doc_id in r.documents])
     for relative, path, record in maybe_same:
         if all(stored.get(doc_id, (0, None))[1] == digest for doc_id, digest in record.documents.items()):
@@ -236,7 +242,8 @@ class DirectoryFolder:
 
 def _whole(entries: Iterable[tuple[Any, Document | DataError]]) -> list[Document] | DataError:
     """A table's or JSONL file's documents, or the first error among them (a repeated id is one)."""
-    documents, first = [], {}
+    documents: list[Document] = []
+    first: dict[str, Any] = {}
     for place, item in entries:
         if isinstance(item, DataError):
             return item

@@ -16,8 +16,13 @@ import signal
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from types import FrameType, ModuleType
+from typing import TYPE_CHECKING
 
 from ..errors import SettingsError
+
+if TYPE_CHECKING:
+    from watchfiles import Change
 
 QUIET_MS = 300
 LONGEST_MS = 2000
@@ -26,7 +31,7 @@ POLL_SECONDS = 0.1  # how often the idle loop looks for a stop
 log = logging.getLogger(__name__)
 
 
-def _watchfiles():
+def _watchfiles() -> ModuleType:
     try:
         import watchfiles
     except ImportError:
@@ -45,7 +50,7 @@ class Events:
         ignored = [str(Path(p).resolve()) for p in ignore]
         self._started = threading.Event()
 
-        def wanted(change, path: str) -> bool:
+        def wanted(change: Change, path: str) -> bool:
             return not any(path == top or path.startswith(top + "/") for top in ignored)
 
         def collect() -> None:
@@ -91,7 +96,7 @@ def stopped_by_signals() -> Iterator[threading.Event]:
     raises KeyboardInterrupt as usual."""
     stop = threading.Event()
 
-    def on_signal(number, frame) -> None:
+    def on_signal(number: int, frame: FrameType | None) -> None:
         if stop.is_set() and number == signal.SIGINT:
             raise KeyboardInterrupt
         stop.set()

@@ -38,7 +38,7 @@ except ImportError as error:  # pragma: no cover - the message is the point
 
 from ..documents import Document
 from ..errors import SettingsError
-from ..index import Index
+from ..index import Hit, Index
 from ..retrieval.hits import SEARCH_OPTIONS as HIT_OPTIONS
 from ..settings import NO_MODEL, IndexOptions
 from ..storage.manifest import FILE
@@ -160,23 +160,23 @@ class SemsearchVectorStore(VectorStore):
         texts: Iterable[str],
         metadatas: list[dict] | None = None,
         *,
-        ids: list[str | None] | None = None,
+        ids: Sequence[str | None] | None = None,
         **kwargs: Any,
     ) -> list[str]:
         """Add or replace documents (an id given again replaces its document; ids left None are made)."""
         texts = list(texts)
         metadatas = metadatas or [{} for _ in texts]
-        ids = [str(i) if i is not None else str(uuid.uuid4()) for i in (ids or [None] * len(texts))]
+        made = [str(i) if i is not None else str(uuid.uuid4()) for i in (ids or [None] * len(texts))]
         if not texts:
             return []
         vectors = (
             None if self.embedding is None else np.asarray(self.embedding.embed_documents(texts), "float32")
         )
         # the last of a repeated id wins, as a second add_texts would
-        last = {doc_id: n for n, doc_id in enumerate(ids)}
+        last = {doc_id: n for n, doc_id in enumerate(made)}
         documents = [
             Document(
-                id=ids[n],
+                id=made[n],
                 text=texts[n],
                 metadata=dict(metadatas[n] or {}),
                 vector=None if vectors is None else vectors[n],
@@ -184,10 +184,12 @@ class SemsearchVectorStore(VectorStore):
             for n in sorted(last.values())
         ]
         self.run(self._add, documents, None if vectors is None else vectors.shape[1])
-        return ids
+        return made
 
     def _add(self, documents: list[Document], width: int | None) -> None:
-        self._open(width).add(documents)
+        index = self._open(width)
+        assert index is not None  # opened: semsearch encodes, or the vectors' width is given
+        index.add(documents)
 
     def delete(self, ids: list[str] | None = None, **kwargs: Any) -> bool | None:
         """Delete by ids (those not stored are ignored) and/or `where=` / `filter=` conditions."""
@@ -240,10 +242,14 @@ class SemsearchVectorStore(VectorStore):
         hits = self.run(self._search, None, embedding, k, where_of(filter), kwargs)
         return [doc for doc, _ in hits]
 
-    def _search(self, query: str | None, vector, k: int, where: list[str], kwargs: dict) -> list:
+    def _search(
+        self, query: str | None, vector: Sequence[float] | None, k: int, where: list[str], kwargs: dict
+    ) -> list[tuple[LangchainDocument, float]]:
         return [(as_document(hit), float(hit.score)) for hit in self._hits(query, vector, k, where, kwargs)]
 
-    def _hits(self, query: str | None, vector, k: int, where: list[str], kwargs: dict) -> list:
+    def _hits(
+        self, query: str | None, vector: Sequence[float] | None, k: int, where: list[str], kwargs: dict
+    ) -> Sequence[Hit]:
         index = self._open(None)
         if index is None:
             return []
@@ -252,6 +258,7 @@ class SemsearchVectorStore(VectorStore):
         if options.get("mode") == CALIBRATED:
             del options["mode"]
         if vector is None:
+            assert query is not None  # a search without a vector is one by text
             return index.search(query, k=k, where=where, **options)
         texts = [query] if query is not None and options.get("mode") in ("keyword", "hybrid") else None
         return index.search_vectors(np.asarray([vector], "float32"), k, where, texts=texts, **options)[0]
@@ -304,12 +311,26 @@ class SemsearchVectorStore(VectorStore):
         where = where_of(kwargs.pop("filter", None))
         return self.run(self._mmr, None, embedding, k, fetch_k, lambda_mult, where, kwargs)
 
-    def _mmr(self, query, vector, k: int, fetch_k: int, lambda_mult: float, where, kwargs) -> list:
+    def _mmr(
+        self,
+        query: str | None,
+        vector: Sequence[float] | None,
+        k: int,
+        fetch_k: int,
+        lambda_mult: float,
+        where: list[str],
+        kwargs: dict[str, Any],
+    ) -> list[LangchainDocument]:
         hits = self._hits(query, vector, max(k, fetch_k), where, kwargs)
         if not hits:
             return []
         found, index = [as_document(hit) for hit in hits], self.index
-        raw_query = index.encode([query]) if vector is None else np.asarray([vector], "float32")
+        assert index is not None  # it answered the hits
+        if vector is None:
+            assert query is not None  # a search without a vector is one by text
+            raw_query = index.encode([query])
+        else:
+            raw_query = np.asarray([vector], "float32")
         query_vector, vectors = map(unit, index.hit_vectors(hits, raw_query))  # each place's own passage
         chosen = maximal_marginal_relevance(query_vector[0], vectors.tolist(), lambda_mult, k)
         return [found[n] for n in chosen]
@@ -341,7 +362,9 @@ class IndexEmbeddings(Embeddings):
         self.store = store
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        return self.store.run(lambda: self.store.index.encode(texts).tolist())
+        index = self.store.index
+        assert index is not None  # `embeddings` gives these only while the index is open
+        return self.store.run(lambda: index.encode(texts).tolist())
 
     def embed_query(self, text: str) -> list[float]:
         return self.embed_documents([text])[0]

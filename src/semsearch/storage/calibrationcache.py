@@ -39,7 +39,10 @@ FILE = "calibration-cache.safetensors"
 PARAGRAPH_BYTES = 1 << 24
 # What a release before reads from the file: no vectors (it re-encodes the kept draw's texts, not failing on a
 # file without its tensors)
-RELEASES_BEFORE = {"keys": np.zeros(0, np.int64), "vectors": np.zeros((0, 0), np.float32)}
+RELEASES_BEFORE: dict[str, np.ndarray] = {
+    "keys": np.zeros(0, np.int64),
+    "vectors": np.zeros((0, 0), np.float32),
+}
 log = logging.getLogger(__name__)
 
 
@@ -105,6 +108,7 @@ class CalibrationCache:
             self.encoded += len(missing)
             for key in keys:
                 if key not in used:
+                    assert group is not None  # `known` is empty without a group, and the rest are in `used`
                     used[key] = (group.codes[known[key]], group.scales[known[key]])
                     self.reused += 1
             if not keys:
@@ -137,7 +141,11 @@ class CalibrationCache:
         panel = np.ascontiguousarray(panel, np.int64).reshape(-1, 4)
         after = words_after_queries(panel, paragraphs)
         words = zlib.compress(json.dumps(after, ensure_ascii=False).encode("utf-8"), 9)
-        tensors = {"panel": panel, "paragraphs": np.frombuffer(words, np.uint8), **RELEASES_BEFORE}
+        tensors: dict[str, np.ndarray] = {
+            "panel": panel,
+            "paragraphs": np.frombuffer(words, np.uint8),
+            **RELEASES_BEFORE,
+        }
         for precision, used in self._used.items():
             if used:
                 tensors[f"{precision}.keys"] = np.fromiter(used, dtype=np.int64, count=len(used))

@@ -14,7 +14,7 @@ benchmarks/results/raw-precision.md. Readers get float32 whatever the segment ho
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -33,7 +33,7 @@ FLOAT32 = "float32"
 # Rows scaled by their largest component, at this many bits a component (codes -(2^(b-1) - 1) .. 2^(b-1) - 1):
 # int8 as plain int8, the narrower ones packed bit to bit (uint8 files, `packed_width` bytes a row).
 SCALED_BITS = {"int8": 8, "int6": 6, "int5": 5, "int4": 4}
-DTYPES = {
+DTYPES: dict[str, np.dtype] = {
     FLOAT32: np.dtype("<f4"),
     "float16": np.dtype("<f2"),
     "int8": np.dtype("i1"),
@@ -237,7 +237,7 @@ class RawVectors:
             return f"its scale {segment.scale} is missing"
         return None
 
-    def _open(self, segment: Segment) -> np.ndarray:
+    def _open(self, segment: Segment) -> np.memmap:
         path = self.directory / segment.name
         if problem := self.problem(segment):
             raise lost(path, problem)
@@ -277,7 +277,7 @@ class RawVectors:
         and a kept map holds it: most of a segment, for a write that reads a few rows of every stretch."""
         return self._gather(pks, self._read_rows)
 
-    def _gather(self, pks: np.ndarray, rows_of) -> np.ndarray:
+    def _gather(self, pks: np.ndarray, rows_of: Callable[[Segment, np.ndarray], np.ndarray]) -> np.ndarray:
         pks = np.asarray(pks, dtype=np.int64)
         out = np.empty((len(pks), self.dim), dtype=np.float32)
         found = np.zeros(len(pks), dtype=bool)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 from . import tessdata
@@ -72,7 +73,7 @@ class RapidOcr:
         return tidy("\n".join(" ".join(text for _, text in sorted(line)) for line in lines))
 
 
-MADE = {"tesseract": Tesseract, "rapidocr": RapidOcr}
+MADE: dict[str, Callable[[tuple[str, ...]], Engine]] = {"tesseract": Tesseract, "rapidocr": RapidOcr}
 
 
 def engine(name: str, languages: tuple[str, ...]) -> Engine:

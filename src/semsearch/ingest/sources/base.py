@@ -5,7 +5,7 @@ counted the same way (documents.Corpus)."""
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -88,7 +88,7 @@ class Sources(Source):
     def planned(self) -> Iterator[Entry]:
         yield from self._read(lambda part: part.planned())
 
-    def _read(self, read) -> Iterator[Entry]:
+    def _read(self, read: Callable[[Source], Iterator[Entry]]) -> Iterator[Entry]:
         for part in self.parts:
             part.ignored = 0
             yield from read(part)

@@ -156,7 +156,11 @@ class FilesSource(Source):
     def task(self, path: str, relative: str, shown: str, kind: str | None) -> FileTask | None:
         """The task of reading a file, None if it is passed over: of no known kind, or a picture with --ocr
         never (as before OCR); a picture with no engine to read it is listed in `needs_ocr`."""
-        if kind not in DOCUMENT_KINDS or (kind == "image" and not self.extraction.wants_engine):
+        if (
+            kind is None
+            or kind not in DOCUMENT_KINDS
+            or (kind == "image" and not self.extraction.wants_engine)
+        ):
             return None
         return FileTask(path, relative, shown, kind, self.extraction)
 

@@ -79,7 +79,8 @@ class TableReader:
         """Its input closed, so it ends (killed if it is still writing a file nobody reads)."""
         for handle in (self.process.stdin, self.stream):
             with contextlib.suppress(OSError):
-                handle.close()
+                if handle is not None:
+                    handle.close()
         try:
             self.process.wait(timeout=5)
         except subprocess.TimeoutExpired:

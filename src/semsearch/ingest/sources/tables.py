@@ -79,8 +79,8 @@ class TableSource(Source):
                     yield place, DataError(error.reason, path=self.name, row=row, field=error.field)
                     continue
                 if vector is not None and not np.isfinite(vector).all():
-                    message = "a vector value that is not finite"
-                    yield place, DataError(message, path=self.name, row=row, field=self.fields.vector)
+                    reason = "a vector value that is not finite"
+                    yield place, DataError(reason, path=self.name, row=row, field=self.fields.vector)
                     continue
                 yield place, replace(doc, vector=vector, sections=RowSections(doc.text, row, first, last))
 

@@ -224,7 +224,9 @@ class VectorIndex:
     def _scored_by_id(self, queries: np.ndarray, k: int, ids: np.ndarray) -> Ranked:
         """The exact k best of a few ids, their vectors read by id (`vectors_of`) and scored here: cheaper than
         a scan of every row with a selector."""
-        scores = queries @ self.vectors_of(ids).T
+        vectors = self.vectors_of(ids)
+        assert vectors is not None  # asked only of the kinds that keep their vectors (codes, ivf)
+        scores = queries @ vectors.T
         top = np.argsort(-scores, axis=1, kind="stable")[:, :k]  # an id not held: NaN, sorted last
         scores = np.take_along_axis(scores, top, 1)
         return ranked(scores, np.where(np.isnan(scores), -1, np.asarray(ids)[top]))

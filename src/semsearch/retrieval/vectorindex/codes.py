@@ -52,6 +52,7 @@ class Codes(IdMapped):
         k = max(1, min(k, self.count))
         search = lambda: codes.search(queries, k, params=faiss.SearchParameters(sel=selector.faiss))  # noqa: E731
         scores, found = single_threaded(len(queries), search)
+        assert self._held is not None  # set with the rows the selector holds (positions)
         return scores, np.where(found >= 0, self._held[np.maximum(found, 0)], -1)
 
     def code_ranges(self) -> list[float]:

@@ -88,8 +88,12 @@ def lists_problem(kind: str, dim: int, trained: dict[str, np.ndarray]) -> str | 
     dims, or None where they fit: centroids of `dim` dims; for pq alone, codebooks of 4 or 8 bits whose
     sub-spaces split `dim`; every number finite."""
     backend, centroids = KINDS.get(kind), trained.get("centroids")
-    listed = backend is not None and issubclass(backend, IVF)
-    if not listed or not isinstance(centroids, np.ndarray) or centroids.ndim != 2:
+    if (
+        backend is None
+        or not issubclass(backend, IVF)
+        or not isinstance(centroids, np.ndarray)
+        or centroids.ndim != 2
+    ):
         return f"no cells' centroids for {kind}"
     return backend.trained_problem(dim, trained)
 

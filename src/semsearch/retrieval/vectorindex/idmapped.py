@@ -70,7 +70,9 @@ class IdMapped(VectorIndex):
         """Every id the index holds and its vector exactly as indexed (`vectors_of`; a copy), for a caller that
         scores many queries against them all at once (a calibration's scratch copy of a flat-sq8 index)."""
         ids = faiss.vector_to_array(self.concrete.id_map)
-        return ids, self.vectors_of(ids)
+        vectors = self.vectors_of(ids)
+        assert vectors is not None  # every id-mapped kind keeps its rows' vectors
+        return ids, vectors
 
 
 class StoredRows(IdMapped):
@@ -105,4 +107,5 @@ class StoredRows(IdMapped):
         )
         order = np.argsort(-scores, axis=1, kind="stable")  # FAISS leaves these in heap order
         scores, found = np.take_along_axis(scores, order, 1), np.take_along_axis(found, order, 1)
+        assert self._held is not None  # set with the rows scored (positions)
         return ranked(scores, np.where(found >= 0, self._held[np.maximum(found, 0)], -1))

@@ -4,7 +4,7 @@ codes."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import faiss
 import numpy as np
@@ -25,8 +25,8 @@ def inverted_lists(count: int) -> int:
 
 class IVF(VectorIndex):
     kind = "ivf"
-    STRUCTURE = faiss.IndexIVFFlat
-    exact_source = "lists"
+    STRUCTURE: ClassVar[type] = faiss.IndexIVFFlat
+    exact_source: ClassVar[str | None] = "lists"
     mergeable = True
     MIN_TRAINING_ROWS = 0
 

@@ -3,6 +3,8 @@ the blocks joined by blank lines, and a section runs from one heading (or page) 
 
 from __future__ import annotations
 
+from typing import Any
+
 from ....documents import Location, Section
 from . import Parsed
 
@@ -61,7 +63,7 @@ class Assembly:
             self.add(text)
         self.close()
 
-    def parsed(self, title: str | None = None, **metadata) -> Parsed:
+    def parsed(self, title: str | None = None, **metadata: Any) -> Parsed:
         self.close()
         first_heading = self.headings[0][1] if self.headings else None
         chosen = (title or "").strip() or self.title or first_heading

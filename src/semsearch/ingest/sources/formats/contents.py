@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable
 
 from ...listings import PAGE_REFERENCES, SEPARATORS, is_listing, listed_place
 
@@ -36,6 +37,7 @@ def contents_entries(pages: list[str]) -> list[tuple[str, int, int]]:
             if not listed_place(line):
                 continue
             reference = PAGE_REFERENCES.search(line.rstrip())
+            assert reference is not None  # listed_place found it
             number = reference.group(0).split(",")[0].strip()
             if not number.isdigit():
                 continue
@@ -46,7 +48,9 @@ def contents_entries(pages: list[str]) -> list[tuple[str, int, int]]:
     return entries
 
 
-def contents_headings(pages: list[str], title_at) -> list[tuple[int, int, str]]:
+def contents_headings(
+    pages: list[str], title_at: Callable[[str, str, int], int | None]
+) -> list[tuple[int, int, str]]:
     """The headings of a PDF without an outline, as pdf.py's outline gives them: (0-based page index, level,
     title), read from its contents pages; none where too few titles are found on the pages they name.
     `title_at(text, title, start)`: where a title begins a line of a page's text (None: it does not)."""

@@ -14,10 +14,16 @@ from __future__ import annotations
 
 import io
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from . import Format, Parsed, Unreadable
 from .blocks import Assembly
+
+if TYPE_CHECKING:
+    from docx.opc.oxml import CT_Relationships
+    from docx.opc.phys_pkg import _ZipPkgReader
+    from docx.oxml.coreprops import CT_CoreProperties
+    from docx.oxml.document import CT_Document
 
 
 def _claims(head: bytes, suffix: str) -> bool:
@@ -42,7 +48,7 @@ def parse(data: bytes, kind: str = "docx") -> Parsed:
         main = package.related(package.root, RT.OFFICE_DOCUMENT)
         if main is None:
             raise ValueError("no main document")
-        body = parse_xml(package.blob(main)).body
+        body = cast("CT_Document", parse_xml(package.blob(main))).body
         if body is None:
             raise ValueError("no document body")
     except (PackageNotFoundError, KeyError, ValueError) as error:
@@ -52,7 +58,8 @@ def parse(data: bytes, kind: str = "docx") -> Parsed:
     out, styled_title = Assembly(), None
     for block in body.inner_content_elements:
         if isinstance(block, CT_Tbl):
-            for row in Table(block, None).rows:  # python-docx's cells: a merged cell's text where it spans
+            # python-docx's cells: a merged cell's text where it spans (no parent: no story part is read)
+            for row in Table(block, None).rows:  # type: ignore[arg-type]
                 out.add(" | ".join("\n".join(map(text, cell._tc.p_lst)).strip() for cell in row.cells))
             continue
         style = styles.name(block.style)
@@ -64,7 +71,7 @@ def parse(data: bytes, kind: str = "docx") -> Parsed:
         else:
             out.add(text(block))
     core = package.related(package.root, RT.CORE_PROPERTIES)
-    title = parse_xml(package.blob(core)).title_text if core is not None else None
+    title = cast("CT_CoreProperties", parse_xml(package.blob(core))).title_text if core is not None else None
     return out.parsed(title or styled_title)
 
 
@@ -75,7 +82,8 @@ class Package:
         from docx.opc.packuri import PACKAGE_URI
         from docx.opc.phys_pkg import PhysPkgReader
 
-        self.reader, self.root = PhysPkgReader(io.BytesIO(data)), PACKAGE_URI
+        # PhysPkgReader is a factory: for a stream it makes a _ZipPkgReader, whose methods the base lacks
+        self.reader, self.root = cast("_ZipPkgReader", PhysPkgReader(io.BytesIO(data))), PACKAGE_URI
 
     def related(self, source: Any, reltype: str) -> Any:
         """The part `source` relates to by `reltype` (its first), or None."""
@@ -84,7 +92,7 @@ class Package:
         from docx.opc.packuri import PackURI
 
         rels = self.reader.rels_xml_for(source)
-        for rel in parse_xml(rels).Relationship_lst if rels is not None else ():
+        for rel in cast("CT_Relationships", parse_xml(rels)).Relationship_lst if rels is not None else ():
             if rel.reltype == reltype and rel.target_mode != RTM.EXTERNAL:
                 return PackURI.from_rel_ref(source.baseURI, rel.target_ref)
         return None
@@ -134,7 +142,7 @@ class ParagraphText:
         self.parts = [qn(f"w:{name}") for name in RUN_PARTS]
 
     def __call__(self, paragraph: Any) -> str:
-        pieces = []
+        pieces: list[str] = []
         for child in paragraph.iterchildren(self.run, self.hyperlink):
             for run in (child,) if child.tag == self.run else child.iterchildren(self.run):
                 pieces.extend(str(part) for part in run.iterchildren(*self.parts))

@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from typing import TYPE_CHECKING, cast
 
 from ....documents import Location, Section
 from . import Format, Parsed, Unreadable
 from .blocks import Assembly
+
+if TYPE_CHECKING:
+    from lxml.html import HtmlElement
 
 FORMATS = (Format("html", (".html", ".htm", ".xhtml"), libraries=("lxml.html",)),)
 HEADINGS = {f"h{n}": n for n in range(1, 7)}
@@ -79,24 +83,25 @@ def _chars(text: str | None) -> int:
     return len("".join(text.split())) if text else 0
 
 
-def furniture(body, by_links: bool = True) -> list:
+def furniture(body: HtmlElement, by_links: bool = True) -> list[HtmlElement]:
     """The elements under `body` that are the site's furniture: named so (class or id), or (`by_links`) mostly
     links and not most of the page (a page that is a list of links keeps its list), nor most of the element
     that holds the page's prose (an index page's table of contents, below its heading and introduction). One
     pass from the leaves up counts each element's characters, linked characters and prose (word characters
     outside links and named furniture)."""
     elements = list(body.iter())
-    found, inside = [], set()
+    found: list[HtmlElement] = []
+    inside: set[HtmlElement] = set()
     for element in elements:
         if not isinstance(element.tag, str) or element.getparent() in inside:
             inside.add(element)
         elif element is not body and _named(element):
             found.append(element)
             inside.add(element)
-    chars: dict = {}
-    linked: dict = {}
-    links: dict = {}
-    prose: dict = {}
+    chars: dict[HtmlElement, int] = {}
+    linked: dict[HtmlElement, int] = {}
+    links: dict[HtmlElement, int] = {}
+    prose: dict[HtmlElement, int] = {}
     for element in reversed(elements):  # children before their parents
         text, link, count = _chars(element.text), 0, 0
         words = 0 if element in inside else _words(element.text)
@@ -129,7 +134,7 @@ def furniture(body, by_links: bool = True) -> list:
     return found
 
 
-def _named(element) -> bool:
+def _named(element: HtmlElement) -> bool:
     names = f"{element.get('class', '')} {element.get('id', '')}".lower().split()
     return any(name in FURNITURE_NAMES or any(part in name for part in FURNITURE_PARTS) for name in names)
 
@@ -138,7 +143,7 @@ def _words(text: str | None) -> int:
     return len(NOT_WORD.sub("", text)) if text else 0
 
 
-def _content(body, prose: dict):
+def _content(body: HtmlElement, prose: dict[HtmlElement, int]) -> HtmlElement:
     """The deepest element holding CONTENT_SHARE of the page's prose: where its content is (body if none)."""
     total, element = prose.get(body, 0), body
     while total:
@@ -169,21 +174,22 @@ def _parsed(data: bytes, by_links: bool) -> Parsed:
     except (lxml.etree.ParserError, ValueError) as error:
         raise Unreadable(f"not HTML ({error})") from None
     title = " ".join((root.findtext(".//title") or "").split()) or None
-    for element in root.xpath(FURNITURE):
+    for element in cast("list[HtmlElement]", root.xpath(FURNITURE)):
         if element.getparent() is not None:
             element.drop_tree()
-    for element in furniture(root.find("body") if root.find("body") is not None else root, by_links):
+    for element in furniture(body if (body := root.find("body")) is not None else root, by_links):
         element.drop_tree()
-    main = next(iter(root.xpath("//main | //*[@role='main'] | //article")), None)
+    main = next(iter(cast("list[HtmlElement]", root.xpath("//main | //*[@role='main'] | //article"))), None)
     if main is None:
-        main = root.find("body") if root.find("body") is not None else root
-        for element in main.xpath(".//header | .//footer"):  # the page's own, outside any article
+        main = body if (body := root.find("body")) is not None else root
+        enclosing = cast("list[HtmlElement]", main.xpath(".//header | .//footer"))
+        for element in enclosing:  # the page's own, outside any article
             element.drop_tree()
     out = Assembly()
     ids: list[str] = []
     for ancestor in main.iterancestors():  # ids enclosing the main content count too
-        if ancestor.get("id"):
-            ids.insert(0, ancestor.get("id"))
+        if ancestor_id := ancestor.get("id"):
+            ids.insert(0, ancestor_id)
     out.place = Location(anchor=ids[-1] if ids else None)
     buffer: list[str] = []
 
@@ -191,7 +197,7 @@ def _parsed(data: bytes, by_links: bool) -> Parsed:
         out.add(" ".join("".join(buffer).split()))
         buffer.clear()
 
-    def walk(element, preformatted: bool = False) -> None:
+    def walk(element: HtmlElement, preformatted: bool = False) -> None:
         tag = element.tag if isinstance(element.tag, str) else ""
         own_id = element.get("id") if tag else None
         if own_id:

@@ -5,11 +5,14 @@ first heading."""
 from __future__ import annotations
 
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..fields import json_value
 from . import Format, Parsed, Unreadable, decoded
 from .lines import Lines, heading_sections
+
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
 
 FORMATS = (
     Format(
@@ -19,7 +22,7 @@ FORMATS = (
 
 
 @cache
-def _markdown():
+def _markdown() -> MarkdownIt:
     """The parser, made once a process (its rules compiled: a millisecond a file when made for each)."""
     from markdown_it import MarkdownIt
     from mdit_py_plugins.front_matter import front_matter_plugin
@@ -45,6 +48,7 @@ def parse(data: bytes, kind: str = "markdown") -> Parsed:
         if loaded is not None and not isinstance(loaded, dict):
             raise Unreadable("front matter that is not a mapping of fields")
         metadata = {str(key): json_value(value) for key, value in (loaded or {}).items()}
+        assert tokens[0].map is not None  # the front matter plugin gives its token its lines
         skip = tokens[0].map[1]
     lines = Lines("\n".join(source.split("\n")[skip:]), first=skip + 1)
     headings: list[tuple[int, int, str]] = []  # (text line, level, heading)

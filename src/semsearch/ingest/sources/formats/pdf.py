@@ -13,12 +13,15 @@ import threading
 from collections.abc import Iterable
 from concurrent.futures import Future
 from contextlib import AbstractContextManager, nullcontext
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...ocr import INSTALL, TEXT_LAYERS_ONLY, Extraction
 from . import Format, Parsed, Unreadable, starting_with
 from .blocks import Assembly
 from .contents import contents_headings
+
+if TYPE_CHECKING:
+    from pypdfium2 import PdfDocument, PdfPage
 
 # pages without a text layer are recognized (ocr/pages.py): the parse takes the ingest's Extraction
 FORMATS = (
@@ -79,7 +82,7 @@ def _recognizer(extraction: Extraction) -> AbstractContextManager[Any]:
     return Recognizer(extraction)
 
 
-def _recognized(page, text: str, extraction: Extraction, recognizer: Any) -> Future[str] | None:
+def _recognized(page: PdfPage, text: str, extraction: Extraction, recognizer: Any) -> Future[str] | None:
     """The page's text as OCR will read it, if it is a page to recognize (ocr/pages.py)."""
     if recognizer is None:
         return None
@@ -102,7 +105,7 @@ def plain(text: str) -> str:
     return text.replace("\ufffe", "").replace("\r\n", "\n").replace("\r", "\n")
 
 
-def outline(document) -> list[Heading]:
+def outline(document: PdfDocument) -> list[Heading]:
     """The document's bookmarks that point at a page, in order (none where it has no outline)."""
     import pypdfium2.raw as pdfium_c
 

@@ -44,10 +44,10 @@ def parse(data: bytes, kind: str = "rst") -> Parsed:
     lines = Lines(source)
     sections = []
     starts = [0] + [start for start, _ in headings] + [len(lines)]
-    paths = [[]] + [path for _, path in headings]
+    paths: list[list[str]] = [[]] + [path for _, path in headings]
     for begin, end, path in zip(starts, starts[1:], paths):
-        if begin < end and (section := lines.section(begin, end, path)) is not None:
-            sections.append(section)
+        if begin < end and (kept := lines.section(begin, end, path)) is not None:
+            sections.append(kept)
     top = [path[0] for _, path in headings if len(path) == 1]
     return Parsed(source, top[0] if top else None, sections)
 
