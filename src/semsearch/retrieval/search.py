@@ -288,7 +288,7 @@ def min_max(scores: list[float]) -> list[float]:
 
 
 def search(
-    request: Request, *, store: DocumentStore, dense: DenseRetriever | None, keyword: KeywordRetriever | None
+    request: Request, *, store: DocumentStore, dense: Retriever | None, keyword: KeywordRetriever | None
 ) -> list[list[Hit]]:
     """The steps in order (the caller has checked that the mode's inputs and retrievers are there), each query's
     page of its ranked list (pages: above), the default cap filled where documents are fewer than the page."""
@@ -322,7 +322,7 @@ def ranked_places(
     cap: int,
     allowed: np.ndarray | None,
     store: DocumentStore,
-    dense: DenseRetriever | None,
+    dense: Retriever | None,
     keyword: KeywordRetriever | None,
 ) -> dict[int, Found]:
     """Each of these queries' ranked list at this cap, as deep as its page needs (pages: above): a place once,
@@ -368,7 +368,7 @@ def ranked_places(
 
 
 def first_window(
-    request: Request, store: DocumentStore, dense: DenseRetriever | None, allowed: np.ndarray | None, cap: int
+    request: Request, store: DocumentStore, dense: Retriever | None, allowed: np.ndarray | None, cap: int
 ) -> tuple[int, bool, bool]:
     """How deep a query's first window is (pages: above); whether it is nested (its first d places are those
     its steps find at depth d, so it is computed only as deep as the page needs); and whether which of tied
@@ -394,7 +394,7 @@ def window(
     depth: int,
     allowed: np.ndarray | None,
     store: DocumentStore,
-    dense: DenseRetriever | None,
+    dense: Retriever | None,
     keyword: KeywordRetriever | None,
     cap: int,
 ) -> list[Found]:
