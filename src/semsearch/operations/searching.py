@@ -12,9 +12,10 @@ import numpy as np
 
 from ..retrieval.facets import Counter, facet_fields, request_facets
 from ..retrieval.facets import count as count_facets
+from ..retrieval.hits import join
 from ..retrieval.keywords import KeywordRetriever
 from ..retrieval.query import Page, QueryDefaults, QueryOptions
-from ..retrieval.search import DenseRetriever, Hit, Request, Results, Retriever
+from ..retrieval.search import DenseRetriever, Hit, Joiner, Request, Results, Retriever
 from ..retrieval.search import search as run_search
 from ..retrieval.similar import Examples
 from ..settings import NO_MODEL, SearchMode
@@ -35,6 +36,7 @@ class SearchParts:
     generation: int
     dim: int  # of the raw query vectors
     counter: Counter = count_facets
+    joined: Joiner = join
 
 
 @contextlib.contextmanager
@@ -76,7 +78,7 @@ def search(
         hits: list[list[Hit]] = [[] for _ in range(request.count)]
         if parts.count:
             dense = parts.dense() if vectors is not None else None
-            hits = run_search(request, store=parts.store, dense=dense, keyword=keyword)
+            hits = run_search(request, store=parts.store, dense=dense, keyword=keyword, joined=parts.joined)
         results = [
             Results(found, generation=generation, offset=page.offset, full_text=page.full_text)
             for found in hits

@@ -18,7 +18,7 @@ step sees what it would see of the one index the shards were cut from.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -26,8 +26,9 @@ from typing import Any, Protocol
 import numpy as np
 
 from ..retrieval.facets import Facets, check_fields
+from ..retrieval.hits import Hit
 from ..retrieval.keywords import query_terms
-from ..retrieval.places import RankedRows
+from ..retrieval.places import Found, RankedRows
 from ..retrieval.typos import Vocabulary
 from ..storage.filters import Condition
 from ..storage.passages import PassageMap
@@ -40,6 +41,10 @@ class Shards(Protocol):
     """Where a sharded index's searchers answer: a call of each, or of some, their answers in shard order."""
 
     def each(self, method: str, *args: Any) -> list[Any]: ...
+
+    def ahead(self, method: str, *args: Any) -> Callable[[], list[Any]]:
+        """`each` asked now, its answers when called."""
+        ...
 
     def some(self, calls: dict[int, tuple[Any, ...]], method: str) -> dict[int, Any]: ...
 
@@ -60,6 +65,9 @@ class LocalShards:
 
     def each(self, method: str, *args: Any) -> list[Any]:
         return [getattr(searcher, method)(*args) for searcher in self.searchers]
+
+    def ahead(self, method: str, *args: Any) -> Callable[[], list[Any]]:
+        return lambda: self.each(method, *args)
 
     def some(self, calls: dict[int, tuple[Any, ...]], method: str) -> dict[int, Any]:
         return {shard: getattr(self.searchers[shard], method)(*args) for shard, args in calls.items()}
@@ -179,13 +187,25 @@ class ShardedKeywords:
         return self.asked[text]
 
     def top(self, texts: Sequence[str], n: int, allowed: np.ndarray | None) -> list[list[tuple[int, float]]]:
+        return self.ahead(texts, n, allowed)()
+
+    def ahead(
+        self, texts: Sequence[str], n: int, allowed: np.ndarray | None
+    ) -> Callable[[], list[list[tuple[int, float]]]]:
+        """`top` sent to the shards now, merged when called."""
         asked = [self.terms(text) for text in texts]
-        answers = self.shards.each("keyword_top", asked, n, allowed)
-        out = []
-        for parts in zip(*answers):
-            merged = sorted((pair for part in parts for pair in part), key=lambda pair: (-pair[1], pair[0]))
-            out.append(merged[:n])
-        return out
+        answers = self.shards.ahead("keyword_top", asked, n, allowed)
+
+        def merged() -> list[list[tuple[int, float]]]:
+            out = []
+            for parts in zip(*answers()):
+                ranked = sorted(
+                    (pair for part in parts for pair in part), key=lambda pair: (-pair[1], pair[0])
+                )
+                out.append(ranked[:n])
+            return out
+
+        return merged
 
     def matching(self, text: str) -> np.ndarray:
         parts = [found[0] for found in self.shards.each("keyword_matching", [self.terms(text)])]
@@ -220,6 +240,32 @@ class ShardedStore:
 
     def locations(self, rows: Sequence[int]) -> dict[int, dict[str, object]]:
         return self._joined("locations", rows)
+
+    def join(
+        self,
+        found: list[Found],
+        texts: Sequence[str] | None,
+        crop: int = 0,
+        terms: Sequence[Mapping[str, Any]] | None = None,
+    ) -> list[list[Hit]]:
+        """hits.join over the shards: each shard joins its places of every query's page, in one call each."""
+        owners = [self.owners.locate([match.pk for match in matches]) for matches in found]
+        calls = {}
+        for shard in {int(shard) for located in owners for shard in located if shard >= 0}:
+            mine = [
+                [m for m, at in zip(matches, located) if at == shard]
+                for matches, located in zip(found, owners)
+            ]
+            calls[shard] = (mine, texts, crop, terms or [{} for _ in found])
+        answers = {
+            shard: [iter(hits) for hits in joined]
+            for shard, joined in self.shards.some(calls, "join").items()
+        }
+        out = []
+        for query, located in enumerate(owners):
+            hits = [next(answers[int(shard)][query]) if shard >= 0 else None for shard in located]
+            out.append([hit for hit in hits if hit is not None])
+        return out
 
     def _joined(self, name: str, ids: Sequence[int]) -> dict[int, Any]:
         calls = {shard: (name, part.tolist()) for shard, part in self.owners.split(list(ids)).items()}
@@ -277,6 +323,7 @@ class ShardedParts:
             self.manifest.generation,
             self.dim,
             self.count_facets,
+            lambda store, *asked: self.store.join(*asked),
         )
 
     def count_facets(

@@ -8,6 +8,7 @@ Each answer is plain data (numpy arrays, lists, dicts), so it crosses a process 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +16,9 @@ import numpy as np
 
 from ..retrieval import strategy
 from ..retrieval.facets import column
+from ..retrieval.hits import Hit, join
 from ..retrieval.keywords import KeywordRetriever
-from ..retrieval.places import RankedRows
+from ..retrieval.places import Found, RankedRows
 from ..retrieval.search import DenseRetriever
 from ..settings import DEFAULT_WAIT
 from ..storage.filters import Condition
@@ -38,10 +40,20 @@ class ShardSearcher:
     def __init__(self, path: str | Path, statistics: KeywordStatistics, wait: float = DEFAULT_WAIT):
         self.path = Path(path)
         self.statistics = statistics
-        self.directory: IndexDirectory = open_directory(self.path, wait)
+        self.wait = wait
+        self._directory: IndexDirectory | None = None
+
+    @property
+    def directory(self) -> IndexDirectory:
+        """The shard's directory, opened by the first call (a cluster's actor answers every call on one thread
+        of its own, which SQLite's connection must stay on, not the one that made the actor)."""
+        if self._directory is None:
+            self._directory = open_directory(self.path, self.wait)
+        return self._directory
 
     def close(self) -> None:
-        self.directory.close()
+        if self._directory is not None:
+            self._directory.close()
 
     def describe(self) -> dict[str, Any]:
         """Its name, generation, documents, vector index (kind and parameters as the coordinator plans with)
@@ -89,6 +101,18 @@ class ShardSearcher:
         if allowed_rows is not None or retriever.vectors.exact_source is not None:
             return [(rows, scores, None) for rows, scores in retriever.ranked_rows(queries, n, allowed_rows)]
         return coded_candidates(retriever, queries, n)
+
+    def join(
+        self, found: list[Found], texts: Sequence[str] | None, crop: int, terms: Sequence[Mapping[str, Any]]
+    ) -> list[list[Hit | None]]:
+        """Its places of each query's page joined with their documents (hits.join), a hit per place in their
+        order (None: its document no longer stored)."""
+        hits = join(self.directory.store, found, texts, crop, terms)
+        out = []
+        for matches, joined in zip(found, hits):  # a page holds a place once: its row names its hit
+            by_row = {hit.row: hit for hit in joined}
+            out.append([by_row.get(match.row) for match in matches])
+        return out
 
     def raw(self, rows: np.ndarray) -> np.ndarray:
         """The raw vectors of these rows (each one it holds)."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import time
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -143,6 +143,11 @@ class KeywordRetriever:
         if matrix is not None:
             return [matrix.top(self.terms(text), n, allowed) for text in texts]
         return [self._top(text, n, allowed) for text in texts]
+
+    def ahead(self, texts: Sequence[str], n: int, allowed: np.ndarray | None) -> Callable[[], list[Scored]]:
+        """`top`, asked now and answered when called: here computed then (a sharded index's sends its shards
+        the question at once)."""
+        return lambda: self.top(texts, n, allowed)
 
     def matching(self, text: str) -> np.ndarray:
         """The pks (sorted) of the documents holding any of the text's words: the set its ranking draws from."""
