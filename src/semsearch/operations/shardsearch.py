@@ -152,11 +152,12 @@ class ShardedDense:
     raw: ShardedRaw
 
     def ranked_rows(self, queries: np.ndarray, n: int, allowed: np.ndarray | None) -> list[RankedRows]:
-        answers: list[list[Candidates]] = self.shards.each("dense", queries, n, allowed)
-        if all(found is None for shard in answers for _, _, found in shard):
+        answered: list[tuple[list[Candidates], int]] = self.shards.each("dense", queries, n, allowed)
+        answers = [found for found, _ in answered]
+        if all(coded is None for shard in answers for _, _, coded in shard):
             return merged_rows([[(rows, scores) for rows, scores, _ in shard] for shard in answers], n)
-        factor = int(self.vectors.search_params.get("k_factor", 1))
-        return [coded_merge(parts, n, n * factor) for parts in zip(*answers)]
+        depth = answered[0][1]  # every shard's: the source's parameters at this depth
+        return [coded_merge(parts, n, depth) for parts in zip(*answers)]
 
 
 def coded_merge(parts: Sequence[Candidates], n: int, depth: int) -> RankedRows:

@@ -90,16 +90,20 @@ class ShardSearcher:
     def matching_pks(self, conditions: list[Condition]) -> np.ndarray:
         return self.directory.store.matching_pks(conditions)
 
-    def dense(self, queries: np.ndarray, n: int, allowed_rows: np.ndarray | None) -> list[Candidates]:
-        """Each query's n best rows of this shard among `allowed_rows` (None: all), as one index finds them;
-        unfiltered pq: its codes' candidates (as deep as one index's search reads them) with their exact scores
-        and their codes' scores, which the coordinator merges by first."""
+    def dense(
+        self, queries: np.ndarray, n: int, allowed_rows: np.ndarray | None
+    ) -> tuple[list[Candidates], int]:
+        """Each query's n best rows of this shard among `allowed_rows` (None: all), as one index finds them, and
+        how many of the merged candidates the whole keeps before the exact scores choose (n; unfiltered pq:
+        its codes' candidates, as deep as one index's search reads them at this depth, with their exact scores
+        and their codes' scores, which the coordinator merges by first)."""
         directory = self.directory
         retriever = DenseRetriever(directory.transform, directory.vectors, directory.raw)
         if allowed_rows is not None:
             allowed_rows = np.intersect1d(allowed_rows, self.vector_rows(), assume_unique=True)
         if allowed_rows is not None or retriever.vectors.exact_source is not None:
-            return [(rows, scores, None) for rows, scores in retriever.ranked_rows(queries, n, allowed_rows)]
+            ranked = retriever.ranked_rows(queries, n, allowed_rows)
+            return [(rows, scores, None) for rows, scores in ranked], n
         return coded_candidates(retriever, queries, n)
 
     def join(
@@ -164,13 +168,15 @@ def vector_description(vectors: Any) -> dict[str, Any]:
     }
 
 
-def coded_candidates(retriever: DenseRetriever, queries: np.ndarray, n: int) -> list[Candidates]:
-    """pq's candidates for n results, as strategy.approximate finds them (k_factor x n by the codes), each with
-    its exact score (strategy.Exact's, from the raw vectors projected) and its codes' score."""
+def coded_candidates(retriever: DenseRetriever, queries: np.ndarray, n: int) -> tuple[list[Candidates], int]:
+    """pq's candidates for n results, as strategy.approximate finds them (k_factor x n by the codes, k_factor
+    as tuned for this depth), each with its exact score (strategy.Exact's, from the raw vectors projected) and
+    its codes' score; and how many that is."""
     vectors, transform = retriever.vectors, retriever.transform
     projected = transform.project(queries)
     params = vectors.at_depth(vectors.search_params, n)
-    found_scores, found = vectors.search_arrays(projected, n * int(params.get("k_factor", 1)), None, params)
+    depth = n * int(params.get("k_factor", 1))
+    found_scores, found = vectors.search_arrays(projected, depth, None, params)
     exact = strategy.Exact(vectors, lambda pks: transform.project_float32(retriever.raw.get(pks)))
     out: list[Candidates] = []
     for query, ids, codes_scores in zip(projected, found, found_scores):
@@ -178,7 +184,7 @@ def coded_candidates(retriever: DenseRetriever, queries: np.ndarray, n: int) -> 
         rows = ids[held].astype(np.int64)
         scores = (exact.vectors_of(rows) @ query).astype(np.float64) if len(rows) else np.zeros(0)
         out.append((rows, scores, codes_scores[held].astype(np.float64)))
-    return out
+    return out, depth
 
 
 def merged_rows(answers: list[list[RankedRows]], n: int) -> list[RankedRows]:
