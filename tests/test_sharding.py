@@ -213,3 +213,42 @@ def test_on_a_local_cluster_the_answers_are_the_same_and_a_lost_worker_comes_bac
         assert all(map(same_hits, want, answered))
         assert time.monotonic() - started < 60
         assert shards[0]["pid"] not in {shard["pid"] for shard in sharded.describe_shards()}
+
+
+def test_serve_shards_answers_as_serve_index(kinds, queries):
+    """`semsearch serve --shards DIR`: a real server process, its /search the source index's answer."""
+    import re
+    import subprocess
+    import sys
+    import threading
+
+    import httpx
+
+    source_path, cuts = kinds["flat"]
+    command = [sys.executable, "-m", "semsearch", "serve", "--shards", str(cuts[3]), "--port", "0"]
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    try:
+        line = process.stderr.readline()
+        found = re.search(r"serving (http://127\.0\.0\.1:\d+)/", line)
+        assert found, line + process.stderr.read()
+        threading.Thread(target=process.stderr.read, daemon=True).start()
+        with Index.open(source_path) as source, httpx.Client(base_url=found[1], timeout=60) as client:
+            for q in queries[:5]:
+                params = [("q", q), ("mode", "hybrid"), ("where", "kind=even"), ("facets", "year")]
+                body = client.get("/search", params=params).json()
+                want = source.search(q, mode="hybrid", where=["kind=even"], facets="year")
+                assert [h["id"] for h in body["hits"]] == [h.id for h in want]
+                assert [h["score"] for h in body["hits"]] == pytest.approx([h.score for h in want], abs=1e-5)
+                assert body["facets"] == want.facets
+            batch = client.post("/search/batch", json={"queries": queries[:3], "mode": "keyword"}).json()
+            assert [[h["id"] for h in r["hits"]] for r in batch["results"]] == [
+                [h.id for h in hits] for hits in source.search_many(queries[:3], mode="keyword")
+            ]
+            shards = client.get("/shards").json()
+            assert [s["name"] for s in shards["shards"]] == ["shard-000", "shard-001", "shard-002"]
+            assert all(s["pid"] == process.pid and s["generation"] >= 1 for s in shards["shards"])
+            bad = client.get("/search", params={"q": "x", "k": "0"})
+            assert bad.status_code == 400 and bad.json()["error"]["code"] == "bad_parameter"
+    finally:
+        process.terminate()
+        process.wait(30)

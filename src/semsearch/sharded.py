@@ -17,7 +17,7 @@ from .operations import searching
 from .operations.shardsearch import LocalShards, ShardedParts, Shards
 from .retrieval.query import Page, QueryDefaults
 from .retrieval.search import Results
-from .settings import NO_MODEL
+from .settings import NO_MODEL, SearchMode
 from .storage.manifest import Manifest
 from .storage.shardmanifest import KeywordStatistics, ShardManifest
 
@@ -74,6 +74,10 @@ class ShardedIndex(Searching):
         """The source index's: its calibrated mode, weight and bands, its rerank depth."""
         fusible = self.parts.store.has_keywords and self.settings.model != NO_MODEL
         return QueryDefaults.recorded(fusible, self.manifest.rerank, self.manifest.calibration)
+
+    @property
+    def default_mode(self) -> SearchMode:
+        return self.query_defaults.mode
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         if self._encoder is None:

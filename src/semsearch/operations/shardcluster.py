@@ -32,6 +32,7 @@ class ClusterShards:
         self.paths, self.statistics = paths, statistics
         self.actors: list[Any] = [None] * len(paths)
         self.placed: list[str] = [""] * len(paths)
+        self.starts = [0] * len(paths)  # each shard's searcher's: a call sent to an earlier one is sent again
         self.restarts = 0
         for shard in range(len(paths)):
             self._start(shard)
@@ -84,25 +85,28 @@ class ClusterShards:
         with self.client.as_current():  # the actor's handle binds to this client (none is the default)
             self.actors[shard] = future.result(timeout=RESTART_SECONDS)
         self.placed[shard] = worker
+        self.starts[shard] += 1
 
-    def _sent(self, calls: dict[int, tuple[Any, ...]], method: str) -> dict[int, Any]:
-        """Each call sent to its shard's actor (None: the actor's worker is gone, asked again on waiting)."""
+    def _sent(self, calls: dict[int, tuple[Any, ...]], method: str) -> dict[int, tuple[Any, int]]:
+        """Each call sent to its shard's actor, with the actor's start (None: the actor's worker is gone,
+        asked again on waiting)."""
         pending = {}
         for shard, args in calls.items():
             try:
-                pending[shard] = getattr(self.actors[shard], method)(*args)
+                pending[shard] = (getattr(self.actors[shard], method)(*args), self.starts[shard])
             except SemsearchError:
                 raise
             except Exception:
-                pending[shard] = None
+                pending[shard] = (None, self.starts[shard])
         return pending
 
     def _answers_of(
-        self, pending: dict[int, Any], calls: dict[int, tuple[Any, ...]], method: str
+        self, pending: dict[int, tuple[Any, int]], calls: dict[int, tuple[Any, ...]], method: str
     ) -> dict[int, Any]:
-        """The calls' answers; a shard whose worker was lost is started again and asked once more."""
+        """The calls' answers; a shard whose worker was lost is started again (unless it was since the call
+        was sent) and asked once more."""
         out = {}
-        for shard, waiting in pending.items():
+        for shard, (waiting, start) in pending.items():
             try:
                 if waiting is None:
                     raise ConnectionError("the shard's worker was lost")
@@ -110,8 +114,9 @@ class ClusterShards:
             except (SemsearchError, ValueError, TypeError, KeyError):  # the shard's own answer
                 raise
             except Exception:
-                self.restarts += 1
-                self._start(shard)
+                if self.starts[shard] == start:
+                    self.restarts += 1
+                    self._start(shard)
                 out[shard] = getattr(self.actors[shard], method)(*calls[shard]).result()
         return out
 
