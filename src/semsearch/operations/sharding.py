@@ -60,29 +60,39 @@ def cut(source: Path, shards: int, out: Path, wait: float, told: Told | None = N
     staging = out.parent / f".{out.name}.partial"
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir()
-    entries = []
-    for number in range(shards):
-        name = shard_name(number)
-        backup(source, staging / name)
-        (staging / name / BACKUP_FILE).unlink()  # the copy's checksums, which the deletes below outdate
-        shard = open_directory(staging / name, wait)
-        try:
-            if shard.state.generation != generation:
-                raise IndexStateError(f"{source} changed while it was being cut: run the cut again")
-            with shard.writing():
-                others = pks[owners != number]
-                if len(others):
-                    shard.take_up(writes.delete(shard, others.tolist()))
-            entries.append(ShardEntry(name, shard.state.generation, shard.state.count))
-        finally:
-            shard.close()
-        say(f"{name}: {entries[-1].documents:,} documents")
-    statistics.save(staging)
-    manifest = ShardManifest(tuple(entries), str(source.resolve()), calibration, rerank)
-    manifest.save(staging)
-    staging.rename(out)
+    try:
+        entries = [cut_one(source, staging, number, pks[owners != number], generation, wait, say)
+                   for number in range(shards)]  # fmt: skip
+        statistics.save(staging)
+        manifest = ShardManifest(tuple(entries), str(source.resolve()), calibration, rerank)
+        manifest.save(staging)
+        staging.rename(out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
     fsync_directory(out.parent)
     return manifest
+
+
+def cut_one(
+    source: Path, staging: Path, number: int, others: np.ndarray, generation: int, wait: float, say: Told
+) -> ShardEntry:
+    """Shard `number`: a copy of the source without the documents of the others (their pks)."""
+    name = shard_name(number)
+    backup(source, staging / name)
+    (staging / name / BACKUP_FILE).unlink()  # the copy's checksums, which the deletes below outdate
+    shard = open_directory(staging / name, wait)
+    try:
+        if shard.state.generation != generation:
+            raise IndexStateError(f"{source} changed while it was being cut: run the cut again")
+        with shard.writing():
+            if len(others):
+                shard.take_up(writes.delete(shard, others.tolist()))
+        entry = ShardEntry(name, shard.state.generation, shard.state.count)
+    finally:
+        shard.close()
+    say(f"{name}: {entry.documents:,} documents")
+    return entry
 
 
 def keyword_statistics(store: DocumentStore, documents: int) -> KeywordStatistics:
