@@ -88,6 +88,11 @@ class ShardedIndex(Searching):
         parts = self.parts.search_parts()
         return searching.search(parts, options, vectors, texts, k, where, page, exclude)
 
+    @property
+    def generation(self) -> int:
+        """The sharded directory's generation (its manifest's), which every answer carries."""
+        return self.manifest.generation
+
     def describe_shards(self) -> list[dict[str, Any]]:
         """Each shard: its name, generation, documents, the worker and process answering for it."""
         described = self.shards.each("describe")

@@ -44,11 +44,11 @@ class ShardedService:
 
 
 def shards_answer(index: ShardedIndex) -> dict[str, Any]:
-    return {"generation": index.manifest.generation, "shards": index.describe_shards()}
+    return {"generation": index.generation, "shards": index.describe_shards()}
 
 
 def health_answer(index: ShardedIndex) -> dict[str, Any]:
-    return {"status": "ok", "documents": len(index), "shards": len(index.manifest.shards)}
+    return {"status": "ok", "documents": len(index), "generation": index.generation}
 
 
 def create_sharded_app(open_sharded: Callable[[], ShardedIndex], settings: ServerSettings) -> Starlette:
