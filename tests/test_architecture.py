@@ -111,6 +111,7 @@ LAYERS: tuple[set[str], ...] = (
     {"ingest"},
     {"operations"},
     {"index"},
+    {"sharded"},  # the facade of a sharded index, over the one index's searches
     {"server", "evaluation", "integrations"},
     {"cli"},
     {"__main__", ""},
@@ -159,7 +160,9 @@ def test_the_layer_check_finds_a_back_import():
 
 def is_top(name: str) -> bool:
     """The facade and the layers over it (the CLI package, the integrations, the package's own lazy names)."""
-    return name in {"semsearch.index", "semsearch", "semsearch.__main__"} or name.split(".")[:2] in (
+    return name in {"semsearch.index", "semsearch.sharded", "semsearch", "semsearch.__main__"} or name.split(
+        "."
+    )[:2] in (
         ["semsearch", "cli"],
         ["semsearch", "integrations"],
     )

@@ -42,7 +42,86 @@ from .storage.manifest import IndexSettings, IndexState
 __all__ = ["AddReport", "Hit", "Index", "IngestOptions", "Ingested", "Listener", "Page", "Results"]
 
 
-class Index(DirectoryParts):
+class Searching:
+    """The searches a program asks of an index, one index directory's (Index) or a sharded index's
+    (sharded.ShardedIndex) alike: each resolves its options against `query_defaults`, encodes with `encode`
+    and asks `_search` (operations/searching.search) for the pages."""
+
+    @property
+    def query_defaults(self) -> QueryDefaults:
+        raise NotImplementedError
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        raise NotImplementedError
+
+    def _search(self, options, vectors, texts, k, where, page: Page, exclude=frozenset()) -> list[Results]:
+        raise NotImplementedError
+
+    def search(
+        self, text: str, k: int = DEFAULT_K, where: Where = None, rerank: int | None = None, **options: Any
+    ) -> Results:
+        """The k places that best match `text` (a passage of a document each); `where` filters first (k come back
+        whenever k match). `rerank=N` re-scores N candidates by the kept raw vectors (None: the index's setting,
+        0: off). `options` as `search_many` takes them: `mode` dense, keyword or hybrid, `alpha` hybrid's dense
+        weight (None: as calibrated), `fusion` convex or rrf, `typos` the edits a keyword query word may hold (0-2:
+        retrieval/typos.py), `crop` each hit's snippet in words (0: none), `per_document` the hits one document
+        may fill (0: no cap; None: a document once, its further places where fewer documents match than k),
+        `full_text` the whole text in each hit's JSON, `offset`, `facets`, `generation` (Page). The hits come as a
+        list (Results) that also carries the generation read and the facets."""
+        return self.search_many([text], k, where, rerank, **options)[0]
+
+    def search_many(
+        self,
+        texts: Sequence[str],
+        k: int = DEFAULT_K,
+        where: Where = None,
+        rerank: int | None = None,
+        *,
+        mode: SearchMode | str | None = None,
+        alpha: float | None = None,
+        fusion: Fusion | str | None = None,
+        typos: int | None = None,
+        crop: int | None = None,
+        **page: Any,
+    ) -> list[Results]:
+        """`search` for several texts at once (encoded in one batch); `page`: `offset`, `facets`,
+        `facet_values`, `generation`, `per_document`, `full_text` (Page)."""
+        if any(not text.strip() for text in texts):
+            raise DataError("the query text is empty")
+        options = QueryOptions.resolve(
+            self.query_defaults,
+            queries=texts,
+            mode=mode,
+            alpha=alpha,
+            fusion=fusion,
+            rerank=rerank,
+            typos=typos,
+            crop=crop,
+        )
+        vectors = None if options.mode is SearchMode.KEYWORD else self.encode(texts)
+        return self._search(options, vectors, texts, k, where, Page(**page))
+
+    def search_vectors(
+        self,
+        queries: np.ndarray | None,
+        k: int = DEFAULT_K,
+        where: Where = None,
+        rerank: int | None = None,
+        *,
+        texts: Sequence[str] | None = None,
+        **options: Any,
+    ) -> list[Results]:
+        """Search with query vectors from this index's encoder, or made elsewhere as its documents' were
+        (before the transform), one row per query; with `texts` (the queries' words), keyword and hybrid too
+        (mode None: dense without texts, else the index's default). `options` as `search_many` takes them."""
+        how = {name: options.pop(name) for name in QUERY_OPTIONS if name in options}
+        resolved = QueryOptions.resolve(
+            self.query_defaults, rerank=rerank, texts=texts is not None, queries=texts or (), **how
+        )
+        return self._search(resolved, queries, texts, k, where, Page(**options))
+
+
+class Index(DirectoryParts, Searching):
     """A semsearch index directory. Open one with `Index.open`, make one with `Index.create`, or ingest into
     one made if needed with `Index.ingest_into`. Its parts (store, encoder, transform, vector index, raw
     vectors: DirectoryParts) are for the evaluation, benchmarks and tests; a program asks the methods."""
@@ -267,50 +346,6 @@ class Index(DirectoryParts):
 
     # ---- reading --------------------------------------------------------------------------------------
 
-    def search(
-        self, text: str, k: int = DEFAULT_K, where: Where = None, rerank: int | None = None, **options: Any
-    ) -> Results:
-        """The k places that best match `text` (a passage of a document each); `where` filters first (k come back
-        whenever k match). `rerank=N` re-scores N candidates by the kept raw vectors (None: the index's setting,
-        0: off). `options` as `search_many` takes them: `mode` dense, keyword or hybrid, `alpha` hybrid's dense
-        weight (None: as calibrated), `fusion` convex or rrf, `typos` the edits a keyword query word may hold (0-2:
-        retrieval/typos.py), `crop` each hit's snippet in words (0: none), `per_document` the hits one document
-        may fill (0: no cap; None: a document once, its further places where fewer documents match than k),
-        `full_text` the whole text in each hit's JSON, `offset`, `facets`, `generation` (Page). The hits come as a
-        list (Results) that also carries the generation read and the facets."""
-        return self.search_many([text], k, where, rerank, **options)[0]
-
-    def search_many(
-        self,
-        texts: Sequence[str],
-        k: int = DEFAULT_K,
-        where: Where = None,
-        rerank: int | None = None,
-        *,
-        mode: SearchMode | str | None = None,
-        alpha: float | None = None,
-        fusion: Fusion | str | None = None,
-        typos: int | None = None,
-        crop: int | None = None,
-        **page: Any,
-    ) -> list[Results]:
-        """`search` for several texts at once (encoded in one batch); `page`: `offset`, `facets`,
-        `facet_values`, `generation`, `per_document`, `full_text` (Page)."""
-        if any(not text.strip() for text in texts):
-            raise DataError("the query text is empty")
-        options = QueryOptions.resolve(
-            self.query_defaults,
-            queries=texts,
-            mode=mode,
-            alpha=alpha,
-            fusion=fusion,
-            rerank=rerank,
-            typos=typos,
-            crop=crop,
-        )
-        vectors = None if options.mode is SearchMode.KEYWORD else self.encode(texts)
-        return self._search(options, vectors, texts, k, where, Page(**page))
-
     @property
     def query_defaults(self) -> QueryDefaults:
         """The mode, weight and rerank depth a query takes when it does not say: the calibrated mode (hybrid if
@@ -320,25 +355,6 @@ class Index(DirectoryParts):
     @property
     def default_mode(self) -> SearchMode:
         return self.query_defaults.mode
-
-    def search_vectors(
-        self,
-        queries: np.ndarray | None,
-        k: int = DEFAULT_K,
-        where: Where = None,
-        rerank: int | None = None,
-        *,
-        texts: Sequence[str] | None = None,
-        **options: Any,
-    ) -> list[Results]:
-        """Search with query vectors from this index's encoder, or made elsewhere as its documents' were
-        (before the transform), one row per query; with `texts` (the queries' words), keyword and hybrid too
-        (mode None: dense without texts, else the index's default). `options` as `search_many` takes them."""
-        how = {name: options.pop(name) for name in QUERY_OPTIONS if name in options}
-        resolved = QueryOptions.resolve(
-            self.query_defaults, rerank=rerank, texts=texts is not None, queries=texts or (), **how
-        )
-        return self._search(resolved, queries, texts, k, where, Page(**options))
 
     def similar(
         self,

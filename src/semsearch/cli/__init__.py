@@ -105,6 +105,7 @@ from .maintain import check, delete, refit  # noqa: E402
 from .mcp import mcp  # noqa: E402
 from .query import query  # noqa: E402
 from .serve import serve  # noqa: E402
+from .shard import shard  # noqa: E402
 from .similar import similar  # noqa: E402
 
 for command in (
@@ -122,6 +123,7 @@ for command in (
     bench,
     backup,
     restore,
+    shard,
 ):
     main.add_command(command)
 

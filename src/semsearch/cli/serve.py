@@ -27,7 +27,13 @@ from .options import (
               envvar="SEMSEARCH_BACKUP_DIR", help="Where POST /backup (api key) writes backups; none: refused.")  # fmt: skip
 @click.option("--no-files", is_flag=True, help="Do not serve the ingested files (GET /files/PATH, "
               "where hits' location.url points).")  # fmt: skip
-def serve(index_path, host, port, api_key, search_key, wait, threads, workers, backup_dir, no_files):
+@click.option("--shards", "shards_path", type=click.Path(path_type=Path), help="Serve this sharded index "
+              "(semsearch shard) instead of --index: its searches and GET /shards.")  # fmt: skip
+@click.option("--local-cluster", type=click.IntRange(min=1), help="With --shards: the shards on a local "
+              "Dask cluster of N workers (none: in this process).")  # fmt: skip
+@click.option("--cluster", help="With --shards: the shards on the Dask scheduler at this address.")
+def serve(index_path, host, port, api_key, search_key, wait, threads, workers, backup_dir, no_files,
+          shards_path, local_cluster, cluster):  # fmt: skip
     """Serve the index over HTTP: a JSON API, a search page at / and the files the index ingested at
     /files/PATH (read-only; --no-files: not).
 
@@ -49,4 +55,11 @@ def serve(index_path, host, port, api_key, search_key, wait, threads, workers, b
         backup_dir=str(backup_dir) if backup_dir else None,
         files=not no_files,
     )
+    if shards_path is not None:
+        from ..server.shards import serve_sharded
+        from ..sharded import ShardedIndex
+
+        engine = local_cluster or cluster
+        opened = partial(ShardedIndex.open, shards_path, engine)
+        return serve_sharded(opened, host, port, settings, lambda line: click.echo(line, err=True))
     run(partial(Index.open, index_path), host, port, settings, workers)

@@ -3,23 +3,62 @@ made from the directory's parts, the steps run (retrieval/search.py), and the pa
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ..retrieval.facets import facet_fields, request_facets
+from ..retrieval.facets import Counter, facet_fields, request_facets
+from ..retrieval.facets import count as count_facets
+from ..retrieval.hits import join
 from ..retrieval.keywords import KeywordRetriever
 from ..retrieval.query import Page, QueryDefaults, QueryOptions
-from ..retrieval.search import DenseRetriever, Hit, Request, Results
+from ..retrieval.search import DenseRetriever, Hit, Joiner, Request, Results, Retriever
 from ..retrieval.search import search as run_search
 from ..retrieval.similar import Examples
 from ..settings import NO_MODEL, SearchMode
 from .directory import IndexDirectory
 
 
+@dataclass(frozen=True)
+class SearchParts:
+    """What one search reads, as of one generation: the store's reads (a DocumentStore, or a sharded index's
+    that answer as one: shardsearch.py), the dense retriever (made only for a query with vectors), the keyword
+    retriever at a typo tolerance, and how facets are counted. One index directory's (`pinned`) and a sharded
+    index's (shardsearch.ShardedParts) are the two searchers `search` runs over."""
+
+    store: Any
+    dense: Callable[[], Retriever]
+    keyword: Callable[[int], Any]
+    count: int  # documents
+    generation: int
+    dim: int  # of the raw query vectors
+    counter: Counter = count_facets
+    joined: Joiner = join
+
+
+@contextlib.contextmanager
+def pinned(searched: IndexDirectory | SearchParts) -> Iterator[SearchParts]:
+    """The parts a search reads: a sharded index's as they are; an index directory's as of its latest
+    generation, its store read as that generation committed it."""
+    if isinstance(searched, SearchParts):
+        yield searched
+        return
+    with searched.pinned():
+        yield SearchParts(
+            searched.store,
+            lambda: DenseRetriever(searched.transform, searched.vectors, searched.raw),
+            lambda typos: KeywordRetriever(searched.store, searched.state.count, typos),
+            searched.state.count,
+            searched.state.generation,
+            searched.settings.encoder_dim,
+        )
+
+
 def search(
-    directory: IndexDirectory,
+    searched: IndexDirectory | SearchParts,
     options: QueryOptions,
     vectors: np.ndarray | None,
     texts: Any,
@@ -28,29 +67,26 @@ def search(
     page: Page,
     exclude: frozenset[int] = frozenset(),
 ) -> list[Results]:
-    """Each query's page of hits, with the generation it read and, if asked, the facets of what it covers."""
-    dim = directory.settings.encoder_dim
-    request = Request.checked(k, options, vectors, texts, where, dim, page.offset, exclude, page.per_document)
-    with directory.pinned():  # the store read as the generation searched committed it
-        generation = page.check(directory.state.generation)
-        keyword = KeywordRetriever(directory.store, directory.state.count, options.typos)
+    """Each query's page of hits, with the generation it read and, if asked, the facets of what it covers: the
+    request checked, the steps run (retrieval/search.py), the facets counted."""
+    with pinned(searched) as parts:
+        request = Request.checked(
+            k, options, vectors, texts, where, parts.dim, page.offset, exclude, page.per_document
+        )
+        generation = page.check(parts.generation)
+        keyword = parts.keyword(options.typos)
         hits: list[list[Hit]] = [[] for _ in range(request.count)]
-        if directory.state.count:
-            dense = (
-                DenseRetriever(directory.transform, directory.vectors, directory.raw)
-                if vectors is not None
-                else None
-            )
-            hits = run_search(request, store=directory.store, dense=dense, keyword=keyword)
+        if parts.count:
+            dense = parts.dense() if vectors is not None else None
+            hits = run_search(request, store=parts.store, dense=dense, keyword=keyword, joined=parts.joined)
         results = [
             Results(found, generation=generation, offset=page.offset, full_text=page.full_text)
             for found in hits
         ]
         if fields := facet_fields(page.facets):
-            for result, counted in zip(
-                results, request_facets(request, directory.store, keyword, fields, page)
-            ):
-                result.facets, result.facet_stats = counted.counts, counted.stats
+            counted = request_facets(request, parts.store, keyword, fields, page, parts.counter)
+            for result, facets in zip(results, counted):
+                result.facets, result.facet_stats = facets.counts, facets.stats
     return results
 
 

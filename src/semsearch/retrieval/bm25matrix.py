@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..storage.shardmanifest import KeywordStatistics
 from ..storage.store import DocumentStore
 
 K1, B = 1.2, 0.75  # FTS5's bm25 constants
@@ -44,31 +45,44 @@ class Bm25Matrix:
     weights: np.ndarray
     idf: np.ndarray
     size: int  # one more than the largest pk
+    tokens: int = 0  # of every document, a title's and a text's
 
     @classmethod
-    def read(cls, store: DocumentStore, scratch: bool = False) -> Bm25Matrix | None:
+    def read(
+        cls, store: DocumentStore, scratch: bool = False, statistics: KeywordStatistics | None = None
+    ) -> Bm25Matrix | None:
         """The matrix of the store's committed content (None: inside a transaction, or over MAX_POSTINGS).
         `scratch`: of the content as this connection sees it inside its transaction (a calibration's scratch
-        copy, store.scratch: its hundreds of queries ranked here, not by FTS5), never cached (its key SCRATCH)."""
+        copy, store.scratch: its hundreds of queries ranked here, not by FTS5), never cached (its key SCRATCH).
+        `statistics`: a shard's, scored with the whole corpus's (read whatever its size: FTS5's own bm25 cannot
+        take them, so a shard is cut small enough to hold its matrix)."""
         key = SCRATCH if scratch else store.content_version()
-        if key is None or store.keyword_postings() > MAX_POSTINGS:
+        if key is None or (statistics is None and store.keyword_postings() > MAX_POSTINGS):
             return None
         # fts5vocab reads the FTS5 index's own tokens: every document's terms, one row per occurrence, in order
         # of term, document, column; per term, its occurrences as pk * 2 + 1 for a title's.
-        return cls.of_rows(key, store.keyword_term_rows(), store.count())
+        return cls.of_rows(key, store.keyword_term_rows(), store.count(), statistics)
 
     @classmethod
     def of_rows(
-        cls, key: tuple[int, int], rows: Sequence[tuple[str, int, str]], documents: int
+        cls,
+        key: tuple[int, int],
+        rows: Sequence[tuple[str, int, str]],
+        documents: int,
+        statistics: KeywordStatistics | None = None,
     ) -> Bm25Matrix:
-        """The matrix of term rows as DocumentStore.keyword_term_rows gives them, over `documents` documents."""
+        """The matrix of term rows as DocumentStore.keyword_term_rows gives them, over `documents` documents;
+        with `statistics`, its IDF and average length those of the whole corpus (a shard's matrix)."""
         counts = np.array([count for _, count, _ in rows], dtype=np.int64)
         coded = np.array(",".join(joined for _, _, joined in rows).split(",") if rows else [], dtype=np.int64)
         docs, in_title = coded >> 1, (coded & 1).astype(bool)
         term_of = np.repeat(np.arange(len(rows), dtype=np.int64), counts)
         size = int(docs.max()) + 1 if len(docs) else 1
         lengths = np.bincount(docs, minlength=size).astype(np.float64)  # tokens per document, all columns
+        tokens = int(len(docs))
         average = lengths.sum() / max(documents, 1)
+        if statistics is not None:
+            average = float(statistics.tokens) / max(statistics.documents, 1)
         # runs of one (term, document): its term frequency, a title's occurrences weighted as FTS5's bm25 weighs
         # its column
         new = np.ones(len(docs), dtype=bool)
@@ -79,12 +93,21 @@ class Bm25Matrix:
         norm = K1 * (1 - B + B * lengths[pks] / average) if average else np.full(len(pks), K1)
         weights = tf * (K1 + 1) / (tf + norm)  # float64, as FTS5 sums
         frequency = np.bincount(terms, minlength=len(rows)).astype(np.float64)
-        idf = np.log((documents - frequency + 0.5) / (frequency + 0.5))
-        idf[idf <= 0] = IDF_FLOOR
         starts = np.zeros(len(rows) + 1, dtype=np.int64)
         np.cumsum(frequency.astype(np.int64), out=starts[1:])
+        if statistics is not None:
+            known = statistics.frequencies
+            documents = statistics.documents
+            frequency = np.array([known.get(term, 0) for term, _, _ in rows], dtype=np.float64)
+        idf = np.log((documents - frequency + 0.5) / (frequency + 0.5))
+        idf[idf <= 0] = IDF_FLOOR
         columns = {term: i for i, (term, _, _) in enumerate(rows)}
-        return cls(key, columns, starts, pks.astype(np.int32), weights, idf, size)
+        return cls(key, columns, starts, pks.astype(np.int32), weights, idf, size, tokens)
+
+    def statistics(self, documents: int) -> KeywordStatistics:
+        """What bm25 reads of this matrix's corpus of `documents` documents: their tokens, each term's
+        document frequency (a sharded index's whole, scored by each shard)."""
+        return KeywordStatistics(documents, self.tokens, self.document_frequencies())
 
     def holding(self, stems: Sequence[str] | Mapping[str, float]) -> np.ndarray:
         """The pks (sorted) of the documents holding any of the terms."""

@@ -13,7 +13,7 @@ Which set is counted for which mode is the facade's (index.py); this module coun
 from __future__ import annotations
 
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -189,6 +189,19 @@ def count(
 ) -> Facets:
     """Facets of `fields` over the documents `members` (sorted pks; None: every document), the `values` most
     frequent of each field."""
+    check_fields(store, fields, values)
+    counts, stats = {}, {}
+    for name in fields:
+        facet = column(store, name)
+        counts[name] = facet.top(facet.count(members), values)
+        if (numbers := facet.stats(members)) is not None:
+            stats[name] = numbers
+    return Facets(counts, stats)
+
+
+def check_fields(store: Any, fields: Sequence[str], values: int) -> None:
+    """Facets can be counted of these fields (metadata some document holds), `values` of each. `store`: a
+    DocumentStore, or what answers its `schema_version` and `fields()` for several (a sharded index's)."""
     if not 1 <= values <= MAX_FACET_VALUES:
         raise SettingsError(f"must be from 1 to {MAX_FACET_VALUES}, got {values}", setting="facet_values")
     if store.schema_version < 2:
@@ -199,20 +212,22 @@ def count(
     if unknown := [name for name in fields if name.split(".")[0] not in known]:
         listed = ", ".join(sorted(known)) or "none"
         raise SettingsError(f"{unknown[0]}: no document has this field (fields: {listed})", setting="facets")
-    counts, stats = {}, {}
-    for name in fields:
-        facet = column(store, name)
-        counts[name] = facet.top(facet.count(members), values)
-        if (numbers := facet.stats(members)) is not None:
-            stats[name] = numbers
-    return Facets(counts, stats)
+
+
+Counter = Callable[[Any, Sequence[str], np.ndarray | None, int], Facets]  # count's signature
 
 
 def request_facets(
-    request: Request, store: DocumentStore, keyword: KeywordRetriever, fields: Sequence[str], page: Page
+    request: Request,
+    store: Any,
+    keyword: KeywordRetriever,
+    fields: Sequence[str],
+    page: Page,
+    counter: Counter = count,
 ) -> list[Facets]:
     """Each query's facets over the documents its filter admits (every document without one); in keyword mode
-    those that also hold one of its words (the set its ranking draws from)."""
+    those that also hold one of its words (the set its ranking draws from). `store` and `keyword`: one index's,
+    or a sharded index's that answer as they do (`counter`: its facets summed over the shards)."""
     allowed = allowed_rows(store, request.where)
     out = []
     for n in range(request.count):
@@ -220,5 +235,5 @@ def request_facets(
         if request.options.mode is SearchMode.KEYWORD:
             matching = keyword.matching(request.texts[n])
             members = matching if allowed is None else np.intersect1d(matching, allowed, assume_unique=True)
-        out.append(count(store, fields, members, page.facet_values))
+        out.append(counter(store, fields, members, page.facet_values))
     return out

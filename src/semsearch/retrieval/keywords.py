@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import time
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -22,8 +22,9 @@ from ..settings import DEFAULT_TYPOS, FUSION_DEPTH
 from ..storage import analysis
 from ..storage.keywordterms import STEMMER
 from ..storage.reads import Scored
+from ..storage.shardmanifest import KeywordStatistics
 from ..storage.store import DocumentStore
-from .bm25matrix import TITLE_WEIGHT, Bm25Matrix
+from .bm25matrix import SCRATCH, TITLE_WEIGHT, Bm25Matrix
 from .typos import Vocabulary, weighted_terms
 
 WORD = re.compile(r"\w+")
@@ -89,6 +90,14 @@ def any_of(words: Sequence[str]) -> str | None:
     return " OR ".join('"' + word.replace('"', '""') + '"' for word in words) if words else None
 
 
+def query_terms(text: str, typos: int, vocabulary: Vocabulary | None) -> dict[str, float]:
+    """The index terms a query text asks for, each with its weight (KeywordRetriever.terms), typos corrected
+    over `vocabulary`."""
+    words = query_words(text)
+    stems = STEMMER.terms_of(words)
+    return weighted_terms([(word, list(stems[word])) for word in words], typos, vocabulary)
+
+
 @dataclass
 class Cached:
     """A store's bm25 matrix, the content key its keyword queries last saw and since when, and what the last read
@@ -106,12 +115,27 @@ MATRICES: weakref.WeakKeyDictionary[DocumentStore, Cached] = weakref.WeakKeyDict
 
 
 @dataclass
+class ShardMatrix:
+    """A shard's matrix scored with the whole corpus's statistics, and their vocabulary."""
+
+    matrix: Bm25Matrix | None
+    vocabulary: Vocabulary
+    statistics: KeywordStatistics
+
+
+SHARD_MATRICES: weakref.WeakKeyDictionary[DocumentStore, ShardMatrix] = weakref.WeakKeyDictionary()
+
+
+@dataclass
 class KeywordRetriever:
     store: DocumentStore
     documents: int  # in the store: how deep a filter allowing some of them reads
     typos: int = DEFAULT_TYPOS  # edits a query word may hold (typos.py; 0: exact words only)
     # each text's terms, asked again by its snippets (a retriever serves one search)
     asked: dict[str, dict[str, float]] = field(default_factory=dict, repr=False)
+    # a shard's: bm25 with the whole corpus's document frequencies, documents and average length, and typos
+    # corrected over its vocabulary (None: the store's own)
+    statistics: KeywordStatistics | None = None
 
     def top(self, texts: Sequence[str], n: int, allowed: np.ndarray | None) -> list[Scored]:
         """The n best documents of each text by bm25, among the `allowed` pks (sorted) if given."""
@@ -119,6 +143,11 @@ class KeywordRetriever:
         if matrix is not None:
             return [matrix.top(self.terms(text), n, allowed) for text in texts]
         return [self._top(text, n, allowed) for text in texts]
+
+    def ahead(self, texts: Sequence[str], n: int, allowed: np.ndarray | None) -> Callable[[], list[Scored]]:
+        """`top`, asked now and answered when called: here computed then (a sharded index's sends its shards
+        the question at once)."""
+        return lambda: self.top(texts, n, allowed)
 
     def matching(self, text: str) -> np.ndarray:
         """The pks (sorted) of the documents holding any of the text's words: the set its ranking draws from."""
@@ -132,10 +161,7 @@ class KeywordRetriever:
         """The index terms a query text asks for, each with its weight: its words' own terms (1 each time said)
         and the corrections of a word the index lacks (typos.py)."""
         if text not in self.asked:
-            words = query_words(text)
-            stems = STEMMER.terms_of(words)
-            pairs = [(word, list(stems[word])) for word in words]
-            self.asked[text] = weighted_terms(pairs, self.typos, self.vocabulary() if self.typos else None)
+            self.asked[text] = query_terms(text, self.typos, self.vocabulary() if self.typos else None)
         return self.asked[text]
 
     def vocabulary(self) -> Vocabulary | None:
@@ -146,6 +172,8 @@ class KeywordRetriever:
             key = self.store.content_version()
             if key is None:
                 return None
+            if self.statistics is not None:
+                return self.shard_matrix().vocabulary
             cached = MATRICES.setdefault(self.store, Cached())
             if cached.vocabulary is not None and cached.vocabulary[0] == key:
                 return cached.vocabulary[1]
@@ -159,6 +187,8 @@ class KeywordRetriever:
         store; for a large one when a later query finds the content unchanged and has been so for QUIET_READS
         times what the last read took (a one-off query, and a store being written to, are answered by FTS5,
         rather than reading a matrix for every write)."""
+        if self.statistics is not None:
+            return self.shard_matrix().matrix
         with self.store.guarded():
             key = self.store.content_version()
             cached = MATRICES.setdefault(self.store, Cached())
@@ -176,6 +206,25 @@ class KeywordRetriever:
             cached.read_seconds = time.monotonic() - now
             cached.too_large = key if cached.matrix is None else None
             return cached.matrix
+
+    def shard_matrix(self) -> ShardMatrix:
+        """A shard's matrix and vocabulary, of the whole corpus's statistics, read at once whatever its size
+        (FTS5's bm25 has only the shard's) and again when its content changes."""
+        statistics = self.statistics
+        assert statistics is not None
+        with self.store.guarded():
+            key = self.store.content_version() or SCRATCH
+            cached = SHARD_MATRICES.get(self.store)
+            if (
+                cached is None
+                or cached.statistics is not statistics
+                or cached.matrix is None
+                or (cached.matrix.key != key)
+            ):
+                matrix = Bm25Matrix.read(self.store, key == SCRATCH, statistics)
+                cached = ShardMatrix(matrix, Vocabulary(statistics.frequencies), statistics)
+                SHARD_MATRICES[self.store] = cached
+            return cached
 
     def _top(self, text: str, n: int, allowed: np.ndarray | None) -> Scored:
         """FTS5's ranking of the query's words; a typo's corrections ranked by their own query, their scores

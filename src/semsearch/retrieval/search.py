@@ -33,7 +33,7 @@ order they run in reads from top to bottom."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -76,6 +76,7 @@ __all__ = ["Documents", "Found", "Hit", "Match", "Places", "RankedRows", "Reques
 Where = Sequence[str | Condition] | dict[str, Any] | None
 Ranked = strategy.Ranked
 PAGE_WINDOW = FUSION_DEPTH  # the first window's depth (pages: above)
+Joiner = Callable[..., list[list[Hit]]]  # hits.join's signature
 
 
 @dataclass(frozen=True)
@@ -288,10 +289,16 @@ def min_max(scores: list[float]) -> list[float]:
 
 
 def search(
-    request: Request, *, store: DocumentStore, dense: DenseRetriever | None, keyword: KeywordRetriever | None
+    request: Request,
+    *,
+    store: DocumentStore,
+    dense: Retriever | None,
+    keyword: KeywordRetriever | None,
+    joined: Joiner = join,
 ) -> list[list[Hit]]:
     """The steps in order (the caller has checked that the mode's inputs and retrievers are there), each query's
-    page of its ranked list (pages: above), the default cap filled where documents are fewer than the page."""
+    page of its ranked list (pages: above), the default cap filled where documents are fewer than the page;
+    `joined` joins the page with its documents (hits.join: a sharded index's joins each shard's places)."""
     if request.options.mode is not SearchMode.DENSE and not store.has_keywords:
         raise IndexStateError(
             f"{store.path.parent} has no keyword index (made by an older semsearch and open read-only): open it "
@@ -313,7 +320,7 @@ def search(
     texts = request.texts or [""] * request.count
     terms = [keyword.terms(text) if keyword is not None and text else {} for text in texts]
     page = [ranked[query][request.offset : needed] for query in range(request.count)]
-    return join(store, page, request.texts, request.options.crop, terms)
+    return joined(store, page, request.texts, request.options.crop, terms)
 
 
 def ranked_places(
@@ -322,7 +329,7 @@ def ranked_places(
     cap: int,
     allowed: np.ndarray | None,
     store: DocumentStore,
-    dense: DenseRetriever | None,
+    dense: Retriever | None,
     keyword: KeywordRetriever | None,
 ) -> dict[int, Found]:
     """Each of these queries' ranked list at this cap, as deep as its page needs (pages: above): a place once,
@@ -368,7 +375,7 @@ def ranked_places(
 
 
 def first_window(
-    request: Request, store: DocumentStore, dense: DenseRetriever | None, allowed: np.ndarray | None, cap: int
+    request: Request, store: DocumentStore, dense: Retriever | None, allowed: np.ndarray | None, cap: int
 ) -> tuple[int, bool, bool]:
     """How deep a query's first window is (pages: above); whether it is nested (its first d places are those
     its steps find at depth d, so it is computed only as deep as the page needs); and whether which of tied
@@ -394,7 +401,7 @@ def window(
     depth: int,
     allowed: np.ndarray | None,
     store: DocumentStore,
-    dense: DenseRetriever | None,
+    dense: Retriever | None,
     keyword: KeywordRetriever | None,
     cap: int,
 ) -> list[Found]:
@@ -405,13 +412,15 @@ def window(
     dense_found: list[Found] = [[] for _ in queries]
     keyword_found: list[Found] = [[] for _ in queries]
     texts = None if request.texts is None else [request.texts[query] for query in queries]
+    # the keyword side asked first and awaited after the dense side (a sharded index's shards answer both at once)
+    keyword_top = keyword.ahead(texts, depth, allowed) if mode is not SearchMode.DENSE else None
     if mode is not SearchMode.KEYWORD:
         found = dense_places(
             dense, store.passages(), request.vectors[queries], depth, allowed, options.rerank, cap
         )
         dense_found = [places.found() for places in found]
-    if mode is not SearchMode.DENSE:
-        documents = keyword.top(texts, depth, allowed)
+    if keyword_top is not None:
+        documents = keyword_top()
         if mode is SearchMode.KEYWORD and cap != 1:
             return keyword_places(store, documents, texts, cap, depth)
         keyword_found = [[Match(pk, score) for pk, score in scored] for scored in documents]
