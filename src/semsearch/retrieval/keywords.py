@@ -261,7 +261,7 @@ class KeywordRetriever:
             depth *= 4
 
 
-def query_terms(text: str) -> dict[str, float]:
+def plain_terms(text: str) -> dict[str, float]:
     """The index terms of a query's own words, each weighted by how often the query says it (no typo
     corrections: what a document's passages are scored by, places.py)."""
     words = query_words(text)

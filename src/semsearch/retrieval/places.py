@@ -24,7 +24,7 @@ import numpy as np
 from ..errors import SettingsError
 from ..storage.passages import PassageMap
 from ..storage.store import DocumentStore
-from .keywords import query_terms
+from .keywords import plain_terms
 from .passagescores import PassageTerms
 
 # One query's vector rows and their scores (float64), best first: what a retriever answers (a Python pair per
@@ -150,7 +150,7 @@ def placed(store: DocumentStore, found: list[Found], texts: Sequence[str] | None
         return found
     counts = dict(zip(open_pks, store.passages().counts_of(np.array(open_pks)).tolist()))
     for n, matches in enumerate(found):
-        terms = query_terms(texts[n]) if texts else {}
+        terms = plain_terms(texts[n]) if texts else {}
         for match in matches:
             if match.row is None:
                 match.row = match.pk
@@ -219,7 +219,7 @@ def keyword_places(
     passages = store.passages()
     out = []
     for scored, text in zip(documents, texts):
-        terms = query_terms(text)
+        terms = plain_terms(text)
         places: Found = []
         for at, (pk, score) in enumerate(scored):
             places += document_places(store, passages, pk, score, terms, cap)
