@@ -18,7 +18,6 @@ import operator
 import signal
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
