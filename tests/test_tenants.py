@@ -30,6 +30,7 @@ from semsearch.server import ServerSettings, create_app  # noqa: E402
 
 pytestmark = pytest.mark.xdist_group("tenants")
 DOCUMENTS = 150  # 50 a tenant
+SERVE = [sys.executable, "-m", "semsearch", "serve", "--port", "0"]
 REQUESTS = 2000  # and a twin of each naming an absent id where one names another's: ~2,600
 
 
@@ -191,18 +192,7 @@ def test_two_indexes_of_one_name_are_an_error(tenant_index, tmp_path):
     first, second = tmp_path / "a" / INDEX, tmp_path / "b" / INDEX
     copy_index(tenant_index[0], first)
     result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "semsearch",
-            "serve",
-            "--index",
-            str(first),
-            "--index",
-            str(second),
-            "--port",
-            "0",
-        ],
+        [*SERVE, "--index", str(first), "--index", str(second)],
         capture_output=True,
         text=True,
         timeout=60,
@@ -214,18 +204,7 @@ def test_two_indexes_of_one_name_are_an_error(tenant_index, tmp_path):
 def test_the_keys_file_is_read_again_on_sighup(tenant_index, tmp_path):
     path = copy_index(tenant_index[0], tmp_path / INDEX)
     keys = keys_file(tmp_path / "keys.json")
-    command = [
-        sys.executable,
-        "-m",
-        "semsearch",
-        "serve",
-        "--index",
-        str(path),
-        "--keys",
-        str(keys),
-        "--port",
-        "0",
-    ]
+    command = [*SERVE, "--index", str(path), "--keys", str(keys)]
     process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env={**os.environ})
     lines: list[str] = []
     try:
