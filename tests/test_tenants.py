@@ -18,7 +18,18 @@ from pathlib import Path
 
 import pytest
 from conftest import built_once, copy_index, shared_data
-from tenantfuzz import ADMIN, INDEX, KEYS, TENANTS, Fuzzer, bearer, keys_file, owners_of, tenant_corpus
+from tenantfuzz import (
+    ADMIN,
+    INDEX,
+    KEYS,
+    MCP_HEADERS,
+    TENANTS,
+    Fuzzer,
+    bearer,
+    keys_file,
+    owners_of,
+    tenant_corpus,
+)
 
 httpx = pytest.importorskip("httpx")
 pytest.importorskip("starlette", reason="the serve extra is not installed: pip install -e '.[serve]'")
@@ -138,6 +149,25 @@ def test_each_route_in_the_scope(served, tenant_index):
     assert served.post("/backup", headers=bearer(ADMIN)).status_code == 200
     assert served.get("/files/anything", headers=acme).status_code == 403
 
+    # the MCP tools in the same scope
+    def tool(name: str, arguments: dict) -> dict:
+        call = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": name, "arguments": arguments},
+        }
+        result = served.post("/mcp", json=call, headers={**MCP_HEADERS, **acme}).json()["result"]
+        assert not result.get("isError"), result
+        return json.loads(result["content"][0]["text"])
+
+    described = tool("describe_index", {})
+    assert described["documents"] == DOCUMENTS // 3 and described["passages"] is None
+    hits = tool("search", {"query": "cell", "k": 50, "mode": "dense", "where": ["tenant!=acme"]})["hits"]
+    assert hits == []
+    hits = tool("search", {"query": "cell", "k": 50, "mode": "hybrid"})["hits"]
+    assert hits and {owners[h["id"]] for h in hits} == {"acme"}
+
 
 def test_keys_are_asked_once_and_answer_401_or_403(served):
     assert served.get("/search", params={"q": "cell"}).json()["error"]["code"] == "key_required"
@@ -145,9 +175,10 @@ def test_keys_are_asked_once_and_answer_401_or_403(served):
     assert unknown.status_code == 401 and unknown.json()["error"]["code"] == "unknown_key"
     assert served.get("/indexes", headers=bearer(KEYS["acme"])).json()["indexes"] == [INDEX]
     assert served.get("/indexes/other/search", params={"q": "x"}, headers=bearer(ADMIN)).status_code == 404
-    assert (
-        served.get("/indexes/other/search", params={"q": "x"}).status_code == 401
-    )  # no name told a stranger
+    stranger = served.get("/indexes/other/search", params={"q": "x"})
+    assert stranger.status_code == 401  # no index's name told to a stranger
+    assert served.get(f"/indexes/{INDEX}/health").json()["status"] == "ok"  # health needs no key
+    assert served.get("/indexes/other/health").status_code == 404
 
 
 def test_several_indexes_in_one_app(tenant_index, tmp_path):

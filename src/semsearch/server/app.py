@@ -1,8 +1,9 @@
-"""The Starlette application of `semsearch serve`: the JSON API's routes and the search page.
+"""The Starlette application of `semsearch serve`: the JSON API's routes and the search page, over one index or
+several (indexes.py: each at /indexes/{name}/..., the first also at the bare routes).
 
 Reads run on `settings.threads` threads, each owning an Index, writes in a child process with its own (workers.py), waiting
 `settings.write_wait` seconds for another writer (then 503); the event loop only parses, checks and answers.
-Keys, limits and errors: protocol.py."""
+Limits and errors: protocol.py; who a request's key is and what it may see: principals.py, scopes.py."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from .backups import backup_options, make_backup
 from .documents import add_documents, delete_documents, get_document, stored, text_searchable
 from .facetranges import facet_range_routes
 from .files import file_routes, placed
-from .indexes import DEFAULT_NAME, Indexes
+from .indexes import DEFAULT_NAME, Indexes, no_index
 from .mcp_http import McpEndpoints
 from .protocol import (
     ApiError,
@@ -277,7 +278,10 @@ def index_routes(svc: Indexes, settings: ServerSettings) -> list[Route]:
     async def health(request: Request) -> dict[str, Any]:
         """Answered on the event loop (the readers may all be busy): the index directory is checked as it is
         now; a replaced one is reopened by the next search (workers.current)."""
-        service = svc.named(request.path_params.get("index", svc.default))
+        name = request.path_params.get("index", svc.default)
+        service = svc.named(name)
+        if service is None and svc.services is not None:
+            raise no_index(name)
         path = service.reader.path if service is not None else None
         if path is not None and identity(path) is None:
             raise ApiError(503, "index_unavailable", f"no index at {path} now", {"Retry-After": "1"})

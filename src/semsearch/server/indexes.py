@@ -35,6 +35,10 @@ def named_indexes(paths: list[Path]) -> dict[str, Path]:
     return named
 
 
+def no_index(name: str) -> ApiError:
+    return ApiError(404, "no_index", f"no index {name!r} is served here (GET /indexes lists them)")
+
+
 class Indexes:
     """The served indexes' Services, made by the app's lifespan (a request before then is answered 503)."""
 
@@ -74,7 +78,7 @@ class Indexes:
         name = request.path_params.get("index", self.default)
         if name not in self.services:
             self.keys.principal(request)
-            raise ApiError(404, "no_index", f"no index {name!r} is served here (GET /indexes lists them)")
+            raise no_index(name)
         return self.services[name]
 
     async def listed(self, request: Request) -> dict[str, Any]:
