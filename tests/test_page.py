@@ -7,11 +7,14 @@ Skipped where Chromium is not installed."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
+import subprocess
+import threading
 from pathlib import Path
 
 import pytest
-from test_server import ADMIN, QUERY, admin, running_server
+from test_server import ADMIN, QUERY, SEMSEARCH, admin, running_server
 
 # its module fixtures are built once: the whole module runs on one worker (--dist loadgroup)
 pytestmark = pytest.mark.xdist_group("page")
@@ -264,11 +267,6 @@ def test_documents_cannot_run_code_in_the_page(browser, index_copy):
 
 
 def test_the_page_picks_an_index_of_several(browser, sample_encoded, tmp_path):
-    import re
-    import subprocess
-    import sys
-    import threading
-
     from conftest import copy_index
 
     from semsearch import Index
@@ -277,18 +275,7 @@ def test_the_page_picks_an_index_of_several(browser, sample_encoded, tmp_path):
     even = copy_index(sample_encoded, tmp_path / "even")
     with Index.open(even) as index:
         index.delete(where=["kind=odd"])
-    command = [
-        sys.executable,
-        "-m",
-        "semsearch",
-        "serve",
-        "--index",
-        str(code),
-        "--index",
-        str(even),
-        "--port",
-        "0",
-    ]
+    command = [*SEMSEARCH, "serve", "--index", str(code), "--index", str(even), "--port", "0"]
     process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
     try:
         url = re.search(r"serving (http://127\.0\.0\.1:\d+)/", process.stderr.readline())[1]
