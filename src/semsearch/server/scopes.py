@@ -116,7 +116,7 @@ class Keys:
             raise ApiError(
                 401,
                 "key_required",
-                "send a key as 'Authorization: Bearer KEY'",
+                f"send {'the search key' if self.legacy else 'a key'} as 'Authorization: Bearer KEY'",
                 {"WWW-Authenticate": "Bearer"},
             )
         if self.legacy and self.ring.open_reads:
