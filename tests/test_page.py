@@ -7,11 +7,14 @@ Skipped where Chromium is not installed."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
+import subprocess
+import threading
 from pathlib import Path
 
 import pytest
-from test_server import ADMIN, QUERY, admin, running_server
+from test_server import ADMIN, QUERY, SEMSEARCH, admin, running_server
 
 # its module fixtures are built once: the whole module runs on one worker (--dist loadgroup)
 pytestmark = pytest.mark.xdist_group("page")
@@ -261,3 +264,44 @@ def test_documents_cannot_run_code_in_the_page(browser, index_copy):
             == 0
         )
         page.close()
+
+
+def test_the_page_picks_an_index_of_several(browser, sample_encoded, tmp_path):
+    from conftest import copy_index
+
+    from semsearch import Index
+
+    code = copy_index(sample_encoded, tmp_path / "code")
+    even = copy_index(sample_encoded, tmp_path / "even")
+    with Index.open(even) as index:
+        index.delete(where=["kind=odd"])
+    command = [*SEMSEARCH, "serve", "--index", str(code), "--index", str(even), "--port", "0"]
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    try:
+        url = re.search(r"serving (http://127\.0\.0\.1:\d+)/", process.stderr.readline())[1]
+        threading.Thread(target=process.stderr.read, daemon=True).start()
+        page = browser.new_page(viewport={"width": 1200, "height": 900}, bypass_csp=True)
+        page.goto(url + "/")
+        page.wait_for_selector(
+            "#index-box:not([hidden]) #index option[value=even]", state="attached", timeout=TIMEOUT_MS
+        )
+        assert page.eval_on_selector_all("#index option", "options => options.map(o => o.textContent)") == [
+            "code",
+            "even",
+        ]
+        page.select_option("#index", "even")
+        page.wait_for_function(
+            "document.querySelector('#info-list').textContent.includes('150')", timeout=TIMEOUT_MS
+        )
+        page.fill("#q", QUERY)
+        page.press("#q", "Enter")
+        wanted = expected_ids(even, QUERY, k=10)
+        wait_for_ids(page, wanted)
+        assert "index=even" in page.url
+        page.goto(page.url)  # the address keeps the index chosen
+        wait_for_ids(page, wanted)
+        assert page.eval_on_selector("#index", "select => select.value") == "even"
+        page.close()
+    finally:
+        process.terminate()
+        process.wait(30)

@@ -8,13 +8,15 @@ import ipaddress
 import logging
 import socket
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..errors import SemsearchError
 from .app import create_app
+from .indexes import DEFAULT_NAME
 from .protocol import ServerSettings
+from .scopes import Keys
 
 if TYPE_CHECKING:
     from ..index import Index
@@ -44,7 +46,7 @@ class AppFactory:
     """The application's recipe, picklable: each worker process builds its own app (and opens its own Index)
     from it."""
 
-    open_index: Callable[[float], Index]
+    open_index: Callable[[float], Index] | Mapping[str, Callable[[float], Index]]
     settings: ServerSettings
 
     def __call__(self):
@@ -52,7 +54,7 @@ class AppFactory:
 
 
 def serve(
-    open_index: Callable[[float], Index],
+    open_index: Callable[[float], Index] | Mapping[str, Callable[[float], Index]],
     host: str = "127.0.0.1",
     port: int = 8000,
     settings: ServerSettings | None = None,
@@ -60,20 +62,26 @@ def serve(
     announce: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True),
 ) -> None:
     """Serve until interrupted, in this process, or in `workers` processes sharing the socket (each with
-    the index open: its searches run in parallel with the others'). The index is opened once here first, so a
-    path that is not an index fails before anything listens."""
+    the indexes open: its searches run in parallel with the others'). `open_index`: one index's opener, or
+    several by name (the first the default). Each index is opened once here first, and the keys read, so a
+    path that is not an index or a bad keys file fails before anything listens."""
     import uvicorn
     from uvicorn.supervisors import Multiprocess
 
     settings = settings or ServerSettings()
-    open_index(settings.write_wait).close()
+    openers = open_index if isinstance(open_index, Mapping) else {DEFAULT_NAME: open_index}
+    for opener in openers.values():
+        opener(settings.write_wait).close()
+    ring = Keys(settings, list(openers)).ring
     sock = listening_socket(host, port)
     bound = sock.getsockname()
     url = f"http://{f'[{bound[0]}]' if ':' in bound[0] else bound[0]}:{bound[1]}/"
-    writes = "writes need the api key" if settings.api_key else "read-only (no --api-key)"
+    writing = "the api key" if settings.keys_file is None else "a key that may write"
+    writes = f"writes need {writing}" if ring.writes else "read-only (no --api-key)"
+    served = f"; indexes {', '.join(openers)}" if len(openers) > 1 else ""
     processes = f"; {workers} processes" if workers > 1 else ""
-    announce(f"serving {url} ({writes}{processes}); Ctrl-C stops")
-    if not is_loopback(host) and settings.search_key is None:
+    announce(f"serving {url} ({writes}{served}{processes}); Ctrl-C stops")
+    if not is_loopback(host) and ring.open_reads:
         announce(f"warning: anyone who can reach {host} can search this index: set --search-key")
     logging.basicConfig(level=logging.WARNING)
     config = uvicorn.Config(

@@ -1,15 +1,16 @@
-"""The Starlette application of `semsearch serve`: the JSON API's routes and the search page.
+"""The Starlette application of `semsearch serve`: the JSON API's routes and the search page, over one index or
+several (indexes.py: each at /indexes/{name}/..., the first also at the bare routes).
 
 Reads run on `settings.threads` threads, each owning an Index, writes in a child process with its own (workers.py), waiting
 `settings.write_wait` seconds for another writer (then 503); the event loop only parses, checks and answers.
-Keys, limits and errors: protocol.py."""
+Limits and errors: protocol.py; who a request's key is and what it may see: principals.py, scopes.py."""
 
 from __future__ import annotations
 
 import contextlib
 import inspect
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +27,8 @@ from .backups import backup_options, make_backup
 from .documents import add_documents, delete_documents, get_document, stored, text_searchable
 from .facetranges import facet_range_routes
 from .files import file_routes, placed
-from .mcp_http import McpEndpoint
+from .indexes import DEFAULT_NAME, Indexes, no_index
+from .mcp_http import McpEndpoints
 from .protocol import (
     ApiError,
     ServerSettings,
@@ -38,10 +40,8 @@ from .protocol import (
     flag,
     json_body,
     read_body,
-    require_key,
     string_list,
 )
-from .service import Service
 from .workers import identity, warm
 
 if TYPE_CHECKING:
@@ -166,12 +166,14 @@ def json_object(body: Any, allowed: set[str]) -> dict[str, Any]:
 # ---- the index ---------------------------------------------------------------------------------------------
 
 
-def describe(index: Index, settings: ServerSettings) -> dict[str, Any]:
+def describe(index: Index, settings: ServerSettings, writes: bool, keys: bool) -> dict[str, Any]:
+    """/info: the index as the key sees it, and the server's limits (`writes`: some key may write; `keys`:
+    reads need a key)."""
     index.refresh()
     details = index.info()
     details["server"] = {
-        "writes": settings.api_key is not None,
-        "search_key": settings.search_key is not None,
+        "writes": writes,
+        "search_key": keys,
         "max_k": settings.max_k,
         "max_offset": settings.max_offset,
         "max_batch": settings.max_batch,
@@ -184,19 +186,7 @@ def describe(index: Index, settings: ServerSettings) -> dict[str, Any]:
 # ---- the application --------------------------------------------------------------------------------------
 
 
-class Started:
-    """The running Service, set by the app's lifespan; a request before then is answered 503."""
-
-    def __init__(self) -> None:
-        self.service: Service | None = None
-
-    def __call__(self) -> Service:
-        if self.service is None:
-            raise ApiError(503, "starting", "the server is starting")
-        return self.service
-
-
-def search_routes(svc: Started, settings: ServerSettings) -> list[Route]:
+def search_routes(svc: Indexes, settings: ServerSettings) -> list[Route]:
     """/search (GET and POST), /search/batch, /documents/{id}/similar and /similar."""
 
     async def get_search(request: Request) -> dict[str, Any]:
@@ -204,12 +194,12 @@ def search_routes(svc: Started, settings: ServerSettings) -> list[Route]:
         lists = {"where": params.getlist("where"), "facets": params.getlist("facets")}
         values = {name: params.get(name) for name in SEARCH_FIELDS} | lists
         q = query_text(values["q"])
-        return await svc().read(request, search_one, q, search_options(values, settings))
+        return await svc(request).read(request, search_one, q, search_options(values, settings))
 
     async def post_search(request: Request) -> dict[str, Any]:
         body = json_object(await json_body(request, settings.max_body), SEARCH_FIELDS)
         q = query_text(body.get("q"))
-        return await svc().read(request, search_one, q, search_options(body, settings))
+        return await svc(request).read(request, search_one, q, search_options(body, settings))
 
     async def post_batch(request: Request) -> dict[str, Any]:
         body = json_object(await json_body(request, settings.max_body), SEARCH_FIELDS - {"q"} | {"queries"})
@@ -219,20 +209,20 @@ def search_routes(svc: Started, settings: ServerSettings) -> list[Route]:
         if len(queries) > settings.max_batch:
             raise ApiError(400, "bad_parameter", f"queries: at most {settings.max_batch}, got {len(queries)}")
         queries = [query_text(q, "each query") for q in queries]
-        return await svc().read(request, search_batch, queries, search_options(body, settings))
+        return await svc(request).read(request, search_batch, queries, search_options(body, settings))
 
     async def get_similar(request: Request) -> dict[str, Any]:
         params = request.query_params
         values = {name: params.get(name) for name in SIMILAR_FIELDS} | {"where": params.getlist("where")}
         ids, negative = [request.path_params["doc_id"]], params.getlist("not")
-        return await svc().read(request, similar, ids, negative, page_options(values, settings))
+        return await svc(request).read(request, similar, ids, negative, page_options(values, settings))
 
     async def post_similar(request: Request) -> dict[str, Any]:
         body = json_object(await json_body(request, settings.max_body), SIMILAR_FIELDS)
         ids, negative = string_list(body.get("ids"), "ids"), string_list(body.get("not"), "not")
         if not ids:
             raise ApiError(400, "bad_parameter", "ids must name at least one document")
-        return await svc().read(request, similar, ids, negative, page_options(body, settings))
+        return await svc(request).read(request, similar, ids, negative, page_options(body, settings))
 
     return [
         Route("/search", endpoint(placed(get_search, settings)), methods=["GET"]),
@@ -243,28 +233,28 @@ def search_routes(svc: Started, settings: ServerSettings) -> list[Route]:
     ]
 
 
-def document_routes(svc: Started, settings: ServerSettings) -> list[Route]:
+def document_routes(svc: Indexes, settings: ServerSettings) -> list[Route]:
     """/documents (POST adds, DELETE deletes by id or filter) and /documents/{id} (GET, DELETE)."""
 
     async def document(request: Request) -> dict[str, Any]:
         doc_id = request.path_params["doc_id"]
         if request.method == "DELETE":
-            return await svc().write(request, delete_documents, [doc_id], [])
-        return await svc().read(request, get_document, doc_id)
+            return await svc(request).write(request, delete_documents, [doc_id], [])
+        return await svc(request).read(request, get_document, doc_id)
 
     async def post_documents(request: Request) -> dict[str, Any]:
-        require_key(request, settings, write=True)  # before reading a body that may be large
+        svc(request).allowed(request, write=True)  # before reading a body that may be large
         records = documents_of(await read_body(request, settings.max_body))
         if not isinstance(records, list) or not records:
             raise ApiError(422, "invalid_document", "no documents: send a JSON array of them, or JSON lines")
-        return await svc().write(request, add_documents, records)
+        return await svc(request).write(request, add_documents, records)
 
     async def delete_where(request: Request) -> dict[str, Any]:
         ids, where = request.query_params.getlist("id"), request.query_params.getlist("where")
         if not ids and not where:
             raise ApiError(400, "bad_parameter", "name the documents to delete: where=FIELD=VALUE or id=ID")
         confirm = flag(request.query_params.get("confirm"), "confirm")
-        return await svc().write(request, delete_documents, ids, where, confirm)
+        return await svc(request).write(request, delete_documents, ids, where, confirm)
 
     return [
         Route("/documents", endpoint(post_documents, invalid_documents=True), methods=["POST"]),
@@ -273,23 +263,29 @@ def document_routes(svc: Started, settings: ServerSettings) -> list[Route]:
     ]
 
 
-def index_routes(svc: Started, settings: ServerSettings) -> list[Route]:
+def index_routes(svc: Indexes, settings: ServerSettings) -> list[Route]:
     """/health, /info and /backup."""
 
     async def post_backup(request: Request) -> dict[str, Any]:
-        archive = await backup_options(request, settings)
-        return await make_backup(await svc().reader.run(lambda index: index.path), settings, archive)
+        service = svc(request)
+        archive = await backup_options(request, service, settings)
+        return await make_backup(await service.reader.run(lambda index: index.path), settings, archive)
 
     async def info(request: Request) -> dict[str, Any]:
-        return await svc().read(request, describe, settings)
+        ring = svc.keys.ring
+        return await svc(request).read(request, describe, settings, ring.writes, not ring.open_reads)
 
     async def health(request: Request) -> dict[str, Any]:
         """Answered on the event loop (the readers may all be busy): the index directory is checked as it is
         now; a replaced one is reopened by the next search (workers.current)."""
-        path = svc.service.reader.path if svc.service is not None else None
+        name = request.path_params.get("index", svc.default)
+        service = svc.named(name)
+        if service is None and svc.services is not None:
+            raise no_index(name)
+        path = service.reader.path if service is not None else None
         if path is not None and identity(path) is None:
             raise ApiError(503, "index_unavailable", f"no index at {path} now", {"Retry-After": "1"})
-        return {"status": "ok" if svc.service is not None else "starting"}
+        return {"status": "ok" if service is not None else "starting"}
 
     return [
         Route("/health", endpoint(health)),
@@ -310,33 +306,43 @@ async def http_error(request: Request, error: HTTPException):
     return error_answer(ApiError(error.status_code, code, shown, error.headers), time.perf_counter())
 
 
-def create_app(open_index: Callable[[float], Index], settings: ServerSettings | None = None) -> Starlette:
-    """The application. `open_index(wait)` opens the index (once per worker thread), for writes waiting up to
-    `wait` seconds for another writer."""
+def create_app(
+    open_index: Callable[[float], Index] | Mapping[str, Callable[[float], Index]],
+    settings: ServerSettings | None = None,
+) -> Starlette:
+    """The application over one index (`open_index`) or several by name (the first the default, at the bare
+    routes). `open_index(wait)` opens an index (once per worker thread), for writes waiting up to `wait`
+    seconds for another writer."""
     settings = settings or ServerSettings()
-    svc = Started()
-    mcp = McpEndpoint(svc, settings)
+    svc = Indexes(open_index if isinstance(open_index, Mapping) else {DEFAULT_NAME: open_index}, settings)
+    mcp = McpEndpoints(svc, settings)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette):
-        svc.service = service = Service(open_index, settings)
-        for _ in service.reader.threads:  # queued first: the first searches wait for them, not start them
-            service.reader.submit(warm)
+        svc.start()
+        for service in (svc.services or {}).values():
+            for _ in service.reader.threads:  # queued first: the first searches wait for them, not start them
+                service.reader.submit(warm)
         try:
-            async with mcp.running():
-                yield
+            with svc.keys.reloaded_on_hangup():
+                async with mcp.running():
+                    yield
         finally:
-            service.close()
-            svc.service = None
+            svc.close()
 
-    routes = [
-        Route("/", page),
+    per_index = [
         *index_routes(svc, settings),
         *search_routes(svc, settings),  # /documents/{id}/similar before /documents/{id}
         *document_routes(svc, settings),
         Route("/mcp", mcp, methods=["GET", "POST", "DELETE"]),
         *(file_routes(svc) if settings.files else []),
         *facet_range_routes(svc),
+    ]
+    routes = [
+        Route("/", page),
+        Route("/indexes", endpoint(svc.listed)),
+        Mount("/indexes/{index}", routes=per_index),
+        *per_index,
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: http_error})

@@ -1,5 +1,5 @@
 """`POST /backup`: a backup of the served index (operations/backup.py) into the directory the server was started
-with (`--backup-dir`), under the api key; without that directory there is no such endpoint's work to do (403).
+with (`--backup-dir`), under a key that may write and sees the whole index (no `where`); without that directory there is no such endpoint's work to do (403).
 The body may be empty, or `{"archive": true}` for one .tar.gz. The backup runs on a thread of its own: searches
 go on, and writes wait only while the generation is pinned."""
 
@@ -15,12 +15,14 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 
 from ..operations.backup import backup
-from .protocol import ApiError, ServerSettings, read_body, require_key
+from .protocol import ApiError, ServerSettings, read_body
+from .service import Service
 
 
-async def backup_options(request: Request, settings: ServerSettings) -> bool:
-    """Checks the key and that backups are configured; returns whether an archive is asked for."""
-    require_key(request, settings, write=True)
+async def backup_options(request: Request, service: Service, settings: ServerSettings) -> bool:
+    """Checks the key (a writer that sees the whole index) and that backups are configured; returns whether an
+    archive is asked for."""
+    service.allowed(request, write=True, whole=True)
     if settings.backup_dir is None:
         raise ApiError(
             403, "backups_disabled", "backups are disabled: start the server with --backup-dir DIR"

@@ -43,7 +43,7 @@ def facet_range_routes(service: Callable[[], Any]) -> list[Route]:
                 raise ApiError(
                     400, "bad_parameter", f"mode must be one of {', '.join(m.value for m in SearchMode)}"
                 )
-            found = await service().read(
+            found = await service(request).read(
                 request, facet_ranges, params.get("q"), fields, params.getlist("where"), mode, buckets
             )
             return answer(found, started)

@@ -196,7 +196,7 @@ def file_routes(service: Callable[[], Any]) -> list[Route]:
     async def get_file(request: Request) -> Response:
         started = time.perf_counter()
         try:
-            opened = await service().read(request, open_file, request.path_params["path"])
+            opened = await service(request).read(request, open_file, request.path_params["path"])
         except Exception as error:
             return error_answer(error_of(error), started)
         return response_of(opened, request.query_params.get("raw") == "1", str(request.base_url))

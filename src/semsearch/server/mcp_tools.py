@@ -127,13 +127,20 @@ def description_job(index: Index) -> dict[str, dict[str, Any]]:
 
 class Tools:
     """The tools over some named indexes (the first is the default); `allow_writes` adds the writing tools;
-    `place_urls`: hits carry `location.url` (served over HTTP beside the /files route)."""
+    `place_urls`: hits carry `location.url` (served over HTTP beside the /files route); `examples`: the
+    descriptions' filter example is written with the default index's own fields and values."""
 
-    def __init__(self, served: list[Served], allow_writes: bool = False, place_urls: bool = False):
+    def __init__(
+        self,
+        served: list[Served],
+        allow_writes: bool = False,
+        place_urls: bool = False,
+        examples: bool = True,
+    ):
         if not served:
             raise ValueError("no index to serve")
         self.served = {s.name: s for s in served}
-        self.allow_writes, self.place_urls = allow_writes, place_urls
+        self.allow_writes, self.place_urls, self.examples = allow_writes, place_urls, examples
         self.listed: list[Tool] | None = None
 
     def index(self, arguments: dict[str, Any]) -> Served:
@@ -146,7 +153,7 @@ class Tools:
             import jsonschema
 
             default = next(iter(self.served.values()))
-            fields = await default.read(request, description_job)
+            fields = await default.read(request, description_job) if self.examples else {}
             tools = tool_list(fields, list(self.served), self.allow_writes)
             self.listed = [replace(t, validator=jsonschema.Draft202012Validator(t.schema)) for t in tools]
         return self.listed

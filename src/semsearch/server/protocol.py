@@ -7,7 +7,6 @@ index (or it is being replaced), 507 a full disk (nothing written)."""
 
 from __future__ import annotations
 
-import hmac
 import json
 import time
 from collections.abc import Awaitable, Callable
@@ -34,11 +33,13 @@ MAX_LINE_BYTES = 16 << 20  # as ingest's longest line
 
 @dataclass(frozen=True)
 class ServerSettings:
-    """The server's keys and limits. `api_key`: writes need it (None: writes are refused); `search_key`:
-    searches need it or the api key (None: open to whoever reaches the address)."""
+    """The server's keys and limits. `api_key`: an unscoped writer's key (None and no keys file: writes are
+    refused); `search_key`: an unscoped reader's (None and no keys file: reads are open to whoever reaches the
+    address); `keys_file`: keys with scopes (principals.py)."""
 
     api_key: str | None = None
     search_key: str | None = None
+    keys_file: str | None = None
     max_k: int = 1000  # results per query, and rerank candidates
     max_offset: int = 10_000  # where a page may start (a page reads the windows up to offset + k)
     max_batch: int = 64  # queries in one POST /search/batch
@@ -111,33 +112,6 @@ def endpoint(handler: Handler, invalid_documents: bool = False) -> Callable[[Req
 def bearer(request: Request) -> str | None:
     scheme, _, token = request.headers.get("authorization", "").partition(" ")
     return token.strip() if scheme.lower() == "bearer" and token.strip() else None
-
-
-def _matches(token: str, key: str | None) -> bool:
-    return key is not None and hmac.compare_digest(token.encode(), key.encode())
-
-
-def require_key(request: Request, settings: ServerSettings, write: bool) -> None:
-    """Writes need the api key; reads need the search key or the api key where a search key is set."""
-    if write and settings.api_key is None:
-        raise ApiError(
-            403,
-            "writes_disabled",
-            "writes are disabled: start the server with --api-key (or SEMSEARCH_API_KEY) and send it as "
-            "'Authorization: Bearer KEY'",
-        )
-    if not write and settings.search_key is None:
-        return
-    token = bearer(request)
-    if token is None:
-        what = "the api key" if write else "the search key"
-        raise ApiError(
-            401, "key_required", f"send {what} as 'Authorization: Bearer KEY'", {"WWW-Authenticate": "Bearer"}
-        )
-    if not (_matches(token, settings.api_key) or (not write and _matches(token, settings.search_key))):
-        raise ApiError(
-            403, "wrong_key", "the key sent is not " + ("the api key" if write else "a search key")
-        )
 
 
 # ---- bodies and parameters -----------------------------------------------------------------------------

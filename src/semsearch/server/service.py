@@ -1,5 +1,6 @@
-"""What the server's handlers reach the index through (app.py's routes, mcp_http.py's /mcp): the threads that read
-it, the process that writes it, and the server's settings, which say which key each needs."""
+"""What the server's handlers reach an index through (app.py's routes, mcp_http.py's /mcp): the threads that read
+it, the process that writes it, and the server's keys, asked for the principal of each request (scopes.py), whose
+scope the job then runs in."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
 
-from .protocol import ServerSettings, require_key
+from .principals import Principal
+from .protocol import ServerSettings
+from .scopes import Keys, within
 from .workers import IndexThreads, WriterProcess
 
 if TYPE_CHECKING:
@@ -16,20 +19,26 @@ if TYPE_CHECKING:
 
 
 class Service:
-    """The thread that reads the index, the process that writes it, and the settings, for the handlers."""
+    """One served index, by its name: the threads that read it, the process that writes it, and the keys."""
 
-    def __init__(self, open_index: Callable[[float], Index], settings: ServerSettings):
-        self.settings = settings
-        self.reader = IndexThreads(lambda: open_index(settings.write_wait), settings.threads, "reader")
+    def __init__(self, name: str, open_index: Callable[[float], Index], settings: ServerSettings, keys: Keys):
+        self.name, self.settings, self.keys = name, settings, keys
+        self.reader = IndexThreads(
+            lambda: open_index(settings.write_wait), settings.threads, f"reader-{name}"
+        )
         self.writer = WriterProcess(open_index, settings.write_wait)
 
+    def allowed(self, request: Request, write: bool = False, whole: bool = False) -> Principal:
+        """The request's principal where it may read this index (`write`: write it; `whole`: see all of it)."""
+        return self.keys.allowed(request, self.name, write, whole)
+
     async def read(self, request: Request, fn: Callable[..., Any], *args: Any) -> Any:
-        require_key(request, self.settings, write=False)
-        return await self.reader.run(fn, *args)
+        principal = self.allowed(request)
+        return await self.reader.run(within, principal.where, fn, *args)
 
     async def write(self, request: Request, fn: Callable[..., dict], *args: Any) -> dict:
-        require_key(request, self.settings, write=True)
-        return await self.writer.run(fn, *args)
+        principal = self.allowed(request, write=True)
+        return await self.writer.run(within, principal.where, fn, *args)
 
     def close(self) -> None:
         self.reader.close()

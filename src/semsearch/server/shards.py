@@ -20,7 +20,8 @@ from starlette.requests import Request
 from starlette.routing import Route
 
 from .app import SEARCH_FIELDS, json_object, query_text, search_batch, search_one, search_options
-from .protocol import ApiError, ServerSettings, endpoint, json_body, require_key
+from .protocol import ApiError, ServerSettings, endpoint, json_body
+from .scopes import Keys
 
 if TYPE_CHECKING:
     from ..sharded import ShardedIndex
@@ -31,11 +32,13 @@ class ShardedService:
 
     def __init__(self, open_sharded: Callable[[], ShardedIndex], settings: ServerSettings):
         self.settings = settings
+        self.keys = Keys(settings, ["shards"])
         self.thread = ThreadPoolExecutor(1, thread_name_prefix="sharded")
         self.index: ShardedIndex = self.thread.submit(open_sharded).result()
 
     async def read(self, request: Request, fn: Callable[..., Any], *args: Any) -> Any:
-        require_key(request, self.settings, write=False)
+        # a scoped key's where is not applied over shards yet: only keys that see the index whole search it
+        self.keys.allowed(request, None, whole=True)
         return await asyncio.get_running_loop().run_in_executor(self.thread, fn, self.index, *args)
 
     def close(self) -> None:

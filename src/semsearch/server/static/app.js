@@ -8,7 +8,7 @@ const form = $("search-form"), input = $("q"), kSelect = $("k"), statusLine = $(
 const results = $("results"), filterBox = $("filters"), filterInputs = $("filter-inputs");
 const keyBox = $("key-box"), keyInput = $("key");
 const facetBox = $("facets"), pager = $("pager"), previousButton = $("previous"), nextButton = $("next");
-const pageLabel = $("page"), modeSelect = $("mode");
+const pageLabel = $("page"), modeSelect = $("mode"), indexBox = $("index-box"), indexSelect = $("index");
 const FACET_FIELDS = 6; // facet counts asked for the first fields the index lists
 
 // What the results show: a search, or the documents like one (similar); which page, of which generation.
@@ -16,6 +16,7 @@ let view = { kind: "search", id: null, offset: 0, generation: null };
 let fieldNames = [];
 let paging = false; // the server pages and finds similar documents (its /info names a max_offset)
 let restarted = false; // a page asked of a generation the index has left: started again at page 1
+let base = ""; // the chosen index's routes: "" (the server's default) or /indexes/NAME
 
 let timer = null, controller = null, sequence = 0;
 keyInput.value = sessionStorage.getItem("semsearch-key") || "";
@@ -30,7 +31,7 @@ function el(tag, className, text) {
 async function api(path, options = {}) {
   const headers = {};
   if (keyInput.value) headers.Authorization = "Bearer " + keyInput.value;
-  const response = await fetch(path, { ...options, headers });
+  const response = await fetch(path === "/indexes" ? path : base + path, { ...options, headers });
   const body = await response.json().catch(() => ({ error: { message: response.statusText } }));
   if (response.status === 401 || response.status === 403) keyBox.hidden = false;
   return { ok: response.ok, status: response.status, body };
@@ -72,7 +73,7 @@ function placeLink(hit) {
   else if (location.row != null) label += " (row " + location.row + ")";
   if (location.anchor) label += "#" + location.anchor;
   if (Array.isArray(location.headings) && location.headings.length) label += "  " + location.headings.join(" > ");
-  const url = typeof location.url === "string" && location.url.startsWith("/files/") ? location.url : null;
+  const url = typeof location.url === "string" && location.url.startsWith("/files/") ? base + location.url : null;
   if (!url) return el("span", "place", label);
   const link = el("a", "place", label);
   link.href = url;
@@ -297,6 +298,7 @@ function turnPage(step) {
 
 function addressOfView() {
   const params = new URLSearchParams();
+  if (!indexBox.hidden && indexSelect.value) params.set("index", indexSelect.value);
   if (view.kind === "similar") params.set("similar", view.id);
   else if (input.value.trim()) params.set("q", input.value.trim());
   for (const condition of whereConditions()) params.append("where", condition);
@@ -321,8 +323,14 @@ function remember(how) {
 }
 
 // The page as the address says (its load, back and forward): the boxes filled, the search run again.
-function restoreAddress() {
+async function restoreAddress() {
   const params = new URLSearchParams(window.location.search);
+  const index = params.get("index");
+  if (!indexBox.hidden && index && index !== indexSelect.value && [...indexSelect.options].some((o) => o.value === index)) {
+    indexSelect.value = index;
+    chooseIndex();
+    await loadInfo();  // the filter boxes of that index's fields
+  }
   input.value = params.get("q") || "";
   const k = params.get("k") || "10";
   if (![...kSelect.options].some((option) => option.value === k) && /^\d+$/.test(k)) kSelect.append(el("option", null, k));
@@ -474,6 +482,22 @@ function isotropyRows(isotropy) {
   return rows;
 }
 
+// The indexes the key reaches (GET /indexes): a choice of them where there are several, the address's first.
+async function loadIndexes() {
+  const answer = await api("/indexes");
+  const names = answer.ok && Array.isArray(answer.body.indexes) ? answer.body.indexes.map(String) : [];
+  indexBox.hidden = names.length < 2;
+  indexSelect.replaceChildren(...names.map((name) => Object.assign(el("option", null, name), { value: name })));
+  const asked = new URLSearchParams(window.location.search).get("index");
+  const chosen = names.includes(asked) ? asked : names.includes(answer.body.default) ? answer.body.default : names[0];
+  if (chosen !== undefined) indexSelect.value = chosen;
+  chooseIndex();
+}
+
+function chooseIndex() {
+  base = indexBox.hidden || !indexSelect.value ? "" : "/indexes/" + encodeURIComponent(indexSelect.value);
+}
+
 async function loadInfo() {
   const answer = await api("/info");
   const list = $("info-list");
@@ -515,10 +539,16 @@ modeSelect.addEventListener("change", () => search(false, "commit"));
 window.addEventListener("popstate", () => restoreAddress());
 previousButton.addEventListener("click", () => turnPage(-1));
 nextButton.addEventListener("click", () => turnPage(1));
-keyInput.addEventListener("change", () => {
+keyInput.addEventListener("change", async () => {
   sessionStorage.setItem("semsearch-key", keyInput.value);
-  loadInfo();
+  await loadIndexes();
+  await loadInfo();
   search();
+});
+indexSelect.addEventListener("change", async () => {
+  chooseIndex();
+  await loadInfo();
+  search(false, "commit");
 });
 
 document.addEventListener("keydown", (event) => {
@@ -546,4 +576,6 @@ document.addEventListener("keydown", (event) => {
 
 if (window.matchMedia("(max-width: 720px)").matches) document.querySelector("aside details").open = false;
 // the address's search once the filter boxes exist (loadInfo makes them from the index's fields)
-loadInfo().then(() => (window.location.search ? restoreAddress() : input.value.trim() && search(false, "typing")));
+loadIndexes()
+  .then(loadInfo)
+  .then(() => (window.location.search ? restoreAddress() : input.value.trim() && search(false, "typing")));
