@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import SemsearchError
 from .app import create_app
+from .metrics import shared_by_workers
 from .protocol import ServerSettings
 
 if TYPE_CHECKING:
@@ -89,4 +90,5 @@ def serve(
     if workers == 1:
         server.run(sockets=[sock])
     else:
-        Multiprocess(config, sockets=[sock]).run()
+        with shared_by_workers():  # named before the workers start: /metrics counts them all
+            Multiprocess(config, sockets=[sock]).run()

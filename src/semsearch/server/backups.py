@@ -16,9 +16,10 @@ from starlette.requests import Request
 
 from ..operations.backup import backup
 from .protocol import ApiError, ServerSettings, read_body, require_key
+from .schemas import Operation
 
 
-async def backup_options(request: Request, settings: ServerSettings) -> bool:
+async def backup_options(request: Request, settings: ServerSettings, operation: Operation) -> bool:
     """Checks the key and that backups are configured; returns whether an archive is asked for."""
     require_key(request, settings, write=True)
     if settings.backup_dir is None:
@@ -32,11 +33,9 @@ async def backup_options(request: Request, settings: ServerSettings) -> bool:
         options = json.loads(body)
     except ValueError as error:
         raise ApiError(400, "bad_json", f"the body is not valid JSON ({error})") from None
-    if not isinstance(options, dict) or set(options) - {"archive"}:
+    if not isinstance(options, dict) or set(options) - {p.name for p in operation.fields or ()}:
         raise ApiError(400, "bad_parameter", 'the body may hold only {"archive": true or false}')
-    if not isinstance(options.get("archive", False), bool):
-        raise ApiError(400, "bad_parameter", "archive must be true or false")
-    return options.get("archive", False)
+    return bool(operation.json(options)["archive"])
 
 
 async def make_backup(index_path: Path, settings: ServerSettings, archive: bool) -> dict[str, Any]:
