@@ -16,7 +16,15 @@ HIT = {
         "metadata": NULLABLE_OBJECT,
         "passage": NULLABLE_OBJECT,
         "location": NULLABLE_OBJECT,
-        "snippet": {"type": ["string", "null"]},
+        "snippet": {
+            "type": ["object", "null"],
+            "required": ["text", "highlights"],
+            "properties": {
+                "text": {"type": "string"},
+                "highlights": {"type": "array"},
+                "kind": {"type": "string"},
+            },
+        },
         "scores": NULLABLE_OBJECT,
         "text": {"type": "string"},
     },
@@ -40,6 +48,18 @@ ERROR = {
             "properties": {"code": {"type": "string"}, "message": {"type": "string"}},
         },
         **TOOK,
+    },
+}
+JSON_RPC = {
+    "type": "object",
+    "required": ["jsonrpc", "error"],
+    "properties": {
+        "jsonrpc": {"const": "2.0"},
+        "error": {
+            "type": "object",
+            "required": ["code", "message"],
+            "properties": {"code": {"type": "integer"}},
+        },
     },
 }
 ERRORS = {

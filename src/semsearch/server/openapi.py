@@ -66,10 +66,10 @@ def operation_object(
         for param in operation.params
     ]
     described_errors = {
-        str(status): {"description": ERRORS[status], "content": json_content(ERROR)}
+        str(status): {"description": ERRORS[status], "content": json_content(operation.error)}
         for status in statuses(operation, settings)
     }
-    error = {"description": "An error", "content": json_content(ERROR)}
+    error = {"description": "An error", "content": json_content(operation.error)}
     out: dict[str, Any] = {
         "summary": operation.summary,
         "operationId": f"{method.lower()}{re.sub(r'[^A-Za-z0-9]+', '_', route.path_format).rstrip('_')}",

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..retrieval.hits import QUERY_OPTIONS
 from ..settings import FACET_VALUES, MAX_FACET_VALUES, Fusion, SearchMode
-from .answers import BATCH, COUNT, SEARCHED, SIMILAR, answer
+from .answers import BATCH, COUNT, ERROR, JSON_RPC, SEARCHED, SIMILAR, answer
 from .protocol import ApiError, ServerSettings, bounded_float, bounded_int, flag, string_list
 
 MAX_GENERATION = (1 << 63) - 1
@@ -127,6 +127,7 @@ class Operation:
     answer: dict[str, Any] = field(default_factory=lambda: {"type": "object"})
     media: str = "application/json"
     errors: tuple[int, ...] = (400,)
+    error: dict[str, Any] = field(default_factory=lambda: ERROR)  # an error answer's schema
 
     def values(self, sent: Mapping[str, Any]) -> dict[str, Any]:
         """The params' values from a mapping of them as sent, read in the order declared."""
@@ -306,7 +307,11 @@ class Requests:
         )
         self.openapi = Operation("This document", access="open", errors=())
         self.mcp = Operation(
-            "The Model Context Protocol (streamable HTTP, JSON-RPC)", body={"type": "object"}, errors=()
+            "The Model Context Protocol (streamable HTTP, JSON-RPC)",
+            body={"type": "object"},
+            answer={},
+            errors=(),
+            error={"anyOf": [ERROR, JSON_RPC]},  # the MCP SDK answers its own errors
         )
 
 
