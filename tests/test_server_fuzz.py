@@ -23,7 +23,6 @@ from schemathesis.specs.openapi.checks import (  # noqa: E402
     status_code_conformance,
 )
 
-pytestmark = pytest.mark.xdist_group("server")
 ADMIN = "admin-key-for-the-fuzzer"
 SEARCHER = "search-key-for-the-fuzzer"
 KEYS = [None, SEARCHER, ADMIN, "a-key-nobody-was-given"]

@@ -1,6 +1,8 @@
 """What the server has done, for Prometheus (`GET /metrics`, the text exposition format), by prometheus-client:
 requests by route, index and status; latency by route and search mode; searches answered by index and mode;
-errors by route and code; and per index its documents, generation and writes queued.
+errors by route and code; and per index its documents, generation and writes queued. `Measured`, a middleware
+around the routes, counts and times every request; a search's handler marks its answer (`Searched`) with its
+mode; the index's figures are read at each scrape.
 
 One process keeps its figures in a registry of its own (several apps in one process, as the tests make, never
 mix). Several worker processes (`serve --workers N`) share a directory (prometheus-client's multiprocess mode:
@@ -98,7 +100,7 @@ class Metrics:
         self.generation = Gauge("semsearch_generation", "The index generation read", ["index"], **own, **mode)
         self.writes_queued = Gauge(
             "semsearch_writes_queued",
-            "Writes waiting for the writer",
+            "Writes in the writer's queue (waiting or being written)",
             ["index"],
             **own,
             multiprocess_mode="livesum",
