@@ -25,7 +25,7 @@ from schemathesis.specs.openapi.checks import (  # noqa: E402
 
 ADMIN = "admin-key-for-the-fuzzer"
 SEARCHER = "search-key-for-the-fuzzer"
-KEYS = [None, SEARCHER, ADMIN, "a-key-nobody-was-given"]
+KEYS = [ADMIN, SEARCHER, None, "a-key-nobody-was-given"]  # the first drawn most: the admin reaches most
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
 # Bounds of a small server: a rerank of max_k candidates by the cross-encoder takes seconds at the default 1000
 # (the fuzzer tries each bound's edges, whatever they are)
@@ -80,7 +80,7 @@ def test_no_generated_request_gets_a_5xx_or_an_answer_off_its_schema(sample_enco
     assert statuses.get("401", 0) >= 100 and statuses.get("403", 0) >= 100, statuses
     # no key at all: reads open to all, writes refused
     sent, statuses = fuzzed(create_app(partial(Index.open, path), ServerSettings(**LIMITS)), examples=8)
-    assert sent >= 200 and statuses.get("200", 0) >= 30, (sent, statuses)
+    assert sent >= 200 and statuses.get("200", 0) >= 20, (sent, statuses)
 
 
 def test_the_document_is_made_from_the_routes_and_its_schemas_are_json_schema(sample_encoded, tmp_path):
@@ -103,6 +103,10 @@ def test_the_document_is_made_from_the_routes_and_its_schemas_are_json_schema(sa
         k = next(p for p in document["paths"]["/search"]["get"]["parameters"] if p["name"] == "k")
         assert k["schema"]["maximum"] == 50  # this server's bound, the one its handler checks
         assert client.get("/search", params={"q": "x", "k": 51}).status_code == 400
+        paths = document["paths"]
+        assert paths["/search"]["get"]["security"] == [{}, {"bearer": []}]  # no search key: a key optional
+        assert paths["/metrics"]["get"]["security"] == [{"bearer": []}]  # the api key's
+        assert client.get("/metrics").status_code == 401 and paths["/health"]["get"]["security"] == []
         search = document["paths"]["/search"]["post"]
         for operation in (op for methods in document["paths"].values() for op in methods.values()):
             schemas = [p["schema"] for p in operation["parameters"]]

@@ -29,18 +29,24 @@ def package_version() -> str:
         return "0"
 
 
+def access(operation: Operation, settings: ServerSettings) -> str:
+    """The operation's access under these settings: an admin's is a read's where no api key is set."""
+    return "read" if operation.access == "admin" and settings.api_key is None else operation.access
+
+
 def security(operation: Operation, settings: ServerSettings) -> list[dict[str, list]]:
     """Who may call it: none needed (`[]`), a key optional (`[{}, bearer]`) or needed (`[bearer]`)."""
-    if operation.access == "open":
+    needs = access(operation, settings)
+    if needs == "open":
         return []
-    if operation.access == "read" and settings.search_key is None:
+    if needs == "read" and settings.search_key is None:
         return [{}, {"bearer": []}]
     return [{"bearer": []}]
 
 
 def statuses(operation: Operation, settings: ServerSettings) -> list[int]:
     """The error statuses it may answer: its own, and a missing (401) or wrong (403) key's."""
-    keyed = operation.access in ("write", "admin") or (operation.access == "read" and settings.search_key)
+    keyed = security(operation, settings) == [{"bearer": []}]
     return sorted({*operation.errors, *((401, 403) if keyed else ())})
 
 

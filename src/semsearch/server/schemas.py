@@ -116,8 +116,9 @@ def queries(value: Any, most: int) -> list[str]:
 @dataclass(frozen=True)
 class Operation:
     """One method of one route: what it reads (`params` from the query string, `fields` of a JSON object
-    body; `body`: another body's schema), who may call it (`access`: "read", "write" or "admin") and what it
-    answers (`answers`: its 2xx body's schema; `media`: its type)."""
+    body; `body`: another body's schema), who may call it (`access`: "open" to all, "read", "write", or
+    "admin": the api key where one is set, else a read's) and what it answers (`answer`: its 2xx body's
+    schema, `media` its type; `errors`: the error statuses of its own, `error` their schema)."""
 
     summary: str
     params: tuple[Param, ...] = ()
@@ -272,7 +273,7 @@ class Requests:
         self.backup = Operation(
             "Back the index up into the server's backup directory",
             fields=(Param("archive", BOOLEAN, "One .tar.gz instead of a directory"),),
-            access="admin",
+            access="write",
             answer=answer(["backup"], backup={"type": "object"}),
             errors=(400, 413),
         )
