@@ -334,3 +334,31 @@ def commands_in_one_process(
         subprocess.CompletedProcess(command, ran["returncode"], ran["stdout"], ran["stderr"])
         for command, ran in zip(arguments, json.loads(process.stdout.splitlines()[-1]))
     ]
+
+
+@contextlib.contextmanager
+def served(command: list[str], env: dict[str, str] | None = None, clean_exit: bool = False):
+    """A server started by `command`, which prints `serving http://127.0.0.1:PORT/` first; yields that base
+    URL (without the slash), and on exit stops it (`clean_exit`: and checks it exited 0)."""
+    import re
+    import threading
+
+    process = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        line = process.stderr.readline()
+        found = re.search(r"serving (http://127\.0\.0\.1:\d+)/", line)
+        assert found, line + process.stderr.read()
+        threading.Thread(target=process.stderr.read, daemon=True).start()  # never a full pipe
+        yield found[1]
+    finally:
+        process.terminate()
+        code = process.wait(30)
+        assert code == 0 or not clean_exit, code
+
+
+def serve_command(path: Path, *options: str, env: dict[str, str] | None = None):
+    """`semsearch serve --index PATH --port 0 OPTIONS` in another process (`served`), stopping cleanly."""
+    import sys
+
+    command = [sys.executable, "-m", "semsearch", "serve", "--index", str(path), "--port", "0", *options]
+    return served(command, env, clean_exit=True)

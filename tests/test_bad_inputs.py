@@ -173,8 +173,8 @@ PARAMETERS = st.dictionaries(
 @settings(max_examples=400, deadline=None)
 @given(PARAMETERS)
 def test_search_parameters_are_options_or_a_400(values):
-    from semsearch.server.app import search_options
     from semsearch.server.protocol import ApiError, ServerSettings
+    from semsearch.server.schemas import search_options
 
     try:
         options = search_options(values, ServerSettings())

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, command_here, copy_index, write_jsonl
+from conftest import REPO, command_here, copy_index, served, write_jsonl
 
 httpx = pytest.importorskip("httpx")
 pytest.importorskip("starlette", reason="the serve extra is not installed: pip install -e '.[serve]'")
@@ -41,17 +41,8 @@ serve(partial(Index.open, sys.argv[1]), "127.0.0.1", 0, ServerSettings(**json.lo
 def running_server(path: Path, **settings):
     """A real server (another process: this one opens its own Index to compare) on a free 127.0.0.1 port;
     yields its base URL, stops on exit."""
-    command = [sys.executable, "-c", SERVER, str(path), json.dumps(settings)]
-    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
-    try:
-        line = process.stderr.readline()
-        found = re.search(r"serving (http://127\.0\.0\.1:\d+)/", line)
-        assert found, line + process.stderr.read()
-        threading.Thread(target=process.stderr.read, daemon=True).start()  # never a full pipe
-        yield found[1]
-    finally:
-        process.terminate()
-        process.wait(30)
+    with served([sys.executable, "-c", SERVER, str(path), json.dumps(settings)]) as url:
+        yield url
 
 
 @pytest.fixture

@@ -1,18 +1,23 @@
 """The server's figures for Prometheus (server/metrics.py), read back with prometheus-client's own parser of the
 text format: exact in one process with two apps side by side, and summed across worker processes sharing a
-directory (real processes, each counting its own requests)."""
+directory (real processes, each counting its own requests); and GET /metrics of a real server counting exactly
+the requests a test sent, in one process and across `semsearch serve --workers 2`."""
 
 from __future__ import annotations
 
 import multiprocessing
 import os
+import shutil
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 
 import pytest
+from conftest import serve_command
 
 pytest.importorskip("prometheus_client")
+httpx = pytest.importorskip("httpx")
 from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
 
 from semsearch.server.metrics import MULTIPROCESS_VARIABLE, Metrics  # noqa: E402
@@ -101,3 +106,105 @@ def test_nothing_imports_the_client_before_the_directory_is_named():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
     assert multiprocessing.current_process().name == "MainProcess"
+
+
+# ---- GET /metrics of the server -----------------------------------------------------------------------------
+
+ADMIN = "admin-key-for-metrics"
+QUERY = "parse a date from a string"
+
+
+def exposition(text: str) -> dict[tuple[str, tuple], float]:
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+
+
+def sent_requests(client, index: str) -> dict[tuple[str, str, str], int]:
+    """A known mix of requests (answers, errors, searches of several modes); their counts by route, index
+    and status."""
+    bearer = {"Authorization": f"Bearer {ADMIN}"}
+    assert client.get("/info").status_code == 200  # the readers have the index open: every label has it
+    for _ in range(3):
+        assert client.get("/search", params={"q": QUERY, "k": 2}).status_code == 200
+    assert client.get("/search", params={"q": QUERY, "mode": "keyword"}).status_code == 200
+    assert client.post("/search", json={"q": QUERY, "k": 0}).status_code == 400
+    assert client.post("/search/batch", json={"queries": [QUERY, "files", "json"]}).status_code == 200
+    assert client.get("/documents/no-such-id").status_code == 404
+    assert client.get("/no/such/route/42").status_code == 404
+    assert client.delete("/documents", params={"id": "no-such-id"}, headers=bearer).status_code == 404
+    assert client.get("/metrics").status_code == 401
+    return {
+        ("/info", index, "200"): 1,
+        ("/search", index, "200"): 4,
+        ("/search", index, "400"): 1,
+        ("/search/batch", index, "200"): 1,
+        ("/documents/{doc_id}", index, "404"): 1,
+        ("(unmatched)", index, "404"): 1,
+        ("/documents", index, "404"): 1,
+        ("/metrics", index, "401"): 1,
+    }
+
+
+def assert_counted(found, sent: dict[tuple[str, str, str], int], index: str, default_mode: str) -> None:
+    counted = {
+        (labels["route"], labels["index"], labels["status"]): value
+        for (name, label_items), value in found.items()
+        if name == "semsearch_requests_total" and (labels := dict(label_items))
+    }
+    assert counted == sent
+    assert found["semsearch_searches_total", (("index", index), ("mode", default_mode))] == 3 + 3
+    assert found["semsearch_searches_total", (("index", index), ("mode", "keyword"))] == 1
+    latency = ("semsearch_request_seconds_count", (("mode", default_mode), ("route", "/search")))
+    assert found[latency] == 3
+    assert found["semsearch_errors_total", (("code", "not_found"), ("route", "(unmatched)"))] == 1
+    assert found["semsearch_errors_total", (("code", "bad_parameter"), ("route", "/search"))] == 1
+    assert found["semsearch_errors_total", (("code", "key_required"), ("route", "/metrics"))] == 1
+    assert found["semsearch_documents", (("index", index),)] == 300
+    assert found["semsearch_generation", (("index", index),)] >= 1
+    assert found["semsearch_writes_queued", (("index", index),)] == 0  # the delete came and went
+
+
+def test_metrics_of_one_process_count_exactly_what_was_sent(sample_encoded, tmp_path, one_process):
+    from starlette.testclient import TestClient
+
+    from semsearch import Index
+    from semsearch.server import ServerSettings, create_app
+
+    path = shutil.copytree(sample_encoded, tmp_path / "notes")
+    with Index.open(path) as index:
+        default_mode = index.default_mode.value
+    app = create_app({"notes": partial(Index.open, path)}, ServerSettings(api_key=ADMIN))  # served by its name
+    with TestClient(app) as client:
+        sent = sent_requests(client, "notes")
+        response = client.get("/metrics", headers={"Authorization": f"Bearer {ADMIN}"})
+        assert response.status_code == 200 and response.headers["content-type"].startswith("text/plain")
+        assert client.get("/metrics", headers={"Authorization": "Bearer wrong"}).status_code == 403
+    assert_counted(exposition(response.text), sent, "notes", default_mode)
+
+
+def test_metrics_of_two_worker_processes_sum_both(sample_encoded, tmp_path):
+    from semsearch import Index
+
+    path = shutil.copytree(sample_encoded, tmp_path / "notes")
+    with Index.open(path) as index:
+        default_mode = index.default_mode.value
+    scratch = tmp_path / "scratch"  # where the server makes its metrics directory
+    scratch.mkdir()
+    env = {**os.environ, "SEMSEARCH_API_KEY": ADMIN, "TMPDIR": str(scratch)}
+    env.pop(MULTIPROCESS_VARIABLE, None)
+    with serve_command(path, "--workers", "2", env=env) as url:
+        (shared,) = scratch.glob("semsearch-metrics-*")  # this run's, named before its workers started
+        with httpx.Client(base_url=url, timeout=60) as client:
+            sent = sent_requests(client, "notes")
+            more = 40  # a new connection each: the kernel spreads them over both workers
+            for _ in range(more):
+                assert httpx.get(url + "/info", timeout=60).status_code == 200
+            sent["/info", "notes", "200"] += more
+            scrape = client.get("/metrics", headers={"Authorization": f"Bearer {ADMIN}"})
+            assert scrape.status_code == 200
+        assert len(list(shared.glob("counter_*.db"))) == 2  # both workers answered some and counted them
+    assert_counted(exposition(scrape.text), sent, "notes", default_mode)
+    assert not shared.exists()  # removed when the run stops

@@ -286,8 +286,8 @@ def test_every_hit_has_a_snippet_in_every_mode_and_the_cli_prints_it(sample_inde
 
 def test_the_http_api_passes_typos_and_crop_on_and_refuses_bad_ones():
     pytest.importorskip("starlette")
-    from semsearch.server.app import search_options
     from semsearch.server.protocol import ApiError, ServerSettings
+    from semsearch.server.schemas import search_options
 
     options = search_options({"typos": "0", "crop": "12"}, ServerSettings())
     assert options["typos"] == 0 and options["crop"] == 12

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from ..errors import SemsearchError
 from .app import create_app
 from .indexes import DEFAULT_NAME
+from .metrics import shared_by_workers
 from .protocol import ServerSettings
 from .scopes import Keys
 
@@ -97,4 +98,5 @@ def serve(
     if workers == 1:
         server.run(sockets=[sock])
     else:
-        Multiprocess(config, sockets=[sock]).run()
+        with shared_by_workers():  # named before the workers start: /metrics counts them all
+            Multiprocess(config, sockets=[sock]).run()

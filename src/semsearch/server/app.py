@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import os
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -22,39 +23,32 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from ..retrieval.hits import QUERY_OPTIONS, results_json
-from ..settings import FACET_VALUES, MAX_FACET_VALUES
 from .backups import backup_options, make_backup
 from .documents import add_documents, delete_documents, get_document, stored, text_searchable
 from .facetranges import facet_range_routes
 from .files import file_routes, placed
 from .indexes import DEFAULT_NAME, Indexes, no_index
 from .mcp_http import McpEndpoints
+from .metrics import Measured, Metrics, Searched, metrics_routes, worker_stopped
+from .openapi import openapi_routes
 from .protocol import (
     ApiError,
     ServerSettings,
-    bounded_float,
-    bounded_int,
     documents_of,
     endpoint,
     error_answer,
-    flag,
     json_body,
     read_body,
-    string_list,
 )
+from .schemas import Requests, described, page_arguments, search_arguments
 from .workers import identity, warm
 
 if TYPE_CHECKING:
     from ..index import Index
     from ..retrieval.search import Results
 
-MAX_GENERATION = (1 << 63) - 1
 STATIC = Path(__file__).parent / "static"
 EXTRAS = QUERY_OPTIONS  # passed to Index.search only when the client sends them
-PAGE_FIELDS = {"offset", "generation", "per_document", "full_text"}
-SEARCH_FIELDS = {"q", "k", "where", "rerank", "facets", "facet_values", *PAGE_FIELDS, *EXTRAS}
-SIMILAR_FIELDS = {"ids", "not", "k", "where", "rerank", *PAGE_FIELDS}
-MAX_CROP = 1_000  # words of a snippet
 # The page's scripts and styles come from this server only; nothing inline runs (a second wall behind the
 # page's textContent-only rendering).
 SECURITY_HEADERS = [
@@ -72,42 +66,6 @@ SECURITY_HEADERS = [
 # ---- searching -------------------------------------------------------------------------------------------
 
 
-def page_options(values: dict[str, Any], settings: ServerSettings) -> dict[str, Any]:
-    """What search and similar share: k, where, rerank, offset, generation, per_document and full_text."""
-    where = values.get("where")
-    full_text = values.get("full_text")
-    return {
-        "k": bounded_int(values.get("k"), "k", 1, settings.max_k) or 10,
-        "where": where if isinstance(where, dict) else string_list(where, "where"),
-        "rerank": bounded_int(values.get("rerank"), "rerank", 0, settings.max_k),
-        "offset": bounded_int(values.get("offset"), "offset", 0, settings.max_offset) or 0,
-        "generation": bounded_int(values.get("generation"), "generation", 0, MAX_GENERATION),
-        "per_document": bounded_int(values.get("per_document"), "per_document", 0, settings.max_k),
-        "full_text": full_text if isinstance(full_text, bool) else flag(full_text, "full_text"),
-    }
-
-
-def search_options(values: dict[str, Any], settings: ServerSettings) -> dict[str, Any]:
-    """Index.search's keyword arguments from a request's parameters (a query string's or a JSON body's)."""
-    options = page_options(values, settings)
-    if facets := string_list(values.get("facets"), "facets"):
-        options["facets"] = facets
-        values_asked = bounded_int(values.get("facet_values"), "facet_values", 1, MAX_FACET_VALUES)
-        options["facet_values"] = values_asked or FACET_VALUES
-    for name in EXTRAS:
-        if values.get(name) not in (None, ""):
-            options[name] = values[name]
-    if "alpha" in options:  # a query string's is text
-        options["alpha"] = bounded_float(options["alpha"], "alpha", 0.0, 1.0)
-    for name, high in (("typos", 2), ("crop", MAX_CROP)):
-        if name in options:
-            options[name] = bounded_int(options[name], name, 0, high)
-    for name in ("mode", "fusion"):
-        if name in options and not isinstance(options[name], str):
-            raise ApiError(400, "bad_parameter", f"{name} must be a string")
-    return options
-
-
 def takes(method: Callable, name: str) -> bool:
     parameters = inspect.signature(method).parameters
     return name in parameters or any(p.kind is p.VAR_KEYWORD for p in parameters.values())
@@ -120,30 +78,32 @@ def supported(method: Callable, options: dict[str, Any]) -> dict[str, Any]:
     return options
 
 
-def query_text(value: Any, name: str = "q") -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise ApiError(400, "bad_parameter", f"{name} must be a non-empty string")
-    return value
-
-
 def answered(hits: Results) -> dict[str, Any]:
     """A query's answer: its page's hits (hits.py's shape), where the page starts, the generation read, the
     facets if asked."""
     return results_json(hits)
 
 
+def mode_of(index: Index, options: dict[str, Any]) -> str:
+    return str(options.get("mode") or index.default_mode.value)
+
+
 def search_one(index: Index, q: str, options: dict[str, Any]) -> dict[str, Any]:
     if options.get("mode") != "keyword":
         text_searchable(index)
     hits = index.search(q, **supported(index.search_many, options))
-    return {"q": q, "k": options["k"], **answered(hits)}
+    return Searched({"q": q, "k": options["k"], **answered(hits)}, mode_of(index, options))
 
 
 def search_batch(index: Index, queries: list[str], options: dict[str, Any]) -> dict[str, Any]:
     if options.get("mode") != "keyword":
         text_searchable(index)
     results = index.search_many(queries, **supported(index.search_many, options))
-    return {"k": options["k"], "results": [{"q": q, **answered(hits)} for q, hits in zip(queries, results)]}
+    payload = {
+        "k": options["k"],
+        "results": [{"q": q, **answered(hits)} for q, hits in zip(queries, results)],
+    }
+    return Searched(payload, mode_of(index, options), len(queries))
 
 
 def similar(index: Index, ids: list[str], negative: list[str], options: dict[str, Any]) -> dict[str, Any]:
@@ -151,16 +111,6 @@ def similar(index: Index, ids: list[str], negative: list[str], options: dict[str
     stored(index, ids + negative)
     hits = index.similar(ids, negative=negative, **options)
     return {"ids": ids, "not": negative, "k": options["k"], **answered(hits)}
-
-
-def json_object(body: Any, allowed: set[str]) -> dict[str, Any]:
-    if not isinstance(body, dict):
-        raise ApiError(400, "bad_parameter", "the body must be a JSON object")
-    if unknown := sorted(set(body) - allowed):
-        raise ApiError(
-            400, "bad_parameter", f"unknown field {', '.join(unknown)}; known: {', '.join(sorted(allowed))}"
-        )
-    return body
 
 
 # ---- the index ---------------------------------------------------------------------------------------------
@@ -186,43 +136,34 @@ def describe(index: Index, settings: ServerSettings, writes: bool, keys: bool) -
 # ---- the application --------------------------------------------------------------------------------------
 
 
-def search_routes(svc: Indexes, settings: ServerSettings) -> list[Route]:
+def search_routes(svc: Indexes, settings: ServerSettings, requests: Requests) -> list[Route]:
     """/search (GET and POST), /search/batch, /documents/{id}/similar and /similar."""
 
+    @described(GET=requests.get_search)
     async def get_search(request: Request) -> dict[str, Any]:
-        params = request.query_params
-        lists = {"where": params.getlist("where"), "facets": params.getlist("facets")}
-        values = {name: params.get(name) for name in SEARCH_FIELDS} | lists
-        q = query_text(values["q"])
-        return await svc(request).read(request, search_one, q, search_options(values, settings))
+        values = requests.get_search.query(request.query_params)
+        return await svc(request).read(request, search_one, values["q"], search_arguments(values))
 
+    @described(POST=requests.post_search)
     async def post_search(request: Request) -> dict[str, Any]:
-        body = json_object(await json_body(request, settings.max_body), SEARCH_FIELDS)
-        q = query_text(body.get("q"))
-        return await svc(request).read(request, search_one, q, search_options(body, settings))
+        values = requests.post_search.json(await json_body(request, settings.max_body))
+        return await svc(request).read(request, search_one, values["q"], search_arguments(values))
 
+    @described(POST=requests.batch)
     async def post_batch(request: Request) -> dict[str, Any]:
-        body = json_object(await json_body(request, settings.max_body), SEARCH_FIELDS - {"q"} | {"queries"})
-        queries = body.get("queries")
-        if not isinstance(queries, list) or not queries:
-            raise ApiError(400, "bad_parameter", "queries must be a non-empty list of strings")
-        if len(queries) > settings.max_batch:
-            raise ApiError(400, "bad_parameter", f"queries: at most {settings.max_batch}, got {len(queries)}")
-        queries = [query_text(q, "each query") for q in queries]
-        return await svc(request).read(request, search_batch, queries, search_options(body, settings))
+        values = requests.batch.json(await json_body(request, settings.max_body))
+        return await svc(request).read(request, search_batch, values["queries"], search_arguments(values))
 
+    @described(GET=requests.get_similar)
     async def get_similar(request: Request) -> dict[str, Any]:
-        params = request.query_params
-        values = {name: params.get(name) for name in SIMILAR_FIELDS} | {"where": params.getlist("where")}
-        ids, negative = [request.path_params["doc_id"]], params.getlist("not")
-        return await svc(request).read(request, similar, ids, negative, page_options(values, settings))
+        values = requests.get_similar.query(request.query_params)
+        ids = [request.path_params["doc_id"]]
+        return await svc(request).read(request, similar, ids, values["not"], page_arguments(values))
 
+    @described(POST=requests.post_similar)
     async def post_similar(request: Request) -> dict[str, Any]:
-        body = json_object(await json_body(request, settings.max_body), SIMILAR_FIELDS)
-        ids, negative = string_list(body.get("ids"), "ids"), string_list(body.get("not"), "not")
-        if not ids:
-            raise ApiError(400, "bad_parameter", "ids must name at least one document")
-        return await svc(request).read(request, similar, ids, negative, page_options(body, settings))
+        values = requests.post_similar.json(await json_body(request, settings.max_body))
+        return await svc(request).read(request, similar, values["ids"], values["not"], page_arguments(values))
 
     return [
         Route("/search", endpoint(placed(get_search, settings)), methods=["GET"]),
@@ -233,15 +174,17 @@ def search_routes(svc: Indexes, settings: ServerSettings) -> list[Route]:
     ]
 
 
-def document_routes(svc: Indexes, settings: ServerSettings) -> list[Route]:
+def document_routes(svc: Indexes, settings: ServerSettings, requests: Requests) -> list[Route]:
     """/documents (POST adds, DELETE deletes by id or filter) and /documents/{id} (GET, DELETE)."""
 
+    @described(GET=requests.get_document, DELETE=requests.delete_document)
     async def document(request: Request) -> dict[str, Any]:
         doc_id = request.path_params["doc_id"]
         if request.method == "DELETE":
             return await svc(request).write(request, delete_documents, [doc_id], [])
         return await svc(request).read(request, get_document, doc_id)
 
+    @described(POST=requests.add)
     async def post_documents(request: Request) -> dict[str, Any]:
         svc(request).allowed(request, write=True)  # before reading a body that may be large
         records = documents_of(await read_body(request, settings.max_body))
@@ -249,11 +192,12 @@ def document_routes(svc: Indexes, settings: ServerSettings) -> list[Route]:
             raise ApiError(422, "invalid_document", "no documents: send a JSON array of them, or JSON lines")
         return await svc(request).write(request, add_documents, records)
 
+    @described(DELETE=requests.delete_where)
     async def delete_where(request: Request) -> dict[str, Any]:
-        ids, where = request.query_params.getlist("id"), request.query_params.getlist("where")
-        if not ids and not where:
+        values = requests.delete_where.query(request.query_params)
+        if not values["id"] and not values["where"]:
             raise ApiError(400, "bad_parameter", "name the documents to delete: where=FIELD=VALUE or id=ID")
-        confirm = flag(request.query_params.get("confirm"), "confirm")
+        ids, where, confirm = values["id"], values["where"], values["confirm"]
         return await svc(request).write(request, delete_documents, ids, where, confirm)
 
     return [
@@ -263,18 +207,21 @@ def document_routes(svc: Indexes, settings: ServerSettings) -> list[Route]:
     ]
 
 
-def index_routes(svc: Indexes, settings: ServerSettings) -> list[Route]:
+def index_routes(svc: Indexes, settings: ServerSettings, requests: Requests) -> list[Route]:
     """/health, /info and /backup."""
 
+    @described(POST=requests.backup)
     async def post_backup(request: Request) -> dict[str, Any]:
         service = svc(request)
-        archive = await backup_options(request, service, settings)
+        archive = await backup_options(request, service, settings, requests.backup)
         return await make_backup(await service.reader.run(lambda index: index.path), settings, archive)
 
+    @described(GET=requests.info)
     async def info(request: Request) -> dict[str, Any]:
         ring = svc.keys.ring
         return await svc(request).read(request, describe, settings, ring.writes, not ring.open_reads)
 
+    @described(GET=requests.health)
     async def health(request: Request) -> dict[str, Any]:
         """Answered on the event loop (the readers may all be busy): the index directory is checked as it is
         now; a replaced one is reopened by the next search (workers.current)."""
@@ -316,11 +263,15 @@ def create_app(
     settings = settings or ServerSettings()
     svc = Indexes(open_index if isinstance(open_index, Mapping) else {DEFAULT_NAME: open_index}, settings)
     mcp = McpEndpoints(svc, settings)
+    requests = Requests(settings)
+    mcp.operations = {method: requests.mcp for method in ("GET", "POST", "DELETE")}
+    metrics = Metrics()
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette):
         svc.start()
-        for service in (svc.services or {}).values():
+        for name, service in (svc.services or {}).items():
+            service.writer.queued = lambda change, name=name: metrics.queued(name, change)
             for _ in service.reader.threads:  # queued first: the first searches wait for them, not start them
                 service.reader.submit(warm)
         try:
@@ -329,23 +280,27 @@ def create_app(
                     yield
         finally:
             svc.close()
+            worker_stopped(os.getpid())
 
     per_index = [
-        *index_routes(svc, settings),
-        *search_routes(svc, settings),  # /documents/{id}/similar before /documents/{id}
-        *document_routes(svc, settings),
+        *index_routes(svc, settings, requests),
+        *search_routes(svc, settings, requests),  # /documents/{id}/similar before /documents/{id}
+        *document_routes(svc, settings, requests),
         Route("/mcp", mcp, methods=["GET", "POST", "DELETE"]),
-        *(file_routes(svc) if settings.files else []),
-        *facet_range_routes(svc),
+        *(file_routes(svc, requests.file) if settings.files else []),
+        *facet_range_routes(svc, requests.facet_ranges),
     ]
     routes = [
-        Route("/", page),
-        Route("/indexes", endpoint(svc.listed)),
+        Route("/", described(GET=requests.page_of_search)(page)),
+        Route("/indexes", described(GET=requests.indexes)(endpoint(svc.listed))),
+        *metrics_routes(svc, metrics, requests.metrics),
+        *openapi_routes(settings, requests.openapi),
         Mount("/indexes/{index}", routes=per_index),
         *per_index,
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: http_error})
+    app.add_middleware(Measured, metrics=metrics, index_of=lambda scope: svc.name_of(scope))
     app.add_middleware(SecurityHeaders)
     return app
 

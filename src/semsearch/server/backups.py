@@ -16,10 +16,13 @@ from starlette.requests import Request
 
 from ..operations.backup import backup
 from .protocol import ApiError, ServerSettings, read_body
+from .schemas import Operation
 from .service import Service
 
 
-async def backup_options(request: Request, service: Service, settings: ServerSettings) -> bool:
+async def backup_options(
+    request: Request, service: Service, settings: ServerSettings, operation: Operation
+) -> bool:
     """Checks the key (a writer that sees the whole index) and that backups are configured; returns whether an
     archive is asked for."""
     service.allowed(request, write=True, whole=True)
@@ -34,11 +37,9 @@ async def backup_options(request: Request, service: Service, settings: ServerSet
         options = json.loads(body)
     except ValueError as error:
         raise ApiError(400, "bad_json", f"the body is not valid JSON ({error})") from None
-    if not isinstance(options, dict) or set(options) - {"archive"}:
+    if not isinstance(options, dict) or set(options) - {p.name for p in operation.fields or ()}:
         raise ApiError(400, "bad_parameter", 'the body may hold only {"archive": true or false}')
-    if not isinstance(options.get("archive", False), bool):
-        raise ApiError(400, "bad_parameter", "archive must be true or false")
-    return options.get("archive", False)
+    return bool(operation.json(options)["archive"])
 
 
 async def make_backup(index_path: Path, settings: ServerSettings, archive: bool) -> dict[str, Any]:

@@ -11,14 +11,11 @@ from typing import TYPE_CHECKING, Any
 from starlette.requests import Request
 from starlette.routing import Route
 
-from ..settings import SearchMode
-from .protocol import ApiError, answer, bounded_int, error_answer, error_of, string_list
+from .protocol import answer, error_answer, error_of
+from .schemas import BUCKETS, Operation, described
 
 if TYPE_CHECKING:
     from ..index import Index
-
-BUCKETS = 5
-MAX_BUCKETS = 20
 
 
 def facet_ranges(
@@ -29,22 +26,20 @@ def facet_ranges(
     return {"ranges": {name: found[name] for name in fields if found[name]}}
 
 
-def facet_range_routes(service: Callable[[], Any]) -> list[Route]:
+def facet_range_routes(service: Callable[[Request], Any], operation: Operation) -> list[Route]:
+    @described(GET=operation)
     async def get_ranges(request: Request):
         started = time.perf_counter()
-        params = request.query_params
         try:
-            fields = string_list(params.getlist("fields"), "fields")
-            if not fields:
-                raise ApiError(400, "bad_parameter", "name the fields: fields=FIELD")
-            buckets = bounded_int(params.get("buckets"), "buckets", 2, MAX_BUCKETS) or BUCKETS
-            mode = params.get("mode") or None
-            if mode is not None and mode not in {m.value for m in SearchMode}:
-                raise ApiError(
-                    400, "bad_parameter", f"mode must be one of {', '.join(m.value for m in SearchMode)}"
-                )
+            values = operation.query(request.query_params)
             found = await service(request).read(
-                request, facet_ranges, params.get("q"), fields, params.getlist("where"), mode, buckets
+                request,
+                facet_ranges,
+                values["q"],
+                values["fields"],
+                values["where"],
+                values["mode"],
+                values["buckets"] or BUCKETS,
             )
             return answer(found, started)
         except Exception as error:

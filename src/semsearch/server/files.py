@@ -16,6 +16,7 @@ HTML is served sandboxed (no script runs, an opaque origin), PDF as itself (`#pa
 
 from __future__ import annotations
 
+import functools
 import html
 import os
 import stat
@@ -34,6 +35,7 @@ from ..ingest.sources.files import HEAD_BYTES
 from ..ingest.sources.formats import kind_of
 from ..placeurl import LINE_KINDS, with_place_url
 from .protocol import ApiError, error_answer, error_of
+from .schemas import Operation, described
 
 if TYPE_CHECKING:
     from ..index import Index
@@ -180,6 +182,7 @@ def placed(handler: Callable[[Request], Awaitable[dict[str, Any]]], settings: An
     if not settings.files:
         return handler
 
+    @functools.wraps(handler)
     async def run(request: Request) -> dict[str, Any]:
         out = await handler(request)
         for hits in [out.get("hits", []), *(result["hits"] for result in out.get("results", []))]:
@@ -190,9 +193,10 @@ def placed(handler: Callable[[Request], Awaitable[dict[str, Any]]], settings: An
     return run
 
 
-def file_routes(service: Callable[[], Any]) -> list[Route]:
+def file_routes(service: Callable[[Request], Any], operation: Operation) -> list[Route]:
     """The /files route over the app's service (its reader threads and keys: a read)."""
 
+    @described(GET=operation, HEAD=operation)
     async def get_file(request: Request) -> Response:
         started = time.perf_counter()
         try:

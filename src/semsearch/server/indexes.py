@@ -81,6 +81,14 @@ class Indexes:
             raise no_index(name)
         return self.services[name]
 
+    def name_of(self, scope: dict[str, Any]) -> str:
+        """The index a request's scope addressed, for the metrics' labels: its {index} if one served (else
+        "(none)": a client's path never becomes a label), the default at the bare routes."""
+        name = scope.get("path_params", {}).get("index")
+        if name is None:
+            return self.default
+        return name if name in self.openers else "(none)"
+
     async def listed(self, request: Request) -> dict[str, Any]:
         """GET /indexes: the names of those the key reaches, the default first."""
         principal = self.keys.principal(request)

@@ -7,6 +7,7 @@ index (or it is being replaced), 507 a full disk (nothing written)."""
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections.abc import Awaitable, Callable
@@ -29,6 +30,7 @@ from ..ingest.jsonl import MAX_DEPTH, depth
 from ..retrieval.hits import error_json
 
 MAX_LINE_BYTES = 16 << 20  # as ingest's longest line
+SEARCHED = "semsearch.searched"  # the scope's key for a search answer's (mode, queries), read by metrics.py
 
 
 @dataclass(frozen=True)
@@ -96,10 +98,14 @@ Handler = Callable[[Request], Awaitable[dict[str, Any]]]
 def endpoint(handler: Handler, invalid_documents: bool = False) -> Callable[[Request], Awaitable[Any]]:
     """A Starlette endpoint from a handler returning a JSON object: timed, its errors answered as JSON."""
 
+    @functools.wraps(handler)  # its operations (schemas.described) with it
     async def run(request: Request) -> JSONResponse:
         started = time.perf_counter()
         try:
-            return answer(await handler(request), started)
+            out = await handler(request)
+            if searched := getattr(out, "queries", 0):  # metrics.Searched: counted by metrics.Measured
+                request.scope[SEARCHED] = out.mode, searched
+            return answer(out, started)
         except Exception as error:
             return error_answer(error_of(error, invalid_documents), started)
 

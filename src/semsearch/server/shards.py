@@ -19,8 +19,9 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.routing import Route
 
-from .app import SEARCH_FIELDS, json_object, query_text, search_batch, search_one, search_options
+from .app import search_batch, search_one
 from .protocol import ApiError, ServerSettings, endpoint, json_body
+from .schemas import Requests, described, search_arguments
 from .scopes import Keys
 
 if TYPE_CHECKING:
@@ -57,6 +58,7 @@ def health_answer(index: ShardedIndex) -> dict[str, Any]:
 def create_sharded_app(open_sharded: Callable[[], ShardedIndex], settings: ServerSettings) -> Starlette:
     """The application over the sharded index `open_sharded()` opens."""
     running: dict[str, ShardedService] = {}
+    requests = Requests(settings)
 
     def service() -> ShardedService:
         if "service" not in running:
@@ -71,27 +73,20 @@ def create_sharded_app(open_sharded: Callable[[], ShardedIndex], settings: Serve
         finally:
             running.pop("service").close()
 
+    @described(GET=requests.get_search)
     async def get_search(request: Request) -> dict[str, Any]:
-        params = request.query_params
-        lists = {"where": params.getlist("where"), "facets": params.getlist("facets")}
-        values = {name: params.get(name) for name in SEARCH_FIELDS} | lists
-        q = query_text(values["q"])
-        return await service().read(request, search_one, q, search_options(values, settings))
+        values = requests.get_search.query(request.query_params)
+        return await service().read(request, search_one, values["q"], search_arguments(values))
 
+    @described(POST=requests.post_search)
     async def post_search(request: Request) -> dict[str, Any]:
-        body = json_object(await json_body(request, settings.max_body), SEARCH_FIELDS)
-        q = query_text(body.get("q"))
-        return await service().read(request, search_one, q, search_options(body, settings))
+        values = requests.post_search.json(await json_body(request, settings.max_body))
+        return await service().read(request, search_one, values["q"], search_arguments(values))
 
+    @described(POST=requests.batch)
     async def post_batch(request: Request) -> dict[str, Any]:
-        body = json_object(await json_body(request, settings.max_body), SEARCH_FIELDS - {"q"} | {"queries"})
-        queries = body.get("queries")
-        if not isinstance(queries, list) or not queries or len(queries) > settings.max_batch:
-            raise ApiError(
-                400, "bad_parameter", f"queries must be a list of 1 to {settings.max_batch} strings"
-            )
-        queries = [query_text(q, "each query") for q in queries]
-        return await service().read(request, search_batch, queries, search_options(body, settings))
+        values = requests.batch.json(await json_body(request, settings.max_body))
+        return await service().read(request, search_batch, values["queries"], search_arguments(values))
 
     async def get_shards(request: Request) -> dict[str, Any]:
         return await service().read(request, shards_answer)

@@ -127,8 +127,18 @@ class WriterProcess:
         self.open_index, self.wait = open_index, wait
         self.pool: concurrent.futures.ProcessPoolExecutor | None = None
         self.turn: asyncio.Lock | None = None  # made on the event loop, at the first write
+        self.queued: Callable[[int], None] = lambda change: None  # told of each write in and out of the queue
 
     async def run(self, fn: Callable[..., dict], *args: Any) -> dict:
+        """`fn(index, *args)` in the writer process, once the writes before it are done (in the queue, for
+        `queued`, until its own is)."""
+        self.queued(1)
+        try:
+            return await self._run(fn, *args)
+        finally:
+            self.queued(-1)
+
+    async def _run(self, fn: Callable[..., dict], *args: Any) -> dict:
         self.turn = self.turn or asyncio.Lock()
         try:
             await asyncio.wait_for(self.turn.acquire(), self.wait)

@@ -1,0 +1,121 @@
+"""The HTTP API fuzzed from its own OpenAPI document (GET /openapi.json, made from the definitions that check
+requests): schemathesis generates requests for every operation, valid and invalid ones, each sent with no key,
+the search key, the api key or a wrong key, to the running app (its lifespan, reader threads and writer process)
+over a real index; no answer may be a 5xx, and each must be of a documented status, content type and schema."""
+
+from __future__ import annotations
+
+import shutil
+from functools import partial
+
+import pytest
+
+schemathesis = pytest.importorskip("schemathesis")
+pytest.importorskip("starlette", reason="the serve extra is not installed: pip install -e '.[serve]'")
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from hypothesis.errors import Unsatisfiable  # noqa: E402
+from schemathesis.checks import not_a_server_error  # noqa: E402
+from schemathesis.generation.modes import GenerationMode  # noqa: E402
+from schemathesis.specs.openapi.checks import (  # noqa: E402
+    content_type_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
+
+ADMIN = "admin-key-for-the-fuzzer"
+SEARCHER = "search-key-for-the-fuzzer"
+KEYS = [ADMIN, SEARCHER, None, "a-key-nobody-was-given"]  # the first drawn most: the admin reaches most
+CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
+# Bounds of a small server: a rerank of max_k candidates by the cross-encoder takes seconds at the default 1000
+# (the fuzzer tries each bound's edges, whatever they are)
+LIMITS = {"max_k": 20, "max_offset": 100, "max_batch": 4, "write_wait": 10}
+
+
+def fuzzed(app, examples: int) -> tuple[int, dict[str, int]]:
+    """Every operation of the app's document fuzzed; the requests sent, and the statuses answered."""
+    schema = schemathesis.openapi.from_asgi("/openapi.json", app)
+    sent, statuses = 0, {}
+    for result in schema.get_all_operations():
+        operation = result.ok()
+        if (
+            operation.label == "GET /mcp"
+        ):  # a stream of the server's notifications, open until the client leaves
+            continue
+        for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
+
+            @settings(
+                max_examples=examples,
+                deadline=None,
+                database=None,
+                derandomize=True,
+                suppress_health_check=list(HealthCheck),
+            )
+            @given(case=operation.as_strategy(generation_mode=mode), key=st.sampled_from(KEYS))
+            def send(case, key):
+                nonlocal sent
+                headers = {"Authorization": f"Bearer {key}"} if key else {}
+                response = case.call_and_validate(headers=headers, checks=CHECKS)
+                sent += 1
+                statuses[str(response.status_code)] = statuses.get(str(response.status_code), 0) + 1
+
+            try:
+                send()
+            except Unsatisfiable:  # nothing of it can be invalid (GET / takes no parameters)
+                assert mode is GenerationMode.NEGATIVE
+    return sent, statuses
+
+
+def test_no_generated_request_gets_a_5xx_or_an_answer_off_its_schema(sample_encoded, tmp_path):
+    from semsearch import Index
+    from semsearch.server import ServerSettings, create_app
+
+    path = shutil.copytree(sample_encoded, tmp_path / "index")
+    backups = tmp_path / "backups"
+    backups.mkdir()
+    keyed = ServerSettings(api_key=ADMIN, search_key=SEARCHER, backup_dir=str(backups), **LIMITS)
+    sent, statuses = fuzzed(create_app(partial(Index.open, path), keyed), examples=30)
+    assert sent >= 1000, sent  # 20 operations, valid and invalid requests of each
+    assert statuses.get("200", 0) >= 50 and statuses.get("400", 0) >= 100, statuses  # not only refusals
+    assert statuses.get("401", 0) >= 100 and statuses.get("403", 0) >= 100, statuses
+    # no key at all: reads open to all, writes refused
+    sent, statuses = fuzzed(create_app(partial(Index.open, path), ServerSettings(**LIMITS)), examples=8)
+    assert sent >= 200 and statuses.get("200", 0) >= 20, (sent, statuses)
+
+
+def test_the_document_is_made_from_the_routes_and_its_schemas_are_json_schema(sample_encoded, tmp_path):
+    from jsonschema import Draft202012Validator
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+    from starlette.testclient import TestClient
+
+    from semsearch import Index
+    from semsearch.server import ServerSettings, create_app
+
+    path = shutil.copytree(sample_encoded, tmp_path / "index")
+    app = create_app(partial(Index.open, path), ServerSettings(api_key=ADMIN, max_k=50))
+    app.router.routes.append(Route("/added/{name}", lambda request: JSONResponse({}), methods=["PUT"]))
+    with TestClient(app) as client:
+        document = client.get("/openapi.json").json()
+        assert set(document["paths"]) >= {"/search", "/documents/{doc_id}", "/metrics", "/openapi.json"}
+        added = document["paths"]["/added/{name}"]["put"]  # a route never described still appears
+        assert [(p["name"], p["in"]) for p in added["parameters"]] == [("name", "path")]
+        k = next(p for p in document["paths"]["/search"]["get"]["parameters"] if p["name"] == "k")
+        assert k["schema"]["maximum"] == 50  # this server's bound, the one its handler checks
+        assert client.get("/search", params={"q": "x", "k": 51}).status_code == 400
+        paths = document["paths"]
+        assert paths["/search"]["get"]["security"] == [{}, {"bearer": []}]  # no search key: a key optional
+        assert paths["/metrics"]["get"]["security"] == [{"bearer": []}]  # the api key's
+        assert client.get("/metrics").status_code == 401 and paths["/health"]["get"]["security"] == []
+        search = document["paths"]["/search"]["post"]
+        for operation in (op for methods in document["paths"].values() for op in methods.values()):
+            schemas = [p["schema"] for p in operation["parameters"]]
+            schemas += [c["schema"] for c in operation.get("requestBody", {}).get("content", {}).values()]
+            for response in operation["responses"].values():
+                schemas += [c["schema"] for c in response.get("content", {}).values()]
+            for schema in schemas:
+                Draft202012Validator.check_schema(schema)
+        answer = client.post("/search", json={"q": "parse a date", "k": 3, "facets": ["kind"]}).json()
+        Draft202012Validator(search["responses"]["200"]["content"]["application/json"]["schema"]).validate(
+            answer
+        )
