@@ -1,7 +1,7 @@
 """Tenant isolation fuzzed at length, and what a scope costs a search; written to benchmarks/results/tenants.md
 and tenants.json.
 
-    .venv/bin/python benchmarks/tenants.py [--documents 1500] [--requests 20000] [--queries 200] [--rounds 3]
+    python -m benchmarks tenants [--documents 1500] [--requests 20000] [--queries 200] [--rounds 3]
 
 The index: SciFact's first `--documents` documents (the first 400 characters of each abstract), a tenant each in
 turn among three (tests/tenantfuzz.py), built once in a temporary directory. The app (`create_app`, in this
@@ -28,13 +28,14 @@ import time
 from functools import partial
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from benchmarks.suite import DATA, OUT, REPO, require
+
 sys.path.insert(0, str(REPO / "tests"))
 
 from tenantfuzz import ADMIN, INDEX, KEYS, MODES, WORDS, Fuzzer, bearer, keys_file, owners_of, tenant_corpus  # noqa: E402
 
-OUT = REPO / "benchmarks" / "results"
-SCIFACT = REPO.parent / "shared" / "data" / "scifact" / "corpus.jsonl"
+CLAIM = "Tenant isolation fuzzed (no answer holds, counts or confirms another tenant's document) and a scope's cost"
+SCIFACT = DATA / "scifact" / "corpus.jsonl"
 TARGET = 1.2
 
 
@@ -75,13 +76,15 @@ def scope_cost(client, queries: list[str], rounds: int) -> list[dict]:
     return rows
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--documents", type=int, default=1500)
     parser.add_argument("--requests", type=int, default=20_000)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=3)
-    args = parser.parse_args()
+
+
+def run(args: argparse.Namespace) -> None:
+    require(SCIFACT, "SciFact")
     from starlette.testclient import TestClient
 
     from semsearch import Index
@@ -115,7 +118,7 @@ def main() -> None:
 
 
 def write(args, faults, fuzzer, fuzzed: float, built: float, rows: list[dict]) -> None:
-    command = "python benchmarks/tenants.py " + shlex.join(
+    command = "python -m benchmarks tenants " + shlex.join(
         [
             "--documents",
             str(args.documents),
@@ -186,7 +189,3 @@ def write(args, faults, fuzzer, fuzzed: float, built: float, rows: list[dict]) -
         "rows": rows,
     }
     (OUT / "tenants.json").write_text(json.dumps(record, indent=1) + "\n")
-
-
-if __name__ == "__main__":
-    main()

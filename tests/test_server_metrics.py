@@ -176,7 +176,8 @@ def test_metrics_of_one_process_count_exactly_what_was_sent(sample_encoded, tmp_
     path = shutil.copytree(sample_encoded, tmp_path / "notes")
     with Index.open(path) as index:
         default_mode = index.default_mode.value
-    app = create_app({"notes": partial(Index.open, path)}, ServerSettings(api_key=ADMIN))  # served by its name
+    # served by its name, the metrics' index label
+    app = create_app({"notes": partial(Index.open, path)}, ServerSettings(api_key=ADMIN))
     with TestClient(app) as client:
         sent = sent_requests(client, "notes")
         response = client.get("/metrics", headers={"Authorization": f"Bearer {ADMIN}"})
