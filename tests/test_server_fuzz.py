@@ -98,6 +98,10 @@ def test_the_document_is_made_from_the_routes_and_its_schemas_are_json_schema(sa
     with TestClient(app) as client:
         document = client.get("/openapi.json").json()
         assert set(document["paths"]) >= {"/search", "/documents/{doc_id}", "/metrics", "/openapi.json"}
+        # each index's routes under /indexes/{index}/..., its name a path parameter
+        mounted = document["paths"]["/indexes/{index}/search"]["get"]["parameters"]
+        assert {"name": "index", "in": "path", "required": True}.items() <= mounted[0].items()
+        assert "/indexes" in document["paths"] and "/indexes/{index}/{path}/search" not in document["paths"]
         added = document["paths"]["/added/{name}"]["put"]  # a route never described still appears
         assert [(p["name"], p["in"]) for p in added["parameters"]] == [("name", "path")]
         k = next(p for p in document["paths"]["/search"]["get"]["parameters"] if p["name"] == "k")

@@ -181,6 +181,18 @@ def test_keys_are_asked_once_and_answer_401_or_403(served):
     assert served.get("/indexes/other/health").status_code == 404
 
 
+def test_metrics_are_an_admins_and_labelled_by_index(served):
+    served.get(f"/indexes/{INDEX}/search", params={"q": "cell"}, headers=bearer(KEYS["acme"]))
+    for key, status in ((KEYS["acme"], 403), (KEYS["globex"], 403), (None, 401), (ADMIN, 200)):
+        assert served.get("/metrics", headers=bearer(key) if key else {}).status_code == status, key
+    text = served.get("/metrics", headers=bearer(ADMIN)).text
+    assert (
+        f'semsearch_searches_total{{index="{INDEX}",mode=' in text
+    )  # the served name, never a client's path
+    served.get("/indexes/no-such-index/search", params={"q": "x"}, headers=bearer(ADMIN))
+    assert "no-such-index" not in served.get("/metrics", headers=bearer(ADMIN)).text
+
+
 def test_several_indexes_in_one_app(tenant_index, tmp_path):
     notes = copy_index(tenant_index[0], tmp_path / "notes")
     mail = copy_index(tenant_index[0], tmp_path / "mail")

@@ -101,7 +101,9 @@ def served(
     not the page's static files."""
     for route in routes:
         if isinstance(route, Mount) and route.name != "static":
-            yield from served(route.routes, prefix + route.path_format, (*params, *route.param_convertors))
+            # a mount's path_format ends in the {path} it hands on: its own part is `path`
+            mounted = tuple(name for name in route.param_convertors if name != "path")
+            yield from served(route.routes, prefix + route.path, (*params, *mounted))
         elif isinstance(route, Route):
             yield prefix + route.path_format, [*params, *route.param_convertors], route
 
