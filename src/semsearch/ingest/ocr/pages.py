@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import io
 import os
+import threading
 import warnings
 from collections import deque
 from collections.abc import Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Any
 
 from ..sources.formats import Unreadable
@@ -70,6 +71,21 @@ def image_pages(data: bytes) -> Iterator[tuple[int, Image]]:
         raise Unreadable(f"page {max(number, 1)}: a truncated or damaged image ({reason})") from None
 
 
+_POOLS: dict[
+    int, ThreadPoolExecutor
+] = {}  # by thread count: kept for the process's life, as their engines are
+_POOLS_LOCK = threading.Lock()
+
+
+def recognizing_pool(threads: int) -> ThreadPoolExecutor:
+    """The process's threads that recognize, made at first use: each keeps its engine from file to file (made
+    per file, a folder of pictures would load Tesseract's models again for every one)."""
+    with _POOLS_LOCK:
+        if threads not in _POOLS:
+            _POOLS[threads] = ThreadPoolExecutor(threads, thread_name_prefix="ocr")
+        return _POOLS[threads]
+
+
 class Recognizer:
     """Images recognized on a few threads while the caller reads on: `submit` hands an image over (it is closed
     once read) and answers its text's Future, waiting first while 2 x threads images are unread."""
@@ -77,7 +93,7 @@ class Recognizer:
     def __init__(self, extraction: Extraction, threads: int | None = None):
         threads = threads or RECOGNIZING_THREADS
         self.extraction, self.held = extraction, 2 * threads
-        self.pool = ThreadPoolExecutor(threads, thread_name_prefix="ocr")
+        self.pool = recognizing_pool(threads)
         self.unread: deque[Future[str]] = deque()
 
     def submit(self, image: Image) -> Future[str]:
@@ -97,7 +113,10 @@ class Recognizer:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.pool.shutdown(wait=True, cancel_futures=True)
+        """This file's pages not started are dropped, those being read waited for (an error left them unasked)."""
+        for text in self.unread:
+            text.cancel()
+        wait(self.unread)
 
 
 def recognized_pages(pages: Iterable[tuple[int, Image]], extraction: Extraction) -> Iterator[tuple[int, str]]:
