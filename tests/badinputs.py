@@ -243,7 +243,12 @@ class Fixtures:
         if not self.dangling.is_symlink():
             self.dangling.symlink_to(self.dir / "nowhere")
         np.save(self.dir / "wide.npy", np.ones(7, dtype=np.float32))
-        np.save(self.dir / "objects.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
+        # An .npy that declares Python objects (its payload would be a pickle), written by hand: nothing pickles.
+        with open(self.dir / "objects.npy", "wb") as handle:
+            np.lib.format.write_array_header_1_0(
+                handle, {"descr": "|O", "fortran_order": False, "shape": (1,)}
+            )
+            handle.write(b"\x80\x04N.")
         for name, data in CORPORA.items():
             (self.dir / f"{name}.jsonl" if not name.endswith(".gz") else self.dir / name).write_bytes(data)
         self.busy = socket.socket()
