@@ -505,7 +505,7 @@ def split(args) -> list[str]:
 
     def parse_rate(tasks: list) -> float:
         started = time.perf_counter()
-        parsed = sum(outcome == "doc" for _, (outcome, _) in parsed_in_order(tasks, PARSE_WORKERS))
+        parsed = sum(read.outcome == "doc" for _, read in parsed_in_order(tasks, PARSE_WORKERS))
         return parsed / (time.perf_counter() - started)
 
     work = Path(tempfile.mkdtemp(prefix="files-split-"))

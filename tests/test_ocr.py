@@ -1,8 +1,9 @@
 """Issue 55: what is only pictures becomes searchable. Scans are made in code from real PDFs (fpdf2 writes the
 text PDF, pypdfium2 renders its pages): an image-only PDF, single PNG, JPEG and WebP files and a multi-page
 TIFF, each recognized by the installed engine (Tesseract) and measured against the text layer; its pages keep
-their numbers; bad pictures are named one a line; a change of the OCR setting reads a synced file again and
-nothing else does; Chinese rendered from Debian's Noto CJK font is found by a two-character word."""
+their numbers; bad pictures are named one a line, and so is a file's blank page among pages with text; a change
+of the OCR setting reads a synced file again and nothing else does; Chinese rendered from Debian's Noto CJK font
+is found by a two-character word."""
 
 from __future__ import annotations
 
@@ -167,6 +168,7 @@ def test_a_change_of_ocr_setting_reads_the_file_again_and_nothing_else_does(tmp_
     index = tmp_path / "index"
     first = run("ingest", folder, "--index", index, "--ocr", "never")
     assert first.exit_code == 0, first.output
+    assert "blank pages" not in first.stderr  # a page without text not recognized is not a blank page
     with Index.open(index) as opened:
         assert not opened.search("salmon footbridge", k=5, mode="keyword")
     again = run("ingest", folder, "--index", index)  # --ocr auto: the PDF read again, the note not
@@ -221,6 +223,39 @@ def test_bad_pictures_are_named_one_a_line_and_refuse_the_ingest_or_are_skipped(
     assert sum(line.startswith("skipped: ") for line in skipped.stderr.splitlines()) == 4
     with Index.open(index) as opened:
         assert [hit.id for hit in opened.search("hydraulic reservoir", k=5, mode="keyword")] == ["good.png"]
+
+
+@needs_engine
+def test_a_blank_page_among_pages_with_text_is_named_in_one_line_and_the_rest_is_read(tmp_path):
+    """The back of a scanned sheet: a PDF whose page 2 and a TIFF whose frame 1 are white are read, each named
+    once with its blank page; an unchanged file read no more is not named again."""
+    from PIL import Image
+
+    page = rendered(text_pdf(tmp_path / "text.pdf"), 150)[0]
+    text = page.crop((0, 0, page.width, page.height // 6))  # the heading and the first lines: fast to read
+    folder = tmp_path / "sheets"
+    folder.mkdir()
+    text.save(
+        folder / "sheet.pdf", save_all=True, append_images=[Image.new("L", text.size, 255)], resolution=150
+    )
+    Image.new("L", text.size, 255).save(folder / "back.tiff", save_all=True, append_images=[text.copy()])
+    index = tmp_path / "index"
+    result = run("ingest", folder, "--index", index)
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.stderr.splitlines() if line.startswith("blank pages: ")]
+    assert sorted(lines) == [
+        f"blank pages: {folder.as_posix()}/back.tiff: page 1 (no text found)",
+        f"blank pages: {folder.as_posix()}/sheet.pdf: page 2 (no text found)",
+    ], result.stderr
+    assert "2 files added" in result.stderr
+    with Index.open(index) as opened:
+        hits = opened.search("hydraulic pumps reservoir", k=5, mode="keyword")
+        assert {hit.id: hit.location["page"] for hit in hits} == {"sheet.pdf": 1, "back.tiff": 2}
+    again = run("ingest", folder, "--index", index)
+    assert "2 unchanged" in again.stderr and "blank pages" not in again.stderr, again.stderr
+    # a file ingested as a corpus (not a folder's sync): the Python API's result names them too
+    done = Index.ingest_into(tmp_path / "alone", folder / "sheet.pdf")
+    assert done.blank_pages == [((folder / "sheet.pdf").as_posix(), (2,))] and done.documents == 1
 
 
 def test_without_an_engine_pictures_are_counted_and_named_with_the_install_command(tmp_path):

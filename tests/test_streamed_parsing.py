@@ -48,14 +48,14 @@ def test_the_pool_keeps_the_order_and_runs_a_bounded_way_ahead(tmp_path):
             yield task
 
     results = parsed_in_order(listed(), workers=2)
-    first_task, (outcome, first_doc) = next(results)
+    first_task, (outcome, first_doc, _) = next(results)
     assert len(pulled) <= max(POOL_FROM, 2 * AHEAD_PER_WORKER) + 1 < len(tasks)  # not all submitted at once
     rest = list(results)
     assert [task for task, _ in [(first_task, None), *rest]] == tasks
-    texts = [first_doc.text] + [doc.text for _, (_, doc) in rest]
+    texts = [first_doc.text] + [read.value.text for _, read in rest]
     assert texts == [p.read_text() for p in paths]  # each its own file's text, in order
     # one core (no pool): every file too, past the first POOL_FROM (it once stopped there)
-    alone = [doc.text for _, (_, doc) in parsed_in_order(iter(tasks), workers=1)]
+    alone = [read.value.text for _, read in parsed_in_order(iter(tasks), workers=1)]
     assert alone == texts
 
 

@@ -56,10 +56,14 @@ class PrintedIngest(Listener):
     def ingested(self, done: Ingested) -> None:
         if not done.synced:
             corpus_lines(done, self.index_path, self.quiet)
-        if done.needs_ocr and (not done.synced or not self.quiet):
-            from ..ingest.ocr import needs_ocr_line
+        # a corpus's even when quiet; a folder sync's only when not, as its other lines
+        if not done.synced or not self.quiet:
+            from ..ingest.ocr import blank_pages_line, needs_ocr_line
 
-            click.echo(needs_ocr_line(done.needs_ocr), err=True)
+            if done.needs_ocr:
+                click.echo(needs_ocr_line(done.needs_ocr), err=True)
+            for name, pages in done.blank_pages:  # a file read, some of its pages blank: one line each
+                click.echo(blank_pages_line(name, pages), err=True)
         if not self.quiet:
             summary = ingest_summary(
                 done.report, len(done.refused), done.documents, self.index_path, done.ignored

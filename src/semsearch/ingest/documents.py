@@ -109,6 +109,7 @@ class Corpus:
     fields = property(lambda self: getattr(self.source, "fields", FieldNames()))
     ignored = property(lambda self: self.source.ignored)
     needs_ocr = property(lambda self: self.source.needs_ocr)
+    blank_pages = property(lambda self: self.source.blank_pages)
     streamed = property(lambda self: not self.source.rereadable)
 
     def identity(self) -> list | None:

@@ -182,7 +182,8 @@ def _parsed(
 class DirectoryFolder:
     """A directory source (sources/files.py) as sync reads it: the files its walk keeps that are of a known
     kind; a document file parsed as the source parses it (in a pool of processes when there are many), a
-    table or JSONL file met in the walk read whole (a bad row refuses the file)."""
+    table or JSONL file met in the walk read whole (a bad row refuses the file). The source's `needs_ocr` and
+    `blank_pages` are the last scan's and the files it read."""
 
     def __init__(self, source: Any):  # a sources.files.DirectorySource
         self.source = source
@@ -194,7 +195,7 @@ class DirectoryFolder:
 
         source = self.source
         self.kinds = {}
-        source.ignored, source.needs_ocr = 0, []
+        source.ignored, source.needs_ocr, source.blank_pages = 0, [], []
         for path, relative, kind in source.files():
             task = source.task(str(path), relative, source.shown(relative), kind)
             if task is not None and not task.extraction.recognizes and kind == "image":
@@ -230,11 +231,15 @@ class DirectoryFolder:
             def tasks(self) -> Iterator[FileTask | None]:
                 yield from tasks
 
-        parsed = (item for _, item in Listed(source.name).entries())
+        listed = Listed(source.name)
+        parsed = (item for _, item in listed.entries())
         for relative, _ in files:
             kind = kinds[relative]
             if kind in DOCUMENT_KINDS:
                 item = next(parsed)
+                # this file's blank pages, if any, now: the reader may stop at any file
+                source.blank_pages += listed.blank_pages
+                listed.blank_pages.clear()
                 yield item if isinstance(item, DataError) else [item]
             else:
                 yield _whole(source.tables(Path(source.shown(relative)), kind).entries())

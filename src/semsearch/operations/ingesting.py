@@ -98,6 +98,7 @@ def synced_folders(
         refused,
         ignored=sum(folder.source.ignored for folder in folders),
         needs_ocr=[name for folder in folders for name in folder.source.needs_ocr],
+        blank_pages=[blank for folder in folders for blank in folder.source.blank_pages],
         synced=reports,
     )
 
@@ -132,7 +133,10 @@ def ingest_corpus(into: Into, paths: Paths) -> Ingested:
             after = (directory.state.count, directory.settings, directory.state, before)
     for refused in corpus.refused[known:]:  # files found unreadable as they were parsed, during the ingest
         listener.skipped(refused)
-    return Ingested(report, *after, corpus.refused, corpus.ignored, list(corpus.needs_ocr), advice)
+    blank = list(corpus.blank_pages)
+    return Ingested(
+        report, *after, corpus.refused, corpus.ignored, list(corpus.needs_ocr), advice, blank_pages=blank
+    )
 
 
 def planned(

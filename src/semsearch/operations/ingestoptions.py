@@ -116,7 +116,9 @@ class SyncReport:
 class Ingested:
     """What an ingest did: the add's report (a folder sync's, the folders' together), the index's size,
     settings and state after, its calibration before (to tell a new one from one only aged), what was left
-    out, the files of no known type and those that need OCR, and advice on the corpus's script."""
+    out, the files of no known type and those that need OCR, the files read with blank pages (file, the page
+    numbers OCR recognized and found no text on, the rest of the file kept), and advice on the corpus's
+    script."""
 
     report: AddReport
     documents: int
@@ -127,4 +129,5 @@ class Ingested:
     ignored: int = 0
     needs_ocr: list[str] = field(default_factory=list)
     advice: str | None = None
+    blank_pages: list[tuple[str, tuple[int, ...]]] = field(default_factory=list)
     synced: list[SyncReport] = field(default_factory=list)  # each folder's (a folders' sync)

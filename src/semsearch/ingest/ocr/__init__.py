@@ -161,3 +161,13 @@ def needs_ocr_line(names: list[str]) -> str:
     shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
     counted = "1 file needs" if len(names) == 1 else f"{len(names)} files need"
     return f"{counted} OCR to be read ({shown}): {INSTALL}"
+
+
+BLANK_PAGES_SHOWN = 10  # page numbers a blank pages line lists, then how many more
+
+
+def blank_pages_line(name: str, pages: tuple[int, ...]) -> str:
+    """The one line of a file read whose pages include some OCR recognized and found no text on."""
+    shown = ", ".join(map(str, pages[:BLANK_PAGES_SHOWN]))
+    more = f" and {len(pages) - BLANK_PAGES_SHOWN} more" if len(pages) > BLANK_PAGES_SHOWN else ""
+    return f"blank pages: {name}: {'page' if len(pages) == 1 else 'pages'} {shown}{more} (no text found)"

@@ -37,6 +37,7 @@ class Place:
 
 
 Entry = tuple[Place, "Document | DataError"]
+BlankPages = tuple[str, tuple[int, ...]]  # a file as messages name it, and its pages OCR found blank
 
 
 class Source(ABC):
@@ -44,7 +45,8 @@ class Source(ABC):
     `rereadable` False: reading is costly (files parsed), so a corpus reads them once, as it ingests them,
     and checks first what `planned` knows without parsing.
     `ignored`: files passed over as of no known type (counted after a full read); `needs_ocr`: the pictures
-    passed over for want of an OCR engine (named, with the install command)."""
+    passed over for want of an OCR engine (named, with the install command); `blank_pages`: (file, page numbers)
+    of the files read whose pages include some OCR recognized and found no text on (the back of a sheet)."""
 
     rereadable = True
     export: dict[str, Any] | None = None  # the header of a `semsearch export`, for the JSONL source of one
@@ -54,6 +56,7 @@ class Source(ABC):
         self.name = name  # as messages name it
         self.ignored = 0
         self.needs_ocr: list[str] = []
+        self.blank_pages: list[BlankPages] = []
 
     @abstractmethod
     def entries(self) -> Iterator[Entry]: ...
@@ -94,3 +97,4 @@ class Sources(Source):
             yield from read(part)
         self.ignored = sum(part.ignored for part in self.parts)
         self.needs_ocr = [name for part in self.parts for name in part.needs_ocr]
+        self.blank_pages = [blank for part in self.parts for blank in part.blank_pages]

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from itertools import chain, islice
 from multiprocessing import get_context
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, NamedTuple
 
 from ...documents import Document
 from ...errors import DataError
@@ -48,8 +48,17 @@ class FileTask:
     extraction: Extraction = TEXT_LAYERS_ONLY  # how its text is extracted (OCR)
 
 
-def read_document(task: FileTask) -> tuple[str, Any]:
-    """("doc", Document) or ("error", reason) for one file; run in a worker process."""
+class FileRead(NamedTuple):
+    """What a worker gives back of one file: ("doc", Document) or ("error", reason), and the pages OCR recognized
+    and found blank in a file with text (named by the ingest, not kept in the document's metadata)."""
+
+    outcome: str
+    value: Any
+    blank_pages: tuple[int, ...] = ()
+
+
+def read_document(task: FileTask) -> FileRead:
+    """One file read and parsed; run in a worker process."""
     try:
         with open(task.path, "rb") as handle:
             info = os.fstat(handle.fileno())
@@ -59,23 +68,23 @@ def read_document(task: FileTask) -> tuple[str, Any]:
                 else MAX_FILE_BYTES
             )
             if info.st_size > limit:
-                return "error", f"larger than {limit >> 20} MiB ({info.st_size} bytes)"
+                return FileRead("error", f"larger than {limit >> 20} MiB ({info.st_size} bytes)")
             data = handle.read()
     except OSError as error:
-        return "error", f"cannot read: {error.strerror or error}"
+        return FileRead("error", f"cannot read: {error.strerror or error}")
     try:
         parsed = parser(task.kind, task.extraction)(data, task.shown)
     except Unreadable as error:
-        return "error", str(error)
+        return FileRead("error", str(error))
     except ImportError as error:
         if (error.name or "").startswith("semsearch"):
             raise  # our own code, not a missing parser
-        return "error", MISSING_EXTRA.format(kind=task.kind)
+        return FileRead("error", MISSING_EXTRA.format(kind=task.kind))
     except Exception as error:  # a parser's own failure on a damaged file: its reason, one line
         reason = str(error).splitlines()[0] if str(error) else type(error).__name__
-        return "error", f"cannot be read as {task.kind}: {reason}"
+        return FileRead("error", f"cannot be read as {task.kind}: {reason}")
     if not parsed.text.strip():
-        return "error", "no text"
+        return FileRead("error", "no text")
     modified = datetime.datetime.fromtimestamp(info.st_mtime, datetime.timezone.utc)
     facts = {
         "path": task.shown,
@@ -89,23 +98,24 @@ def read_document(task: FileTask) -> tuple[str, Any]:
         check_id(task.id, "id")
     except DataError as error:
         field = f" (field {error.field!r})" if error.field and error.field != "metadata" else ""
-        return "error", f"{error.reason}{field}"
-    return "doc", Document(
+        return FileRead("error", f"{error.reason}{field}")
+    document = Document(
         id=task.id,
         text=parsed.text,
         title=(parsed.title or "").strip() or name,
         metadata={**parsed.metadata, **facts},  # the file's own facts win over a front matter's fields
         sections=tuple(parsed.sections) or None,
     )
+    return FileRead("doc", document, parsed.blank_pages)
 
 
-def read_documents(tasks: list[FileTask]) -> list[tuple[str, Any]]:
+def read_documents(tasks: list[FileTask]) -> list[FileRead]:
     return [read_document(task) for task in tasks]
 
 
 def parsed_in_order(
     tasks: Iterable[FileTask], workers: int = PARSE_WORKERS
-) -> Iterator[tuple[FileTask, Any]]:
+) -> Iterator[tuple[FileTask, FileRead]]:
     """Each task with read_document's result, in the tasks' order, as the results come: from a pool of
     `workers` processes when there are at least POOL_FROM files or one of HEAVY_KINDS among the first, at most
     AHEAD_PER_WORKER a worker ahead of the reader (a slow reader, the encoder, holds back the parsing instead
@@ -166,7 +176,9 @@ class FilesSource(Source):
 
     def entries(self) -> Iterator[Entry]:
         self.ignored = 0
-        for task, (outcome, value) in parsed_in_order(self._kept(self.tasks())):
+        for task, (outcome, value, blank) in parsed_in_order(self._kept(self.tasks())):
+            if blank:
+                self.blank_pages.append((task.shown, blank))
             yield Place(task.shown), value if outcome == "doc" else DataError(value, path=task.shown)
 
     def planned(self) -> Iterator[Entry]:
@@ -176,7 +188,7 @@ class FilesSource(Source):
             yield Place(task.shown), Document(id=task.id, text="")
 
     def _kept(self, tasks: Iterable[FileTask | None]) -> Iterator[FileTask]:
-        self.needs_ocr = []
+        self.needs_ocr, self.blank_pages = [], []
         for task in tasks:
             if task is None:
                 self.ignored += 1

@@ -25,10 +25,15 @@ class Unreadable(Exception):
 
 @dataclass
 class Parsed:
+    """A file's text, title, sections and metadata (the document's); `blank_pages`: the pages OCR recognized and
+    found no text on, in a file that has text elsewhere (the ingest names them; the document does not keep
+    them)."""
+
     text: str
     title: str | None = None
     sections: list[Section] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=dict)
+    blank_pages: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """PNG, JPEG, TIFF and WebP files: pictures of text (scans, photos, screenshots), read by OCR (ingest/ocr/) when
 the `ocr` extra is installed. Each frame is a page (a TIFF's pages; any other image is page 1), a section each,
 its text the engine's lines in its reading order. A file in which no page shows any text is refused (a blank
-page or a photo without writing: nothing to index)."""
+page or a photo without writing: nothing to index); a blank page among pages with text is named
+(`blank_pages`)."""
 
 from __future__ import annotations
 
@@ -44,4 +45,5 @@ def parse(data: bytes, kind: str = "image", extraction: Extraction = TEXT_LAYERS
         pages = f"page {blank[0]}" if len(blank) == 1 else f"pages {blank[0]}-{blank[-1]}"
         raise Unreadable(f"{pages}: no text found (a blank page?)")
     parsed.metadata["ocr"] = extraction.described()
+    parsed.blank_pages = tuple(blank)
     return parsed

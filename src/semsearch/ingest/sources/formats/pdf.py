@@ -3,7 +3,8 @@
 path (`headings`, as HTML and Markdown have them): a page where a bookmarked heading starts is cut where its title
 is found in the page's text (at its start when it is not), and each part takes the path of the heading it falls
 under. A PDF without an outline takes its headings from its own table of contents (contents.py). An encrypted file (no empty password opens it) or one with no
-text layer (scanned images) is refused with that reason. PDFium reads Debian's manuals 10x faster than pypdf
+text layer (scanned images) is refused with that reason; a page OCR recognized and found blank, in a file with
+text, is named (`blank_pages`). PDFium reads Debian's manuals 10x faster than pypdf
 did, the same text (benchmarks/results/files.md)."""
 
 from __future__ import annotations
@@ -70,6 +71,12 @@ def parse(data: bytes, kind: str = "pdf", extraction: Extraction = TEXT_LAYERS_O
     parsed = out.parsed(title, **({"ocr": ocr} if ocr else {}))
     if not parsed.text.strip():
         raise Unreadable(_no_text(extraction))
+    # the pages rendered and recognized that gave no text (an empty text layer not recognized is not one)
+    parsed.blank_pages = tuple(
+        number + 1
+        for number, (asked, text) in enumerate(zip(read, texts))
+        if isinstance(asked, Future) and not text.strip()
+    )
     return parsed
 
 
