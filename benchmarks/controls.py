@@ -557,22 +557,32 @@ class SnippetClock:
 
 
 def measure(path: Path, queries: list[str]) -> dict:
+    """Each arm's p50 over the queries, twice: `warm`, the arms of a query run in an order rotated query by
+    query (each arm first as often as the others: the first pays for reading its documents' passages' words,
+    retrieval/places.py's PASSAGE_TERMS, which the arms after it find kept), and `cold`, those kept words
+    cleared before every search (a query meeting its documents for the first time, as most do in a corpus of
+    more long documents' words than PASSAGE_TERMS_WORDS)."""
     from semsearch import Index
+    from semsearch.retrieval.places import PASSAGE_TERMS
 
     clock = SnippetClock()
     with Index.open(path) as index:
         arms = arms_of(index, queries)
+        names = list(arms)
         for run in arms.values():  # warm: caches, the keyword matrix, FAISS's pages
             for n in range(min(5, len(queries))):
                 run(n)
-        times: dict[str, list[float]] = {name: [] for name in arms}
-        shares: dict[str, list[float]] = {name: [] for name in arms if name.endswith(", snippets")}
+        times = {state: {name: [] for name in names} for state in ("warm", "cold")}
+        shares = {state: {name: [] for name in names if name.endswith(", snippets")} for state in times}
         for n in range(len(queries)):
-            for name, run in arms.items():
-                clock.last = 0.0
-                times[name].append(timed(run, n))
-                if name in shares:  # the snippets' own time, of this query's
-                    shares[name].append(clock.last / times[name][-1])
+            for state in ("cold", "warm"):
+                for name in names[n % len(names) :] + names[: n % len(names)]:
+                    if state == "cold":
+                        PASSAGE_TERMS.clear()
+                    clock.last = 0.0
+                    times[state][name].append(timed(arms[name], n))
+                    if name in shares[state]:  # the snippets' own time, of this query's
+                        shares[state][name].append(clock.last / times[state][name][-1])
         info = {
             "documents": len(index),
             "passages": index.state.rows,
@@ -581,9 +591,14 @@ def measure(path: Path, queries: list[str]) -> dict:
     clock.close()
     return {
         "info": info,
-        "p50_ms": {name: float(np.median(ms)) for name, ms in times.items()},
-        "snippet_share_p50": {name: float(np.median(share)) for name, share in shares.items()},
-        "snippet_share_max": {name: float(np.max(share)) for name, share in shares.items()},
+        **{
+            state: {
+                "p50_ms": {name: float(np.median(ms)) for name, ms in times[state].items()},
+                "snippet_share_p50": {name: float(np.median(v)) for name, v in shares[state].items()},
+                "snippet_share_max": {name: float(np.max(v)) for name, v in shares[state].items()},
+            }
+            for state in times
+        },
     }
 
 
@@ -622,14 +637,18 @@ def places(config: argparse.Namespace) -> Rows:
     }
     results = {name: measure(path, queries) for name, (path, queries) in corpora.items()}
     for result in results.values():
-        result["ratios"] = ratios(result["p50_ms"])
+        for state in ("warm", "cold"):
+            result[state]["ratios"] = ratios(result[state]["p50_ms"])
     commit = current_commit()
     header = [
         "# What places cost: no cap against the default answer, and snippets' share of a query",
         "",
         f"`{command_line()}` (commit {commit}, {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, "
-        f"{config.queries} queries a corpus, k 10, every arm interleaved query by query in one process, "
-        "OMP_NUM_THREADS as set).",
+        f"{config.queries} queries a corpus, k 10, OMP_NUM_THREADS as set). Every arm runs each query in one "
+        "process, twice: *cold*, the long documents' passage words (retrieval/places.py's PASSAGE_TERMS) "
+        "cleared before every search, as a query meets documents no query before it read; *warm*, the "
+        "arms in an order rotated query by query, so each is the first to read a query's documents as "
+        "often as the others.",
         "",
         "Targets: p50 at per_document 0 at most 1.3x the default cap's; snippets at most a fifth of a query.",
     ]
@@ -642,19 +661,30 @@ def places(config: argparse.Namespace) -> Rows:
             f"(default mode {info['default_mode']})",
             "",
         ]
-        body += markdown_table([{"arm": arm, "p50 ms": f"{ms:.2f}"} for arm, ms in result["p50_ms"].items()])
+        cold, warm = result["cold"], result["warm"]
         body += markdown_table(
-            [{"ratio": arm, "value": f"{value:.2f}"} for arm, value in result["ratios"].items()]
+            [
+                {"arm": arm, "p50 ms, cold": f"{ms:.2f}", "p50 ms, warm": f"{warm['p50_ms'][arm]:.2f}"}
+                for arm, ms in cold["p50_ms"].items()
+            ]
+        )
+        body += markdown_table(
+            [
+                {"ratio": arm, "cold": f"{value:.2f}", "warm": f"{warm['ratios'][arm]:.2f}"}
+                for arm, value in cold["ratios"].items()
+            ]
         )
         body += ["Snippets' own time (hits.snippets_of, timed inside each query) over the query's:", ""]
         body += markdown_table(
             [
                 {
                     "arm": arm,
-                    "p50 share": f"{share:.3f}",
-                    "max share": f"{result['snippet_share_max'][arm]:.3f}",
+                    "p50 share, cold": f"{share:.3f}",
+                    "max share, cold": f"{cold['snippet_share_max'][arm]:.3f}",
+                    "p50 share, warm": f"{warm['snippet_share_p50'][arm]:.3f}",
+                    "max share, warm": f"{warm['snippet_share_max'][arm]:.3f}",
                 }
-                for arm, share in result["snippet_share_p50"].items()
+                for arm, share in cold["snippet_share_p50"].items()
             ]
         )
     body += [

@@ -42,7 +42,9 @@ from semsearch.server import ServerSettings, create_app  # noqa: E402
 pytestmark = pytest.mark.xdist_group("tenants")
 DOCUMENTS = 150  # 50 a tenant
 SERVE = [sys.executable, "-m", "semsearch", "serve", "--port", "0"]
-REQUESTS = 2000  # and a twin of each naming an absent id where one names another's: ~2,600
+# hostile requests, each with a twin naming an absent id where it names another's (benchmarks/tenants.py:
+# 20,000)
+REQUESTS = 600
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +82,7 @@ def test_no_answer_holds_counts_or_confirms_another_tenants_document(served, ten
     assert faults.statuses.get(200, 0) > REQUESTS / 2 and set(faults.statuses) <= {200, 400, 403, 404, 409}, (
         faults
     )
-    assert fuzzer.written > 5, fuzzer.written  # some writes were made, and followed by the record
+    assert fuzzer.written >= 3, fuzzer.written  # some writes were made, and followed by the record
     # the index holds exactly what the record says: nobody's documents lost, nothing planted
     info = served.get("/info", headers=bearer(ADMIN)).json()
     assert info["documents"] == len(fuzzer.owners), (info["documents"], took)

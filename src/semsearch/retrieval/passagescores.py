@@ -31,8 +31,8 @@ class PassageTerms:
 
     rows: list[int]  # the passages' vector rows
     lengths: np.ndarray
-    body: dict[str, tuple[np.ndarray, np.ndarray]]  # word -> (passage indexes, times)
-    headings: dict[str, tuple[np.ndarray, np.ndarray]]
+    body: dict[str, tuple[list[int], list[int]]]  # word -> (passage indexes, times)
+    headings: dict[str, tuple[list[int], list[int]]]
 
     @classmethod
     def of(cls, rows: list[int], texts: Sequence[str], headings: Sequence[Sequence[str]]) -> PassageTerms:
@@ -51,7 +51,7 @@ class PassageTerms:
         for weight, words in ((1.0, self.body), (HEADING_WEIGHT, self.headings)):
             for word, term in matched_terms(words.keys(), found):
                 passages, times = words[word]
-                held[passages, column[term]] += weight * times
+                held[passages, column[term]] += weight * np.array(times, dtype=np.float64)
         norm = K1 * (1 - B + B * self.lengths / max(float(self.lengths.mean()), 1.0))
         frequency = (held > 0).sum(axis=0)
         idf = np.log1p((len(self.rows) - frequency + 0.5) / (frequency + 0.5))
@@ -59,18 +59,17 @@ class PassageTerms:
         return ((held * (K1 + 1)) / (held + norm[:, None]) * (idf * weights)).sum(axis=1)
 
 
-def postings(texts: Sequence[Sequence[str]]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Each word of these word lists: the lists holding it (their indexes, ascending) and how often."""
+def postings(texts: Sequence[Sequence[str]]) -> dict[str, tuple[list[int], list[int]]]:
+    """Each word of these word lists: the lists holding it (their indexes, ascending) and how often. Kept as
+    lists: a query scores the few words it matches, and an array made for each of a document's thousands of
+    words was two thirds of reading it."""
     listed: dict[str, tuple[list[int], list[int]]] = {}
     for at, words in enumerate(texts):
         for word, times in Counter(words).items():
             where, counts = listed.setdefault(word, ([], []))
             where.append(at)
             counts.append(times)
-    return {
-        word: (np.array(where), np.array(counts, dtype=np.float64))
-        for word, (where, counts) in listed.items()
-    }
+    return listed
 
 
 def matched_terms(words: Iterable[str], found: Matching) -> Iterator[tuple[str, str]]:

@@ -30,11 +30,28 @@ from .passagescores import PassageTerms
 # One query's vector rows and their scores (float64), best first: what a retriever answers (a Python pair per
 # candidate cost a calibration's hundreds of searches more than the searches did)
 RankedRows = tuple[np.ndarray, np.ndarray]
-PASSAGE_TERMS_KEPT = 16  # long documents' words kept per store (a manual's: a few MB)
-PASSAGE_TERMS: weakref.WeakKeyDictionary[DocumentStore, OrderedDict[tuple, PassageTerms]] = (
-    weakref.WeakKeyDictionary()
-)
+# long documents' words kept per store, counted in words (about 50 bytes each: a 311-page manual's ~100,000 are
+# 5 MB): a query reads its keyword documents' passages again only when they were not among the last read
+PASSAGE_TERMS_WORDS = 1_000_000
 PASSAGE_TERMS_LOCK = threading.Lock()
+
+
+class KeptTerms(OrderedDict[tuple, PassageTerms]):
+    """A store's documents' PassageTerms by (content version, pk), the least recently read first, and the words
+    they hold."""
+
+    words = 0.0
+
+    def keep(self, key: tuple, read: PassageTerms) -> None:
+        for stale in [k for k in self if k[0] != key[0]]:
+            self.words -= float(self.pop(stale).lengths.sum())
+        self[key] = read
+        self.words += float(read.lengths.sum())
+        while len(self) > 1 and self.words > PASSAGE_TERMS_WORDS:
+            self.words -= float(self.popitem(last=False)[1].lengths.sum())
+
+
+PASSAGE_TERMS: weakref.WeakKeyDictionary[DocumentStore, KeptTerms] = weakref.WeakKeyDictionary()
 
 
 @dataclass
@@ -173,9 +190,10 @@ def passages_scored(
 
 
 def passage_terms(store: DocumentStore, pk: int, count: int) -> PassageTerms | None:
-    """The document's PassageTerms, kept for the store's committed content (the last PASSAGE_TERMS_KEPT read)."""
+    """The document's PassageTerms, kept for the store's committed content (KeptTerms: the last read, up to
+    PASSAGE_TERMS_WORDS words)."""
     key = store.content_version()
-    kept = PASSAGE_TERMS.setdefault(store, OrderedDict())
+    kept = PASSAGE_TERMS.setdefault(store, KeptTerms())
     with PASSAGE_TERMS_LOCK:
         if key is not None and (key, pk) in kept:
             kept.move_to_end((key, pk))
@@ -195,11 +213,7 @@ def passage_terms(store: DocumentStore, pk: int, count: int) -> PassageTerms | N
     )
     if key is not None:
         with PASSAGE_TERMS_LOCK:
-            for stale in [k for k in kept if k[0] != key]:
-                del kept[stale]
-            kept[key, pk] = read
-            while len(kept) > PASSAGE_TERMS_KEPT:
-                kept.popitem(last=False)
+            kept.keep((key, pk), read)
     return read
 
 
